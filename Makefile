@@ -1,0 +1,53 @@
+# Thin wrapper over CMake. `make run` and `make test` do all set-up on a
+# fresh Debian 12 machine (they install missing packages first).
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+RUN_MODEL  ?= $(BUILD)/models/resnet_blocks.onnx
+
+.PHONY: all deps build run test test-unit test-asan bench fuzz format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+# Benchmarks a bundled model on the reference interpreter.
+run: build
+	$(BUILD)/bin/modelbench analyze $(RUN_MODEL)
+	$(BUILD)/bin/modelbench run $(RUN_MODEL) --random --repeat 20
+
+test: export MB_WITH_TORCH = 1
+test: deps
+	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory test-unit
+	@$(MAKE) --no-print-directory test-asan
+
+test-unit:
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan:
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DMB_SANITIZE=ON $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j$(JOBS)
+
+bench: build
+	bench/run.sh $(BUILD)
+
+fuzz: export MB_WITH_FUZZ = 1
+fuzz: deps
+	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DMB_FUZZ=ON -DMB_BUILD_TESTS=OFF >/dev/null
+	@cmake --build build-fuzz -j$(JOBS) --target fuzz_loader
+	fuzz/run.sh build-fuzz $${FUZZ_SECONDS:-60}
+
+format:
+	clang-format -i include/*.h src/*/*.[ch] tests/*.[ch] tools/*.c bench/*.c fuzz/*.c examples/*.c 2>/dev/null || true
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

@@ -1,0 +1,376 @@
+/* modelbench: benchmark an ONNX model under many conversion options.
+ *
+ * The one public header. Every fallible call returns an mb_status and, when
+ * it fails, writes a one-line human message into a caller-owned mb_error
+ * (which may be NULL when the caller does not want the message). Outputs come
+ * back through trailing *_out pointers and are left untouched on failure.
+ *
+ * Ownership is documented per pointer parameter: "borrowed" means the callee
+ * does not keep the pointer after it returns.
+ */
+#ifndef MODELBENCH_H
+#define MODELBENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MB_VERSION_MAJOR 0
+#define MB_VERSION_MINOR 1
+#define MB_VERSION_PATCH 0
+#define MB_VERSION_STRING "0.1.0"
+
+/* ------------------------------------------------------------------------ */
+/* Status codes                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* X(name, description) */
+#define MB_STATUS_LIST(X)                                                     \
+  X(OK, "ok")                                                                 \
+  X(INVALID_ARGUMENT, "invalid argument")                                    \
+  X(IO, "input/output error")                                                \
+  X(PARSE, "malformed model or tensor file")                                 \
+  X(UNSUPPORTED, "unsupported operator, type or feature")                    \
+  X(SHAPE, "shape or type mismatch")                                         \
+  X(DYNAMIC, "value depends on data that is not known yet")                  \
+  X(OUT_OF_MEMORY, "out of memory")                                          \
+  X(OVERFLOW, "size overflow")                                               \
+  X(NOT_FOUND, "not found")                                                  \
+  X(UNAVAILABLE, "unavailable on this machine")                              \
+  X(MISMATCH, "results differ beyond tolerance")                             \
+  X(INTERNAL, "internal error")
+
+typedef enum mb_status {
+#define MB_X(name, desc) MB_STATUS_##name,
+  MB_STATUS_LIST(MB_X)
+#undef MB_X
+      MB_STATUS_COUNT
+} mb_status;
+
+/* A short description of a status code; never NULL. */
+const char *mb_status_string(mb_status status);
+
+/* Caller-owned error record. */
+#define MB_ERROR_MESSAGE_SIZE 512
+typedef struct mb_error {
+  mb_status status;
+  char message[MB_ERROR_MESSAGE_SIZE];
+} mb_error;
+
+/* ------------------------------------------------------------------------ */
+/* Element types: values equal ONNX TensorProto.DataType.                    */
+/* ------------------------------------------------------------------------ */
+
+/* X(NAME, onnx_id, element_size_bytes, "name") */
+#define MB_DTYPE_LIST(X)                                                      \
+  X(UNDEFINED, 0, 0, "undefined")                                             \
+  X(FLOAT, 1, 4, "float32")                                                   \
+  X(UINT8, 2, 1, "uint8")                                                     \
+  X(INT8, 3, 1, "int8")                                                       \
+  X(UINT16, 4, 2, "uint16")                                                   \
+  X(INT16, 5, 2, "int16")                                                     \
+  X(INT32, 6, 4, "int32")                                                     \
+  X(INT64, 7, 8, "int64")                                                     \
+  X(STRING, 8, 0, "string")                                                   \
+  X(BOOL, 9, 1, "bool")                                                       \
+  X(FLOAT16, 10, 2, "float16")                                                \
+  X(DOUBLE, 11, 8, "float64")                                                 \
+  X(UINT32, 12, 4, "uint32")                                                  \
+  X(UINT64, 13, 8, "uint64")                                                  \
+  X(COMPLEX64, 14, 8, "complex64")                                            \
+  X(COMPLEX128, 15, 16, "complex128")                                         \
+  X(BFLOAT16, 16, 2, "bfloat16")
+
+typedef enum mb_dtype {
+#define MB_X(name, id, size, str) MB_DTYPE_##name = id,
+  MB_DTYPE_LIST(MB_X)
+#undef MB_X
+      MB_DTYPE_COUNT
+} mb_dtype;
+
+/* "float32", "int64", ...; "invalid" for out-of-range values. */
+const char *mb_dtype_name(mb_dtype dtype);
+/* Bytes per element; 0 for types without a fixed size (string) or invalid. */
+size_t mb_dtype_size(mb_dtype dtype);
+/* Parses a name as printed by mb_dtype_name (also "float", "half", "bf16").
+ * Returns MB_DTYPE_UNDEFINED when unknown. */
+mb_dtype mb_dtype_from_name(const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* Tensors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define MB_MAX_RANK 8
+#define MB_TENSOR_ALIGNMENT 64
+
+/* A dense, row-major tensor. `data` is MB_TENSOR_ALIGNMENT-aligned when the
+ * tensor owns it. Scalars have rank 0 and numel 1. A tensor whose dims
+ * contain 0 has numel 0 and may have data == NULL. */
+typedef struct mb_tensor {
+  mb_dtype dtype;
+  int rank;
+  int64_t dims[MB_MAX_RANK];
+  int64_t numel;   /* product of dims */
+  size_t nbytes;   /* numel * element size */
+  void *data;      /* owned when capacity > 0 */
+  size_t capacity; /* bytes allocated; 0 when data is borrowed or NULL */
+  char *name;      /* optional, owned (malloc) */
+} mb_tensor;
+
+/* Allocates a zero-filled tensor. dims: borrowed, `rank` entries; every dim
+ * must be >= 0 and the byte size must not overflow. *tensor_out receives a
+ * tensor to release with mb_tensor_free. */
+mb_status mb_tensor_create(mb_dtype dtype, int rank, const int64_t *dims,
+                           mb_tensor **tensor_out, mb_error *err);
+/* Deep copy. src: borrowed. */
+mb_status mb_tensor_clone(const mb_tensor *src, mb_tensor **tensor_out,
+                          mb_error *err);
+/* Releases the tensor and its owned data. NULL is allowed. */
+void mb_tensor_free(mb_tensor *tensor);
+
+/* Reads a serialized ONNX TensorProto file (an `input_N.pb`). A file holding
+ * a SequenceProto/OptionalProto or string data gives MB_STATUS_UNSUPPORTED. */
+mb_status mb_tensor_load_pb(const char *path, mb_tensor **tensor_out,
+                            mb_error *err);
+/* Writes a TensorProto file. name may be NULL (tensor->name is used). */
+mb_status mb_tensor_save_pb(const mb_tensor *tensor, const char *path,
+                            mb_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Models                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* A parsed model in modelbench's own graph IR. Opaque. */
+typedef struct mb_model mb_model;
+
+/* Loads an ONNX model file, including external data files next to it.
+ * path: borrowed. *model_out: release with mb_model_free. */
+mb_status mb_model_load(const char *path, mb_model **model_out,
+                        mb_error *err);
+/* Loads from memory. bytes: borrowed. base_dir: borrowed, where external
+ * data files are looked up (NULL: external data is an error). */
+mb_status mb_model_load_memory(const void *bytes, size_t size,
+                               const char *base_dir, mb_model **model_out,
+                               mb_error *err);
+void mb_model_free(mb_model *model);
+
+typedef struct mb_save_options {
+  /* Tensors of at least this many bytes are written to an external data
+   * file beside the model; 0 keeps every tensor inside the model (the
+   * writer still moves data out when the model would exceed 2 GB). */
+  size_t external_data_threshold;
+  /* File name of the external data file, relative to the model's folder;
+   * NULL means "<model file name>.data". */
+  const char *external_data_name;
+} mb_save_options;
+
+/* Serialises the model to an ONNX file. options: borrowed, may be NULL. */
+mb_status mb_model_save(const mb_model *model, const char *path,
+                        const mb_save_options *options, mb_error *err);
+
+/* The sha256 of the model file's bytes followed by its external data files'
+ * bytes, as 64 lowercase hex digits plus NUL. */
+const char *mb_model_sha256(const mb_model *model);
+
+/* Shape of one graph input or output. dims[i] < 0 means dynamic; then
+ * dim_params[i] holds the symbolic name or NULL. Strings are owned by the
+ * model and live as long as it. */
+typedef struct mb_value_info {
+  const char *name;
+  mb_dtype dtype;
+  int rank; /* -1 when unknown */
+  int64_t dims[MB_MAX_RANK];
+  const char *dim_params[MB_MAX_RANK];
+} mb_value_info;
+
+int mb_model_input_count(const mb_model *model);
+int mb_model_output_count(const mb_model *model);
+/* index must be in range; info_out receives borrowed strings. */
+mb_status mb_model_input_info(const mb_model *model, int index,
+                              mb_value_info *info_out, mb_error *err);
+mb_status mb_model_output_info(const mb_model *model, int index,
+                               mb_value_info *info_out, mb_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Reference interpreter session                                             */
+/* ------------------------------------------------------------------------ */
+
+typedef struct mb_session mb_session;
+
+typedef struct mb_session_options {
+  int threads; /* <= 0: 1 thread */
+} mb_session_options;
+
+/* Prepares the model for the reference interpreter: resolves every node to
+ * an operator implementation for the model's opset. A node whose operator is
+ * not implemented fails with MB_STATUS_UNSUPPORTED naming the node and op.
+ * model: borrowed, must outlive the session. options: borrowed, may be NULL. */
+mb_status mb_session_create(const mb_model *model,
+                            const mb_session_options *options,
+                            mb_session **session_out, mb_error *err);
+void mb_session_free(mb_session *session);
+
+/* Runs the model. inputs: borrowed array of n_inputs tensors in graph input
+ * order (n_inputs must equal mb_model_input_count). outputs: array of
+ * n_outputs slots (n_outputs must equal mb_model_output_count) that receive
+ * new tensors owned by the caller (release with mb_tensor_free). On failure
+ * the output slots are left NULL. */
+mb_status mb_session_run(mb_session *session, int n_inputs,
+                         const mb_tensor *const *inputs, int n_outputs,
+                         mb_tensor **outputs, mb_error *err);
+
+/* Lists "domain:op_type" of nodes the reference interpreter cannot run,
+ * separated by ", ", into buf (truncated to size). Returns the number of
+ * distinct unsupported operators. model: borrowed. */
+int mb_model_unsupported_ops(const mb_model *model, char *buf, size_t size);
+
+/* ------------------------------------------------------------------------ */
+/* Comparison                                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef struct mb_compare_result {
+  double max_abs_err;
+  double max_rel_err;
+  double cosine;    /* 1 when both tensors are all zero */
+  int64_t n_bad;    /* elements outside atol + rtol * |expected| */
+  int shape_match;  /* 0 when dtype or dims differ */
+} mb_compare_result;
+
+/* Compares actual against expected elementwise. Both borrowed. NaN equals NaN;
+ * integer and bool tensors compare exactly (tolerances still apply). */
+mb_status mb_tensor_compare(const mb_tensor *actual, const mb_tensor *expected,
+                            double rtol, double atol,
+                            mb_compare_result *result_out, mb_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Analysis and inputs                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* A concrete shape for one graph input. name: borrowed. */
+typedef struct mb_input_shape {
+  const char *name;
+  int rank;
+  int64_t dims[MB_MAX_RANK];
+} mb_input_shape;
+
+/* How to make a model's declared, possibly symbolic, input shapes concrete.
+ * A zero-initialised spec means batch size 1 and no overrides. */
+typedef struct mb_shape_spec {
+  int64_t batch_size; /* replaces a dynamic first dim; <= 0 means 1 */
+  int n_shapes;
+  const mb_input_shape *shapes; /* borrowed; explicit overrides by name */
+} mb_shape_spec;
+
+/* Resolves the concrete shape of every graph input: an explicit override
+ * wins, then the declared static dims, then spec->batch_size for a dynamic
+ * first dim. Fails with
+ *   MB_STATUS_DYNAMIC           another dim is dynamic (the message names
+ *                               the input, dim index and symbolic name),
+ *   MB_STATUS_INVALID_ARGUMENT  an override names no input (the message
+ *                               lists the inputs), its rank differs from the
+ *                               declared rank, or a dim is negative,
+ *   MB_STATUS_OVERFLOW          a shape's byte size overflows.
+ * spec: borrowed, may be NULL. shapes_out: caller array with
+ * mb_model_input_count entries; the names in it are borrowed from the model
+ * and live as long as it. */
+mb_status mb_model_resolve_input_shapes(const mb_model *model,
+                                        const mb_shape_spec *spec,
+                                        mb_input_shape *shapes_out,
+                                        mb_error *err);
+
+/* Value range of generated data for one input; name NULL applies to every
+ * input without an entry of its own. Floats are drawn from [lo, hi),
+ * integers from [lo, hi] (both ends included). */
+typedef struct mb_input_range {
+  const char *name;
+  double lo, hi;
+} mb_input_range;
+
+/* Generates deterministic input data for the resolved input shapes (see
+ * mb_model_resolve_input_shapes): the same seed gives the same bytes on every
+ * machine. Without a range, floats are uniform in [-1, 1), integers uniform
+ * in [0, 100) and bools random. Fails with MB_STATUS_UNSUPPORTED for string
+ * or undeclared element types. spec, ranges: borrowed, may be NULL.
+ * inputs_out: caller array with mb_model_input_count slots that receive new
+ * tensors named after the inputs (release each with mb_tensor_free); on
+ * failure every slot is NULL. */
+mb_status mb_inputs_generate(const mb_model *model, const mb_shape_spec *spec,
+                             uint64_t seed, int n_ranges,
+                             const mb_input_range *ranges,
+                             mb_tensor **inputs_out, mb_error *err);
+
+/* Statistics of one operator type. */
+typedef struct mb_op_stats {
+  const char *domain;    /* "" for ai.onnx */
+  const char *op_type;
+  int64_t count;         /* nodes of this type in the main graph */
+  double flops;          /* sum over the nodes whose FLOPs are known */
+  int64_t unknown_count; /* nodes whose shapes were not known */
+  int has_formula;       /* 0: no FLOPs formula (data movement), counts 0 */
+} mb_op_stats;
+
+/* Statistics of one node of the main graph, in graph (topological) order,
+ * so that per-node measurements can be attached by index. */
+typedef struct mb_node_stats {
+  const char *name;    /* may be "" */
+  int op_index;        /* index into mb_model_stats.ops */
+  double flops;        /* < 0 when unknown */
+} mb_node_stats;
+
+typedef struct mb_opset_version {
+  const char *domain; /* "" for ai.onnx */
+  int64_t version;
+} mb_opset_version;
+
+/* Everything `modelbench analyze` reports. Filled by mb_model_analyze; every
+ * pointer in it (strings included) is owned by the struct and released by
+ * mb_model_stats_free, so the stats may outlive the model. */
+typedef struct mb_model_stats {
+  const char *producer_name, *producer_version; /* "" when absent */
+  int64_t ir_version;
+  int n_opsets;
+  mb_opset_version *opsets;
+  char sha256[65];
+  int n_inputs, n_outputs;
+  mb_value_info *inputs, *outputs; /* declared (possibly symbolic) shapes */
+  /* Concrete shapes used for FLOPs: input_shapes has n_inputs entries and
+   * output_shapes n_outputs (rank -1 when not inferred); both NULL when the
+   * input shapes could not be resolved (see shape_note). */
+  mb_input_shape *input_shapes, *output_shapes;
+  int64_t node_count;
+  int n_ops;
+  mb_op_stats *ops; /* sorted by FLOPs, then count, descending */
+  int n_nodes;
+  mb_node_stats *nodes;
+  int64_t param_count, param_bytes; /* initializers, subgraphs included */
+  double total_flops;               /* over nodes whose FLOPs are known */
+  int64_t unknown_flops_nodes;      /* 0 when total_flops is complete */
+  /* Why shapes or FLOPs are unknown (unresolved dynamic input, failed shape
+   * inference), or "" when everything resolved. */
+  char shape_note[MB_ERROR_MESSAGE_SIZE];
+  int n_unsupported;     /* operators the reference interpreter lacks */
+  char *unsupported_ops; /* "domain:op, ..." or "" */
+  void *storage_;        /* internal */
+} mb_model_stats;
+
+/* Analyses the model: metadata, op histogram, parameters and FLOPs for the
+ * input shapes resolved from spec (borrowed, may be NULL). Unresolvable
+ * dynamic dims or failed shape inference do not fail the call: FLOPs are
+ * then unknown and stats_out->shape_note says why. Fails on an invalid spec
+ * (as mb_model_resolve_input_shapes: INVALID_ARGUMENT, OVERFLOW) or OOM.
+ * stats_out: caller-owned struct, filled on success (release its contents
+ * with mb_model_stats_free), zeroed on failure. */
+mb_status mb_model_analyze(const mb_model *model, const mb_shape_spec *spec,
+                           mb_model_stats *stats_out, mb_error *err);
+/* Releases what mb_model_analyze put into stats and zeroes it. NULL and a
+ * zeroed struct are allowed. */
+void mb_model_stats_free(mb_model_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MODELBENCH_H */

@@ -1,0 +1,159 @@
+/* Operator interface of the reference interpreter.
+ *
+ * Each operator family file (elementwise.c, conv.c, ...) defines a table of
+ * mb_op_def rows and registers it with one row in registry.c. The registry
+ * resolves a node to the row with the highest since_version not above the
+ * model's opset for the node's domain.
+ *
+ * Calling protocol, for every node, every run:
+ *   1. infer(ctx): inputs have dtype/rank/dims set; their data may be NULL
+ *      during static shape inference (then an op whose output shape depends
+ *      on input *values* returns MB_STATUS_DYNAMIC via MB_OP_NEED_DATA).
+ *      infer validates inputs (dtype, rank, attribute values) with a clear
+ *      message and sets dtype/rank/dims of every non-NULL output with
+ *      mb__tensor_set_shape. It never allocates output data.
+ *   2. The interpreter allocates each output's data (nbytes).
+ *   3. run(ctx): computes the outputs. Input data is never NULL here unless
+ *      the tensor has numel 0.
+ * Outputs the model does not use (omitted optional outputs) are NULL in
+ * ctx->outputs; inputs omitted by the model are NULL in ctx->inputs.
+ * Kernels must not keep pointers to tensors between calls. */
+#ifndef MB_OPS_OP_H
+#define MB_OPS_OP_H
+
+#include "core/ir.h"
+
+typedef struct mb_op_ctx mb_op_ctx;
+typedef mb_status (*mb_op_fn)(mb_op_ctx *ctx);
+
+typedef struct mb_op_def {
+  const char *domain;  /* "" for ai.onnx, "com.microsoft", ... */
+  const char *op_type;
+  int since_version;
+  mb_op_fn infer;
+  mb_op_fn run;
+} mb_op_def;
+
+#define MB_OP_SCRATCH_SLOTS 4
+
+struct mb_op_ctx {
+  const mb_node *node;
+  const mb_graph *graph;
+  int64_t opset; /* the model's opset for node->domain */
+  int n_inputs;
+  mb_tensor *const *inputs; /* n_inputs entries, NULL when omitted */
+  int n_outputs;
+  mb_tensor *const *outputs; /* n_outputs entries, NULL when omitted */
+  int threads;               /* >= 1 */
+  mb_error *err;
+  /* Reusable scratch memory owned by the session (see mb__op_scratch). */
+  void **scratch;
+  size_t *scratch_size;
+};
+
+/* Returns a buffer of at least `bytes` bytes (64-byte aligned) in scratch
+ * slot `slot` (0..MB_OP_SCRATCH_SLOTS-1), valid until the next call with the
+ * same slot. NULL on OOM (ctx->err set). Different slots never alias. */
+void *mb__op_scratch(mb_op_ctx *ctx, int slot, size_t bytes);
+
+/* Error with the node's op type and name prepended:
+ * "Conv 'conv1': kernel_shape has 3 entries for a 4-D input". */
+mb_status mb__op_error(mb_op_ctx *ctx, mb_status status, const char *fmt, ...)
+    MB_PRINTF(3, 4);
+
+/* Input i, or NULL when i >= n_inputs or omitted. */
+static inline mb_tensor *mb__op_input(mb_op_ctx *ctx, int i) {
+  return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
+}
+static inline mb_tensor *mb__op_output(mb_op_ctx *ctx, int i) {
+  return i < ctx->n_outputs ? ctx->outputs[i] : NULL;
+}
+
+/* Fails unless at least min inputs are present (non-NULL) among the first
+ * `min`, and n_inputs <= max. */
+mb_status mb__op_check_arity(mb_op_ctx *ctx, int min, int max);
+
+/* In infer: returns MB_STATUS_DYNAMIC (without a message on the error, as
+ * it is not a user-facing failure) when input i's data is not known. */
+#define MB_OP_NEED_DATA(ctx, i)                                               \
+  do {                                                                        \
+    const mb_tensor *mb_need_ = mb__op_input((ctx), (i));                     \
+    if (mb_need_ && mb_need_->numel > 0 && mb_need_->data == NULL)            \
+      return MB_STATUS_DYNAMIC;                                               \
+  } while (0)
+
+/* Normalises a possibly negative axis against rank; fails with a message
+ * naming the attribute when out of range. */
+mb_status mb__op_axis(mb_op_ctx *ctx, int64_t axis, int rank,
+                      const char *what, int *axis_out);
+
+/* Reads an integer tensor (int32/int64) into int64 values; fails when the
+ * dtype is not integer. values_out must hold t->numel entries. */
+mb_status mb__op_read_ints(mb_op_ctx *ctx, const mb_tensor *t,
+                           int64_t *values_out, int64_t max_count);
+
+/* ---- broadcasting (ONNX multidirectional rules) ---- */
+/* Output shape of broadcasting n shapes; fails with a message naming both
+ * shapes when incompatible. */
+mb_status mb__op_broadcast_shape(mb_op_ctx *ctx, int n,
+                                 const mb_tensor *const *tensors,
+                                 int *rank_out, int64_t *dims_out);
+/* Element strides of `t` viewed at the output shape (0 on broadcast dims).
+ * out_rank >= t->rank. */
+void mb__broadcast_strides(const mb_tensor *t, int out_rank,
+                           const int64_t *out_dims, int64_t *strides_out);
+/* Contiguous row-major strides of a shape. */
+void mb__contiguous_strides(int rank, const int64_t *dims,
+                            int64_t *strides_out);
+
+/* ---- float views of float-like tensors ---- */
+/* Returns true for FLOAT, FLOAT16, BFLOAT16, DOUBLE. */
+bool mb__dtype_is_float(mb_dtype dt);
+bool mb__dtype_is_int(mb_dtype dt); /* signed/unsigned integer types */
+/* Returns the data as float32: the tensor's own buffer when dtype is FLOAT,
+ * else a converted copy in scratch slot `slot`. NULL on failure. */
+const float *mb__op_as_f32(mb_op_ctx *ctx, const mb_tensor *t, int slot);
+/* For writing a float-like output: returns the output's own buffer when
+ * FLOAT, else a float buffer in scratch slot `slot`; after computing, call
+ * mb__op_store_f32 to convert into the output. */
+float *mb__op_f32_dest(mb_op_ctx *ctx, mb_tensor *out, int slot);
+void mb__op_store_f32(mb_tensor *out, const float *src);
+
+/* ---- registry ---- */
+/* The op row for (domain, op_type) at `opset`, or NULL. */
+const mb_op_def *mb__op_find(const char *domain, const char *op_type,
+                             int64_t opset);
+/* Calls fn for every registered row (for coverage listings). */
+void mb__op_foreach(void (*fn)(const mb_op_def *def, void *user), void *user);
+
+/* ---- BLAS (OpenBLAS), threads set per session ---- */
+void mb__blas_set_threads(int threads);
+/* C[MxN] = alpha * op(A)[MxK] * op(B)[KxN] + beta * C, row-major. */
+void mb__sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+               float alpha, const float *a, int64_t lda, const float *b,
+               int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* ---- family tables, one line per family file (see registry.c) ---- */
+#define MB_OP_FAMILY_LIST(X)                                                  \
+  X(elementwise)                                                              \
+  X(reduce)                                                                   \
+  X(conv)                                                                     \
+  X(pool)                                                                     \
+  X(gemm)                                                                     \
+  X(norm)                                                                     \
+  X(shape)                                                                    \
+  X(tensor)                                                                   \
+  X(resize)
+
+#define MB_X(family)                                                          \
+  extern const mb_op_def mb__ops_##family[];                                  \
+  extern const size_t mb__ops_##family##_count;
+MB_OP_FAMILY_LIST(MB_X)
+#undef MB_X
+
+/* Defines the table of a family: MB_OP_TABLE(elementwise) = { rows }; */
+#define MB_OP_TABLE_END(family)                                               \
+  const size_t mb__ops_##family##_count =                                     \
+      sizeof(mb__ops_##family) / sizeof(mb__ops_##family[0])
+
+#endif /* MB_OPS_OP_H */
