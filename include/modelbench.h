@@ -28,19 +28,19 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 /* X(name, description) */
-#define MB_STATUS_LIST(X)                                                     \
-  X(OK, "ok")                                                                 \
-  X(INVALID_ARGUMENT, "invalid argument")                                    \
-  X(IO, "input/output error")                                                \
-  X(PARSE, "malformed model or tensor file")                                 \
-  X(UNSUPPORTED, "unsupported operator, type or feature")                    \
-  X(SHAPE, "shape or type mismatch")                                         \
-  X(DYNAMIC, "value depends on data that is not known yet")                  \
-  X(OUT_OF_MEMORY, "out of memory")                                          \
-  X(OVERFLOW, "size overflow")                                               \
-  X(NOT_FOUND, "not found")                                                  \
-  X(UNAVAILABLE, "unavailable on this machine")                              \
-  X(MISMATCH, "results differ beyond tolerance")                             \
+#define MB_STATUS_LIST(X)                                                      \
+  X(OK, "ok")                                                                  \
+  X(INVALID_ARGUMENT, "invalid argument")                                      \
+  X(IO, "input/output error")                                                  \
+  X(PARSE, "malformed model or tensor file")                                   \
+  X(UNSUPPORTED, "unsupported operator, type or feature")                      \
+  X(SHAPE, "shape or type mismatch")                                           \
+  X(DYNAMIC, "value depends on data that is not known yet")                    \
+  X(OUT_OF_MEMORY, "out of memory")                                            \
+  X(OVERFLOW, "size overflow")                                                 \
+  X(NOT_FOUND, "not found")                                                    \
+  X(UNAVAILABLE, "unavailable on this machine")                                \
+  X(MISMATCH, "results differ beyond tolerance")                               \
   X(INTERNAL, "internal error")
 
 typedef enum mb_status {
@@ -65,23 +65,23 @@ typedef struct mb_error {
 /* ------------------------------------------------------------------------ */
 
 /* X(NAME, onnx_id, element_size_bytes, "name") */
-#define MB_DTYPE_LIST(X)                                                      \
-  X(UNDEFINED, 0, 0, "undefined")                                             \
-  X(FLOAT, 1, 4, "float32")                                                   \
-  X(UINT8, 2, 1, "uint8")                                                     \
-  X(INT8, 3, 1, "int8")                                                       \
-  X(UINT16, 4, 2, "uint16")                                                   \
-  X(INT16, 5, 2, "int16")                                                     \
-  X(INT32, 6, 4, "int32")                                                     \
-  X(INT64, 7, 8, "int64")                                                     \
-  X(STRING, 8, 0, "string")                                                   \
-  X(BOOL, 9, 1, "bool")                                                       \
-  X(FLOAT16, 10, 2, "float16")                                                \
-  X(DOUBLE, 11, 8, "float64")                                                 \
-  X(UINT32, 12, 4, "uint32")                                                  \
-  X(UINT64, 13, 8, "uint64")                                                  \
-  X(COMPLEX64, 14, 8, "complex64")                                            \
-  X(COMPLEX128, 15, 16, "complex128")                                         \
+#define MB_DTYPE_LIST(X)                                                       \
+  X(UNDEFINED, 0, 0, "undefined")                                              \
+  X(FLOAT, 1, 4, "float32")                                                    \
+  X(UINT8, 2, 1, "uint8")                                                      \
+  X(INT8, 3, 1, "int8")                                                        \
+  X(UINT16, 4, 2, "uint16")                                                    \
+  X(INT16, 5, 2, "int16")                                                      \
+  X(INT32, 6, 4, "int32")                                                      \
+  X(INT64, 7, 8, "int64")                                                      \
+  X(STRING, 8, 0, "string")                                                    \
+  X(BOOL, 9, 1, "bool")                                                        \
+  X(FLOAT16, 10, 2, "float16")                                                 \
+  X(DOUBLE, 11, 8, "float64")                                                  \
+  X(UINT32, 12, 4, "uint32")                                                   \
+  X(UINT64, 13, 8, "uint64")                                                   \
+  X(COMPLEX64, 14, 8, "complex64")                                             \
+  X(COMPLEX128, 15, 16, "complex128")                                          \
   X(BFLOAT16, 16, 2, "bfloat16")
 
 typedef enum mb_dtype {
@@ -148,8 +148,7 @@ typedef struct mb_model mb_model;
 
 /* Loads an ONNX model file, including external data files next to it.
  * path: borrowed. *model_out: release with mb_model_free. */
-mb_status mb_model_load(const char *path, mb_model **model_out,
-                        mb_error *err);
+mb_status mb_model_load(const char *path, mb_model **model_out, mb_error *err);
 /* Loads from memory. bytes: borrowed. base_dir: borrowed, where external
  * data files are looked up (NULL: external data is an error). */
 mb_status mb_model_load_memory(const void *bytes, size_t size,
@@ -234,9 +233,9 @@ int mb_model_unsupported_ops(const mb_model *model, char *buf, size_t size);
 typedef struct mb_compare_result {
   double max_abs_err;
   double max_rel_err;
-  double cosine;    /* 1 when both tensors are all zero */
-  int64_t n_bad;    /* elements outside atol + rtol * |expected| */
-  int shape_match;  /* 0 when dtype or dims differ */
+  double cosine;   /* 1 when both tensors are all zero */
+  int64_t n_bad;   /* elements outside atol + rtol * |expected| */
+  int shape_match; /* 0 when dtype or dims differ */
 } mb_compare_result;
 
 /* Compares actual against expected elementwise. Both borrowed. NaN equals NaN;
@@ -304,7 +303,7 @@ mb_status mb_inputs_generate(const mb_model *model, const mb_shape_spec *spec,
 
 /* Statistics of one operator type. */
 typedef struct mb_op_stats {
-  const char *domain;    /* "" for ai.onnx */
+  const char *domain; /* "" for ai.onnx */
   const char *op_type;
   int64_t count;         /* nodes of this type in the main graph */
   double flops;          /* sum over the nodes whose FLOPs are known */
@@ -315,9 +314,9 @@ typedef struct mb_op_stats {
 /* Statistics of one node of the main graph, in graph (topological) order,
  * so that per-node measurements can be attached by index. */
 typedef struct mb_node_stats {
-  const char *name;    /* may be "" */
-  int op_index;        /* index into mb_model_stats.ops */
-  double flops;        /* < 0 when unknown */
+  const char *name; /* may be "" */
+  int op_index;     /* index into mb_model_stats.ops */
+  double flops;     /* < 0 when unknown */
 } mb_node_stats;
 
 typedef struct mb_opset_version {

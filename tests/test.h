@@ -17,60 +17,62 @@ typedef struct mb_test_case {
 } mb_test_case;
 
 #define TEST(name) static int test_##name(void)
-#define TEST_ENTRY(name) {#name, test_##name}
+#define TEST_ENTRY(name)                                                       \
+  { #name, test_##name }
 
-#define TEST_FAIL_(...)                                                       \
-  do {                                                                        \
-    fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__);                         \
-    fprintf(stderr, __VA_ARGS__);                                             \
-    fprintf(stderr, "\n");                                                    \
-    return 1;                                                                 \
+#define TEST_FAIL_(...)                                                        \
+  do {                                                                         \
+    fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__);                          \
+    fprintf(stderr, __VA_ARGS__);                                              \
+    fprintf(stderr, "\n");                                                     \
+    return 1;                                                                  \
   } while (0)
 
-#define ASSERT(cond)                                                          \
-  do {                                                                        \
-    if (!(cond))                                                              \
-      TEST_FAIL_("assertion failed: %s", #cond);                              \
+#define ASSERT(cond)                                                           \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      TEST_FAIL_("assertion failed: %s", #cond);                               \
   } while (0)
-#define ASSERT_EQ(a, b)                                                       \
-  do {                                                                        \
-    long long a_ = (long long)(a), b_ = (long long)(b);                       \
-    if (a_ != b_)                                                             \
-      TEST_FAIL_("%s == %s failed: %lld != %lld", #a, #b, a_, b_);            \
+#define ASSERT_EQ(a, b)                                                        \
+  do {                                                                         \
+    long long a_ = (long long)(a), b_ = (long long)(b);                        \
+    if (a_ != b_)                                                              \
+      TEST_FAIL_("%s == %s failed: %lld != %lld", #a, #b, a_, b_);             \
   } while (0)
-#define ASSERT_NE(a, b)                                                       \
-  do {                                                                        \
-    long long a_ = (long long)(a), b_ = (long long)(b);                       \
-    if (a_ == b_)                                                             \
-      TEST_FAIL_("%s != %s failed: both %lld", #a, #b, a_);                   \
+#define ASSERT_NE(a, b)                                                        \
+  do {                                                                         \
+    long long a_ = (long long)(a), b_ = (long long)(b);                        \
+    if (a_ == b_)                                                              \
+      TEST_FAIL_("%s != %s failed: both %lld", #a, #b, a_);                    \
   } while (0)
-#define ASSERT_NEAR(a, b, tol)                                                \
-  do {                                                                        \
-    double a_ = (double)(a), b_ = (double)(b);                                \
-    if (!(fabs(a_ - b_) <= (tol)))                                            \
-      TEST_FAIL_("%s ~= %s failed: %g vs %g (tol %g)", #a, #b, a_, b_,        \
-                 (double)(tol));                                              \
+#define ASSERT_NEAR(a, b, tol)                                                 \
+  do {                                                                         \
+    double a_ = (double)(a), b_ = (double)(b);                                 \
+    if (!(fabs(a_ - b_) <= (tol)))                                             \
+      TEST_FAIL_("%s ~= %s failed: %g vs %g (tol %g)", #a, #b, a_, b_,         \
+                 (double)(tol));                                               \
   } while (0)
-#define ASSERT_STR_EQ(a, b)                                                   \
-  do {                                                                        \
-    const char *a_ = (a), *b_ = (b);                                          \
-    if (!a_ || !b_ || strcmp(a_, b_) != 0)                                    \
-      TEST_FAIL_("%s == %s failed: \"%s\" vs \"%s\"", #a, #b,                 \
-                 a_ ? a_ : "(null)", b_ ? b_ : "(null)");                     \
+#define ASSERT_STR_EQ(a, b)                                                    \
+  do {                                                                         \
+    const char *a_ = (a), *b_ = (b);                                           \
+    if (!a_ || !b_ || strcmp(a_, b_) != 0)                                     \
+      TEST_FAIL_("%s == %s failed: \"%s\" vs \"%s\"", #a, #b,                  \
+                 a_ ? a_ : "(null)", b_ ? b_ : "(null)");                      \
   } while (0)
-#define ASSERT_CONTAINS(haystack, needle)                                     \
-  do {                                                                        \
-    const char *h_ = (haystack), *n_ = (needle);                              \
-    if (!h_ || !strstr(h_, n_))                                               \
-      TEST_FAIL_("\"%s\" does not contain \"%s\"", h_ ? h_ : "(null)", n_);   \
+#define ASSERT_CONTAINS(haystack, needle)                                      \
+  do {                                                                         \
+    const char *h_ = (haystack), *n_ = (needle);                               \
+    if (!h_ || !strstr(h_, n_))                                                \
+      TEST_FAIL_("\"%s\" does not contain \"%s\"", h_ ? h_ : "(null)", n_);    \
   } while (0)
 /* Asserts a call returned MB_STATUS_OK, printing the error otherwise. */
-#define ASSERT_OK(call, errp)                                                 \
-  do {                                                                        \
-    mb_status s_ = (call);                                                    \
-    if (s_ != MB_STATUS_OK)                                                   \
-      TEST_FAIL_("%s failed: %s: %s", #call, mb_status_string(s_),            \
-                 (errp) ? (errp)->message : "");                              \
+#define ASSERT_OK(call, errp)                                                  \
+  do {                                                                         \
+    const mb_error *e_ = (errp);                                               \
+    mb_status s_ = (call);                                                     \
+    if (s_ != MB_STATUS_OK)                                                    \
+      TEST_FAIL_("%s failed: %s: %s", #call, mb_status_string(s_),             \
+                 e_ ? e_->message : "");                                       \
   } while (0)
 
 static inline int mb_test_main(int argc, char **argv, const mb_test_case *cases,
@@ -89,11 +91,11 @@ static inline int mb_test_main(int argc, char **argv, const mb_test_case *cases,
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
-#define TEST_MAIN(...)                                                        \
-  int main(int argc, char **argv) {                                           \
-    static const mb_test_case cases_[] = {__VA_ARGS__};                       \
-    return mb_test_main(argc, argv, cases_,                                   \
-                        sizeof(cases_) / sizeof(cases_[0]));                  \
+#define TEST_MAIN(...)                                                         \
+  int main(int argc, char **argv) {                                            \
+    static const mb_test_case cases_[] = {__VA_ARGS__};                        \
+    return mb_test_main(argc, argv, cases_,                                    \
+                        sizeof(cases_) / sizeof(cases_[0]));                   \
   }
 
 #endif

@@ -15,7 +15,9 @@ void *mb__aligned_alloc(size_t bytes) {
   return p;
 }
 
-void mb__aligned_free(void *p) { free(p); }
+void mb__aligned_free(void *p) {
+  free(p);
+}
 
 char *mb__strdup(const char *s) {
   if (!s)
@@ -63,7 +65,9 @@ struct mb_arena {
   arena_block *head;
 };
 
-mb_arena *mb__arena_create(void) { return calloc(1, sizeof(mb_arena)); }
+mb_arena *mb__arena_create(void) {
+  return calloc(1, sizeof(mb_arena));
+}
 
 void mb__arena_free(mb_arena *arena) {
   if (!arena)
@@ -119,12 +123,11 @@ mb_status mb__read_file(const char *path, void **data_out, size_t *size_out,
   if (stat(path, &st) != 0)
     return mb__error(err, MB_STATUS_IO, "%s: %s", path, strerror(errno));
   if (S_ISDIR(st.st_mode))
-    return mb__error(err, MB_STATUS_IO, "%s: is a directory, not a file",
-                     path);
+    return mb__error(err, MB_STATUS_IO, "%s: is a directory, not a file", path);
   if ((uint64_t)st.st_size > ((uint64_t)1 << 32))
     return mb__error(err, MB_STATUS_OVERFLOW,
-                     "%s: file of %lld bytes is too large to read whole",
-                     path, (long long)st.st_size);
+                     "%s: file of %lld bytes is too large to read whole", path,
+                     (long long)st.st_size);
   f = fopen(path, "rb");
   if (!f)
     return mb__error(err, MB_STATUS_IO, "%s: %s", path, strerror(errno));
@@ -135,7 +138,8 @@ mb_status mb__read_file(const char *path, void **data_out, size_t *size_out,
                        (long long)st.st_size);
     goto fail;
   }
-  if (st.st_size && fread(data, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+  if (st.st_size &&
+      fread(data, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
     status = mb__error(err, MB_STATUS_IO, "%s: short read", path);
     goto fail;
   }

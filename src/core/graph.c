@@ -41,8 +41,8 @@ mb_status mb__model_set_opset(mb_model *m, const char *domain, int64_t version,
       m->opsets[i].version = version;
       return MB_STATUS_OK;
     }
-  mb_opset *grown = mb__arena_alloc(m->arena, sizeof(mb_opset) *
-                                                  (size_t)(m->n_opsets + 1));
+  mb_opset *grown =
+      mb__arena_alloc(m->arena, sizeof(mb_opset) * (size_t)(m->n_opsets + 1));
   if (!grown)
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot add an opset");
   if (m->n_opsets)
@@ -84,7 +84,7 @@ mb_graph *mb__graph_create(mb_model *m, mb_graph *parent) {
 static void attr_release(mb_attr *a) {
   mb_tensor_free(a->t);
   mb__graph_free(a->g);
-  if (a->type == MB_ATTR_TENSORS)
+  if (a->type == MB_ATTR_TENSORS || a->type == MB_ATTR_SPARSE_TENSORS)
     for (int64_t i = 0; i < a->n; i++)
       mb_tensor_free(a->tensors[i]);
   if (a->type == MB_ATTR_GRAPHS)
@@ -115,7 +115,8 @@ static uint64_t hash_name(const char *s) {
   return h;
 }
 
-static bool hash_insert(int *table, int cap, const mb_value *values, int index) {
+static bool hash_insert(int *table, int cap, const mb_value *values,
+                        int index) {
   uint64_t h = hash_name(values[index].name);
   for (int probe = 0; probe < cap; probe++) {
     int slot = (int)((h + (uint64_t)probe) & (uint64_t)(cap - 1));
@@ -258,9 +259,10 @@ static int add_io(mb_graph *g, const char *name, mb_dtype dtype, int rank,
   if (idx < 0)
     return -1;
   mb_value *v = &g->values[idx];
-  if (v->initializer) /* declared after its initializer: stays a constant */
+  if (input && v->initializer) /* declared after its initializer: a constant */
     return idx;
-  if (dtype != MB_DTYPE_UNDEFINED || rank >= 0 || v->rank < 0)
+  if (!v->initializer &&
+      (dtype != MB_DTYPE_UNDEFINED || rank >= 0 || v->rank < 0))
     set_value_type(g, v, dtype, rank, dims, params);
   if (input) {
     v->kind = MB_VALUE_INPUT;
@@ -277,9 +279,9 @@ oom:
   return -1;
 }
 
-int mb__graph_add_input(mb_graph *g, const char *name, mb_dtype dtype,
-                        int rank, const int64_t *dims,
-                        const char *const *params, mb_error *err) {
+int mb__graph_add_input(mb_graph *g, const char *name, mb_dtype dtype, int rank,
+                        const int64_t *dims, const char *const *params,
+                        mb_error *err) {
   return add_io(g, name, dtype, rank, dims, params, true, err);
 }
 
@@ -422,8 +424,8 @@ mb_status mb__node_set_tensor(mb_graph *g, int node_index, const char *name,
 static bool outer_scope_has(const mb_graph *g, const char *name) {
   for (const mb_graph *p = g->parent; p; p = p->parent) {
     int idx = mb__graph_find_value(p, name);
-    if (idx >= 0 &&
-        (p->values[idx].producer >= 0 || p->values[idx].kind != MB_VALUE_INTERMEDIATE))
+    if (idx >= 0 && (p->values[idx].producer >= 0 ||
+                     p->values[idx].kind != MB_VALUE_INTERMEDIATE))
       return true;
   }
   return false;
@@ -450,14 +452,81 @@ static mb_status finalize_subgraphs(mb_graph *g, mb_error *err) {
   return MB_STATUS_OK;
 }
 
+/* Appends to deps the producers (in g) of every value a subgraph reads from
+ * an enclosing scope, recursing into nested subgraphs: a node with a
+ * subgraph must run after whatever its body reads. */
+static mb_status collect_outer_deps(const mb_graph *g, const mb_graph *sub,
+                                    int **deps, int *n_deps, int *cap_deps) {
+  for (int i = 0; i < sub->n_nodes; i++) {
+    const mb_node *n = &sub->nodes[i];
+    for (int j = 0; j < n->n_inputs; j++) {
+      int v = n->inputs[j];
+      if (v < 0)
+        continue;
+      int outer = mb__graph_find_value(g, sub->values[v].name);
+      if (outer < 0 || g->values[outer].producer < 0)
+        continue;
+      if (*n_deps == *cap_deps) {
+        int cap = *cap_deps ? *cap_deps * 2 : 16;
+        int *grown = realloc(*deps, sizeof(int) * (size_t)cap);
+        if (!grown)
+          return MB_STATUS_OUT_OF_MEMORY;
+        *deps = grown;
+        *cap_deps = cap;
+      }
+      (*deps)[(*n_deps)++] = g->values[outer].producer;
+    }
+    for (int j = 0; j < n->n_attrs; j++) {
+      const mb_attr *a = &n->attrs[j];
+      mb_status status = MB_STATUS_OK;
+      if (a->type == MB_ATTR_GRAPH && a->g)
+        status = collect_outer_deps(g, a->g, deps, n_deps, cap_deps);
+      for (int64_t k = 0; !status && a->type == MB_ATTR_GRAPHS && k < a->n; k++)
+        status = collect_outer_deps(g, a->graphs[k], deps, n_deps, cap_deps);
+      if (status)
+        return status;
+    }
+  }
+  return MB_STATUS_OK;
+}
+
+/* Dependencies of node i: producers of its inputs and of the outer-scope
+ * values its subgraphs read. */
+static mb_status node_deps(const mb_graph *g, int i, int **deps, int *n_deps,
+                           int *cap_deps) {
+  const mb_node *n = &g->nodes[i];
+  *n_deps = 0;
+  if (*cap_deps < n->n_inputs + 1) {
+    int *grown = realloc(*deps, sizeof(int) * (size_t)(n->n_inputs + 1));
+    if (!grown)
+      return MB_STATUS_OUT_OF_MEMORY;
+    *deps = grown;
+    *cap_deps = n->n_inputs + 1;
+  }
+  for (int j = 0; j < n->n_inputs; j++)
+    if (n->inputs[j] >= 0 && g->values[n->inputs[j]].producer >= 0)
+      (*deps)[(*n_deps)++] = g->values[n->inputs[j]].producer;
+  for (int j = 0; j < n->n_attrs; j++) {
+    const mb_attr *a = &n->attrs[j];
+    mb_status status = MB_STATUS_OK;
+    if (a->type == MB_ATTR_GRAPH && a->g)
+      status = collect_outer_deps(g, a->g, deps, n_deps, cap_deps);
+    for (int64_t k = 0; !status && a->type == MB_ATTR_GRAPHS && k < a->n; k++)
+      status = collect_outer_deps(g, a->graphs[k], deps, n_deps, cap_deps);
+    if (status)
+      return status;
+  }
+  return MB_STATUS_OK;
+}
+
 mb_status mb__graph_finalize(mb_graph *g, mb_error *err) {
   int n = g->n_nodes;
-  int *order = NULL, *pending = NULL, *queue = NULL;
-  int *consumers_start = NULL, *consumers = NULL;
+  int *order = NULL, *state = NULL, *dep_start = NULL, *dep_list = NULL;
+  int *deps = NULL, n_deps = 0, cap_deps = 0;
+  int *stack_node = NULL, *stack_next = NULL;
   mb_node *sorted = NULL;
   mb_status status = MB_STATUS_OK;
   char label[160];
-  size_t total_inputs = 0;
 
   for (int v = 0; v < g->n_values; v++)
     g->values[v].producer = -1;
@@ -479,7 +548,6 @@ mb_status mb__graph_finalize(mb_graph *g, mb_error *err) {
                          g->values[v].name);
       g->values[v].producer = i;
     }
-    total_inputs += (size_t)g->nodes[i].n_inputs;
   }
   /* Every input must come from somewhere. */
   for (int i = 0; i < n; i++) {
@@ -504,69 +572,73 @@ mb_status mb__graph_finalize(mb_graph *g, mb_error *err) {
       return mb__error(err, MB_STATUS_PARSE,
                        "graph output '%s' is never produced", val->name);
   }
+  if (n == 0)
+    return finalize_subgraphs(g, err);
 
-  /* Kahn's algorithm, taking ready nodes in their original order. */
-  order = malloc(sizeof(int) * (size_t)(n + 1));
-  pending = calloc((size_t)n + 1, sizeof(int));
-  queue = malloc(sizeof(int) * (size_t)(n + 1));
-  consumers_start = calloc((size_t)n + 2, sizeof(int));
-  consumers = malloc(sizeof(int) * (total_inputs + 1));
-  sorted = malloc(sizeof(mb_node) * (size_t)(n + 1));
-  if (!order || !pending || !queue || !consumers_start || !consumers ||
-      !sorted) {
-    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot sort graph");
-    goto done;
+  /* Dependency lists in one CSR array. */
+  dep_start = calloc((size_t)n + 1, sizeof(int));
+  order = malloc(sizeof(int) * (size_t)n);
+  state = calloc((size_t)n, sizeof(int));
+  stack_node = malloc(sizeof(int) * (size_t)n);
+  stack_next = malloc(sizeof(int) * (size_t)n);
+  sorted = malloc(sizeof(mb_node) * (size_t)n);
+  if (!dep_start || !order || !state || !stack_node || !stack_next || !sorted)
+    goto oom;
+  {
+    size_t total = 0, cap = 0;
+    for (int i = 0; i < n; i++) {
+      if (node_deps(g, i, &deps, &n_deps, &cap_deps))
+        goto oom;
+      if (total + (size_t)n_deps > cap) {
+        size_t new_cap = (total + (size_t)n_deps) * 2 + 16;
+        int *grown = realloc(dep_list, sizeof(int) * new_cap);
+        if (!grown)
+          goto oom;
+        dep_list = grown;
+        cap = new_cap;
+      }
+      if (n_deps)
+        memcpy(dep_list + total, deps, sizeof(int) * (size_t)n_deps);
+      total += (size_t)n_deps;
+      dep_start[i + 1] = (int)total;
+    }
   }
-  /* consumers of node p: edges p -> i for each input produced by p */
-  for (int i = 0; i < n; i++)
-    for (int j = 0; j < g->nodes[i].n_inputs; j++) {
-      int v = g->nodes[i].inputs[j];
-      if (v >= 0 && g->values[v].producer >= 0) {
-        consumers_start[g->values[v].producer + 1]++;
-        pending[i]++;
+  /* Depth-first post-order over dependencies, starting from nodes in their
+   * original order: an already sorted graph keeps its order exactly, and the
+   * explicit stack keeps long chains off the C stack. */
+  {
+    int count = 0;
+    for (int root = 0; root < n; root++) {
+      if (state[root])
+        continue;
+      int top = 0;
+      stack_node[0] = root;
+      stack_next[0] = dep_start[root];
+      state[root] = 1;
+      while (top >= 0) {
+        int i = stack_node[top];
+        if (stack_next[top] < dep_start[i + 1]) {
+          int d = dep_list[stack_next[top]++];
+          if (state[d] == 1) {
+            status =
+                mb__error(err, MB_STATUS_PARSE, "graph has a cycle through %s",
+                          mb__node_label(&g->nodes[d], label, sizeof label));
+            goto done;
+          }
+          if (state[d] == 0) {
+            state[d] = 1;
+            top++;
+            stack_node[top] = d;
+            stack_next[top] = dep_start[d];
+          }
+          continue;
+        }
+        state[i] = 2;
+        order[count++] = i;
+        top--;
       }
     }
-  for (int i = 0; i < n; i++)
-    consumers_start[i + 1] += consumers_start[i];
-  {
-    int *fill = calloc((size_t)n + 1, sizeof(int));
-    if (!fill) {
-      status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot sort graph");
-      goto done;
-    }
-    for (int i = 0; i < n; i++)
-      for (int j = 0; j < g->nodes[i].n_inputs; j++) {
-        int v = g->nodes[i].inputs[j];
-        if (v >= 0 && g->values[v].producer >= 0) {
-          int p = g->values[v].producer;
-          consumers[consumers_start[p] + fill[p]++] = i;
-        }
-      }
-    free(fill);
-  }
-  {
-    /* A min-heap would give strict original order; a FIFO seeded in index
-     * order keeps already-sorted graphs unchanged, which is what matters. */
-    int head = 0, tail = 0, count = 0;
-    for (int i = 0; i < n; i++)
-      if (pending[i] == 0)
-        queue[tail++] = i;
-    while (head < tail) {
-      int i = queue[head++];
-      order[count++] = i;
-      for (int c = consumers_start[i]; c < consumers_start[i + 1]; c++)
-        if (--pending[consumers[c]] == 0)
-          queue[tail++] = consumers[c];
-    }
-    if (count != n) {
-      for (int i = 0; i < n; i++)
-        if (pending[i] > 0) {
-          status = mb__error(err, MB_STATUS_PARSE,
-                             "graph has a cycle through %s",
-                             mb__node_label(&g->nodes[i], label, sizeof label));
-          goto done;
-        }
-    }
+    MB_ASSERT(count == n);
   }
   for (int i = 0; i < n; i++)
     sorted[i] = g->nodes[order[i]];
@@ -576,12 +648,17 @@ mb_status mb__graph_finalize(mb_graph *g, mb_error *err) {
       if (g->nodes[i].outputs[j] >= 0)
         g->values[g->nodes[i].outputs[j]].producer = i;
   status = finalize_subgraphs(g, err);
+  goto done;
+oom:
+  status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot sort graph");
 done:
   free(order);
-  free(pending);
-  free(queue);
-  free(consumers_start);
-  free(consumers);
+  free(state);
+  free(dep_start);
+  free(dep_list);
+  free(deps);
+  free(stack_node);
+  free(stack_next);
   free(sorted);
   return status;
 }
@@ -589,12 +666,18 @@ done:
 /* ---- queries ---- */
 
 static const char *const attr_type_names[] = {
-    [MB_ATTR_UNDEFINED] = "undefined", [MB_ATTR_FLOAT] = "float",
-    [MB_ATTR_INT] = "int",             [MB_ATTR_STRING] = "string",
-    [MB_ATTR_TENSOR] = "tensor",       [MB_ATTR_GRAPH] = "graph",
-    [MB_ATTR_FLOATS] = "floats",       [MB_ATTR_INTS] = "ints",
-    [MB_ATTR_STRINGS] = "strings",     [MB_ATTR_TENSORS] = "tensors",
-    [MB_ATTR_GRAPHS] = "graphs",       [MB_ATTR_SPARSE_TENSOR] = "sparse_tensor",
+    [MB_ATTR_UNDEFINED] = "undefined",
+    [MB_ATTR_FLOAT] = "float",
+    [MB_ATTR_INT] = "int",
+    [MB_ATTR_STRING] = "string",
+    [MB_ATTR_TENSOR] = "tensor",
+    [MB_ATTR_GRAPH] = "graph",
+    [MB_ATTR_FLOATS] = "floats",
+    [MB_ATTR_INTS] = "ints",
+    [MB_ATTR_STRINGS] = "strings",
+    [MB_ATTR_TENSORS] = "tensors",
+    [MB_ATTR_GRAPHS] = "graphs",
+    [MB_ATTR_SPARSE_TENSOR] = "sparse_tensor",
     [MB_ATTR_SPARSE_TENSORS] = "sparse_tensors",
     [MB_ATTR_TYPE_PROTO] = "type_proto",
     [MB_ATTR_TYPE_PROTOS] = "type_protos",

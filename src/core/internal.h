@@ -13,7 +13,7 @@
 #include <string.h>
 
 #if defined(__GNUC__)
-#define MB_PRINTF(fmt_index, first_arg)                                       \
+#define MB_PRINTF(fmt_index, first_arg)                                        \
   __attribute__((format(printf, fmt_index, first_arg)))
 #define MB_UNUSED __attribute__((unused))
 #else
@@ -26,10 +26,10 @@
 #define MB_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* For our own invariants only: never for anything user input can reach. */
-#define MB_ASSERT(cond)                                                       \
-  do {                                                                        \
-    if (!(cond))                                                              \
-      mb__assert_fail(#cond, __FILE__, __LINE__);                             \
+#define MB_ASSERT(cond)                                                        \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      mb__assert_fail(#cond, __FILE__, __LINE__);                              \
   } while (0)
 void mb__assert_fail(const char *cond, const char *file, int line);
 
@@ -45,7 +45,7 @@ mb_status mb__error_prefix(mb_error *err, mb_status status, const char *fmt,
 /* ---- allocation ---- */
 void *mb__aligned_alloc(size_t bytes); /* MB_TENSOR_ALIGNMENT, NULL on OOM */
 void mb__aligned_free(void *p);
-char *mb__strdup(const char *s);       /* NULL in -> NULL out */
+char *mb__strdup(const char *s); /* NULL in -> NULL out */
 
 /* ---- checked arithmetic: return false on overflow ---- */
 bool mb__mul_size(size_t a, size_t b, size_t *out);

@@ -13,21 +13,21 @@
 #include "core/internal.h"
 
 /* X(NAME, onnx_id) for AttributeProto.AttributeType */
-#define MB_ATTR_TYPE_LIST(X)                                                  \
-  X(UNDEFINED, 0)                                                             \
-  X(FLOAT, 1)                                                                 \
-  X(INT, 2)                                                                   \
-  X(STRING, 3)                                                                \
-  X(TENSOR, 4)                                                                \
-  X(GRAPH, 5)                                                                 \
-  X(SPARSE_TENSOR, 11)                                                        \
-  X(TYPE_PROTO, 13)                                                           \
-  X(FLOATS, 6)                                                                \
-  X(INTS, 7)                                                                  \
-  X(STRINGS, 8)                                                               \
-  X(TENSORS, 9)                                                               \
-  X(GRAPHS, 10)                                                               \
-  X(SPARSE_TENSORS, 12)                                                       \
+#define MB_ATTR_TYPE_LIST(X)                                                   \
+  X(UNDEFINED, 0)                                                              \
+  X(FLOAT, 1)                                                                  \
+  X(INT, 2)                                                                    \
+  X(STRING, 3)                                                                 \
+  X(TENSOR, 4)                                                                 \
+  X(GRAPH, 5)                                                                  \
+  X(SPARSE_TENSOR, 11)                                                         \
+  X(TYPE_PROTO, 13)                                                            \
+  X(FLOATS, 6)                                                                 \
+  X(INTS, 7)                                                                   \
+  X(STRINGS, 8)                                                                \
+  X(TENSORS, 9)                                                                \
+  X(GRAPHS, 10)                                                                \
+  X(SPARSE_TENSORS, 12)                                                        \
   X(TYPE_PROTOS, 14)
 
 typedef enum mb_attr_type {
@@ -46,14 +46,14 @@ typedef struct mb_attr {
   int64_t i;
   const char *s; /* bytes, NUL-terminated for convenience; length in s_len */
   size_t s_len;
-  mb_tensor *t;           /* owned by the attribute (freed with the model) */
-  struct mb_graph *g;     /* owned */
-  int64_t n;              /* element count of the list below */
-  float *floats;          /* arena */
-  int64_t *ints;          /* arena */
-  const char **strings;   /* arena */
-  mb_tensor **tensors;    /* each owned */
-  struct mb_graph **graphs; /* each owned */
+  mb_tensor *t;              /* owned by the attribute (freed with the model) */
+  struct mb_graph *g;        /* owned */
+  int64_t n;                 /* element count of the list below */
+  float *floats;             /* arena */
+  int64_t *ints;             /* arena */
+  const char **strings;      /* arena */
+  mb_tensor **tensors;       /* each owned */
+  struct mb_graph **graphs;  /* each owned */
   const char *ref_attr_name; /* function attribute reference, or NULL */
 } mb_attr;
 
@@ -72,13 +72,13 @@ typedef enum mb_value_kind {
 typedef struct mb_value {
   const char *name; /* arena; unique within the graph; "" never used */
   mb_value_kind kind;
-  mb_dtype dtype;   /* UNDEFINED when not declared */
-  int rank;         /* -1 when the shape is not declared */
+  mb_dtype dtype; /* UNDEFINED when not declared */
+  int rank;       /* -1 when the shape is not declared */
   mb_dim dims[MB_MAX_RANK];
   mb_tensor *initializer; /* owned; data of an initializer, else NULL */
-  int producer;     /* node index or -1 */
-  int is_output;    /* listed in graph outputs */
-  const char *doc;  /* arena or NULL */
+  int producer;           /* node index or -1 */
+  int is_output;          /* listed in graph outputs */
+  const char *doc;        /* arena or NULL */
 } mb_value;
 
 typedef struct mb_node {
@@ -110,7 +110,7 @@ typedef struct mb_graph {
   /* name -> value index hash (open addressing), malloc */
   int *hash;
   int hash_cap;
-  struct mb_model *model; /* owner, for the arena */
+  struct mb_model *model;  /* owner, for the arena */
   struct mb_graph *parent; /* enclosing graph for subgraphs, else NULL */
 } mb_graph;
 
@@ -161,9 +161,9 @@ int mb__graph_add_initializer(mb_graph *g, const char *name, mb_tensor *tensor,
                               mb_error *err);
 /* Declares a graph input / output with dtype and shape (dims may be NULL
  * when rank < 0; dim value < 0 with params[i] for symbolic). */
-int mb__graph_add_input(mb_graph *g, const char *name, mb_dtype dtype,
-                        int rank, const int64_t *dims,
-                        const char *const *params, mb_error *err);
+int mb__graph_add_input(mb_graph *g, const char *name, mb_dtype dtype, int rank,
+                        const int64_t *dims, const char *const *params,
+                        mb_error *err);
 int mb__graph_add_output(mb_graph *g, const char *name, mb_dtype dtype,
                          int rank, const int64_t *dims,
                          const char *const *params, mb_error *err);

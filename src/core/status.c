@@ -77,7 +77,9 @@ static mb_log_level log_level_from_env(void) {
   return MB_LOG_WARN;
 }
 
-void mb__log_set_level(mb_log_level level) { log_level = (int)level; }
+void mb__log_set_level(mb_log_level level) {
+  log_level = (int)level;
+}
 
 mb_log_level mb__log_get_level(void) {
   if (log_level < 0)
@@ -129,9 +131,9 @@ mb_dtype mb_dtype_from_name(const char *name) {
   static const struct {
     const char *alias;
     mb_dtype dtype;
-  } aliases[] = {{"float", MB_DTYPE_FLOAT},    {"fp32", MB_DTYPE_FLOAT},
-                 {"half", MB_DTYPE_FLOAT16},   {"fp16", MB_DTYPE_FLOAT16},
-                 {"bf16", MB_DTYPE_BFLOAT16},  {"double", MB_DTYPE_DOUBLE},
+  } aliases[] = {{"float", MB_DTYPE_FLOAT},   {"fp32", MB_DTYPE_FLOAT},
+                 {"half", MB_DTYPE_FLOAT16},  {"fp16", MB_DTYPE_FLOAT16},
+                 {"bf16", MB_DTYPE_BFLOAT16}, {"double", MB_DTYPE_DOUBLE},
                  {"fp64", MB_DTYPE_DOUBLE}};
   if (!name)
     return MB_DTYPE_UNDEFINED;

@@ -4,8 +4,7 @@
 
 #include <stdlib.h>
 
-mb_status mb__op_error(mb_op_ctx *ctx, mb_status status, const char *fmt,
-                       ...) {
+mb_status mb__op_error(mb_op_ctx *ctx, mb_status status, const char *fmt, ...) {
   char label[160];
   char msg[MB_ERROR_MESSAGE_SIZE];
   va_list ap;
@@ -32,8 +31,7 @@ void *mb__op_scratch(mb_op_ctx *ctx, int slot, size_t bytes) {
 mb_status mb__op_check_arity(mb_op_ctx *ctx, int min, int max) {
   if (ctx->n_inputs < min)
     return mb__op_error(ctx, MB_STATUS_PARSE,
-                        "needs at least %d inputs, has %d", min,
-                        ctx->n_inputs);
+                        "needs at least %d inputs, has %d", min, ctx->n_inputs);
   if (max >= 0 && ctx->n_inputs > max)
     return mb__op_error(ctx, MB_STATUS_PARSE, "takes at most %d inputs, has %d",
                         max, ctx->n_inputs);
@@ -74,8 +72,8 @@ mb_status mb__op_read_ints(mb_op_ctx *ctx, const mb_tensor *t,
 }
 
 mb_status mb__op_broadcast_shape(mb_op_ctx *ctx, int n,
-                                 const mb_tensor *const *tensors,
-                                 int *rank_out, int64_t *dims_out) {
+                                 const mb_tensor *const *tensors, int *rank_out,
+                                 int64_t *dims_out) {
   int rank = 0;
   int64_t dims[MB_MAX_RANK];
   for (int i = 0; i < n; i++)
@@ -97,10 +95,10 @@ mb_status mb__op_broadcast_shape(mb_op_ctx *ctx, int n,
         continue;
       }
       char a[96], b[96];
-      return mb__op_error(
-          ctx, MB_STATUS_SHAPE, "shapes %s and %s cannot be broadcast",
-          mb__shape_str(rank, dims, a, sizeof a),
-          mb__shape_str(t->rank, t->dims, b, sizeof b));
+      return mb__op_error(ctx, MB_STATUS_SHAPE,
+                          "shapes %s and %s cannot be broadcast",
+                          mb__shape_str(rank, dims, a, sizeof a),
+                          mb__shape_str(t->rank, t->dims, b, sizeof b));
     }
   }
   *rank_out = rank;
@@ -137,9 +135,14 @@ bool mb__dtype_is_float(mb_dtype dt) {
 
 bool mb__dtype_is_int(mb_dtype dt) {
   switch (dt) {
-  case MB_DTYPE_INT8: case MB_DTYPE_UINT8: case MB_DTYPE_INT16:
-  case MB_DTYPE_UINT16: case MB_DTYPE_INT32: case MB_DTYPE_UINT32:
-  case MB_DTYPE_INT64: case MB_DTYPE_UINT64:
+  case MB_DTYPE_INT8:
+  case MB_DTYPE_UINT8:
+  case MB_DTYPE_INT16:
+  case MB_DTYPE_UINT16:
+  case MB_DTYPE_INT32:
+  case MB_DTYPE_UINT32:
+  case MB_DTYPE_INT64:
+  case MB_DTYPE_UINT64:
     return true;
   default:
     return false;

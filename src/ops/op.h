@@ -26,12 +26,20 @@
 typedef struct mb_op_ctx mb_op_ctx;
 typedef mb_status (*mb_op_fn)(mb_op_ctx *ctx);
 
+/* Row flags. */
+enum {
+  /* run() reads only the inputs' dtypes and shapes, never their data, so
+   * static inference can evaluate it when the data is unknown (Shape). */
+  MB_OP_SHAPE_ONLY = 1u << 0,
+};
+
 typedef struct mb_op_def {
-  const char *domain;  /* "" for ai.onnx, "com.microsoft", ... */
+  const char *domain; /* "" for ai.onnx, "com.microsoft", ... */
   const char *op_type;
   int since_version;
   mb_op_fn infer;
   mb_op_fn run;
+  unsigned flags; /* MB_OP_* bits; 0 for most rows */
 } mb_op_def;
 
 #define MB_OP_SCRATCH_SLOTS 4
@@ -75,17 +83,17 @@ mb_status mb__op_check_arity(mb_op_ctx *ctx, int min, int max);
 
 /* In infer: returns MB_STATUS_DYNAMIC (without a message on the error, as
  * it is not a user-facing failure) when input i's data is not known. */
-#define MB_OP_NEED_DATA(ctx, i)                                               \
-  do {                                                                        \
-    const mb_tensor *mb_need_ = mb__op_input((ctx), (i));                     \
-    if (mb_need_ && mb_need_->numel > 0 && mb_need_->data == NULL)            \
-      return MB_STATUS_DYNAMIC;                                               \
+#define MB_OP_NEED_DATA(ctx, i)                                                \
+  do {                                                                         \
+    const mb_tensor *mb_need_ = mb__op_input((ctx), (i));                      \
+    if (mb_need_ && mb_need_->numel > 0 && mb_need_->data == NULL)             \
+      return MB_STATUS_DYNAMIC;                                                \
   } while (0)
 
 /* Normalises a possibly negative axis against rank; fails with a message
  * naming the attribute when out of range. */
-mb_status mb__op_axis(mb_op_ctx *ctx, int64_t axis, int rank,
-                      const char *what, int *axis_out);
+mb_status mb__op_axis(mb_op_ctx *ctx, int64_t axis, int rank, const char *what,
+                      int *axis_out);
 
 /* Reads an integer tensor (int32/int64) into int64 values; fails when the
  * dtype is not integer. values_out must hold t->numel entries. */
@@ -96,8 +104,8 @@ mb_status mb__op_read_ints(mb_op_ctx *ctx, const mb_tensor *t,
 /* Output shape of broadcasting n shapes; fails with a message naming both
  * shapes when incompatible. */
 mb_status mb__op_broadcast_shape(mb_op_ctx *ctx, int n,
-                                 const mb_tensor *const *tensors,
-                                 int *rank_out, int64_t *dims_out);
+                                 const mb_tensor *const *tensors, int *rank_out,
+                                 int64_t *dims_out);
 /* Element strides of `t` viewed at the output shape (0 on broadcast dims).
  * out_rank >= t->rank. */
 void mb__broadcast_strides(const mb_tensor *t, int out_rank,
@@ -126,6 +134,16 @@ const mb_op_def *mb__op_find(const char *domain, const char *op_type,
 /* Calls fn for every registered row (for coverage listings). */
 void mb__op_foreach(void (*fn)(const mb_op_def *def, void *user), void *user);
 
+/* ---- data movement (shape.c) ---- */
+/* Copies the strided view (dims, element strides, which may be 0 for
+ * broadcast or negative) of src into contiguous dst. rank may be up to
+ * 2 * MB_MAX_RANK. */
+void mb__copy_strided(void *dst, const void *src, size_t esize, int rank,
+                      const int64_t *dims, const int64_t *strides);
+/* dst = src transposed by perm (dims are src's). */
+void mb__transpose(void *dst, const void *src, size_t esize, int rank,
+                   const int64_t *dims, const int *perm);
+
 /* ---- BLAS (OpenBLAS), threads set per session ---- */
 void mb__blas_set_threads(int threads);
 /* C[MxN] = alpha * op(A)[MxK] * op(B)[KxN] + beta * C, row-major. */
@@ -134,26 +152,26 @@ void mb__sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                int64_t ldb, float beta, float *c, int64_t ldc);
 
 /* ---- family tables, one line per family file (see registry.c) ---- */
-#define MB_OP_FAMILY_LIST(X)                                                  \
-  X(elementwise)                                                              \
-  X(reduce)                                                                   \
-  X(conv)                                                                     \
-  X(pool)                                                                     \
-  X(gemm)                                                                     \
-  X(norm)                                                                     \
-  X(shape)                                                                    \
-  X(tensor)                                                                   \
+#define MB_OP_FAMILY_LIST(X)                                                   \
+  X(elementwise)                                                               \
+  X(reduce)                                                                    \
+  X(conv)                                                                      \
+  X(pool)                                                                      \
+  X(gemm)                                                                      \
+  X(norm)                                                                      \
+  X(shape)                                                                     \
+  X(tensor)                                                                    \
   X(resize)
 
-#define MB_X(family)                                                          \
-  extern const mb_op_def mb__ops_##family[];                                  \
+#define MB_X(family)                                                           \
+  extern const mb_op_def mb__ops_##family[];                                   \
   extern const size_t mb__ops_##family##_count;
 MB_OP_FAMILY_LIST(MB_X)
 #undef MB_X
 
 /* Defines the table of a family: MB_OP_TABLE(elementwise) = { rows }; */
-#define MB_OP_TABLE_END(family)                                               \
-  const size_t mb__ops_##family##_count =                                     \
+#define MB_OP_TABLE_END(family)                                                \
+  const size_t mb__ops_##family##_count =                                      \
       sizeof(mb__ops_##family) / sizeof(mb__ops_##family[0])
 
 #endif /* MB_OPS_OP_H */

@@ -87,7 +87,8 @@ mb_status mb_session_create(const mb_model *model,
     const mb_node *n = &g->nodes[i];
     s->io_start[i] = (int)total_io;
     for (int j = 0; j < n->n_inputs; j++)
-      s->io_ptrs[total_io++] = n->inputs[j] >= 0 ? &s->values[n->inputs[j]] : NULL;
+      s->io_ptrs[total_io++] =
+          n->inputs[j] >= 0 ? &s->values[n->inputs[j]] : NULL;
     for (int j = 0; j < n->n_outputs; j++)
       s->io_ptrs[total_io++] =
           n->outputs[j] >= 0 ? &s->values[n->outputs[j]] : NULL;
@@ -123,12 +124,12 @@ static mb_status check_input(const mb_value *decl, const mb_tensor *t,
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT, "input '%s' is missing",
                      decl->name);
   if (decl->dtype != MB_DTYPE_UNDEFINED && t->dtype != decl->dtype)
-    return mb__error(err, MB_STATUS_SHAPE,
-                     "input '%s' must be %s, got %s", decl->name,
-                     mb_dtype_name(decl->dtype), mb_dtype_name(t->dtype));
+    return mb__error(err, MB_STATUS_SHAPE, "input '%s' must be %s, got %s",
+                     decl->name, mb_dtype_name(decl->dtype),
+                     mb_dtype_name(t->dtype));
   if (t->numel > 0 && !t->data)
-    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
-                     "input '%s' has no data", decl->name);
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT, "input '%s' has no data",
+                     decl->name);
   if (decl->rank < 0)
     return MB_STATUS_OK;
   bool ok = decl->rank == t->rank;
@@ -174,11 +175,13 @@ static mb_status alloc_outputs(mb_op_ctx *ctx) {
     mb_tensor *t = ctx->outputs[j];
     if (!t)
       continue;
-    mb_status status = mb__tensor_reset(t, t->dtype, t->rank, t->dims, ctx->err);
+    mb_status status =
+        mb__tensor_reset(t, t->dtype, t->rank, t->dims, ctx->err);
     if (status) {
       char label[160];
       return mb__error_prefix(ctx->err, status, "%s: output %d",
-                              mb__node_label(ctx->node, label, sizeof label), j);
+                              mb__node_label(ctx->node, label, sizeof label),
+                              j);
     }
   }
   return MB_STATUS_OK;
@@ -387,7 +390,8 @@ mb_status mb__infer_shapes(const mb_model *model,
     for (int j = 0; j < n->n_outputs; j++)
       if (ctx.outputs[j])
         out_bytes += ctx.outputs[j]->nbytes;
-    bool fold = have_data && out_bytes <= MB_FOLD_LIMIT_BYTES;
+    bool fold = (have_data || (s->defs[i]->flags & MB_OP_SHAPE_ONLY)) &&
+                out_bytes <= MB_FOLD_LIMIT_BYTES;
     if (fold && alloc_outputs(&ctx) == MB_STATUS_OK &&
         s->defs[i]->run(&ctx) == MB_STATUS_OK) {
       /* outputs now hold data */

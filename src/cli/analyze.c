@@ -1,0 +1,282 @@
+/* modelbench analyze: what a model is made of and what it costs. */
+#include "analysis/json.h"
+#include "cli/cli_common.h"
+
+#include <stdlib.h>
+
+static const char analyze_help[] =
+    "Usage: modelbench analyze MODEL [OPTIONS]\n"
+    "\n"
+    "Shows a model's producer, IR version, opsets, inputs and outputs, the\n"
+    "operator histogram, parameter count and size, FLOPs per operator type\n"
+    "and in total, its sha256 and the operators the reference interpreter\n"
+    "does not implement.\n"
+    "\n"
+    "Options:\n"
+    "  --shape NAME=D0,D1,...  concrete shape of input NAME (repeatable)\n"
+    "  --batch-size N          size of a dynamic first dim (default 1)\n"
+    "  --json                  print JSON instead of text\n"
+    "  -h, --help              show this help\n"
+    "\n"
+    "FLOPs count a multiply-add as 2. When an input has dynamic dims other\n"
+    "than the first, pass --shape for it, or FLOPs are reported unknown.\n"
+    "Exit status: 0 success, 1 model error, 2 usage error.\n";
+
+static const char *domain_name(const char *domain) {
+  return domain && domain[0] ? domain : "ai.onnx";
+}
+
+static const char *flops_str(double v, char *buf, size_t size) {
+  return mb__cli_si(v, buf, size);
+}
+
+static void print_io(const char *title, int n, const mb_value_info *infos,
+                     const mb_input_shape *resolved) {
+  char shape[256], concrete[256];
+  printf("%s\n", title);
+  if (n == 0)
+    printf("  (none)\n");
+  for (int i = 0; i < n; i++) {
+    const mb_value_info *v = &infos[i];
+    printf("  %-24s %-9s %s", v->name, mb_dtype_name(v->dtype),
+           mb__cli_info_shape(v, shape, sizeof shape));
+    if (resolved && resolved[i].rank >= 0) {
+      mb__shape_str(resolved[i].rank, resolved[i].dims, concrete,
+                    sizeof concrete);
+      if (strcmp(concrete, shape) != 0)
+        printf("  -> %s", concrete);
+    }
+    printf("\n");
+  }
+}
+
+static void print_text(const char *path, const mb_model_stats *s) {
+  char a[64], b[64];
+  printf("model        %s\n", path);
+  printf("sha256       %s\n", s->sha256);
+  printf("producer     %s%s%s\n",
+         s->producer_name[0] ? s->producer_name : "(unknown)",
+         s->producer_version[0] ? " " : "", s->producer_version);
+  printf("ir version   %lld\n", (long long)s->ir_version);
+  printf("opsets       ");
+  for (int i = 0; i < s->n_opsets; i++)
+    printf("%s%s %lld", i ? ", " : "", domain_name(s->opsets[i].domain),
+           (long long)s->opsets[i].version);
+  printf("%s\n", s->n_opsets ? "" : "(none)");
+  print_io("inputs", s->n_inputs, s->inputs, s->input_shapes);
+  print_io("outputs", s->n_outputs, s->outputs, s->output_shapes);
+  printf("nodes        %lld\n", (long long)s->node_count);
+  printf("parameters   %lld (%s)\n", (long long)s->param_count,
+         mb__cli_bytes((double)s->param_bytes, a, sizeof a));
+  if (s->unknown_flops_nodes == 0)
+    printf("FLOPs        %s (%.0f)\n", flops_str(s->total_flops, a, sizeof a),
+           s->total_flops);
+  else
+    printf("FLOPs        unknown for %lld node(s); %s counted\n",
+           (long long)s->unknown_flops_nodes,
+           flops_str(s->total_flops, a, sizeof a));
+  if (s->shape_note[0])
+    printf("note         %s\n", s->shape_note);
+  printf("operators\n");
+  printf("  %-28s %7s %12s %7s\n", "op type", "count", "FLOPs", "share");
+  for (int i = 0; i < s->n_ops; i++) {
+    const mb_op_stats *op = &s->ops[i];
+    char name[160];
+    snprintf(name, sizeof name, "%s%s%s", op->domain, op->domain[0] ? ":" : "",
+             op->op_type);
+    if (!op->has_formula)
+      snprintf(b, sizeof b, "-");
+    else if (op->unknown_count)
+      snprintf(b, sizeof b, "?");
+    else
+      flops_str(op->flops, b, sizeof b);
+    char share[16] = "";
+    if (op->has_formula && s->total_flops > 0)
+      snprintf(share, sizeof share, "%.1f%%",
+               100.0 * op->flops / s->total_flops);
+    printf("  %-28s %7lld %12s %7s\n", name, (long long)op->count, b, share);
+  }
+  printf("unsupported  %s\n", s->n_unsupported ? s->unsupported_ops
+                                               : "none (the reference "
+                                                 "interpreter runs every op)");
+}
+
+static void json_value_infos(mb_json *j, const char *key, int n,
+                             const mb_value_info *infos,
+                             const mb_input_shape *resolved) {
+  mb__json_key(j, key);
+  mb__json_array_begin(j);
+  for (int i = 0; i < n; i++) {
+    const mb_value_info *v = &infos[i];
+    mb__json_object_begin(j);
+    mb__json_kv_string(j, "name", v->name);
+    mb__json_kv_string(j, "dtype", mb_dtype_name(v->dtype));
+    mb__json_key(j, "shape");
+    if (v->rank < 0) {
+      mb__json_null(j);
+    } else {
+      mb__json_array_begin(j);
+      for (int d = 0; d < v->rank; d++) {
+        if (v->dims[d] >= 0)
+          mb__json_int(j, v->dims[d]);
+        else
+          mb__json_string(j, v->dim_params[d] ? v->dim_params[d] : "?");
+      }
+      mb__json_array_end(j);
+    }
+    mb__json_key(j, "resolved_shape");
+    if (resolved && resolved[i].rank >= 0) {
+      mb__json_array_begin(j);
+      for (int d = 0; d < resolved[i].rank; d++)
+        mb__json_int(j, resolved[i].dims[d]);
+      mb__json_array_end(j);
+    } else {
+      mb__json_null(j);
+    }
+    mb__json_object_end(j);
+  }
+  mb__json_array_end(j);
+}
+
+static void print_json(const char *path, const mb_model_stats *s) {
+  mb_json j;
+  mb__json_init(&j, stdout, true);
+  mb__json_object_begin(&j);
+  mb__json_kv_string(&j, "model", path);
+  mb__json_kv_string(&j, "sha256", s->sha256);
+  mb__json_kv_string(&j, "producer_name", s->producer_name);
+  mb__json_kv_string(&j, "producer_version", s->producer_version);
+  mb__json_kv_int(&j, "ir_version", s->ir_version);
+  mb__json_key(&j, "opsets");
+  mb__json_array_begin(&j);
+  for (int i = 0; i < s->n_opsets; i++) {
+    mb__json_object_begin(&j);
+    mb__json_kv_string(&j, "domain", domain_name(s->opsets[i].domain));
+    mb__json_kv_int(&j, "version", s->opsets[i].version);
+    mb__json_object_end(&j);
+  }
+  mb__json_array_end(&j);
+  json_value_infos(&j, "inputs", s->n_inputs, s->inputs, s->input_shapes);
+  json_value_infos(&j, "outputs", s->n_outputs, s->outputs, s->output_shapes);
+  mb__json_kv_int(&j, "node_count", s->node_count);
+  mb__json_kv_int(&j, "parameter_count", s->param_count);
+  mb__json_kv_int(&j, "parameter_bytes", s->param_bytes);
+  mb__json_key(&j, "flops");
+  if (s->unknown_flops_nodes)
+    mb__json_null(&j);
+  else
+    mb__json_double(&j, s->total_flops);
+  mb__json_kv_double(&j, "flops_counted", s->total_flops);
+  mb__json_kv_int(&j, "flops_unknown_nodes", s->unknown_flops_nodes);
+  mb__json_key(&j, "note");
+  mb__json_string(&j, s->shape_note[0] ? s->shape_note : NULL);
+  mb__json_key(&j, "operators");
+  mb__json_array_begin(&j);
+  for (int i = 0; i < s->n_ops; i++) {
+    const mb_op_stats *op = &s->ops[i];
+    mb__json_object_begin(&j);
+    mb__json_kv_string(&j, "domain", domain_name(op->domain));
+    mb__json_kv_string(&j, "op_type", op->op_type);
+    mb__json_kv_int(&j, "count", op->count);
+    mb__json_key(&j, "flops");
+    if (op->unknown_count)
+      mb__json_null(&j);
+    else
+      mb__json_double(&j, op->flops);
+    mb__json_kv_bool(&j, "has_flops_formula", op->has_formula);
+    mb__json_object_end(&j);
+  }
+  mb__json_array_end(&j);
+  mb__json_key(&j, "unsupported_operators");
+  mb__json_array_begin(&j);
+  /* The list is "a, b, c"; split it back into strings. */
+  const char *p = s->unsupported_ops;
+  while (s->n_unsupported && p && *p) {
+    size_t len = strcspn(p, ",");
+    mb__json_string_n(&j, p, len);
+    p += len;
+    while (*p == ',' || *p == ' ')
+      p++;
+  }
+  mb__json_array_end(&j);
+  mb__json_object_end(&j);
+}
+
+int mb__cli_analyze(int argc, char **argv) {
+  static const struct option options[] = {
+      {"shape", required_argument, NULL, 's'},
+      {"batch-size", required_argument, NULL, 'b'},
+      {"json", no_argument, NULL, 'j'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  const char *cmd = "analyze";
+  mb_cli_shapes shapes;
+  mb_model *model = NULL;
+  mb_model_stats stats;
+  mb_error err;
+  const char *path;
+  mb_status status;
+  bool json = false;
+  int rc = MB_EXIT_OK, c;
+  memset(&shapes, 0, sizeof shapes);
+  memset(&stats, 0, sizeof stats);
+  memset(&err, 0, sizeof err);
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    switch (c) {
+    case 's':
+      rc = mb__cli_add_shape(&shapes, cmd, optarg);
+      break;
+    case 'b':
+      rc = mb__cli_set_batch(&shapes, cmd, optarg);
+      break;
+    case 'j':
+      json = true;
+      break;
+    case 'h':
+      fputs(analyze_help, stdout);
+      goto done;
+    default:
+      rc = mb__cli_bad_option(cmd, c, argv);
+      break;
+    }
+    if (rc != MB_EXIT_OK)
+      goto done;
+  }
+  if (optind >= argc) {
+    rc = mb__cli_usage_error(cmd, "missing MODEL");
+    goto done;
+  }
+  if (argc - optind > 1) {
+    rc = mb__cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+    goto done;
+  }
+  path = argv[optind];
+  rc = mb__cli_load_model(path, &model);
+  if (rc != MB_EXIT_OK)
+    goto done;
+  status = mb_model_analyze(model, &shapes.spec, &stats, &err);
+  if (status == MB_STATUS_INVALID_ARGUMENT || status == MB_STATUS_OVERFLOW) {
+    rc = mb__cli_shape_error(path, &err);
+    goto done;
+  }
+  if (status != MB_STATUS_OK) {
+    rc = mb__cli_fail(path, &err);
+    goto done;
+  }
+  if (json)
+    print_json(path, &stats);
+  else
+    print_text(path, &stats);
+  if (fflush(stdout) != 0) {
+    mb__cli_error(NULL, "cannot write output");
+    rc = MB_EXIT_FAILURE;
+  }
+
+done:
+  mb_model_stats_free(&stats);
+  mb_model_free(model);
+  mb__cli_shapes_free(&shapes);
+  return rc;
+}

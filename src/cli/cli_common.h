@@ -1,0 +1,97 @@
+/* Helpers shared by the command files of the modelbench CLI. */
+#ifndef MB_CLI_COMMON_H
+#define MB_CLI_COMMON_H
+
+#include "core/internal.h"
+
+#include <getopt.h>
+
+/* Exit codes of every command. */
+enum {
+  MB_EXIT_OK = 0,
+  MB_EXIT_FAILURE = 1, /* model error, check mismatch, I/O error */
+  MB_EXIT_USAGE = 2,   /* bad command line */
+};
+
+/* One row of the command table in main.c. argv[0] is the command name. */
+typedef struct mb_cli_command {
+  const char *name;
+  const char *summary;
+  int (*fn)(int argc, char **argv);
+} mb_cli_command;
+
+int mb__cli_analyze(int argc, char **argv);
+int mb__cli_run(int argc, char **argv);
+int mb__cli_check(int argc, char **argv);
+int mb__cli_list_ops(int argc, char **argv);
+
+/* "modelbench: SUBJECT: message" on stderr (subject may be NULL). */
+void mb__cli_error(const char *subject, const char *fmt, ...) MB_PRINTF(2, 3);
+/* Prints err's message with SUBJECT prepended unless the message already
+ * starts with it. Returns MB_EXIT_FAILURE. */
+int mb__cli_fail(const char *subject, const mb_error *err);
+/* "modelbench CMD: message (see 'modelbench CMD --help')". Returns
+ * MB_EXIT_USAGE. */
+int mb__cli_usage_error(const char *cmd, const char *fmt, ...) MB_PRINTF(2, 3);
+/* Turns getopt_long's '?' / ':' results into a usage error (call with the
+ * value getopt_long returned). Requires optstring to start with ':'. */
+int mb__cli_bad_option(const char *cmd, int c, char **argv);
+
+/* Strict number parsing of a whole string; false when malformed or out of
+ * [min, max]. */
+bool mb__cli_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+bool mb__cli_parse_double(const char *s, double *out);
+
+/* --shape NAME=D0,D1,... and --batch-size, accumulated into a spec. */
+typedef struct mb_cli_shapes {
+  mb_shape_spec spec;
+  mb_input_shape *shapes; /* owned; names point into argv */
+  int n, cap;
+} mb_cli_shapes;
+/* Parses one --shape argument; returns MB_EXIT_OK or a usage error. */
+int mb__cli_add_shape(mb_cli_shapes *shapes, const char *cmd, char *arg);
+int mb__cli_set_batch(mb_cli_shapes *shapes, const char *cmd, const char *arg);
+void mb__cli_shapes_free(mb_cli_shapes *shapes);
+/* Exit code for a failed mb_model_resolve_input_shapes / analyze with the
+ * user's spec: the command line is at fault. */
+int mb__cli_shape_error(const char *model_path, const mb_error *err);
+
+/* Loads a model, printing the error. Returns an exit code. */
+int mb__cli_load_model(const char *path, mb_model **model_out);
+
+/* Loads DIR/input_N.pb (prefix "input") or output_N.pb for N = 0.. while
+ * the files exist. *tensors_out: malloc'd array of *count_out tensors.
+ * Prints errors; returns an exit code. `status_out` (may be NULL) receives
+ * the failing status. */
+int mb__cli_load_pb_set(const char *dir, const char *prefix,
+                        mb_tensor ***tensors_out, int *count_out,
+                        mb_status *status_out);
+void mb__cli_free_tensors(mb_tensor **tensors, int count);
+
+/* Checks that `t` (read from `file`) fits model input `index`. */
+int mb__cli_check_input(const mb_model *model, int index, const mb_tensor *t,
+                        const char *file);
+
+/* "[batch,3,224,224]" for a declared shape; "?" for unknown dims. */
+const char *mb__cli_info_shape(const mb_value_info *info, char *buf,
+                               size_t size);
+/* 1234567 -> "1.23 M" (SI prefixes). */
+const char *mb__cli_si(double v, char *buf, size_t size);
+/* Bytes -> "44.6 MiB". */
+const char *mb__cli_bytes(double v, char *buf, size_t size);
+
+/* Names compare with digit runs as numbers: test_data_set_2 < _10. */
+int mb__cli_natural_compare(const char *a, const char *b);
+/* Sorted names of entries of dir that start with prefix and are
+ * directories. *names_out: malloc'd array of malloc'd strings. Returns -1
+ * (errno set) when dir cannot be read. */
+int mb__cli_list_subdirs(const char *dir, const char *prefix,
+                         char ***names_out);
+void mb__cli_free_names(char **names, int count);
+bool mb__cli_is_dir(const char *path);
+bool mb__cli_file_exists(const char *path);
+
+/* Monotonic clock in seconds. */
+double mb__cli_now(void);
+
+#endif

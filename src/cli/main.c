@@ -1,0 +1,55 @@
+/* modelbench command-line tool: dispatches to one function per command.
+ * Adding a command means one file under src/cli/ and one row below. */
+#include "cli/cli_common.h"
+
+static const mb_cli_command commands[] = {
+    {"analyze", "show a model's inputs, operators, parameters and FLOPs",
+     mb__cli_analyze},
+    {"run", "run a model on the reference interpreter", mb__cli_run},
+    {"check", "compare a model's outputs with an ONNX test data set",
+     mb__cli_check},
+    {"list-ops", "list the operators the reference interpreter implements",
+     mb__cli_list_ops},
+};
+
+static void usage(FILE *out) {
+  fprintf(out, "Usage: modelbench [--version] [--help] COMMAND [ARGS...]\n"
+               "\n"
+               "Commands:\n");
+  for (size_t i = 0; i < MB_ARRAY_COUNT(commands); i++)
+    fprintf(out, "  %-10s  %s\n", commands[i].name, commands[i].summary);
+  fprintf(out, "\n"
+               "Run 'modelbench COMMAND --help' for a command's options.\n"
+               "Exit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return MB_EXIT_USAGE;
+  }
+  const char *name = argv[1];
+  if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 ||
+      strcmp(name, "help") == 0) {
+    usage(stdout);
+    return MB_EXIT_OK;
+  }
+  if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+    printf("modelbench %s\n", MB_VERSION_STRING);
+    return MB_EXIT_OK;
+  }
+  for (size_t i = 0; i < MB_ARRAY_COUNT(commands); i++)
+    if (strcmp(name, commands[i].name) == 0)
+      return commands[i].fn(argc - 1, argv + 1);
+  if (name[0] == '-')
+    fprintf(stderr,
+            "modelbench: unknown option '%s' (see 'modelbench "
+            "--help')\n",
+            name);
+  else
+    fprintf(stderr,
+            "modelbench: unknown command '%s' (see 'modelbench "
+            "--help')\n",
+            name);
+  return MB_EXIT_USAGE;
+}
