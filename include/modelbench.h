@@ -368,6 +368,250 @@ mb_status mb_model_analyze(const mb_model *model, const mb_shape_spec *spec,
  * zeroed struct are allowed. */
 void mb_model_stats_free(mb_model_stats *stats);
 
+
+/* ------------------------------------------------------------------------ */
+/* Benchmark engine: runtimes, conversions, configuration, results           */
+/* ------------------------------------------------------------------------ */
+
+/* X(NAME, "name") */
+#define MB_DEVICE_LIST(X)                                                     \
+  X(CPU, "cpu")                                                               \
+  X(CUDA, "cuda")                                                             \
+  X(AUTO, "auto")
+typedef enum mb_device {
+#define MB_X(name, str) MB_DEVICE_##name,
+  MB_DEVICE_LIST(MB_X)
+#undef MB_X
+      MB_DEVICE_COUNT
+} mb_device;
+const char *mb_device_name(mb_device device);
+
+/* X(NAME, "name") */
+#define MB_PRECISION_LIST(X)                                                  \
+  X(FP32, "fp32")                                                             \
+  X(FP16, "fp16")                                                             \
+  X(BF16, "bf16")                                                             \
+  X(INT8, "int8")
+typedef enum mb_precision {
+#define MB_X(name, str) MB_PRECISION_##name,
+  MB_PRECISION_LIST(MB_X)
+#undef MB_X
+      MB_PRECISION_COUNT
+} mb_precision;
+const char *mb_precision_name(mb_precision precision);
+
+/* One runtime adapter as the registry reports it. */
+typedef struct mb_runtime_info {
+  const char *name;  /* "reference", "onnxruntime", ... (static) */
+  int available;     /* 1 when usable on this machine */
+  char version[64];  /* library version when available, else "" */
+  char reason[256];  /* why not available, else "" */
+} mb_runtime_info;
+
+int mb_runtime_count(void);
+/* Probes runtime `index` (0 .. mb_runtime_count()-1). Probing may dlopen a
+ * library; the benchmark parent never calls this (workers do). */
+mb_status mb_runtime_get(int index, mb_runtime_info *info_out, mb_error *err);
+
+/* One conversion option: a named list of steps ending in a runtime. Names
+ * join steps with '+' in the order they are applied, words within a step
+ * with '_': REFERENCE, ORT_CPU, ORT_CPU_NO_OPT, FP16+ORT_CPU, ... */
+typedef struct mb_conversion_info {
+  int id;              /* stable numeric id, shown by `modelbench list` */
+  const char *name;    /* static */
+  const char *runtime; /* runtime adapter name (static) */
+  mb_device device;
+  mb_precision precision;
+  const char *description; /* static, one line */
+  int in_default_set;      /* 1 when run without -c */
+  int available;           /* filled by mb_conversion_get */
+  char reason[256];        /* why not available, else "" */
+} mb_conversion_info;
+
+int mb_conversion_count(void);
+/* Describes conversion `index` and checks its availability here (probes its
+ * runtime). info_out: caller-owned. */
+mb_status mb_conversion_get(int index, mb_conversion_info *info_out,
+                            mb_error *err);
+/* Finds a conversion by exact name (case-insensitive) or numeric id. An
+ * unknown name fails with MB_STATUS_NOT_FOUND and a message suggesting the
+ * closest names. */
+mb_status mb_conversion_find(const char *name_or_id, int *index_out,
+                             mb_error *err);
+/* Parses a comma-separated list of names and ids, keeping the given order.
+ * Fails on the first unknown entry (with suggestions) or a duplicate.
+ * indices_out: caller array of `max` entries. */
+mb_status mb_conversion_parse_list(const char *list, int *indices_out,
+                                   int max, int *count_out, mb_error *err);
+
+/* Called by the engine for each batch of inputs when the user provides data
+ * (C API only). Must fill inputs_out (mb_model_input_count slots) with new
+ * tensors, released by the engine; `sample` counts from 0. Return
+ * MB_STATUS_NOT_FOUND when there are no more samples. */
+typedef mb_status (*mb_data_loader_fn)(void *user, int64_t sample,
+                                       const mb_model *model,
+                                       mb_tensor **inputs_out, mb_error *err);
+
+struct mb_bench_result;
+/* Progress and streaming callbacks (may be NULL). phase: "load", "warmup",
+ * "measure", "accuracy", "done". */
+typedef void (*mb_bench_progress_fn)(void *user, int conversion_i,
+                                     int n_conversions, const char *conversion,
+                                     const char *phase, int64_t iterations,
+                                     double elapsed_s);
+typedef void (*mb_bench_result_fn)(void *user,
+                                   const struct mb_bench_result *result);
+
+/* Every setting of a benchmark run. Initialise with mb_bench_config_init,
+ * then override; times are in seconds. Pointers are borrowed for the
+ * duration of mb_benchmark_model. */
+typedef struct mb_bench_config {
+  int batch_size;           /* replaces a dynamic first dim; default 1 */
+  int n_samples;            /* distinct input batches; default 1 */
+  mb_device device;         /* default MB_DEVICE_CPU */
+  int allow_device_override; /* a conversion for another device moves there */
+  int isolate;              /* one child process per conversion; default 1 */
+  int fail_fast;            /* stop at the first failure; default 0 */
+  int threads;              /* intra-op threads; default 1 */
+  int warmup_iterations;    /* default 5 */
+  double warmup_seconds;    /* default 0.5 */
+  int min_iterations;       /* default 20 (raised to cover n_samples) */
+  double min_seconds;       /* default 2 */
+  double max_seconds;       /* cap of the timed phase; default 30 */
+  double timeout_seconds;   /* per conversion, whole child; default 300 */
+  uint64_t seed;            /* input generation; default 0 */
+  double rtol, atol;        /* accuracy tolerance vs the reference */
+  int n_conversions;        /* 0: the default set */
+  const int *conversions;   /* registry indices, in run order */
+  int baseline;             /* index into conversions; -1: the first */
+  mb_shape_spec shapes;     /* --shape overrides; batch_size above wins */
+  int n_ranges;
+  const mb_input_range *ranges; /* --input-range */
+  const char *inputs_dir;   /* folder of test_data_set_* or .npy; or NULL */
+  mb_data_loader_fn loader; /* C API data loader, or NULL */
+  void *loader_user;
+  const char *log_dir;      /* per-conversion logs; NULL: a temp folder */
+  int log_level;            /* mb_log_level of the CLI: 3 = debug */
+  mb_bench_progress_fn on_progress;
+  mb_bench_result_fn on_result; /* called as soon as each result exists */
+  void *user;
+} mb_bench_config;
+
+/* Fills every field with its default. */
+void mb_bench_config_init(mb_bench_config *config);
+
+/* Reads a JSON config file onto config (keys as the long CLI options with
+ * '_' for '-': "batch_size", "warmup_time", "conversions": ["ORT_CPU"],
+ * ...). Unknown keys and wrong types fail with MB_STATUS_INVALID_ARGUMENT
+ * naming the key. String storage (names, paths) is owned by *storage_out
+ * (free with free()) and must outlive the config's use. */
+mb_status mb_bench_config_load_json(const char *path, mb_bench_config *config,
+                                    void **storage_out, mb_error *err);
+
+/* X(NAME, "name") */
+#define MB_BENCH_STATUS_LIST(X)                                               \
+  X(OK, "ok")                                                                 \
+  X(ERROR, "error")                                                           \
+  X(TIMEOUT, "timeout")                                                       \
+  X(CRASHED, "crashed")                                                       \
+  X(UNAVAILABLE, "unavailable")                                               \
+  X(SKIPPED, "skipped")
+typedef enum mb_bench_status {
+#define MB_X(name, str) MB_BENCH_##name,
+  MB_BENCH_STATUS_LIST(MB_X)
+#undef MB_X
+      MB_BENCH_STATUS_COUNT
+} mb_bench_status;
+const char *mb_bench_status_name(mb_bench_status status);
+
+typedef struct mb_latency_stats {
+  double mean, median, min, max, p90, p95, p99, stddev;
+  double cv; /* stddev / mean */
+} mb_latency_stats;
+
+/* Accuracy of one output against the reference interpreter. */
+typedef struct mb_output_accuracy {
+  char name[128];
+  double max_abs_err, max_rel_err, cosine;
+} mb_output_accuracy;
+
+/* The result of one conversion. Owned by its mb_bench_report. */
+typedef struct mb_bench_result {
+  int conversion_index; /* registry index */
+  int conversion_id;
+  const char *conversion; /* name (static) */
+  mb_bench_status status;
+  char error[MB_ERROR_MESSAGE_SIZE]; /* one line, "" when ok */
+  char device[16];
+  char runtime[32];
+  char runtime_version[64];
+  double load_ms;      /* model load + conversion + session creation */
+  double first_run_ms; /* first inference */
+  mb_latency_stats latency_ms;
+  int64_t iterations; /* timed iterations */
+  int batch_size;
+  double throughput_sps;      /* batch * iterations / inference seconds */
+  double inference_seconds;   /* sum of timed iterations */
+  double elapsed_seconds;     /* wall time of the timed phase, inputs incl. */
+  double peak_rss_mb;         /* of the worker process */
+  int has_accuracy;
+  int n_outputs;
+  mb_output_accuracy *accuracy; /* n_outputs entries */
+  double max_abs_err;           /* over all outputs; < 0 when unknown */
+  double speedup_vs_baseline;   /* baseline median / this median; 0 unknown */
+  int n_warnings;
+  char **warnings;
+  int64_t n_samples_ms;
+  double *samples_ms; /* every timed iteration, in order */
+  char log_path[512]; /* per-conversion log, "" when none */
+  char *backtrace;    /* crashed workers: their backtrace, else NULL */
+} mb_bench_result;
+
+typedef struct mb_machine_info {
+  char cpu_model[128];
+  int cores;
+  char isa_flags[256]; /* "avx2 avx512f ..." */
+  char os[128];
+  char governor[32];   /* "performance", "powersave", "" unknown */
+  double load_average; /* 1-minute, at the start of the run */
+} mb_machine_info;
+
+/* A whole run: model, machine, effective config and one result per
+ * requested conversion, in the requested order. */
+typedef struct mb_bench_report {
+  char tool_version[32];
+  char model_path[1024];
+  char model_sha256[65];
+  int n_inputs;
+  mb_input_shape *inputs; /* concrete shapes used; names owned */
+  mb_dtype *input_dtypes;
+  mb_machine_info machine;
+  mb_bench_config config; /* effective settings; pointers not valid after */
+  int n_results;
+  mb_bench_result *results;
+  int baseline_result; /* index into results */
+  void *storage_;      /* internal */
+} mb_bench_report;
+
+/* Benchmarks the model under every requested conversion (each in its own
+ * child process unless config->isolate is 0) and compares every output with
+ * the reference interpreter on the same inputs. A failing conversion is
+ * recorded in its result and the run continues (unless fail_fast). Returns
+ * MB_STATUS_OK when the run itself worked, even if conversions failed; fails
+ * on a bad model, bad config or bad inputs. model_path, config: borrowed.
+ * *report_out: release with mb_bench_report_free. */
+mb_status mb_benchmark_model(const char *model_path,
+                             const mb_bench_config *config,
+                             mb_bench_report **report_out, mb_error *err);
+void mb_bench_report_free(mb_bench_report *report);
+
+/* Writes the report as JSON (schema: docs/json-schema.md). */
+mb_status mb_bench_report_write_json(const mb_bench_report *report,
+                                     const char *path, mb_error *err);
+/* Writes the console table (sorted by median latency) to `out` (a FILE*). */
+void mb_bench_report_print_table(const mb_bench_report *report, void *out,
+                                 int use_color);
+
 #ifdef __cplusplus
 }
 #endif

@@ -199,27 +199,16 @@ static mb_status node_failed(mb_op_ctx *ctx, mb_status status,
   return status;
 }
 
-mb_status mb_session_run(mb_session *s, int n_inputs,
-                         const mb_tensor *const *inputs, int n_outputs,
-                         mb_tensor **outputs, mb_error *err) {
+mb_status mb__session_run_keep(mb_session *s, const mb_tensor *const *inputs,
+                               mb_error *err) {
   const mb_graph *g = s->graph;
-  mb_status status = MB_STATUS_OK;
+  mb_status status;
   mb_error local;
   if (!err)
     err = &local;
   err->message[0] = '\0';
   err->status = MB_STATUS_OK;
-  for (int i = 0; i < n_outputs; i++)
-    outputs[i] = NULL;
-  if (n_inputs != g->n_inputs)
-    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
-                     "the model has %d inputs, %d were given", g->n_inputs,
-                     n_inputs);
-  if (n_outputs != g->n_outputs)
-    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
-                     "the model has %d outputs, %d slots were given",
-                     g->n_outputs, n_outputs);
-  for (int i = 0; i < n_inputs; i++) {
+  for (int i = 0; i < g->n_inputs; i++) {
     const mb_value *decl = &g->values[g->inputs[i]];
     status = check_input(decl, inputs[i], err);
     if (status)
@@ -241,8 +230,32 @@ mb_status mb_session_run(mb_session *s, int n_inputs,
     if ((status = s->defs[i]->run(&ctx)))
       return node_failed(&ctx, status, "execution");
   }
+  return MB_STATUS_OK;
+}
+
+const mb_tensor *mb__session_output(const mb_session *s, int index) {
+  return &s->values[s->graph->outputs[index]];
+}
+
+mb_status mb_session_run(mb_session *s, int n_inputs,
+                         const mb_tensor *const *inputs, int n_outputs,
+                         mb_tensor **outputs, mb_error *err) {
+  const mb_graph *g = s->graph;
+  mb_status status;
+  for (int i = 0; i < n_outputs; i++)
+    outputs[i] = NULL;
+  if (n_inputs != g->n_inputs)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "the model has %d inputs, %d were given", g->n_inputs,
+                     n_inputs);
+  if (n_outputs != g->n_outputs)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "the model has %d outputs, %d slots were given",
+                     g->n_outputs, n_outputs);
+  if ((status = mb__session_run_keep(s, inputs, err)))
+    return status;
   for (int i = 0; i < n_outputs; i++) {
-    status = mb_tensor_clone(&s->values[g->outputs[i]], &outputs[i], err);
+    status = mb_tensor_clone(mb__session_output(s, i), &outputs[i], err);
     if (status)
       goto fail;
     free(outputs[i]->name);

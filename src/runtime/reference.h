@@ -25,4 +25,11 @@ mb_status mb__infer_shapes(const mb_model *model,
                            const mb_tensor *const *inputs,
                            mb_shape_info *shapes_out, mb_error *err);
 
+/* Runs without copying outputs out: they stay in the session (see
+ * mb__session_output) until the next run. inputs: graph input order. */
+mb_status mb__session_run_keep(mb_session *session,
+                               const mb_tensor *const *inputs, mb_error *err);
+/* Borrowed view of graph output `index` after mb__session_run_keep. */
+const mb_tensor *mb__session_output(const mb_session *session, int index);
+
 #endif

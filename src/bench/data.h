@@ -1,0 +1,30 @@
+/* Where a benchmark's inputs come from: generated from the model's signature
+ * (seeded), a folder of ONNX test sets (test_data_set_*/input_N.pb) or of
+ * .npy files, or the C API's loader callback. The parent process opens the
+ * source and materialises every sample before any worker starts, so every
+ * conversion sees the same bytes. */
+#ifndef MB_BENCH_DATA_H
+#define MB_BENCH_DATA_H
+
+#include "core/ir.h"
+
+typedef struct mb_input_source mb_input_source;
+
+/* Opens the source the config selects. model, config: borrowed, must
+ * outlive the source. Fails with a message naming the folder/file/input on
+ * wrong dtype, wrong rank/shape vs the model's declaration, missing files,
+ * or unresolvable dynamic dims. */
+mb_status mb__input_source_open(const mb_model *model,
+                                const mb_bench_config *config,
+                                mb_input_source **source_out, mb_error *err);
+/* Number of distinct input batches (>= 1). */
+int64_t mb__input_source_count(const mb_input_source *source);
+/* Concrete shapes of the inputs (mb_model_input_count entries, borrowed). */
+const mb_input_shape *mb__input_source_shapes(const mb_input_source *source);
+/* Sample `index` (0 .. count-1): new tensors, one per graph input in order,
+ * owned by the caller. */
+mb_status mb__input_source_get(mb_input_source *source, int64_t index,
+                               mb_tensor **inputs_out, mb_error *err);
+void mb__input_source_close(mb_input_source *source);
+
+#endif /* MB_BENCH_DATA_H */

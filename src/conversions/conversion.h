@@ -1,0 +1,30 @@
+/* The conversion registry: one table row per conversion option. A name is a
+ * list of steps joined by '+', applied left to right; the last step names
+ * the runtime (REFERENCE, ORT_CPU, ORT_CPU_NO_OPT, ...). Later issues add
+ * steps before the runtime (FP16+, INT8_STATIC+, OPTIMIZE+) as passes. */
+#ifndef MB_CONVERSIONS_CONVERSION_H
+#define MB_CONVERSIONS_CONVERSION_H
+
+#include "runtime/runtime.h"
+
+typedef struct mb_conversion_def {
+  int id;              /* stable, never reused */
+  const char *name;    /* UPPER_CASE steps joined by '+' */
+  const char *runtime; /* adapter name in MB_RUNTIME_LIST */
+  mb_device device;
+  mb_precision precision;
+  mb_graph_opt_level opt_level;
+  int in_default_set;
+  const char *description;
+  /* Optional extra availability check beyond the runtime's probe (CPU
+   * features, ...): returns 0 and fills reason when unavailable. */
+  int (*check)(char *reason, size_t size);
+} mb_conversion_def;
+
+/* Row `index` (0 .. mb_conversion_count()-1), or NULL. */
+const mb_conversion_def *mb__conversion_def(int index);
+/* Adds a row at run time (tests). def must outlive the process. Returns the
+ * new index or -1. */
+int mb__conversion_register(const mb_conversion_def *def, mb_error *err);
+
+#endif /* MB_CONVERSIONS_CONVERSION_H */

@@ -1,0 +1,79 @@
+/* The reference interpreter behind the runtime interface: always available,
+ * the baseline every other runtime's outputs are compared with. */
+#include "runtime/reference.h"
+#include "runtime/runtime.h"
+
+#include <stdlib.h>
+
+typedef struct reference_session {
+  mb_session *session;
+  const mb_model *model;
+} reference_session;
+
+static void reference_probe(mb_runtime_info *info) {
+  info->available = 1;
+  snprintf(info->version, sizeof info->version, "%s", MB_VERSION_STRING);
+  info->reason[0] = '\0';
+}
+
+static mb_status reference_prepare(const mb_model *model,
+                                   const void *model_bytes, size_t model_size,
+                                   const mb_runtime_options *options,
+                                   void **session_out, mb_error *err) {
+  mb_session_options opts = {options ? options->threads : 1};
+  reference_session *rs = calloc(1, sizeof *rs);
+  mb_status status;
+  if (!rs)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot allocate session");
+  rs->model = model;
+  if ((status = mb_session_create(model, &opts, &rs->session, err))) {
+    free(rs);
+    return status;
+  }
+  *session_out = rs;
+  return MB_STATUS_OK;
+}
+
+static mb_status reference_run(void *session, const mb_tensor *const *inputs,
+                               mb_error *err) {
+  return mb__session_run_keep(((reference_session *)session)->session, inputs,
+                              err);
+}
+
+static mb_status reference_fetch_outputs(void *session,
+                                         mb_tensor **outputs_out,
+                                         mb_error *err) {
+  reference_session *rs = session;
+  int n = mb_model_output_count(rs->model);
+  for (int i = 0; i < n; i++)
+    outputs_out[i] = NULL;
+  for (int i = 0; i < n; i++) {
+    mb_status status = mb_tensor_clone(mb__session_output(rs->session, i),
+                                       &outputs_out[i], err);
+    if (status) {
+      for (int j = 0; j < i; j++) {
+        mb_tensor_free(outputs_out[j]);
+        outputs_out[j] = NULL;
+      }
+      return status;
+    }
+  }
+  return MB_STATUS_OK;
+}
+
+static void reference_release(void *session) {
+  reference_session *rs = session;
+  if (!rs)
+    return;
+  mb_session_free(rs->session);
+  free(rs);
+}
+
+const mb_runtime mb__runtime_reference = {
+    .name = "reference",
+    .probe = reference_probe,
+    .prepare = reference_prepare,
+    .run = reference_run,
+    .fetch_outputs = reference_fetch_outputs,
+    .release = reference_release,
+};
