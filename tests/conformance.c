@@ -713,11 +713,19 @@ static void describe_death(child_result *r, int wstatus, const char *what) {
 /* Runs every test on o->jobs workers; fills out[] in test order. Returns the
  * number of workers that exited badly after their last test (a leak report
  * in ASan builds), each printed as a failure. */
+/* Forked workers inherit run_all's arrays and exit from inside it; keeping
+ * them reachable from file scope stops LeakSanitizer from reporting them as
+ * leaks of every worker. */
+static void *volatile run_all_arrays[3]; /* volatile: the stores must stay */
+
 static int run_all(const test_list *tests, const options *o, outcome *out) {
   int n_workers = o->jobs, next = 0, remaining = tests->count, bad_exits = 0;
   worker *workers = calloc((size_t)n_workers, sizeof *workers);
   struct pollfd *fds = calloc((size_t)n_workers, sizeof *fds);
   int *polled = calloc((size_t)n_workers, sizeof *polled);
+  run_all_arrays[0] = workers;
+  run_all_arrays[1] = fds;
+  run_all_arrays[2] = polled;
   if (!workers || !fds || !polled) {
     fprintf(stderr, "mb-conformance: out of memory\n");
     exit(2);

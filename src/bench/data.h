@@ -1,7 +1,7 @@
 /* Where a benchmark's inputs come from: generated from the model's signature
- * (seeded), a folder of ONNX test sets (test_data_set_*/input_N.pb) or of
- * .npy files, or the C API's loader callback. The parent process opens the
- * source and materialises every sample before any worker starts, so every
+ * (seeded), a folder of ONNX test sets (test_data_set_N folders of input_N.pb)
+ * or of .npy files, or the C API's loader callback. The parent process opens
+ * the source and materialises every sample before any worker starts, so every
  * conversion sees the same bytes. */
 #ifndef MB_BENCH_DATA_H
 #define MB_BENCH_DATA_H
@@ -26,5 +26,11 @@ const mb_input_shape *mb__input_source_shapes(const mb_input_source *source);
 mb_status mb__input_source_get(mb_input_source *source, int64_t index,
                                mb_tensor **inputs_out, mb_error *err);
 void mb__input_source_close(mb_input_source *source);
+
+/* Reads a NumPy .npy file (format 1.0-3.0, little-endian or byte-order
+ * free, C order; f2/f4/f8, i1-i8, u1-u8, b1). Fortran order, big-endian
+ * data and other dtypes fail with MB_STATUS_UNSUPPORTED naming the file.
+ * *tensor_out: release with mb_tensor_free. */
+mb_status mb__npy_load(const char *path, mb_tensor **tensor_out, mb_error *err);
 
 #endif /* MB_BENCH_DATA_H */

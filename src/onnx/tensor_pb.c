@@ -270,6 +270,15 @@ static bool parse_u64(const char *s, uint64_t *out) {
   return true;
 }
 
+/* Allocates a tensor's data once its stored size has been checked against
+ * its shape, so a tiny file declaring huge dims cannot make us allocate. */
+static mb_status alloc_checked(mb_tensor *t, const char *label, mb_error *err) {
+  mb_status status = mb__tensor_reset(t, t->dtype, t->rank, t->dims, err);
+  if (status)
+    mb__error_prefix(err, status, "%s", label);
+  return status;
+}
+
 static mb_status read_external(const Onnx__TensorProto *tp, const char *label,
                                mb_external_data *ext, mb_tensor *t,
                                mb_error *err) {
@@ -327,6 +336,8 @@ static mb_status read_external(const Onnx__TensorProto *tp, const char *label,
                      "%s: external data in '%s' has %llu bytes, but the "
                      "shape needs %zu",
                      label, file->path, (unsigned long long)length, t->nbytes);
+  if ((status = alloc_checked(t, label, err)))
+    return status;
   if (t->nbytes)
     memcpy(t->data, file->map + offset, t->nbytes);
   return MB_STATUS_OK;
@@ -382,6 +393,9 @@ static mb_status fill_tensor(const Onnx__TensorProto *tp, const char *label,
                        "%s: %s has %zu entries, but shape %s of %s needs %zu",
                        label, pb_field_names[field], count, shape,
                        mb_dtype_name(t->dtype), expected);
+    mb_status status = alloc_checked(t, label, err);
+    if (status)
+      return status;
     copy_typed(tp, field, t->dtype, count, t->data);
     return MB_STATUS_OK;
   }
@@ -396,6 +410,9 @@ static mb_status fill_tensor(const Onnx__TensorProto *tp, const char *label,
                      "%zu",
                      label, raw_len, shape, mb_dtype_name(t->dtype), t->nbytes);
   }
+  mb_status status = alloc_checked(t, label, err);
+  if (status)
+    return status;
   /* raw_data is little-endian and byte-aligned: copy, never cast. */
   if (raw_len)
     memcpy(t->data, tp->raw_data.data, raw_len);
@@ -449,7 +466,8 @@ mb_status mb__tensor_from_proto(const Onnx__TensorProto *tp, const char *label,
   t = calloc(1, sizeof *t);
   if (!t)
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "%s: out of memory", label);
-  status = mb__tensor_reset(t, dtype, rank, dims, err);
+  /* Shape only: fill_tensor allocates after checking the data's size. */
+  status = mb__tensor_set_shape(t, dtype, rank, dims, err);
   if (status) {
     mb__error_prefix(err, status, "%s", label);
     goto fail;

@@ -406,8 +406,13 @@ static void pool_plane_nd(const pool_geom *g, pool_kind kind, const float *x,
 static mb_status pool_infer(mb_op_ctx *ctx, pool_kind kind) {
   pool_geom g;
   mb_status status = check_io(ctx, 1, 1);
-  if (status || (status = pool_geom_init(ctx, kind, &g)) ||
-      (status = set_output(ctx, 0, ctx->inputs[0]->dtype, &g)))
+  if (status || (status = pool_geom_init(ctx, kind, &g)))
+    return status;
+  /* Padding could give an empty window output cells to fill from nothing. */
+  if (g.in_size == 0 && g.out_size > 0 && g.batch * g.channels > 0)
+    return mb__op_error(ctx, MB_STATUS_SHAPE,
+                        "input has an empty spatial extent");
+  if ((status = set_output(ctx, 0, ctx->inputs[0]->dtype, &g)))
     return status;
   if (kind == POOL_MAX)
     return set_output(ctx, 1, MB_DTYPE_INT64, &g);

@@ -786,7 +786,8 @@ static mb_status split_sizes(mb_op_ctx *ctx, int *axis_out, int64_t *sizes) {
       memcpy(sizes, attr, (size_t)n * sizeof(int64_t));
     int64_t total = 0;
     bool invalid = false;
-    for (int i = 0; i < count; i++) {
+    /* An attribute of the wrong length leaves sizes unfilled. */
+    for (int i = 0; i < count && count == n; i++) {
       invalid |= sizes[i] < 0 || sizes[i] > d;
       total += invalid ? 0 : sizes[i];
     }

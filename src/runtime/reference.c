@@ -37,6 +37,14 @@ static mb_status resolve_node(const mb_model *model, const mb_node *node,
                      "%s: the model does not import an opset for domain '%s'",
                      mb__node_label(node, label, sizeof label),
                      node->domain[0] ? node->domain : "ai.onnx");
+  /* A node that produces nothing is malformed (kernels write somewhere);
+   * some operators (RNN's Y) do make their first output optional. */
+  bool any_output = false;
+  for (int j = 0; j < node->n_outputs; j++)
+    any_output |= node->outputs[j] >= 0;
+  if (!any_output)
+    return mb__error(err, MB_STATUS_PARSE, "%s: has no output",
+                     mb__node_label(node, label, sizeof label));
   const mb_op_def *def = mb__op_find(node->domain, node->op_type, opset);
   if (!def)
     return mb__error(err, MB_STATUS_UNSUPPORTED,
