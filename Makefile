@@ -17,12 +17,12 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
-# Benchmarks a bundled model on the reference interpreter.
+# Benchmarks a bundled model with the default conversions.
 run: build
-	$(BUILD)/bin/modelbench analyze $(RUN_MODEL)
-	$(BUILD)/bin/modelbench run $(RUN_MODEL) --random --repeat 20
+	$(BUILD)/bin/modelbench bench $(RUN_MODEL) --json $(BUILD)/run.json
 
 test: export MB_WITH_TORCH = 1
+test: export MB_REQUIRE_ORT = 1
 test: deps
 	@$(MAKE) --no-print-directory build
 	@$(MAKE) --no-print-directory test-unit

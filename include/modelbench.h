@@ -368,15 +368,14 @@ mb_status mb_model_analyze(const mb_model *model, const mb_shape_spec *spec,
  * zeroed struct are allowed. */
 void mb_model_stats_free(mb_model_stats *stats);
 
-
 /* ------------------------------------------------------------------------ */
 /* Benchmark engine: runtimes, conversions, configuration, results           */
 /* ------------------------------------------------------------------------ */
 
 /* X(NAME, "name") */
-#define MB_DEVICE_LIST(X)                                                     \
-  X(CPU, "cpu")                                                               \
-  X(CUDA, "cuda")                                                             \
+#define MB_DEVICE_LIST(X)                                                      \
+  X(CPU, "cpu")                                                                \
+  X(CUDA, "cuda")                                                              \
   X(AUTO, "auto")
 typedef enum mb_device {
 #define MB_X(name, str) MB_DEVICE_##name,
@@ -387,10 +386,10 @@ typedef enum mb_device {
 const char *mb_device_name(mb_device device);
 
 /* X(NAME, "name") */
-#define MB_PRECISION_LIST(X)                                                  \
-  X(FP32, "fp32")                                                             \
-  X(FP16, "fp16")                                                             \
-  X(BF16, "bf16")                                                             \
+#define MB_PRECISION_LIST(X)                                                   \
+  X(FP32, "fp32")                                                              \
+  X(FP16, "fp16")                                                              \
+  X(BF16, "bf16")                                                              \
   X(INT8, "int8")
 typedef enum mb_precision {
 #define MB_X(name, str) MB_PRECISION_##name,
@@ -402,10 +401,10 @@ const char *mb_precision_name(mb_precision precision);
 
 /* One runtime adapter as the registry reports it. */
 typedef struct mb_runtime_info {
-  const char *name;  /* "reference", "onnxruntime", ... (static) */
-  int available;     /* 1 when usable on this machine */
-  char version[64];  /* library version when available, else "" */
-  char reason[256];  /* why not available, else "" */
+  const char *name; /* "reference", "onnxruntime", ... (static) */
+  int available;    /* 1 when usable on this machine */
+  char version[64]; /* library version when available, else "" */
+  char reason[256]; /* why not available, else "" */
 } mb_runtime_info;
 
 int mb_runtime_count(void);
@@ -441,8 +440,8 @@ mb_status mb_conversion_find(const char *name_or_id, int *index_out,
 /* Parses a comma-separated list of names and ids, keeping the given order.
  * Fails on the first unknown entry (with suggestions) or a duplicate.
  * indices_out: caller array of `max` entries. */
-mb_status mb_conversion_parse_list(const char *list, int *indices_out,
-                                   int max, int *count_out, mb_error *err);
+mb_status mb_conversion_parse_list(const char *list, int *indices_out, int max,
+                                   int *count_out, mb_error *err);
 
 /* Called by the engine for each batch of inputs when the user provides data
  * (C API only). Must fill inputs_out (mb_model_input_count slots) with new
@@ -466,32 +465,32 @@ typedef void (*mb_bench_result_fn)(void *user,
  * then override; times are in seconds. Pointers are borrowed for the
  * duration of mb_benchmark_model. */
 typedef struct mb_bench_config {
-  int batch_size;           /* replaces a dynamic first dim; default 1 */
-  int n_samples;            /* distinct input batches; default 1 */
-  mb_device device;         /* default MB_DEVICE_CPU */
+  int batch_size;            /* replaces a dynamic first dim; default 1 */
+  int n_samples;             /* distinct input batches; default 1 */
+  mb_device device;          /* default MB_DEVICE_CPU */
   int allow_device_override; /* a conversion for another device moves there */
-  int isolate;              /* one child process per conversion; default 1 */
-  int fail_fast;            /* stop at the first failure; default 0 */
-  int threads;              /* intra-op threads; default 1 */
-  int warmup_iterations;    /* default 5 */
-  double warmup_seconds;    /* default 0.5 */
-  int min_iterations;       /* default 20 (raised to cover n_samples) */
-  double min_seconds;       /* default 2 */
-  double max_seconds;       /* cap of the timed phase; default 30 */
-  double timeout_seconds;   /* per conversion, whole child; default 300 */
-  uint64_t seed;            /* input generation; default 0 */
-  double rtol, atol;        /* accuracy tolerance vs the reference */
-  int n_conversions;        /* 0: the default set */
-  const int *conversions;   /* registry indices, in run order */
-  int baseline;             /* index into conversions; -1: the first */
-  mb_shape_spec shapes;     /* --shape overrides; batch_size above wins */
+  int isolate;               /* one child process per conversion; default 1 */
+  int fail_fast;             /* stop at the first failure; default 0 */
+  int threads;               /* intra-op threads; default 1 */
+  int warmup_iterations;     /* default 5 */
+  double warmup_seconds;     /* default 0.5 */
+  int min_iterations;        /* default 20 (raised to cover n_samples) */
+  double min_seconds;        /* default 2 */
+  double max_seconds;        /* cap of the timed phase; default 30 */
+  double timeout_seconds;    /* per conversion, whole child; default 300 */
+  uint64_t seed;             /* input generation; default 0 */
+  double rtol, atol;         /* accuracy tolerance vs the reference */
+  int n_conversions;         /* 0: the default set */
+  const int *conversions;    /* registry indices, in run order */
+  int baseline;              /* index into conversions; -1: the first */
+  mb_shape_spec shapes;      /* --shape overrides; batch_size above wins */
   int n_ranges;
   const mb_input_range *ranges; /* --input-range */
-  const char *inputs_dir;   /* folder of test_data_set_* or .npy; or NULL */
-  mb_data_loader_fn loader; /* C API data loader, or NULL */
+  const char *inputs_dir;       /* folder of test_data_set_* or .npy; or NULL */
+  mb_data_loader_fn loader;     /* C API data loader, or NULL */
   void *loader_user;
-  const char *log_dir;      /* per-conversion logs; NULL: a temp folder */
-  int log_level;            /* mb_log_level of the CLI: 3 = debug */
+  const char *log_dir; /* per-conversion logs; NULL: a temp folder */
+  int log_level;       /* mb_log_level of the CLI: 3 = debug */
   mb_bench_progress_fn on_progress;
   mb_bench_result_fn on_result; /* called as soon as each result exists */
   void *user;
@@ -509,12 +508,12 @@ mb_status mb_bench_config_load_json(const char *path, mb_bench_config *config,
                                     void **storage_out, mb_error *err);
 
 /* X(NAME, "name") */
-#define MB_BENCH_STATUS_LIST(X)                                               \
-  X(OK, "ok")                                                                 \
-  X(ERROR, "error")                                                           \
-  X(TIMEOUT, "timeout")                                                       \
-  X(CRASHED, "crashed")                                                       \
-  X(UNAVAILABLE, "unavailable")                                               \
+#define MB_BENCH_STATUS_LIST(X)                                                \
+  X(OK, "ok")                                                                  \
+  X(ERROR, "error")                                                            \
+  X(TIMEOUT, "timeout")                                                        \
+  X(CRASHED, "crashed")                                                        \
+  X(UNAVAILABLE, "unavailable")                                                \
   X(SKIPPED, "skipped")
 typedef enum mb_bench_status {
 #define MB_X(name, str) MB_BENCH_##name,
@@ -550,10 +549,10 @@ typedef struct mb_bench_result {
   mb_latency_stats latency_ms;
   int64_t iterations; /* timed iterations */
   int batch_size;
-  double throughput_sps;      /* batch * iterations / inference seconds */
-  double inference_seconds;   /* sum of timed iterations */
-  double elapsed_seconds;     /* wall time of the timed phase, inputs incl. */
-  double peak_rss_mb;         /* of the worker process */
+  double throughput_sps;    /* batch * iterations / inference seconds */
+  double inference_seconds; /* sum of timed iterations */
+  double elapsed_seconds;   /* wall time of the timed phase, inputs incl. */
+  double peak_rss_mb;       /* of the worker process */
   int has_accuracy;
   int n_outputs;
   mb_output_accuracy *accuracy; /* n_outputs entries */
@@ -586,7 +585,9 @@ typedef struct mb_bench_report {
   mb_input_shape *inputs; /* concrete shapes used; names owned */
   mb_dtype *input_dtypes;
   mb_machine_info machine;
-  mb_bench_config config; /* effective settings; pointers not valid after */
+  mb_bench_config config; /* effective settings; its pointers point into
+                             the report and live as long as it; callbacks
+                             are NULL */
   int n_results;
   mb_bench_result *results;
   int baseline_result; /* index into results */
@@ -603,6 +604,9 @@ typedef struct mb_bench_report {
 mb_status mb_benchmark_model(const char *model_path,
                              const mb_bench_config *config,
                              mb_bench_report **report_out, mb_error *err);
+/* Releases the report. When config->log_dir was NULL the engine made a
+ * temporary log folder: logs of conversions that ended ok, unavailable or
+ * skipped are deleted with the report, logs of failed ones are kept. */
 void mb_bench_report_free(mb_bench_report *report);
 
 /* Writes the report as JSON (schema: docs/json-schema.md). */

@@ -4,7 +4,10 @@
 #   MB_WITH_TORCH=1  also install PyTorch/torchvision/onnx (for the PyTorch
 #                    export tests; `make test` sets it).
 #   MB_WITH_FUZZ=1   also install clang (libFuzzer).
+#   MB_WITH_ORT=0    skip ONNX Runtime (default: fetch it with
+#                    scripts/fetch-onnxruntime.sh, installing npm if needed).
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
 
 packages=(
   build-essential cmake pkg-config
@@ -19,25 +22,35 @@ fi
 if [ "${MB_WITH_FUZZ:-0}" = 1 ]; then
   packages+=(clang libclang-rt-dev)
 fi
+# npm only downloads ONNX Runtime's tarballs; a Node.js from elsewhere
+# (NodeSource) brings its own npm, so Debian's is added only when none is.
+if [ "${MB_WITH_ORT:-1}" = 1 ] && ! command -v npm >/dev/null 2>&1; then
+  packages+=(npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
   [ "$status" = installed ] || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "modelbench: installing missing packages: ${missing[*]}"
-sudo=""
-if [ "$(id -u)" != 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then
-    sudo="sudo -n"
-  else
-    echo "modelbench: need root (or sudo) to install: ${missing[*]}" >&2
-    exit 1
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "modelbench: installing missing packages: ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+      sudo="sudo -n"
+    else
+      echo "modelbench: need root (or sudo) to install: ${missing[*]}" >&2
+      exit 1
+    fi
   fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq </dev/null >/dev/null
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null
+  echo "modelbench: packages installed"
 fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq </dev/null >/dev/null
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null
-echo "modelbench: packages installed"
+
+# ONNX Runtime into the user's cache (no root needed); silent when present.
+if [ "${MB_WITH_ORT:-1}" = 1 ]; then
+  "$here/fetch-onnxruntime.sh"
+fi

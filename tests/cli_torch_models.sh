@@ -81,6 +81,79 @@ if [ $((passed + failed)) = 0 ]; then
   echo "FAIL: no exported models found in $cache" >&2
   exit 1
 fi
+
+# `modelbench bench` on four of them with the default conversions, kept
+# short (a few timed iterations each): every result must carry every key of
+# docs/json-schema.md, and fp32 results must match the reference within
+# 1e-4. ONNX Runtime rows may be `unavailable` only where `modelbench list`
+# says ONNX Runtime is missing here.
+available=$("$MB_CLI" list --json | "$python" -c '
+import json, sys
+print(",".join(c["name"] for c in json.load(sys.stdin)["conversions"]
+               if c["available"]))')
+bench_json=$(mktemp)
+trap 'rm -f "$log" "$bench_json"' EXIT
+for name in resnet18 mobilenet_v2 transformer_encoder_op17 bert_encoder; do
+  dir=$cache/$name
+  if [ ! -f "$dir/model.onnx" ]; then
+    echo "FAIL bench $name: $dir/model.onnx was not exported"
+    failed=$((failed + 1))
+    failures+=("bench:$name")
+    continue
+  fi
+  # The exported test inputs give every dynamic dim (sequence lengths) and
+  # valid token ids.
+  "$MB_CLI" bench "$dir/model.onnx" -c REFERENCE,ORT_CPU,ORT_CPU_NO_OPT \
+    --inputs "$dir" --min-time 0.05 --warmup 1 --warmup-time 0 \
+    --min-iterations 3 --json "$bench_json" >"$log" 2>&1
+  rc=$?
+  if "$python" - "$bench_json" "$rc" "$available" >>"$log" 2>&1 <<'PY'
+import json, sys
+path, rc, available = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
+def bad(c):
+    raise ValueError("non-standard JSON constant " + c)
+doc = json.load(open(path), parse_constant=bad)
+for key in ("schema_version", "tool", "version", "model", "machine", "config",
+            "baseline", "results"):
+    assert key in doc, "missing top-level key " + key
+keys = ("conversion", "id", "status", "error", "device", "runtime",
+        "runtime_version", "load_ms", "first_run_ms", "latency_ms",
+        "iterations", "batch_size", "throughput_sps", "inference_seconds",
+        "elapsed_seconds", "peak_rss_mb", "accuracy", "speedup_vs_baseline",
+        "warnings", "samples_ms", "log", "backtrace")
+stats = ("mean", "median", "min", "max", "p90", "p95", "p99", "stddev", "cv")
+names = [r["conversion"] for r in doc["results"]]
+assert names == ["REFERENCE", "ORT_CPU", "ORT_CPU_NO_OPT"], names
+for r in doc["results"]:
+    name, status = r["conversion"], r["status"]
+    for k in keys:
+        assert k in r, "%s: missing key %s" % (name, k)
+    for k in stats:
+        assert k in r["latency_ms"], "%s: missing latency_ms.%s" % (name, k)
+    if status == "unavailable" and name not in available:
+        continue
+    assert status == "ok", "%s: %s: %s" % (name, status, r["error"])
+    assert r["error"] is None and r["iterations"] >= 3, name
+    assert len(r["samples_ms"]) == r["iterations"], name
+    assert r["latency_ms"]["median"] > 0, name
+    acc = r["accuracy"]
+    assert acc is not None, name + ": no accuracy"
+    assert acc["max_abs_err"] <= 1e-4, "%s: max_abs_err %g" % (
+        name, acc["max_abs_err"])
+ok = all(r["status"] == "ok" for r in doc["results"])
+assert rc in ((0,) if ok else (0, 1)), "exit status %d" % rc
+PY
+  then
+    echo "ok   bench $name"
+    passed=$((passed + 1))
+  else
+    echo "FAIL bench $name:"
+    tail -n 20 "$log" | sed 's/^/    /'
+    failed=$((failed + 1))
+    failures+=("bench:$name")
+  fi
+done
+
 echo "$passed passed, $failed failed"
 if [ $failed != 0 ]; then
   echo "failed: ${failures[*]}"

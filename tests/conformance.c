@@ -119,27 +119,8 @@ static bool is_file(const char *path) {
   return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static int natural_compare(const char *a, const char *b) {
-  while (*a && *b) {
-    if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
-      char *ea, *eb;
-      unsigned long long na = strtoull(a, &ea, 10), nb = strtoull(b, &eb, 10);
-      if (na != nb)
-        return na < nb ? -1 : 1;
-      a = ea;
-      b = eb;
-      continue;
-    }
-    if (*a != *b)
-      return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
-    a++;
-    b++;
-  }
-  return (unsigned char)*a - (unsigned char)*b;
-}
-
 static int compare_strings(const void *a, const void *b) {
-  return natural_compare(*(char *const *)a, *(char *const *)b);
+  return mb__natural_compare(*(char *const *)a, *(char *const *)b);
 }
 
 /* Sorted names of subfolders of dir starting with prefix. */

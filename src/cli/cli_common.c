@@ -294,27 +294,8 @@ const char *mb__cli_bytes(double v, char *buf, size_t size) {
   return buf;
 }
 
-int mb__cli_natural_compare(const char *a, const char *b) {
-  while (*a && *b) {
-    if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
-      char *ea, *eb;
-      unsigned long long na = strtoull(a, &ea, 10), nb = strtoull(b, &eb, 10);
-      if (na != nb)
-        return na < nb ? -1 : 1;
-      a = ea;
-      b = eb;
-      continue;
-    }
-    if (*a != *b)
-      return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
-    a++;
-    b++;
-  }
-  return (unsigned char)*a - (unsigned char)*b;
-}
-
 static int compare_names(const void *a, const void *b) {
-  return mb__cli_natural_compare(*(char *const *)a, *(char *const *)b);
+  return mb__natural_compare(*(char *const *)a, *(char *const *)b);
 }
 
 int mb__cli_list_subdirs(const char *dir, const char *prefix,
@@ -378,4 +359,32 @@ double mb__cli_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int mb__cli_add_range(const char *cmd, const char *flag, char *arg,
+                      mb_input_range **ranges, int *n_ranges) {
+  mb_input_range r = {NULL, 0, 0};
+  char *values = arg;
+  char *eq = strrchr(arg, '=');
+  if (eq) {
+    *eq = '\0';
+    r.name = arg;
+    values = eq + 1;
+  }
+  char *colon = strchr(values, ':');
+  if (colon)
+    *colon = '\0';
+  if (!colon || !mb__cli_parse_double(values, &r.lo) ||
+      !mb__cli_parse_double(colon + 1, &r.hi) || r.lo > r.hi)
+    return mb__cli_usage_error(cmd, "%s: expected [NAME=]LO:HI with LO <= HI",
+                               flag);
+  mb_input_range *grown =
+      realloc(*ranges, sizeof *grown * (size_t)(*n_ranges + 1));
+  if (!grown) {
+    mb__cli_error(NULL, "out of memory");
+    return MB_EXIT_FAILURE;
+  }
+  *ranges = grown;
+  (*ranges)[(*n_ranges)++] = r;
+  return MB_EXIT_OK;
 }

@@ -24,6 +24,13 @@ int mb__cli_analyze(int argc, char **argv);
 int mb__cli_run(int argc, char **argv);
 int mb__cli_check(int argc, char **argv);
 int mb__cli_list_ops(int argc, char **argv);
+int mb__cli_bench(int argc, char **argv);
+int mb__cli_list(int argc, char **argv);
+
+/* Parses "[NAME=]LO:HI" (flag names the option in errors) and appends it to
+ * *ranges (malloc, grown). arg is modified. Returns an MB_EXIT_ code. */
+int mb__cli_add_range(const char *cmd, const char *flag, char *arg,
+                      mb_input_range **ranges, int *n_ranges);
 
 /* "modelbench: SUBJECT: message" on stderr (subject may be NULL). */
 void mb__cli_error(const char *subject, const char *fmt, ...) MB_PRINTF(2, 3);
@@ -80,8 +87,6 @@ const char *mb__cli_si(double v, char *buf, size_t size);
 /* Bytes -> "44.6 MiB". */
 const char *mb__cli_bytes(double v, char *buf, size_t size);
 
-/* Names compare with digit runs as numbers: test_data_set_2 < _10. */
-int mb__cli_natural_compare(const char *a, const char *b);
 /* Sorted names of entries of dir that start with prefix and are
  * directories. *names_out: malloc'd array of malloc'd strings. Returns -1
  * (errno set) when dir cannot be read. */

@@ -2,6 +2,8 @@
  * Adding a command means one file under src/cli/ and one row below. */
 #include "cli/cli_common.h"
 
+/* Commands of the benchmark engine (issue 3). */
+
 static const mb_cli_command commands[] = {
     {"analyze", "show a model's inputs, operators, parameters and FLOPs",
      mb__cli_analyze},
@@ -10,6 +12,9 @@ static const mb_cli_command commands[] = {
      mb__cli_check},
     {"list-ops", "list the operators the reference interpreter implements",
      mb__cli_list_ops},
+    {"bench", "benchmark a model under conversion options", mb__cli_bench},
+    {"list", "list the conversion options and whether each is available",
+     mb__cli_list},
 };
 
 static void usage(FILE *out) {

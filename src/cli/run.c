@@ -44,33 +44,6 @@ typedef struct run_options {
   int n_ranges;
 } run_options;
 
-static int add_range(run_options *o, const char *cmd, char *arg) {
-  mb_input_range r = {NULL, 0, 0};
-  char *values = arg;
-  char *eq = strrchr(arg, '=');
-  if (eq) {
-    *eq = '\0';
-    r.name = arg;
-    values = eq + 1;
-  }
-  char *colon = strchr(values, ':');
-  if (colon)
-    *colon = '\0';
-  if (!colon || !mb__cli_parse_double(values, &r.lo) ||
-      !mb__cli_parse_double(colon + 1, &r.hi) || r.lo > r.hi)
-    return mb__cli_usage_error(cmd, "--range: expected [NAME=]LO:HI with "
-                                    "LO <= HI");
-  mb_input_range *grown =
-      realloc(o->ranges, sizeof *grown * (size_t)(o->n_ranges + 1));
-  if (!grown) {
-    mb__cli_error(NULL, "out of memory");
-    return MB_EXIT_FAILURE;
-  }
-  o->ranges = grown;
-  o->ranges[o->n_ranges++] = r;
-  return MB_EXIT_OK;
-}
-
 static int parse_args(run_options *o, int argc, char **argv) {
   static const struct option options[] = {
       {"inputs", required_argument, NULL, 'i'},
@@ -106,7 +79,7 @@ static int parse_args(run_options *o, int argc, char **argv) {
       o->seed = (uint64_t)v;
       break;
     case 'R':
-      rc = add_range(o, cmd, optarg);
+      rc = mb__cli_add_range(cmd, "--range", optarg, &o->ranges, &o->n_ranges);
       break;
     case 's':
       rc = mb__cli_add_shape(&o->shapes, cmd, optarg);

@@ -1,6 +1,7 @@
 /* Allocation, checked arithmetic, the arena and whole-file I/O. */
 #include "core/internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -27,6 +28,25 @@ char *mb__strdup(const char *s) {
   if (d)
     memcpy(d, s, n);
   return d;
+}
+
+int mb__natural_compare(const char *a, const char *b) {
+  while (*a && *b) {
+    if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+      char *ea, *eb;
+      unsigned long long na = strtoull(a, &ea, 10), nb = strtoull(b, &eb, 10);
+      if (na != nb)
+        return na < nb ? -1 : 1;
+      a = ea;
+      b = eb;
+      continue;
+    }
+    if (*a != *b)
+      return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+    a++;
+    b++;
+  }
+  return (unsigned char)*a - (unsigned char)*b;
 }
 
 bool mb__mul_size(size_t a, size_t b, size_t *out) {

@@ -40,8 +40,7 @@ static mb_status reference_run(void *session, const mb_tensor *const *inputs,
                               err);
 }
 
-static mb_status reference_fetch_outputs(void *session,
-                                         mb_tensor **outputs_out,
+static mb_status reference_fetch_outputs(void *session, mb_tensor **outputs_out,
                                          mb_error *err) {
   reference_session *rs = session;
   int n = mb_model_output_count(rs->model);

@@ -24,8 +24,8 @@ typedef struct mb_runtime_options {
   mb_graph_opt_level opt_level; /* runtimes without optimisation ignore it */
   int parallel_execution;       /* ORT ExecutionMode: 0 sequential */
   mb_device device;
-  int verbose;                  /* runtime's own logging (debug only) */
-  const char *profile_path;     /* per-node profile output, or NULL */
+  int verbose;              /* runtime's own logging (debug only) */
+  const char *profile_path; /* per-node profile output, or NULL */
 } mb_runtime_options;
 
 typedef struct mb_runtime {
@@ -51,8 +51,8 @@ typedef struct mb_runtime {
 } mb_runtime;
 
 /* One line per adapter file. */
-#define MB_RUNTIME_LIST(X)                                                    \
-  X(reference)                                                                \
+#define MB_RUNTIME_LIST(X)                                                     \
+  X(reference)                                                                 \
   X(onnxruntime)
 
 #define MB_X(name) extern const mb_runtime mb__runtime_##name;

@@ -1,0 +1,174 @@
+/* Internals of the benchmark engine, shared by its files:
+ *
+ *   engine.c   the parent: plans the run, materialises inputs, spawns one
+ *              worker per conversion, collects results, fills the report.
+ *   worker.c   the child side: availability, log redirection, crash
+ *              handlers, prepare/measure/accuracy, and the wire format that
+ *              carries results, progress and reference outputs over a pipe.
+ *   measure.c  the measurement loop (first run, warm-up, timed iterations).
+ *   stats.c    latency statistics and result warnings.
+ *   machine.c  CPU model, cores, ISA flags, OS, governor, load average.
+ *
+ * The parent never calls into a runtime: it only reads conversion rows
+ * (mb__conversion_def) and the model IR. */
+#ifndef MB_BENCH_BENCH_INTERNAL_H
+#define MB_BENCH_BENCH_INTERNAL_H
+
+#include "conversions/conversion.h"
+#include "runtime/runtime.h"
+
+/* ---- statistics (stats.c) ---- */
+
+/* Percentile p (0..100) of `sorted` (ascending, n >= 1) by linear
+ * interpolation between the closest ranks: with h = (n - 1) * p / 100, the
+ * result is x[floor(h)] + (h - floor(h)) * (x[floor(h) + 1] - x[floor(h)]).
+ * This is numpy's default ("linear", Hyndman-Fan type 7): p0 is the minimum,
+ * p100 the maximum, p50 the usual median. */
+double mb__percentile(const double *sorted, int64_t n, double p);
+
+/* Mean, median, min, max, p90/p95/p99, sample standard deviation (n - 1)
+ * and CV of n samples (borrowed, any order). n == 0 gives all zeros. */
+mb_status mb__latency_stats(const double *samples, int64_t n,
+                            mb_latency_stats *stats_out, mb_error *err);
+
+/* Appends a formatted warning to result->warnings. */
+mb_status mb__result_add_warning(mb_bench_result *result, const char *fmt, ...)
+    MB_PRINTF(2, 3);
+
+/* Adds the warnings a reader needs to trust an ok result's figures: high
+ * variance (CV > 5%), a p99 from fewer than 100 iterations, a CPU
+ * frequency governor other than `performance`, a busy machine (the load
+ * average at the start of the run). machine: borrowed. */
+mb_status mb__result_add_stat_warnings(mb_bench_result *result,
+                                       const mb_machine_info *machine);
+
+/* Thresholds of the warnings above, also used by the tests. */
+#define MB_WARN_CV 0.05
+#define MB_WARN_P99_MIN_ITERATIONS 100
+
+/* Frees what a result owns (accuracy, warnings, samples, backtrace) and
+ * leaves those pointers NULL and counts 0. */
+void mb__result_clear(mb_bench_result *result);
+
+/* ---- machine (machine.c) ---- */
+
+/* Fills info from /proc, sysconf, uname and sysfs; unknown fields stay "",
+ * 0 or -1 (load average). Never fails. */
+void mb__machine_info(mb_machine_info *info);
+
+/* Peak resident set size of this process in MB since the last
+ * mb__peak_rss_reset (VmHWM, or getrusage's ru_maxrss). */
+double mb__peak_rss_mb(void);
+/* Resets the peak RSS to the current RSS where the kernel allows it
+ * (/proc/self/clear_refs "5"), so a worker reports its own peak and not
+ * the parent's before the fork. Returns 0 when it could not. */
+int mb__peak_rss_reset(void);
+
+/* Seconds on CLOCK_MONOTONIC. */
+double mb__now(void);
+/* CPU time (user + system, all threads) of this process in seconds. */
+double mb__cpu_time(void);
+
+/* ---- the job every worker shares ---- */
+
+typedef struct mb_bench_job {
+  const mb_model *model;   /* parsed once in the parent */
+  const void *model_bytes; /* the model file's bytes */
+  size_t model_size;
+  const mb_bench_config *config; /* effective, validated */
+  int n_inputs, n_outputs;
+  int64_t n_samples;
+  mb_tensor ***samples;  /* [n_samples][n_inputs], all materialised */
+  int batch_size;        /* of one sample, for throughput */
+  mb_tensor **reference; /* n_outputs reference outputs or NULL */
+  char reference_note[MB_ERROR_MESSAGE_SIZE]; /* why NULL, else "" */
+  mb_machine_info machine;
+} mb_bench_job;
+
+/* Progress sink of the measurement loop: the worker forwards to the pipe
+ * (isolated) or straight to config->on_progress (in-process). */
+typedef struct mb_progress_sink {
+  void (*fn)(void *ctx, const char *phase, int64_t iterations,
+             double elapsed_s);
+  void *ctx;
+} mb_progress_sink;
+
+/* ---- measurement (measure.c) ---- */
+
+/* First run, warm-up and the timed loop on a prepared session. Fills
+ * result: first_run_ms, iterations, samples_ms, inference_seconds,
+ * elapsed_seconds, throughput_sps, latency_ms, batch_size. A failing run()
+ * returns its status with the message (phase named). */
+mb_status mb__measure(const mb_runtime *rt, void *session,
+                      const mb_bench_job *job, const mb_progress_sink *progress,
+                      mb_bench_result *result, mb_error *err);
+
+/* ---- the worker (worker.c) ---- */
+
+/* Runs one conversion start to end in this process: availability, prepare,
+ * measure, accuracy. Always fills result (status, error) and returns; never
+ * exits. When `send_fd` >= 0 the result is written to it as soon as it
+ * exists, before the session is released. index: registry index. */
+void mb__worker_run_conversion(const mb_bench_job *job, int index,
+                               const mb_progress_sink *progress, int send_fd,
+                               mb_bench_result *result);
+
+/* Runs the reference interpreter on sample 0. outputs_out: n_outputs slots
+ * receiving new tensors. */
+mb_status mb__worker_reference(const mb_bench_job *job, mb_tensor **outputs_out,
+                               mb_error *err);
+
+/* Child-process setup: own process group, crash handlers writing the
+ * signal name and backtrace to `backtrace_fd` (and stderr), stdout/stderr
+ * to log_path ("" keeps them). Returns 0 on success. */
+int mb__worker_child_setup(int backtrace_fd, const char *log_path);
+
+/* ---- wire format (worker.c): messages over a pipe ----
+ * Every message is a header {u32 type, u32 payload length} followed by the
+ * payload; numbers are in host byte order (both ends are the same binary
+ * after fork). Strings are u32 length + bytes (0xffffffff for NULL). */
+typedef enum mb_msg_type {
+  MB_MSG_PROGRESS = 1, /* str phase, i64 iterations, f64 elapsed */
+  MB_MSG_RESULT = 2,   /* an mb_bench_result */
+  MB_MSG_TENSORS = 3,  /* u32 count, then each tensor */
+  MB_MSG_ERROR = 4,    /* u32 status, str message */
+} mb_msg_type;
+
+#define MB_MSG_MAX_PAYLOAD ((uint32_t)1 << 31)
+
+typedef struct mb_wire {
+  unsigned char *data;
+  size_t size, cap;
+  int failed; /* allocation failed or a read ran past the end */
+  size_t pos; /* read cursor */
+} mb_wire;
+
+void mb__wire_free(mb_wire *w);
+void mb__wire_put(mb_wire *w, const void *p, size_t n);
+void mb__wire_put_u32(mb_wire *w, uint32_t v);
+void mb__wire_put_i64(mb_wire *w, int64_t v);
+void mb__wire_put_f64(mb_wire *w, double v);
+void mb__wire_put_str(mb_wire *w, const char *s);
+int mb__wire_get(mb_wire *w, void *p, size_t n);
+uint32_t mb__wire_get_u32(mb_wire *w);
+int64_t mb__wire_get_i64(mb_wire *w);
+double mb__wire_get_f64(mb_wire *w);
+/* New malloc'd string (NULL for a NULL string or on failure). */
+char *mb__wire_get_str(mb_wire *w);
+/* Copies into buf (truncating); returns 0 on failure. */
+int mb__wire_get_str_buf(mb_wire *w, char *buf, size_t size);
+
+void mb__wire_put_result(mb_wire *w, const mb_bench_result *r);
+/* Fills r (zeroed first) with new owned pointers; conversion stays NULL
+ * (the parent sets it from the registry). */
+mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err);
+void mb__wire_put_tensors(mb_wire *w, int n, mb_tensor *const *tensors);
+/* tensors_out: n slots. Fails unless exactly n tensors are in the payload. */
+mb_status mb__wire_get_tensors(mb_wire *w, int n, mb_tensor **tensors_out,
+                               mb_error *err);
+
+/* Writes one framed message, retrying on EINTR and short writes. Returns 0
+ * on success. Safe to call with fd < 0 (does nothing, returns -1). */
+int mb__msg_send(int fd, mb_msg_type type, const void *payload, uint32_t n);
+
+#endif /* MB_BENCH_BENCH_INTERNAL_H */

@@ -1,0 +1,144 @@
+/* The measurement loop: first run, warm-up, timed iterations.
+ *
+ * Only the runtime's run() sits between the two clock reads of an
+ * iteration: inputs are tensors built before the loop, picked by index, and
+ * everything else (storing the sample, deciding whether to stop, progress
+ * messages, growing the sample array) happens outside the timed region. */
+#include "bench/bench_internal.h"
+
+#include <stdlib.h>
+
+/* Progress messages at most this often, so that a fast model's loop is not
+ * slowed by writes to the pipe. */
+#define MB_PROGRESS_INTERVAL_S 0.1
+
+static void report(const mb_progress_sink *progress, const char *phase,
+                   int64_t iterations, double elapsed_s) {
+  if (progress && progress->fn)
+    progress->fn(progress->ctx, phase, iterations, elapsed_s);
+}
+
+static const mb_tensor *const *sample_inputs(const mb_bench_job *job,
+                                             int64_t i) {
+  return (const mb_tensor *const *)job->samples[i % job->n_samples];
+}
+
+/* Runs until both the count and the time are reached: the phase runs at
+ * least `min_iterations` times and at least `min_seconds` long. */
+static mb_status warm_up(const mb_runtime *rt, void *session,
+                         const mb_bench_job *job,
+                         const mb_progress_sink *progress, mb_error *err) {
+  const mb_bench_config *c = job->config;
+  double start = mb__now(), last_report = start, now = start;
+  int64_t done = 0;
+  report(progress, "warmup", 0, 0.0);
+  while (done < c->warmup_iterations || now - start < c->warmup_seconds) {
+    mb_status status = rt->run(session, sample_inputs(job, done + 1), err);
+    if (status)
+      return mb__error_prefix(err, status, "warm-up run %lld",
+                              (long long)done + 1);
+    done++;
+    now = mb__now();
+    if (now - last_report >= MB_PROGRESS_INTERVAL_S) {
+      report(progress, "warmup", done, now - start);
+      last_report = now;
+    }
+  }
+  return MB_STATUS_OK;
+}
+
+mb_status mb__measure(const mb_runtime *rt, void *session,
+                      const mb_bench_job *job, const mb_progress_sink *progress,
+                      mb_bench_result *result, mb_error *err) {
+  const mb_bench_config *c = job->config;
+  mb_status status;
+
+  double t0 = mb__now();
+  status = rt->run(session, sample_inputs(job, 0), err);
+  double t1 = mb__now();
+  if (status)
+    return mb__error_prefix(err, status, "first run");
+  result->first_run_ms = (t1 - t0) * 1e3;
+
+  if ((status = warm_up(rt, session, job, progress, err)))
+    return status;
+
+  /* Every sample is used at least once. */
+  int64_t min_iterations = MB_MAX((int64_t)c->min_iterations, job->n_samples);
+  if (min_iterations < 1)
+    min_iterations = 1;
+  double max_seconds = c->max_seconds > 0.0 ? c->max_seconds : 1e300;
+  int64_t cap = MB_MAX(min_iterations, 1024);
+  double *samples_ms = malloc(sizeof(double) * (size_t)cap);
+  if (!samples_ms)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                     "cannot allocate %lld latency samples", (long long)cap);
+
+  report(progress, "measure", 0, 0.0);
+  int64_t n = 0;
+  double inference_s = 0.0;
+  double cpu_start = mb__cpu_time();
+  double start = mb__now(), last_report = start;
+  for (;;) {
+    const mb_tensor *const *inputs = sample_inputs(job, n);
+    double before = mb__now();
+    status = rt->run(session, inputs, err);
+    double after = mb__now();
+    if (status) {
+      mb__error_prefix(err, status, "timed run %lld", (long long)n + 1);
+      goto fail;
+    }
+    double seconds = after - before;
+    samples_ms[n++] = seconds * 1e3;
+    inference_s += seconds;
+    double elapsed = after - start;
+    if ((n >= min_iterations && elapsed >= c->min_seconds) ||
+        elapsed >= max_seconds)
+      break;
+    if (n == cap) {
+      double *grown = realloc(samples_ms, sizeof(double) * (size_t)cap * 2);
+      if (!grown) {
+        status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                           "cannot grow the latency samples past %lld",
+                           (long long)cap);
+        goto fail;
+      }
+      samples_ms = grown;
+      cap *= 2;
+    }
+    if (after - last_report >= MB_PROGRESS_INTERVAL_S) {
+      report(progress, "measure", n, elapsed);
+      last_report = after;
+    }
+  }
+  double end = mb__now();
+  double cpu_s = mb__cpu_time() - cpu_start;
+
+  result->iterations = n;
+  result->n_samples_ms = n;
+  result->samples_ms = samples_ms;
+  result->inference_seconds = inference_s;
+  result->elapsed_seconds = end - start;
+  result->batch_size = job->batch_size;
+  result->throughput_sps =
+      inference_s > 0.0 ? (double)job->batch_size * (double)n / inference_s
+                        : 0.0;
+  report(progress, "measure", n, end - start);
+  if ((status = mb__latency_stats(samples_ms, n, &result->latency_ms, err)))
+    return status;
+
+  /* A single-threaded run that got much less than one CPU was preempted:
+   * other processes competed for the core, so latencies are inflated.
+   * (With more threads the expected CPU time is not known.) */
+  if (c->threads <= 1 && result->elapsed_seconds >= 0.05 &&
+      cpu_s < 0.8 * result->elapsed_seconds)
+    mb__result_add_warning(result,
+                           "machine busy: the worker got %.0f%% of a CPU "
+                           "during the timed phase",
+                           100.0 * cpu_s / result->elapsed_seconds);
+  return MB_STATUS_OK;
+
+fail:
+  free(samples_ms);
+  return status;
+}

@@ -1,0 +1,147 @@
+/* Latency statistics and the warnings that say when not to trust them.
+ *
+ * Percentiles interpolate linearly between the closest ranks (numpy's
+ * default), so p99 of 20 samples is an interpolation between the two
+ * slowest: honest about what it is, hence the "p99 from only N iterations"
+ * warning below 100 iterations. */
+#include "bench/bench_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+double mb__percentile(const double *sorted, int64_t n, double p) {
+  if (n <= 0)
+    return 0.0;
+  if (p <= 0.0)
+    return sorted[0];
+  if (p >= 100.0)
+    return sorted[n - 1];
+  double h = (double)(n - 1) * p / 100.0;
+  int64_t lo = (int64_t)floor(h);
+  if (lo >= n - 1)
+    return sorted[n - 1];
+  return sorted[lo] + (h - (double)lo) * (sorted[lo + 1] - sorted[lo]);
+}
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+mb_status mb__latency_stats(const double *samples, int64_t n,
+                            mb_latency_stats *stats_out, mb_error *err) {
+  mb_latency_stats s;
+  memset(&s, 0, sizeof s);
+  if (n <= 0) {
+    *stats_out = s;
+    return MB_STATUS_OK;
+  }
+  double *sorted = malloc(sizeof(double) * (size_t)n);
+  if (!sorted)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                     "cannot allocate %lld latency samples", (long long)n);
+  memcpy(sorted, samples, sizeof(double) * (size_t)n);
+  qsort(sorted, (size_t)n, sizeof(double), compare_double);
+
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; i++)
+    sum += sorted[i];
+  s.mean = sum / (double)n;
+  /* Two-pass variance: the samples are close to each other, so subtracting
+   * the mean first keeps the sum of squares accurate. */
+  double squares = 0.0;
+  for (int64_t i = 0; i < n; i++)
+    squares += (sorted[i] - s.mean) * (sorted[i] - s.mean);
+  s.stddev = n > 1 ? sqrt(squares / (double)(n - 1)) : 0.0;
+  s.cv = s.mean > 0.0 ? s.stddev / s.mean : 0.0;
+  s.min = sorted[0];
+  s.max = sorted[n - 1];
+  s.median = mb__percentile(sorted, n, 50.0);
+  s.p90 = mb__percentile(sorted, n, 90.0);
+  s.p95 = mb__percentile(sorted, n, 95.0);
+  s.p99 = mb__percentile(sorted, n, 99.0);
+  free(sorted);
+  *stats_out = s;
+  return MB_STATUS_OK;
+}
+
+mb_status mb__result_add_warning(mb_bench_result *result, const char *fmt,
+                                 ...) {
+  char line[MB_ERROR_MESSAGE_SIZE];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  char **grown = realloc(result->warnings,
+                         sizeof(char *) * (size_t)(result->n_warnings + 1));
+  if (!grown)
+    return MB_STATUS_OUT_OF_MEMORY;
+  result->warnings = grown;
+  if (!(grown[result->n_warnings] = mb__strdup(line)))
+    return MB_STATUS_OUT_OF_MEMORY;
+  result->n_warnings++;
+  return MB_STATUS_OK;
+}
+
+/* One "machine busy" line per result: the load average joins the worker's
+ * own observation (measure.c) when there is one. */
+static mb_status add_busy_warning(mb_bench_result *result,
+                                  const mb_machine_info *machine) {
+  static const char prefix[] = "machine busy: ";
+  char line[MB_ERROR_MESSAGE_SIZE];
+  for (int i = 0; i < result->n_warnings; i++) {
+    if (strncmp(result->warnings[i], prefix, sizeof prefix - 1) != 0)
+      continue;
+    if (snprintf(line, sizeof line, "%sload average %.2f on %d cores, %s",
+                 prefix, machine->load_average, machine->cores,
+                 result->warnings[i] + sizeof prefix - 1) < 0)
+      return MB_STATUS_INTERNAL;
+    char *joined = mb__strdup(line);
+    if (!joined)
+      return MB_STATUS_OUT_OF_MEMORY;
+    free(result->warnings[i]);
+    result->warnings[i] = joined;
+    return MB_STATUS_OK;
+  }
+  return mb__result_add_warning(result, "%sload average %.2f on %d cores",
+                                prefix, machine->load_average, machine->cores);
+}
+
+mb_status mb__result_add_stat_warnings(mb_bench_result *result,
+                                       const mb_machine_info *machine) {
+  mb_status status = MB_STATUS_OK;
+  if (result->status != MB_BENCH_OK)
+    return MB_STATUS_OK;
+  if (result->latency_ms.cv > MB_WARN_CV && !status)
+    status = mb__result_add_warning(result, "high variance: CV %.1f%% > %.0f%%",
+                                    result->latency_ms.cv * 100.0,
+                                    MB_WARN_CV * 100.0);
+  if (result->iterations < MB_WARN_P99_MIN_ITERATIONS && !status)
+    status = mb__result_add_warning(result, "p99 from only %lld iterations",
+                                    (long long)result->iterations);
+  if (machine && machine->governor[0] &&
+      strcmp(machine->governor, "performance") != 0 && !status)
+    status = mb__result_add_warning(
+        result, "CPU frequency governor is '%s', not 'performance'",
+        machine->governor);
+  if (machine && machine->cores > 0 && machine->load_average >= 0.0 &&
+      machine->load_average > (double)machine->cores - 0.5 && !status)
+    status = add_busy_warning(result, machine);
+  return status;
+}
+
+void mb__result_clear(mb_bench_result *result) {
+  free(result->accuracy);
+  result->accuracy = NULL;
+  result->n_outputs = 0;
+  for (int i = 0; i < result->n_warnings; i++)
+    free(result->warnings[i]);
+  free(result->warnings);
+  result->warnings = NULL;
+  result->n_warnings = 0;
+  free(result->samples_ms);
+  result->samples_ms = NULL;
+  result->n_samples_ms = 0;
+  free(result->backtrace);
+  result->backtrace = NULL;
+}

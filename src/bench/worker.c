@@ -1,0 +1,641 @@
+/* The worker: everything that touches a runtime. In an isolated run it is a
+ * child process forked per conversion (engine.c); with --no-isolate the
+ * same code runs in the parent.
+ *
+ * A worker checks its conversion is available, builds the runtime session
+ * from the model bytes, measures (measure.c), compares sample 0's outputs
+ * with the reference outputs it inherited, and sends its result over a pipe
+ * as soon as it exists, before releasing the session, so that a runtime
+ * crashing or hanging in cleanup cannot lose the figures.
+ *
+ * This file also holds the wire format both ends of the pipe use. */
+#include "bench/bench_internal.h"
+
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Wire format                                                               */
+/* ------------------------------------------------------------------------ */
+
+#define MB_WIRE_NULL_STRING 0xffffffffu
+
+void mb__wire_free(mb_wire *w) {
+  free(w->data);
+  memset(w, 0, sizeof *w);
+}
+
+void mb__wire_put(mb_wire *w, const void *p, size_t n) {
+  if (w->failed || n == 0)
+    return;
+  if (w->size + n > w->cap) {
+    size_t cap = w->cap ? w->cap : 256;
+    while (cap < w->size + n)
+      cap *= 2;
+    unsigned char *grown = realloc(w->data, cap);
+    if (!grown) {
+      w->failed = 1;
+      return;
+    }
+    w->data = grown;
+    w->cap = cap;
+  }
+  memcpy(w->data + w->size, p, n);
+  w->size += n;
+}
+
+void mb__wire_put_u32(mb_wire *w, uint32_t v) {
+  mb__wire_put(w, &v, sizeof v);
+}
+void mb__wire_put_i64(mb_wire *w, int64_t v) {
+  mb__wire_put(w, &v, sizeof v);
+}
+void mb__wire_put_f64(mb_wire *w, double v) {
+  mb__wire_put(w, &v, sizeof v);
+}
+
+void mb__wire_put_str(mb_wire *w, const char *s) {
+  if (!s) {
+    mb__wire_put_u32(w, MB_WIRE_NULL_STRING);
+    return;
+  }
+  size_t n = strlen(s);
+  mb__wire_put_u32(w, (uint32_t)n);
+  mb__wire_put(w, s, n);
+}
+
+int mb__wire_get(mb_wire *w, void *p, size_t n) {
+  if (n == 0) /* p may be NULL then (an empty tensor's data) */
+    return !w->failed;
+  if (w->failed || n > w->size - w->pos) {
+    w->failed = 1;
+    memset(p, 0, n);
+    return 0;
+  }
+  memcpy(p, w->data + w->pos, n);
+  w->pos += n;
+  return 1;
+}
+
+uint32_t mb__wire_get_u32(mb_wire *w) {
+  uint32_t v;
+  mb__wire_get(w, &v, sizeof v);
+  return v;
+}
+int64_t mb__wire_get_i64(mb_wire *w) {
+  int64_t v;
+  mb__wire_get(w, &v, sizeof v);
+  return v;
+}
+double mb__wire_get_f64(mb_wire *w) {
+  double v;
+  mb__wire_get(w, &v, sizeof v);
+  return v;
+}
+
+char *mb__wire_get_str(mb_wire *w) {
+  uint32_t n = mb__wire_get_u32(w);
+  if (w->failed || n == MB_WIRE_NULL_STRING)
+    return NULL;
+  if (n > w->size - w->pos) {
+    w->failed = 1;
+    return NULL;
+  }
+  char *s = malloc((size_t)n + 1);
+  if (!s) {
+    w->failed = 1;
+    return NULL;
+  }
+  mb__wire_get(w, s, n);
+  s[n] = '\0';
+  return s;
+}
+
+int mb__wire_get_str_buf(mb_wire *w, char *buf, size_t size) {
+  char *s = mb__wire_get_str(w);
+  snprintf(buf, size, "%s", s ? s : "");
+  free(s);
+  return !w->failed;
+}
+
+void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
+  mb__wire_put_u32(w, (uint32_t)r->conversion_index);
+  mb__wire_put_u32(w, (uint32_t)r->conversion_id);
+  mb__wire_put_u32(w, (uint32_t)r->status);
+  mb__wire_put_str(w, r->error);
+  mb__wire_put_str(w, r->device);
+  mb__wire_put_str(w, r->runtime);
+  mb__wire_put_str(w, r->runtime_version);
+  mb__wire_put_f64(w, r->load_ms);
+  mb__wire_put_f64(w, r->first_run_ms);
+  mb__wire_put(w, &r->latency_ms, sizeof r->latency_ms); /* plain doubles */
+  mb__wire_put_i64(w, r->iterations);
+  mb__wire_put_u32(w, (uint32_t)r->batch_size);
+  mb__wire_put_f64(w, r->throughput_sps);
+  mb__wire_put_f64(w, r->inference_seconds);
+  mb__wire_put_f64(w, r->elapsed_seconds);
+  mb__wire_put_f64(w, r->peak_rss_mb);
+  mb__wire_put_u32(w, (uint32_t)r->has_accuracy);
+  mb__wire_put_u32(w, (uint32_t)(r->accuracy ? r->n_outputs : 0));
+  for (int i = 0; r->accuracy && i < r->n_outputs; i++) {
+    mb__wire_put_str(w, r->accuracy[i].name);
+    mb__wire_put_f64(w, r->accuracy[i].max_abs_err);
+    mb__wire_put_f64(w, r->accuracy[i].max_rel_err);
+    mb__wire_put_f64(w, r->accuracy[i].cosine);
+  }
+  mb__wire_put_f64(w, r->max_abs_err);
+  mb__wire_put_f64(w, r->speedup_vs_baseline);
+  mb__wire_put_u32(w, (uint32_t)r->n_warnings);
+  for (int i = 0; i < r->n_warnings; i++)
+    mb__wire_put_str(w, r->warnings[i]);
+  mb__wire_put_i64(w, r->samples_ms ? r->n_samples_ms : 0);
+  if (r->samples_ms)
+    mb__wire_put(w, r->samples_ms, sizeof(double) * (size_t)r->n_samples_ms);
+  mb__wire_put_str(w, r->log_path);
+  mb__wire_put_str(w, r->backtrace);
+}
+
+mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
+  memset(r, 0, sizeof *r);
+  r->conversion_index = (int)mb__wire_get_u32(w);
+  r->conversion_id = (int)mb__wire_get_u32(w);
+  uint32_t status = mb__wire_get_u32(w);
+  r->status =
+      status < MB_BENCH_STATUS_COUNT ? (mb_bench_status)status : MB_BENCH_ERROR;
+  mb__wire_get_str_buf(w, r->error, sizeof r->error);
+  mb__wire_get_str_buf(w, r->device, sizeof r->device);
+  mb__wire_get_str_buf(w, r->runtime, sizeof r->runtime);
+  mb__wire_get_str_buf(w, r->runtime_version, sizeof r->runtime_version);
+  r->load_ms = mb__wire_get_f64(w);
+  r->first_run_ms = mb__wire_get_f64(w);
+  mb__wire_get(w, &r->latency_ms, sizeof r->latency_ms);
+  r->iterations = mb__wire_get_i64(w);
+  r->batch_size = (int)mb__wire_get_u32(w);
+  r->throughput_sps = mb__wire_get_f64(w);
+  r->inference_seconds = mb__wire_get_f64(w);
+  r->elapsed_seconds = mb__wire_get_f64(w);
+  r->peak_rss_mb = mb__wire_get_f64(w);
+  r->has_accuracy = (int)mb__wire_get_u32(w);
+  uint32_t n_outputs = mb__wire_get_u32(w);
+  /* Each entry takes at least 28 bytes, which bounds a corrupt count. */
+  if (!w->failed && n_outputs > 0 && n_outputs <= (w->size - w->pos) / 28) {
+    r->accuracy = calloc(n_outputs, sizeof *r->accuracy);
+    if (!r->accuracy)
+      w->failed = 1;
+    else
+      r->n_outputs = (int)n_outputs;
+    for (uint32_t i = 0; r->accuracy && i < n_outputs; i++) {
+      mb__wire_get_str_buf(w, r->accuracy[i].name, sizeof r->accuracy[i].name);
+      r->accuracy[i].max_abs_err = mb__wire_get_f64(w);
+      r->accuracy[i].max_rel_err = mb__wire_get_f64(w);
+      r->accuracy[i].cosine = mb__wire_get_f64(w);
+    }
+  } else if (n_outputs > 0) {
+    w->failed = 1;
+  }
+  r->max_abs_err = mb__wire_get_f64(w);
+  r->speedup_vs_baseline = mb__wire_get_f64(w);
+  uint32_t n_warnings = mb__wire_get_u32(w);
+  if (!w->failed && n_warnings <= (w->size - w->pos) / 4) {
+    for (uint32_t i = 0; !w->failed && i < n_warnings; i++) {
+      char line[MB_ERROR_MESSAGE_SIZE];
+      mb__wire_get_str_buf(w, line, sizeof line);
+      if (!w->failed && mb__result_add_warning(r, "%s", line))
+        w->failed = 1;
+    }
+  } else {
+    w->failed = 1;
+  }
+  int64_t n_samples = mb__wire_get_i64(w);
+  if (!w->failed && n_samples > 0 &&
+      (uint64_t)n_samples <= (w->size - w->pos) / sizeof(double)) {
+    r->samples_ms = malloc(sizeof(double) * (size_t)n_samples);
+    if (!r->samples_ms)
+      w->failed = 1;
+    else {
+      r->n_samples_ms = n_samples;
+      mb__wire_get(w, r->samples_ms, sizeof(double) * (size_t)n_samples);
+    }
+  } else if (n_samples != 0) {
+    w->failed = 1;
+  }
+  mb__wire_get_str_buf(w, r->log_path, sizeof r->log_path);
+  r->backtrace = mb__wire_get_str(w);
+  if (w->failed) {
+    mb__result_clear(r);
+    return mb__error(err, MB_STATUS_INTERNAL,
+                     "malformed result message from the worker");
+  }
+  return MB_STATUS_OK;
+}
+
+void mb__wire_put_tensors(mb_wire *w, int n, mb_tensor *const *tensors) {
+  mb__wire_put_u32(w, (uint32_t)n);
+  for (int i = 0; i < n; i++) {
+    const mb_tensor *t = tensors[i];
+    mb__wire_put_str(w, t->name);
+    mb__wire_put_u32(w, (uint32_t)t->dtype);
+    mb__wire_put_u32(w, (uint32_t)t->rank);
+    mb__wire_put(w, t->dims, sizeof(int64_t) * (size_t)t->rank);
+    mb__wire_put_i64(w, (int64_t)t->nbytes);
+    mb__wire_put(w, t->data, t->nbytes);
+  }
+}
+
+mb_status mb__wire_get_tensors(mb_wire *w, int n, mb_tensor **tensors_out,
+                               mb_error *err) {
+  mb_status status = MB_STATUS_OK;
+  for (int i = 0; i < n; i++)
+    tensors_out[i] = NULL;
+  if ((int)mb__wire_get_u32(w) != n || w->failed)
+    return mb__error(err, MB_STATUS_INTERNAL,
+                     "reference outputs: expected %d tensors from the worker",
+                     n);
+  for (int i = 0; i < n; i++) {
+    char *name = mb__wire_get_str(w);
+    mb_dtype dtype = (mb_dtype)mb__wire_get_u32(w);
+    uint32_t rank = mb__wire_get_u32(w);
+    int64_t dims[MB_MAX_RANK] = {0};
+    if (rank > MB_MAX_RANK)
+      w->failed = 1;
+    else
+      mb__wire_get(w, dims, sizeof(int64_t) * rank);
+    int64_t nbytes = mb__wire_get_i64(w);
+    if (!w->failed &&
+        (status = mb_tensor_create(dtype, (int)rank, dims, &tensors_out[i],
+                                   err)) == MB_STATUS_OK) {
+      if ((int64_t)tensors_out[i]->nbytes != nbytes)
+        w->failed = 1;
+      else
+        mb__wire_get(w, tensors_out[i]->data, (size_t)nbytes);
+      tensors_out[i]->name = name;
+      name = NULL;
+    }
+    free(name);
+    if (w->failed && !status)
+      status = mb__error(err, MB_STATUS_INTERNAL,
+                         "malformed reference output %d from the worker", i);
+    if (status) {
+      for (int j = 0; j <= i; j++) {
+        mb_tensor_free(tensors_out[j]);
+        tensors_out[j] = NULL;
+      }
+      return status;
+    }
+  }
+  return MB_STATUS_OK;
+}
+
+static int write_all(int fd, const void *p, size_t n) {
+  const unsigned char *b = p;
+  while (n > 0) {
+    ssize_t w = write(fd, b, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    b += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+int mb__msg_send(int fd, mb_msg_type type, const void *payload, uint32_t n) {
+  if (fd < 0)
+    return -1;
+  uint32_t header[2] = {(uint32_t)type, n};
+  if (write_all(fd, header, sizeof header))
+    return -1;
+  return write_all(fd, payload, n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Child setup: crash handlers, log redirection                              */
+/* ------------------------------------------------------------------------ */
+
+static int crash_fd = -1;
+/* A crash from a stack overflow runs the handler on its own stack. 64 KiB
+ * is above SIGSTKSZ everywhere we run. */
+static char crash_stack[1 << 16];
+
+/* Async-signal-safe: only write(), backtrace (preloaded in setup),
+ * signal() and raise(). */
+static void crash_handler(int sig) {
+  static const struct {
+    int sig;
+    const char *line;
+  } names[] = {
+      {SIGSEGV, "SIGSEGV\n"}, {SIGBUS, "SIGBUS\n"},   {SIGFPE, "SIGFPE\n"},
+      {SIGILL, "SIGILL\n"},   {SIGABRT, "SIGABRT\n"},
+  };
+  void *frames[64];
+  int n = backtrace(frames, 64);
+  for (size_t i = 0; i < MB_ARRAY_COUNT(names); i++)
+    if (names[i].sig == sig) {
+      static const char banner[] = "modelbench worker: fatal signal ";
+      if (write(STDERR_FILENO, banner, sizeof banner - 1) < 0) {
+        /* nothing useful to do in a crashing process */
+      }
+      if (write(STDERR_FILENO, names[i].line, strlen(names[i].line)) < 0) {
+      }
+    }
+  if (crash_fd >= 0)
+    backtrace_symbols_fd(frames, n, crash_fd);
+  backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+int mb__worker_child_setup(int backtrace_fd, const char *log_path) {
+  /* Its own process group, so that a timeout kills whatever the runtime
+   * spawned too. */
+  setpgid(0, 0);
+#ifdef __linux__
+  /* An orphaned worker must not keep running (and holding a core) after
+   * the parent died. */
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+  crash_fd = backtrace_fd;
+  /* backtrace() loads libgcc on first use, which is not safe inside a
+   * signal handler: do it now. */
+  void *frames[4];
+  backtrace(frames, 4);
+
+  stack_t ss;
+  memset(&ss, 0, sizeof ss);
+  ss.ss_sp = crash_stack;
+  ss.ss_size = sizeof crash_stack;
+  sigaltstack(&ss, NULL);
+  static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+  for (size_t i = 0; i < MB_ARRAY_COUNT(fatal); i++) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = crash_handler;
+    sa.sa_flags = SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(fatal[i], &sa, NULL);
+  }
+
+  if (log_path && log_path[0]) {
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return -1;
+    if (dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0) {
+      close(fd);
+      return -1;
+    }
+    close(fd);
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running one conversion                                                    */
+/* ------------------------------------------------------------------------ */
+
+static const char *const device_names[] = {
+#define MB_X(name, str) str,
+    MB_DEVICE_LIST(MB_X)
+#undef MB_X
+};
+
+static const char *device_name(mb_device device) {
+  return (unsigned)device < MB_ARRAY_COUNT(device_names) ? device_names[device]
+                                                         : "unknown";
+}
+
+/* The version of runtime `name` as its probe reports it. */
+static void runtime_version(const char *name, char *buf, size_t size) {
+  buf[0] = '\0';
+  for (int i = 0; i < mb_runtime_count(); i++) {
+    mb_runtime_info info;
+    if (mb_runtime_get(i, &info, NULL) == MB_STATUS_OK &&
+        strcmp(info.name, name) == 0) {
+      snprintf(buf, size, "%s", info.version);
+      return;
+    }
+  }
+}
+
+static void fail_result(mb_bench_result *result, mb_bench_status status,
+                        const char *message) {
+  result->status = status;
+  snprintf(result->error, sizeof result->error, "%s", message);
+  /* One line: a runtime's multi-line message keeps its first line. */
+  result->error[strcspn(result->error, "\r\n")] = '\0';
+}
+
+/* Runs sample 0 again and compares every output with the reference. */
+static mb_status check_accuracy(const mb_runtime *rt, void *session,
+                                const mb_bench_job *job,
+                                mb_bench_result *result, mb_error *err) {
+  mb_status status;
+  mb_tensor **outputs = NULL;
+  if (!job->reference) {
+    if (job->reference_note[0])
+      mb__result_add_warning(result, "accuracy unknown: %s",
+                             job->reference_note);
+    return MB_STATUS_OK;
+  }
+  if (!rt->fetch_outputs) {
+    mb__result_add_warning(result,
+                           "accuracy unknown: runtime '%s' cannot return "
+                           "its outputs",
+                           rt->name);
+    return MB_STATUS_OK;
+  }
+  if ((status =
+           rt->run(session, (const mb_tensor *const *)job->samples[0], err)))
+    return mb__error_prefix(err, status, "accuracy run");
+  outputs = calloc((size_t)MB_MAX(job->n_outputs, 1), sizeof *outputs);
+  result->accuracy =
+      calloc((size_t)MB_MAX(job->n_outputs, 1), sizeof *result->accuracy);
+  if (!outputs || !result->accuracy) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                       "cannot allocate the accuracy check");
+    goto done;
+  }
+  result->n_outputs = job->n_outputs;
+  if ((status = rt->fetch_outputs(session, outputs, err))) {
+    mb__error_prefix(err, status, "fetching outputs");
+    goto done;
+  }
+  result->max_abs_err = 0.0;
+  for (int i = 0; i < job->n_outputs; i++) {
+    const mb_tensor *expected = job->reference[i];
+    mb_output_accuracy *acc = &result->accuracy[i];
+    mb_compare_result cmp;
+    snprintf(acc->name, sizeof acc->name, "%s",
+             expected->name ? expected->name : "");
+    if ((status = mb_tensor_compare(outputs[i], expected, job->config->rtol,
+                                    job->config->atol, &cmp, err))) {
+      mb__error_prefix(err, status, "output '%s'", acc->name);
+      goto done;
+    }
+    if (!cmp.shape_match) {
+      char got[160], want[160];
+      status = mb__error(
+          err, MB_STATUS_MISMATCH,
+          "output '%s' is %s%s but the reference interpreter gives %s%s",
+          acc->name, mb_dtype_name(outputs[i]->dtype),
+          mb__shape_str(outputs[i]->rank, outputs[i]->dims, got, sizeof got),
+          mb_dtype_name(expected->dtype),
+          mb__shape_str(expected->rank, expected->dims, want, sizeof want));
+      goto done;
+    }
+    acc->max_abs_err = cmp.max_abs_err;
+    acc->max_rel_err = cmp.max_rel_err;
+    acc->cosine = cmp.cosine;
+    result->max_abs_err = MB_MAX(result->max_abs_err, cmp.max_abs_err);
+    if (cmp.n_bad > 0)
+      mb__result_add_warning(result,
+                             "output '%s': %lld of %lld values differ from "
+                             "the reference beyond rtol %g, atol %g",
+                             acc->name, (long long)cmp.n_bad,
+                             (long long)expected->numel, job->config->rtol,
+                             job->config->atol);
+  }
+  result->has_accuracy = 1;
+
+done:
+  for (int i = 0; outputs && i < job->n_outputs; i++)
+    mb_tensor_free(outputs[i]);
+  free(outputs);
+  if (!result->has_accuracy) {
+    free(result->accuracy);
+    result->accuracy = NULL;
+    result->n_outputs = 0;
+    result->max_abs_err = -1.0;
+  }
+  return status;
+}
+
+static void send_result(int fd, const mb_bench_result *result) {
+  if (fd < 0)
+    return;
+  mb_wire w = {0};
+  mb__wire_put_result(&w, result);
+  if (!w.failed && w.size <= MB_MSG_MAX_PAYLOAD)
+    mb__msg_send(fd, MB_MSG_RESULT, w.data, (uint32_t)w.size);
+  mb__wire_free(&w);
+}
+
+static void report(const mb_progress_sink *progress, const char *phase) {
+  if (progress && progress->fn)
+    progress->fn(progress->ctx, phase, 0, 0.0);
+}
+
+void mb__worker_run_conversion(const mb_bench_job *job, int index,
+                               const mb_progress_sink *progress, int send_fd,
+                               mb_bench_result *result) {
+  const mb_bench_config *c = job->config;
+  const mb_conversion_def *def = mb__conversion_def(index);
+  const mb_runtime *rt = NULL;
+  void *session = NULL;
+  mb_error err = {MB_STATUS_OK, ""};
+  mb_conversion_info info;
+  mb_status status;
+
+  result->status = MB_BENCH_OK;
+  result->max_abs_err = -1.0;
+  if (!def) {
+    fail_result(result, MB_BENCH_ERROR, "conversion index out of range");
+    goto done;
+  }
+  if ((status = mb_conversion_get(index, &info, &err))) {
+    fail_result(result, MB_BENCH_ERROR, err.message);
+    goto done;
+  }
+  if (!info.available) {
+    fail_result(result, MB_BENCH_UNAVAILABLE,
+                info.reason[0] ? info.reason : "not available here");
+    goto done;
+  }
+  if (c->device != MB_DEVICE_AUTO && def->device != c->device &&
+      !c->allow_device_override) {
+    char message[MB_ERROR_MESSAGE_SIZE];
+    snprintf(message, sizeof message,
+             "%s runs on %s but the device is %s (allow the device override "
+             "to move it there)",
+             def->name, device_name(def->device), device_name(c->device));
+    fail_result(result, MB_BENCH_ERROR, message);
+    goto done;
+  }
+  snprintf(result->device, sizeof result->device, "%s",
+           device_name(def->device));
+  if (!(rt = mb__runtime_find(def->runtime)) || !rt->prepare || !rt->run) {
+    char message[MB_ERROR_MESSAGE_SIZE];
+    snprintf(message, sizeof message, "runtime '%s' is not built in",
+             def->runtime);
+    fail_result(result, MB_BENCH_ERROR, message);
+    goto done;
+  }
+  runtime_version(def->runtime, result->runtime_version,
+                  sizeof result->runtime_version);
+
+  mb_runtime_options options = {
+      .threads = MB_MAX(c->threads, 1),
+      .opt_level = def->opt_level,
+      .parallel_execution = 0,
+      .device = def->device,
+      .verbose = c->log_level >= MB_LOG_DEBUG,
+      .profile_path = NULL,
+  };
+  report(progress, "load");
+  double t0 = mb__now();
+  status = rt->prepare(job->model, job->model_bytes, job->model_size, &options,
+                       &session, &err);
+  result->load_ms = (mb__now() - t0) * 1e3;
+  if (status) {
+    mb__error_prefix(&err, status, "preparing %s", def->name);
+    fail_result(result, MB_BENCH_ERROR, err.message);
+    session = NULL;
+    goto done;
+  }
+  if ((status = mb__measure(rt, session, job, progress, result, &err))) {
+    fail_result(result, MB_BENCH_ERROR, err.message);
+    goto done;
+  }
+  report(progress, "accuracy");
+  if ((status = check_accuracy(rt, session, job, result, &err))) {
+    fail_result(result, MB_BENCH_ERROR, err.message);
+    goto done;
+  }
+  mb__result_add_stat_warnings(result, &job->machine);
+
+done:
+  result->peak_rss_mb = mb__peak_rss_mb();
+  send_result(send_fd, result);
+  if (session)
+    rt->release(session);
+}
+
+mb_status mb__worker_reference(const mb_bench_job *job, mb_tensor **outputs_out,
+                               mb_error *err) {
+  const mb_runtime *rt = mb__runtime_find("reference");
+  mb_runtime_options options = {.threads = MB_MAX(job->config->threads, 1),
+                                .opt_level = MB_GRAPH_OPT_DISABLED,
+                                .device = MB_DEVICE_CPU};
+  void *session = NULL;
+  mb_status status;
+  for (int i = 0; i < job->n_outputs; i++)
+    outputs_out[i] = NULL;
+  if (!rt)
+    return mb__error(err, MB_STATUS_INTERNAL,
+                     "the reference runtime is not registered");
+  if ((status = rt->prepare(job->model, job->model_bytes, job->model_size,
+                            &options, &session, err)))
+    return status;
+  status = rt->run(session, (const mb_tensor *const *)job->samples[0], err);
+  if (!status)
+    status = rt->fetch_outputs(session, outputs_out, err);
+  rt->release(session);
+  return status;
+}

@@ -1,0 +1,690 @@
+/* modelbench bench: benchmark a model under conversion options, each in its
+ * own process, and print a table (and optionally write JSON).
+ *
+ * Settings come from, in increasing precedence: the defaults, the JSON file
+ * of --config, and the command-line flags. Exit status: 0 when every
+ * conversion ran; 1 when one failed (error, timeout, crash, skipped by
+ * --fail-fast), or when a conversion the user asked for by name (-c or the
+ * config file's "conversions") is unavailable here; 2 for usage errors. An
+ * unavailable conversion of the default set is not a failure: the default
+ * set is what we try, not what the user demanded. */
+#include "cli/cli_common.h"
+#include "conversions/conversion.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static const char bench_help[] =
+    "Usage: modelbench bench MODEL [OPTIONS]\n"
+    "\n"
+    "Benchmarks MODEL under each selected conversion option, each in its own\n"
+    "process: load time, first-inference time, warm-up, then timed\n"
+    "iterations (median, p90, p99, throughput), peak memory, and accuracy\n"
+    "against the reference interpreter on the same inputs.\n"
+    "\n"
+    "Conversions:\n"
+    "  -c, --conversions LIST     names and ids, comma-separated, run in this\n"
+    "                             order (default: the default set; see\n"
+    "                             'modelbench list')\n"
+    "      --baseline NAME        speedups are relative to NAME (default:\n"
+    "                             the first conversion)\n"
+    "      --device DEV           cpu, cuda or auto (default cpu)\n"
+    "      --allow-device-override  run a conversion made for another device\n"
+    "                             there instead of failing it\n"
+    "\n"
+    "Measurement (times in seconds):\n"
+    "      --warmup N             warm-up iterations (default 5)\n"
+    "      --warmup-time S        minimum warm-up time (default 0.5)\n"
+    "      --min-iterations N     minimum timed iterations (default 20)\n"
+    "      --min-time S           minimum timed time (default 2)\n"
+    "      --max-time S           cap of the timed phase (default 30)\n"
+    "      --timeout S            kill a conversion after S (default 300)\n"
+    "      --threads N            intra-op threads (default 1)\n"
+    "      --no-isolate           run conversions in this process\n"
+    "      --fail-fast            stop at the first failed conversion\n"
+    "      --rtol X, --atol X     accuracy tolerance (default 1e-3, 1e-4)\n"
+    "\n"
+    "Inputs:\n"
+    "      --batch-size N         size of a dynamic first dim (default 1)\n"
+    "      --shape NAME=D0,D1,..  shape of input NAME (repeatable)\n"
+    "      --input-range [NAME=]LO:HI  value range of generated inputs\n"
+    "                             (integers: both ends included)\n"
+    "      --n-samples N          distinct input batches (default 1)\n"
+    "      --seed N               seed of generated inputs (default 0)\n"
+    "      --inputs DIR           real inputs: test_data_set_*/input_N.pb,\n"
+    "                             or NAME.npy / input_N.npy files (in DIR or\n"
+    "                             one sub-folder per sample)\n"
+    "\n"
+    "Output:\n"
+    "      --json FILE            write every result as JSON (rewritten after\n"
+    "                             each conversion, so nothing is lost)\n"
+    "      --log-dir DIR          keep per-conversion logs in DIR\n"
+    "      --log-level LEVEL      error, warn, info or debug (env\n"
+    "                             MODELBENCH_LOG); debug shows runtime logs\n"
+    "      --traceback            show crashed conversions' backtraces and\n"
+    "                             failed conversions' log tails\n"
+    "      --config FILE          settings from a JSON file: keys are the "
+    "long\n"
+    "                             options with '_' for '-' (\"batch_size\": "
+    "8,\n"
+    "                             \"conversions\": [\"ORT_CPU\"], \"shapes\":\n"
+    "                             {\"x\": [1, 3, 224, 224]}); flags override "
+    "it\n"
+    "  -h, --help                 show this help\n"
+    "\n"
+    "Exit status: 0 every conversion ran, 1 a conversion failed (or one\n"
+    "requested by name is unavailable), 2 usage error.\n";
+
+enum {
+  OPT_BASELINE = 256,
+  OPT_BATCH_SIZE,
+  OPT_N_SAMPLES,
+  OPT_DEVICE,
+  OPT_ALLOW_DEVICE_OVERRIDE,
+  OPT_NO_ISOLATE,
+  OPT_FAIL_FAST,
+  OPT_THREADS,
+  OPT_WARMUP,
+  OPT_WARMUP_TIME,
+  OPT_MIN_ITERATIONS,
+  OPT_MIN_TIME,
+  OPT_MAX_TIME,
+  OPT_TIMEOUT,
+  OPT_SEED,
+  OPT_SHAPE,
+  OPT_INPUT_RANGE,
+  OPT_INPUTS,
+  OPT_CONFIG,
+  OPT_JSON,
+  OPT_LOG_DIR,
+  OPT_LOG_LEVEL,
+  OPT_TRACEBACK,
+  OPT_RTOL,
+  OPT_ATOL,
+};
+
+static const struct option options[] = {
+    {"conversions", required_argument, NULL, 'c'},
+    {"baseline", required_argument, NULL, OPT_BASELINE},
+    {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
+    {"n-samples", required_argument, NULL, OPT_N_SAMPLES},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"allow-device-override", no_argument, NULL, OPT_ALLOW_DEVICE_OVERRIDE},
+    {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
+    {"fail-fast", no_argument, NULL, OPT_FAIL_FAST},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"warmup", required_argument, NULL, OPT_WARMUP},
+    {"warmup-time", required_argument, NULL, OPT_WARMUP_TIME},
+    {"min-iterations", required_argument, NULL, OPT_MIN_ITERATIONS},
+    {"min-time", required_argument, NULL, OPT_MIN_TIME},
+    {"max-time", required_argument, NULL, OPT_MAX_TIME},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"shape", required_argument, NULL, OPT_SHAPE},
+    {"input-range", required_argument, NULL, OPT_INPUT_RANGE},
+    {"inputs", required_argument, NULL, OPT_INPUTS},
+    {"config", required_argument, NULL, OPT_CONFIG},
+    {"json", required_argument, NULL, OPT_JSON},
+    {"log-dir", required_argument, NULL, OPT_LOG_DIR},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"traceback", no_argument, NULL, OPT_TRACEBACK},
+    {"rtol", required_argument, NULL, OPT_RTOL},
+    {"atol", required_argument, NULL, OPT_ATOL},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static const char *const cmd = "bench";
+
+/* Everything the command owns; freed by bench_free. */
+typedef struct bench_cli {
+  mb_bench_config config;
+  void *config_storage; /* of --config */
+  const char *model_path;
+  const char *config_path;
+  const char *json_path;
+  const char *baseline_name;
+  bool traceback;
+  bool explicit_conversions; /* -c or the config file named them */
+  bool cli_input_settings;   /* --shape/--batch-size/--input-range given */
+  int *conversions;
+  mb_cli_shapes shapes; /* --shape; names point into argv */
+  mb_input_shape *merged_shapes;
+  mb_input_range *ranges; /* --input-range; names point into argv */
+  int n_ranges;
+  mb_input_range *merged_ranges;
+  /* Copies of the results so far, for the JSON file rewritten after each. */
+  mb_bench_result *results;
+  int n_results;
+  bool json_warned;
+  /* The live progress line. */
+  bool progress_tty;
+  bool color;
+} bench_cli;
+
+/* ---- option values ---- */
+
+static int parse_int(const char *opt, const char *arg, int64_t min, int64_t max,
+                     int *out) {
+  int64_t v;
+  if (!mb__cli_parse_i64(arg, min, max, &v))
+    return mb__cli_usage_error(cmd,
+                               "%s '%s': expected an integer in %lld..%lld",
+                               opt, arg, (long long)min, (long long)max);
+  *out = (int)v;
+  return MB_EXIT_OK;
+}
+
+/* Seconds and tolerances: finite, >= min (or > min when exclusive). */
+static int parse_seconds(const char *opt, const char *arg, double min,
+                         bool exclusive, double *out) {
+  double v;
+  if (!mb__cli_parse_double(arg, &v) || (exclusive ? v <= min : v < min))
+    return mb__cli_usage_error(cmd, "%s '%s': expected a number %s %g", opt,
+                               arg, exclusive ? ">" : ">=", min);
+  *out = v;
+  return MB_EXIT_OK;
+}
+
+static int parse_device(const char *arg, mb_device *out) {
+  for (int d = 0; d < MB_DEVICE_COUNT; d++)
+    if (strcmp(arg, mb_device_name((mb_device)d)) == 0) {
+      *out = (mb_device)d;
+      return MB_EXIT_OK;
+    }
+  return mb__cli_usage_error(cmd, "--device '%s': expected cpu, cuda or auto",
+                             arg);
+}
+
+static int parse_log_level(const char *arg, int *out) {
+  static const char *const names[] = {"error", "warn", "info", "debug"};
+  for (size_t i = 0; i < MB_ARRAY_COUNT(names); i++)
+    if (strcmp(arg, names[i]) == 0) {
+      *out = (int)i;
+      return MB_EXIT_OK;
+    }
+  return mb__cli_usage_error(
+      cmd, "--log-level '%s': expected error, warn, info or debug", arg);
+}
+
+static int parse_conversions(bench_cli *b, const char *arg) {
+  mb_error err;
+  int max = mb_conversion_count(), count = 0;
+  int *list = malloc(sizeof *list * (size_t)(max > 0 ? max : 1));
+  if (!list) {
+    mb__cli_error(NULL, "out of memory");
+    return MB_EXIT_FAILURE;
+  }
+  if (mb_conversion_parse_list(arg, list, max, &count, &err) != MB_STATUS_OK) {
+    free(list);
+    return mb__cli_usage_error(cmd, "-c: %s", err.message);
+  }
+  free(b->conversions);
+  b->conversions = list;
+  b->config.conversions = list;
+  b->config.n_conversions = count;
+  b->explicit_conversions = true;
+  return MB_EXIT_OK;
+}
+
+/* One option of the second pass (everything but --config / --help). */
+static int apply_option(bench_cli *b, int c, char *arg) {
+  mb_bench_config *cfg = &b->config;
+  int64_t v;
+  switch (c) {
+  case 'c':
+    return parse_conversions(b, arg);
+  case OPT_BASELINE:
+    b->baseline_name = arg;
+    return MB_EXIT_OK;
+  case OPT_BATCH_SIZE:
+    b->cli_input_settings = true;
+    if (mb__cli_set_batch(&b->shapes, cmd, arg) != MB_EXIT_OK)
+      return MB_EXIT_USAGE;
+    if (b->shapes.spec.batch_size > INT_MAX)
+      return mb__cli_usage_error(cmd, "--batch-size '%s' is too large", arg);
+    cfg->batch_size = (int)b->shapes.spec.batch_size;
+    return MB_EXIT_OK;
+  case OPT_N_SAMPLES:
+    return parse_int("--n-samples", arg, 1, 1 << 20, &cfg->n_samples);
+  case OPT_DEVICE:
+    return parse_device(arg, &cfg->device);
+  case OPT_ALLOW_DEVICE_OVERRIDE:
+    cfg->allow_device_override = 1;
+    return MB_EXIT_OK;
+  case OPT_NO_ISOLATE:
+    cfg->isolate = 0;
+    return MB_EXIT_OK;
+  case OPT_FAIL_FAST:
+    cfg->fail_fast = 1;
+    return MB_EXIT_OK;
+  case OPT_THREADS:
+    return parse_int("--threads", arg, 1, 1024, &cfg->threads);
+  case OPT_WARMUP:
+    return parse_int("--warmup", arg, 0, INT_MAX, &cfg->warmup_iterations);
+  case OPT_WARMUP_TIME:
+    return parse_seconds("--warmup-time", arg, 0, false, &cfg->warmup_seconds);
+  case OPT_MIN_ITERATIONS:
+    return parse_int("--min-iterations", arg, 1, INT_MAX, &cfg->min_iterations);
+  case OPT_MIN_TIME:
+    return parse_seconds("--min-time", arg, 0, false, &cfg->min_seconds);
+  case OPT_MAX_TIME:
+    return parse_seconds("--max-time", arg, 0, true, &cfg->max_seconds);
+  case OPT_TIMEOUT:
+    return parse_seconds("--timeout", arg, 0, true, &cfg->timeout_seconds);
+  case OPT_SEED:
+    if (!mb__cli_parse_i64(arg, 0, INT64_MAX, &v))
+      return mb__cli_usage_error(
+          cmd, "--seed '%s': expected a non-negative integer", arg);
+    cfg->seed = (uint64_t)v;
+    return MB_EXIT_OK;
+  case OPT_SHAPE:
+    b->cli_input_settings = true;
+    return mb__cli_add_shape(&b->shapes, cmd, arg);
+  case OPT_INPUT_RANGE:
+    b->cli_input_settings = true;
+    return mb__cli_add_range(cmd, "--input-range", arg, &b->ranges,
+                             &b->n_ranges);
+  case OPT_INPUTS:
+    cfg->inputs_dir = arg;
+    return MB_EXIT_OK;
+  case OPT_JSON:
+    b->json_path = arg;
+    return MB_EXIT_OK;
+  case OPT_LOG_DIR:
+    cfg->log_dir = arg;
+    return MB_EXIT_OK;
+  case OPT_LOG_LEVEL:
+    return parse_log_level(arg, &cfg->log_level);
+  case OPT_TRACEBACK:
+    b->traceback = true;
+    return MB_EXIT_OK;
+  case OPT_RTOL:
+    return parse_seconds("--rtol", arg, 0, false, &cfg->rtol);
+  case OPT_ATOL:
+    return parse_seconds("--atol", arg, 0, false, &cfg->atol);
+  default:
+    return MB_EXIT_USAGE;
+  }
+}
+
+/* --shape and --input-range add to (and override by name) the config
+ * file's shapes and ranges rather than replacing them. */
+static int merge_inputs(bench_cli *b) {
+  mb_bench_config *cfg = &b->config;
+  if (b->shapes.n > 0) {
+    int n = b->shapes.n;
+    b->merged_shapes =
+        calloc((size_t)(n + cfg->shapes.n_shapes), sizeof *b->merged_shapes);
+    if (!b->merged_shapes)
+      goto oom;
+    memcpy(b->merged_shapes, b->shapes.shapes,
+           sizeof(mb_input_shape) * (size_t)n);
+    for (int i = 0; i < cfg->shapes.n_shapes; i++) {
+      bool overridden = false;
+      for (int k = 0; k < b->shapes.n; k++)
+        overridden |=
+            strcmp(b->shapes.shapes[k].name, cfg->shapes.shapes[i].name) == 0;
+      if (!overridden)
+        b->merged_shapes[n++] = cfg->shapes.shapes[i];
+    }
+    cfg->shapes.shapes = b->merged_shapes;
+    cfg->shapes.n_shapes = n;
+  }
+  if (b->n_ranges > 0) {
+    int n = b->n_ranges;
+    b->merged_ranges =
+        calloc((size_t)(n + cfg->n_ranges), sizeof *b->merged_ranges);
+    if (!b->merged_ranges)
+      goto oom;
+    memcpy(b->merged_ranges, b->ranges, sizeof(mb_input_range) * (size_t)n);
+    for (int i = 0; i < cfg->n_ranges; i++) {
+      const char *name = cfg->ranges[i].name;
+      bool overridden = false;
+      for (int k = 0; k < b->n_ranges; k++) {
+        const char *cli = b->ranges[k].name;
+        overridden |= (!cli && !name) || (cli && name && !strcmp(cli, name));
+      }
+      if (!overridden)
+        b->merged_ranges[n++] = cfg->ranges[i];
+    }
+    cfg->ranges = b->merged_ranges;
+    cfg->n_ranges = n;
+  }
+  return MB_EXIT_OK;
+
+oom:
+  mb__cli_error(NULL, "out of memory");
+  return MB_EXIT_FAILURE;
+}
+
+/* The run list is always explicit (the default set spelled out when none
+ * was named), so the baseline is a position in a list we know. */
+static int resolve_conversions(bench_cli *b, int file_baseline_index) {
+  mb_bench_config *cfg = &b->config;
+  if (cfg->n_conversions == 0) {
+    int n = 0, max = mb_conversion_count();
+    int *list = malloc(sizeof *list * (size_t)(max > 0 ? max : 1));
+    if (!list) {
+      mb__cli_error(NULL, "out of memory");
+      return MB_EXIT_FAILURE;
+    }
+    for (int i = 0; i < max; i++)
+      if (mb__conversion_def(i)->in_default_set)
+        list[n++] = i;
+    free(b->conversions);
+    b->conversions = list;
+    cfg->conversions = list;
+    cfg->n_conversions = n;
+  }
+  int baseline_index = file_baseline_index;
+  if (b->baseline_name) {
+    mb_error err;
+    if (mb_conversion_find(b->baseline_name, &baseline_index, &err))
+      return mb__cli_usage_error(cmd, "--baseline: %s", err.message);
+  }
+  cfg->baseline = -1;
+  for (int i = 0; i < cfg->n_conversions && baseline_index >= 0; i++)
+    if (cfg->conversions[i] == baseline_index)
+      cfg->baseline = i;
+  /* A file's baseline that the -c list dropped falls back to the first;
+   * an explicit --baseline outside the list is a mistake. */
+  if (b->baseline_name && cfg->baseline < 0)
+    return mb__cli_usage_error(
+        cmd, "--baseline %s: not among the conversions run (add it to -c)",
+        mb__conversion_def(baseline_index)->name);
+  return MB_EXIT_OK;
+}
+
+/* The registry index of the config file's baseline, or -1. */
+static int file_baseline(const mb_bench_config *cfg) {
+  if (cfg->baseline < 0)
+    return -1;
+  if (cfg->n_conversions > 0)
+    return cfg->baseline < cfg->n_conversions ? cfg->conversions[cfg->baseline]
+                                              : -1;
+  for (int i = 0, pos = 0; i < mb_conversion_count(); i++)
+    if (mb__conversion_def(i)->in_default_set && pos++ == cfg->baseline)
+      return i;
+  return -1;
+}
+
+static int parse_args(bench_cli *b, int argc, char **argv) {
+  int c, rc;
+  /* Pass 1: only --config and --help, so the file is read before the
+   * flags that override it, wherever they stand on the line. */
+  opterr = 0;
+  optind = 0;
+  while ((c = getopt_long(argc, argv, ":hc:", options, NULL)) != -1) {
+    if (c == 'h') {
+      fputs(bench_help, stdout);
+      return -1;
+    }
+    if (c == OPT_CONFIG)
+      b->config_path = optarg;
+  }
+  if (b->config_path) {
+    mb_error err;
+    if (mb_bench_config_load_json(b->config_path, &b->config,
+                                  &b->config_storage, &err) != MB_STATUS_OK) {
+      mb__cli_fail(NULL, &err);
+      return MB_EXIT_USAGE;
+    }
+    b->explicit_conversions = b->config.n_conversions > 0;
+  }
+  int file_baseline_index = file_baseline(&b->config);
+
+  /* Pass 2: everything else, in order. */
+  optind = 0;
+  while ((c = getopt_long(argc, argv, ":hc:", options, NULL)) != -1) {
+    if (c == OPT_CONFIG)
+      continue;
+    if (c == '?' || c == ':')
+      return mb__cli_bad_option(cmd, c, argv);
+    if ((rc = apply_option(b, c, optarg)) != MB_EXIT_OK)
+      return rc;
+  }
+  if (optind >= argc)
+    return mb__cli_usage_error(cmd, "missing MODEL");
+  if (argc - optind > 1)
+    return mb__cli_usage_error(cmd, "unexpected argument '%s'",
+                               argv[optind + 1]);
+  b->model_path = argv[optind];
+  if (b->config.inputs_dir && b->cli_input_settings)
+    return mb__cli_usage_error(cmd, "--shape, --batch-size and --input-range "
+                                    "only apply to generated inputs, not "
+                                    "--inputs");
+  if ((rc = merge_inputs(b)) != MB_EXIT_OK)
+    return rc;
+  return resolve_conversions(b, file_baseline_index);
+}
+
+/* ---- progress line ---- */
+
+static void clear_progress(bench_cli *b) {
+  if (b->progress_tty) {
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+  }
+}
+
+static void on_progress(void *user, int conversion_i, int n_conversions,
+                        const char *conversion, const char *phase,
+                        int64_t iterations, double elapsed_s) {
+  bench_cli *b = user;
+  if (!b->progress_tty)
+    return;
+  if (strcmp(phase, "done") == 0) {
+    clear_progress(b);
+    return;
+  }
+  fprintf(stderr, "\r\033[K[%d/%d] %s%s%s  %-8s", conversion_i + 1,
+          n_conversions, b->color ? "\033[1m" : "", conversion,
+          b->color ? "\033[0m" : "", phase);
+  if (iterations > 0)
+    fprintf(stderr, "  %lld it", (long long)iterations);
+  if (elapsed_s > 0)
+    fprintf(stderr, "  %.1f s", elapsed_s);
+  fflush(stderr);
+}
+
+/* ---- results kept for the incremental JSON file ---- */
+
+static void free_result_copy(mb_bench_result *r) {
+  for (int i = 0; r->warnings && i < r->n_warnings; i++)
+    free(r->warnings[i]);
+  free(r->warnings);
+  free(r->accuracy);
+  free(r->samples_ms);
+  free(r->backtrace);
+  memset(r, 0, sizeof *r);
+}
+
+/* Deep copy: the callback's result is only borrowed for the call. */
+static bool copy_result(mb_bench_result *dst, const mb_bench_result *src) {
+  *dst = *src;
+  dst->warnings = NULL;
+  dst->accuracy = NULL;
+  dst->samples_ms = NULL;
+  dst->backtrace = NULL;
+  dst->n_warnings = 0;
+  if (src->n_warnings > 0 && src->warnings) {
+    if (!(dst->warnings = calloc((size_t)src->n_warnings, sizeof(char *))))
+      goto oom;
+    for (; dst->n_warnings < src->n_warnings; dst->n_warnings++)
+      if (!(dst->warnings[dst->n_warnings] =
+                mb__strdup(src->warnings[dst->n_warnings])))
+        goto oom;
+  }
+  if (src->n_outputs > 0 && src->accuracy) {
+    size_t bytes = sizeof *src->accuracy * (size_t)src->n_outputs;
+    if (!(dst->accuracy = malloc(bytes)))
+      goto oom;
+    memcpy(dst->accuracy, src->accuracy, bytes);
+  }
+  if (src->n_samples_ms > 0 && src->samples_ms) {
+    size_t bytes = sizeof *src->samples_ms * (size_t)src->n_samples_ms;
+    if (!(dst->samples_ms = malloc(bytes)))
+      goto oom;
+    memcpy(dst->samples_ms, src->samples_ms, bytes);
+  }
+  if (src->backtrace && !(dst->backtrace = mb__strdup(src->backtrace)))
+    goto oom;
+  return true;
+
+oom:
+  free_result_copy(dst);
+  return false;
+}
+
+static void on_result(void *user, const mb_bench_result *result) {
+  bench_cli *b = user;
+  if (!b->json_path)
+    return;
+  mb_bench_result *grown =
+      realloc(b->results, sizeof *grown * (size_t)(b->n_results + 1));
+  if (!grown || !copy_result(&grown[b->n_results], result)) {
+    if (grown)
+      b->results = grown;
+    return; /* the final report is still written after the run */
+  }
+  b->results = grown;
+  b->n_results++;
+
+  /* A partial report: what the CLI knows before the run ends. The final
+   * write replaces it with the engine's complete report. */
+  mb_bench_report partial;
+  memset(&partial, 0, sizeof partial);
+  snprintf(partial.tool_version, sizeof partial.tool_version, "%s",
+           MB_VERSION_STRING);
+  snprintf(partial.model_path, sizeof partial.model_path, "%s", b->model_path);
+  partial.config = b->config;
+  partial.n_results = b->n_results;
+  partial.results = b->results;
+  partial.baseline_result =
+      b->config.baseline < b->n_results ? MB_MAX(b->config.baseline, 0) : -1;
+  mb_error err;
+  if (mb_bench_report_write_json(&partial, b->json_path, &err) !=
+          MB_STATUS_OK &&
+      !b->json_warned) {
+    clear_progress(b);
+    mb__cli_fail(NULL, &err);
+    b->json_warned = true;
+  }
+}
+
+/* ---- after the run ---- */
+
+/* Prints the last `lines` lines of a log file to stderr. */
+static void print_log_tail(const char *conversion, const char *path,
+                           int lines) {
+  void *data = NULL;
+  size_t size = 0;
+  if (!path || !path[0] || mb__read_file(path, &data, &size, NULL))
+    return;
+  const char *text = data, *start = text + size;
+  int seen = 0;
+  if (start > text && start[-1] == '\n')
+    start--;
+  while (start > text && !(start[-1] == '\n' && ++seen == lines))
+    start--;
+  if (size > 0) {
+    fprintf(stderr, "--- %s: log %s (last %d lines) ---\n", conversion, path,
+            lines);
+    fwrite(start, 1, (size_t)(text + size - start), stderr);
+    if (text[size - 1] != '\n')
+      fputc('\n', stderr);
+  }
+  free(data);
+}
+
+static bool is_failure(const bench_cli *b, const mb_bench_result *r) {
+  if (r->status == MB_BENCH_OK)
+    return false;
+  if (r->status == MB_BENCH_UNAVAILABLE)
+    return b->explicit_conversions;
+  return true;
+}
+
+static void print_details(const bench_cli *b, const mb_bench_report *report) {
+  bool debug = b->config.log_level >= MB_LOG_DEBUG;
+  for (int i = 0; i < report->n_results; i++) {
+    const mb_bench_result *r = &report->results[i];
+    bool failed = r->status != MB_BENCH_OK &&
+                  r->status != MB_BENCH_UNAVAILABLE &&
+                  r->status != MB_BENCH_SKIPPED;
+    if (b->traceback && r->status == MB_BENCH_CRASHED && r->backtrace)
+      fprintf(stderr, "--- %s: %s ---\n%s%s", r->conversion, r->error,
+              r->backtrace,
+              r->backtrace[0] && r->backtrace[strlen(r->backtrace) - 1] != '\n'
+                  ? "\n"
+                  : "");
+    if (debug || (b->traceback && failed))
+      print_log_tail(r->conversion, r->log_path, debug ? 200 : 20);
+  }
+}
+
+static int run(bench_cli *b) {
+  mb_bench_report *report = NULL;
+  mb_error err;
+  memset(&err, 0, sizeof err);
+  const char *no_color = getenv("NO_COLOR");
+  bool color_allowed = !(no_color && no_color[0]);
+  b->progress_tty = isatty(STDERR_FILENO);
+  b->color = b->progress_tty && color_allowed;
+  b->config.on_progress = on_progress;
+  b->config.on_result = on_result;
+  b->config.user = b;
+  mb__log_set_level((mb_log_level)b->config.log_level);
+
+  mb_status status =
+      mb_benchmark_model(b->model_path, &b->config, &report, &err);
+  clear_progress(b);
+  if (status != MB_STATUS_OK) {
+    mb__cli_fail(b->model_path, &err);
+    /* Settings the engine rejects (a --shape naming no input, a dynamic
+     * dim without --shape) are the command line's fault. */
+    return status == MB_STATUS_INVALID_ARGUMENT || status == MB_STATUS_DYNAMIC
+               ? MB_EXIT_USAGE
+               : MB_EXIT_FAILURE;
+  }
+  mb_bench_report_print_table(report, stdout,
+                              isatty(STDOUT_FILENO) && color_allowed);
+  fflush(stdout);
+  int rc = MB_EXIT_OK;
+  if (b->json_path &&
+      mb_bench_report_write_json(report, b->json_path, &err) != MB_STATUS_OK)
+    rc = mb__cli_fail(NULL, &err);
+  print_details(b, report);
+  for (int i = 0; i < report->n_results; i++)
+    if (is_failure(b, &report->results[i]))
+      rc = MB_EXIT_FAILURE;
+  mb_bench_report_free(report);
+  return rc;
+}
+
+static void bench_free(bench_cli *b) {
+  for (int i = 0; i < b->n_results; i++)
+    free_result_copy(&b->results[i]);
+  free(b->results);
+  free(b->conversions);
+  free(b->merged_shapes);
+  free(b->merged_ranges);
+  free(b->ranges);
+  mb__cli_shapes_free(&b->shapes);
+  free(b->config_storage);
+}
+
+int mb__cli_bench(int argc, char **argv) {
+  bench_cli b;
+  memset(&b, 0, sizeof b);
+  mb_bench_config_init(&b.config);
+  int rc = parse_args(&b, argc, argv);
+  if (rc == MB_EXIT_OK)
+    rc = run(&b);
+  else if (rc < 0)
+    rc = MB_EXIT_OK; /* --help */
+  bench_free(&b);
+  return rc;
+}

@@ -1,0 +1,127 @@
+/* modelbench list: the conversion options (or runtimes) and whether each is
+ * available on this machine, and if not, why. */
+#include "analysis/json.h"
+#include "cli/cli_common.h"
+
+static const char list_help[] =
+    "Usage: modelbench list [--json] [--runtimes]\n"
+    "\n"
+    "Lists the conversion options 'modelbench bench -c' accepts: numeric id,\n"
+    "name, runtime, device, precision, whether it is in the default set, and\n"
+    "whether it is available here (or why not). Names and ids can be mixed\n"
+    "in -c: 'modelbench bench model.onnx -c REFERENCE,2'.\n"
+    "\n"
+    "Options:\n"
+    "  --runtimes  list the runtime adapters with their versions instead\n"
+    "  --json      print JSON instead of text\n"
+    "  -h, --help  show this help\n";
+
+static int print_conversions(bool json) {
+  int n = mb_conversion_count();
+  mb_json j;
+  mb_error err;
+  if (json) {
+    mb__json_init(&j, stdout, true);
+    mb__json_object_begin(&j);
+    mb__json_key(&j, "conversions");
+    mb__json_array_begin(&j);
+  } else {
+    printf("%-4s %-20s %-12s %-6s %-9s %-7s %s\n", "ID", "NAME", "RUNTIME",
+           "DEVICE", "PRECISION", "DEFAULT", "AVAILABLE");
+  }
+  for (int i = 0; i < n; i++) {
+    mb_conversion_info info;
+    if (mb_conversion_get(i, &info, &err) != MB_STATUS_OK)
+      return mb__cli_fail(NULL, &err);
+    if (json) {
+      mb__json_object_begin(&j);
+      mb__json_kv_int(&j, "id", info.id);
+      mb__json_kv_string(&j, "name", info.name);
+      mb__json_kv_string(&j, "runtime", info.runtime);
+      mb__json_kv_string(&j, "device", mb_device_name(info.device));
+      mb__json_kv_string(&j, "precision", mb_precision_name(info.precision));
+      mb__json_kv_bool(&j, "default", info.in_default_set);
+      mb__json_kv_bool(&j, "available", info.available);
+      mb__json_kv_string(&j, "reason", info.reason);
+      mb__json_kv_string(&j, "description", info.description);
+      mb__json_object_end(&j);
+    } else {
+      printf("%-4d %-20s %-12s %-6s %-9s %-7s %s%s%s\n", info.id, info.name,
+             info.runtime, mb_device_name(info.device),
+             mb_precision_name(info.precision),
+             info.in_default_set ? "yes" : "no", info.available ? "yes" : "no",
+             info.available ? "" : ": ", info.reason);
+    }
+  }
+  if (json) {
+    mb__json_array_end(&j);
+    mb__json_object_end(&j); /* the writer ends the document with \n */
+  }
+  return MB_EXIT_OK;
+}
+
+static int print_runtimes(bool json) {
+  int n = mb_runtime_count();
+  mb_json j;
+  mb_error err;
+  if (json) {
+    mb__json_init(&j, stdout, true);
+    mb__json_object_begin(&j);
+    mb__json_key(&j, "runtimes");
+    mb__json_array_begin(&j);
+  } else {
+    printf("%-14s %-9s %s\n", "RUNTIME", "AVAILABLE", "VERSION / REASON");
+  }
+  for (int i = 0; i < n; i++) {
+    mb_runtime_info info;
+    if (mb_runtime_get(i, &info, &err) != MB_STATUS_OK)
+      return mb__cli_fail(NULL, &err);
+    if (json) {
+      mb__json_object_begin(&j);
+      mb__json_kv_string(&j, "name", info.name);
+      mb__json_kv_bool(&j, "available", info.available);
+      mb__json_kv_string(&j, "version", info.version);
+      mb__json_kv_string(&j, "reason", info.reason);
+      mb__json_object_end(&j);
+    } else {
+      printf("%-14s %-9s %s\n", info.name, info.available ? "yes" : "no",
+             info.available ? info.version : info.reason);
+    }
+  }
+  if (json) {
+    mb__json_array_end(&j);
+    mb__json_object_end(&j); /* the writer ends the document with \n */
+  }
+  return MB_EXIT_OK;
+}
+
+int mb__cli_list(int argc, char **argv) {
+  static const struct option options[] = {
+      {"json", no_argument, NULL, 'j'},
+      {"runtimes", no_argument, NULL, 'r'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  const char *cmd = "list";
+  bool json = false, runtimes = false;
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    switch (c) {
+    case 'j':
+      json = true;
+      break;
+    case 'r':
+      runtimes = true;
+      break;
+    case 'h':
+      fputs(list_help, stdout);
+      return MB_EXIT_OK;
+    default:
+      return mb__cli_bad_option(cmd, c, argv);
+    }
+  }
+  if (optind < argc)
+    return mb__cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+  return runtimes ? print_runtimes(json) : print_conversions(json);
+}

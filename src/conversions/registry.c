@@ -1,0 +1,368 @@
+/* The conversion registry: the built-in table below plus rows registered at
+ * run time (tests). Ids are stable and never reused, so scripts can refer to
+ * a conversion by number across releases; ranges leave room for the
+ * conversions later issues add:
+ *     1-9    reference interpreter
+ *    10-19   ONNX Runtime CPU (2-5 predate this scheme and keep their ids)
+ *    20-29   ONNX Runtime CUDA
+ *    30-49   XNNPACK, oneDNN
+ *   100-     precision steps (FP16+..., BF16+..., INT8_STATIC+...)
+ *  1000-     registered at run time (tests) */
+#include "conversions/conversion.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <strings.h>
+
+/* X(NAME, "name") tables of the public enums. */
+static const char *const device_names[] = {
+#define MB_X(name, str) str,
+    MB_DEVICE_LIST(MB_X)
+#undef MB_X
+};
+_Static_assert(MB_ARRAY_COUNT(device_names) == MB_DEVICE_COUNT,
+               "one name per device");
+
+static const char *const precision_names[] = {
+#define MB_X(name, str) str,
+    MB_PRECISION_LIST(MB_X)
+#undef MB_X
+};
+_Static_assert(MB_ARRAY_COUNT(precision_names) == MB_PRECISION_COUNT,
+               "one name per precision");
+
+static const char *const bench_status_names[] = {
+#define MB_X(name, str) str,
+    MB_BENCH_STATUS_LIST(MB_X)
+#undef MB_X
+};
+_Static_assert(MB_ARRAY_COUNT(bench_status_names) == MB_BENCH_STATUS_COUNT,
+               "one name per bench status");
+
+const char *mb_device_name(mb_device device) {
+  return (unsigned)device < MB_DEVICE_COUNT ? device_names[device] : "invalid";
+}
+
+const char *mb_precision_name(mb_precision precision) {
+  return (unsigned)precision < MB_PRECISION_COUNT ? precision_names[precision]
+                                                  : "invalid";
+}
+
+const char *mb_bench_status_name(mb_bench_status status) {
+  return (unsigned)status < MB_BENCH_STATUS_COUNT ? bench_status_names[status]
+                                                  : "invalid";
+}
+
+/* ---- the table ---- */
+
+static const mb_conversion_def builtin[] = {
+    {1, "REFERENCE", "reference", MB_DEVICE_CPU, MB_PRECISION_FP32,
+     MB_GRAPH_OPT_DISABLED, 1,
+     "modelbench's reference interpreter, the accuracy baseline", NULL},
+    {2, "ORT_CPU", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_FP32,
+     MB_GRAPH_OPT_ALL, 1,
+     "ONNX Runtime, CPU execution provider, all graph optimisations", NULL},
+    {3, "ORT_CPU_NO_OPT", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_FP32,
+     MB_GRAPH_OPT_DISABLED, 1,
+     "ONNX Runtime, CPU execution provider, graph optimisations disabled",
+     NULL},
+    {4, "ORT_CPU_BASIC", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_FP32,
+     MB_GRAPH_OPT_BASIC, 0,
+     "ONNX Runtime, CPU execution provider, basic graph optimisations", NULL},
+    {5, "ORT_CPU_EXTENDED", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_FP32,
+     MB_GRAPH_OPT_EXTENDED, 0,
+     "ONNX Runtime, CPU execution provider, extended graph optimisations",
+     NULL},
+};
+
+#define MB_MAX_EXTRA_CONVERSIONS 32
+static const mb_conversion_def *extra[MB_MAX_EXTRA_CONVERSIONS];
+static int n_extra;
+
+int mb_conversion_count(void) {
+  return (int)MB_ARRAY_COUNT(builtin) + n_extra;
+}
+
+const mb_conversion_def *mb__conversion_def(int index) {
+  if (index < 0)
+    return NULL;
+  if (index < (int)MB_ARRAY_COUNT(builtin))
+    return &builtin[index];
+  index -= (int)MB_ARRAY_COUNT(builtin);
+  return index < n_extra ? extra[index] : NULL;
+}
+
+/* Names are UPPER_CASE words joined by '_', steps joined by '+'. */
+static bool valid_name(const char *name) {
+  if (!name || !isupper((unsigned char)name[0]))
+    return false;
+  for (const char *p = name; *p; p++) {
+    bool word = isupper((unsigned char)*p) || isdigit((unsigned char)*p);
+    bool sep = *p == '_' || *p == '+';
+    if (!word && !(sep && p[1] && p[1] != '_' && p[1] != '+'))
+      return false;
+  }
+  return true;
+}
+
+int mb__conversion_register(const mb_conversion_def *def, mb_error *err) {
+  if (!def || !valid_name(def->name) || !def->runtime || def->id <= 0) {
+    mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+              "conversion '%s': needs a positive id, an UPPER_CASE name and a "
+              "runtime",
+              def && def->name ? def->name : "(null)");
+    return -1;
+  }
+  for (int i = 0; i < mb_conversion_count(); i++) {
+    const mb_conversion_def *row = mb__conversion_def(i);
+    if (row->id == def->id || strcasecmp(row->name, def->name) == 0) {
+      mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                "conversion '%s' (id %d) clashes with '%s' (id %d)", def->name,
+                def->id, row->name, row->id);
+      return -1;
+    }
+  }
+  if (n_extra == MB_MAX_EXTRA_CONVERSIONS) {
+    mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+              "at most %d conversions can be registered",
+              MB_MAX_EXTRA_CONVERSIONS);
+    return -1;
+  }
+  extra[n_extra++] = def;
+  return mb_conversion_count() - 1;
+}
+
+mb_status mb_conversion_get(int index, mb_conversion_info *info_out,
+                            mb_error *err) {
+  const mb_conversion_def *def = mb__conversion_def(index);
+  if (!def)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "conversion index %d is out of range (0..%d)", index,
+                     mb_conversion_count() - 1);
+  memset(info_out, 0, sizeof *info_out);
+  info_out->id = def->id;
+  info_out->name = def->name;
+  info_out->runtime = def->runtime;
+  info_out->device = def->device;
+  info_out->precision = def->precision;
+  info_out->description = def->description ? def->description : "";
+  info_out->in_default_set = def->in_default_set;
+
+  const mb_runtime *rt = mb__runtime_find(def->runtime);
+  if (!rt) {
+    snprintf(info_out->reason, sizeof info_out->reason,
+             "runtime '%s' is not built into this modelbench", def->runtime);
+    return MB_STATUS_OK;
+  }
+  mb_runtime_info rinfo;
+  memset(&rinfo, 0, sizeof rinfo);
+  rinfo.name = rt->name;
+  rt->probe(&rinfo);
+  if (!rinfo.available) {
+    snprintf(info_out->reason, sizeof info_out->reason, "%s",
+             rinfo.reason[0] ? rinfo.reason : "runtime unavailable");
+    return MB_STATUS_OK;
+  }
+  if (def->check && !def->check(info_out->reason, sizeof info_out->reason)) {
+    if (!info_out->reason[0])
+      snprintf(info_out->reason, sizeof info_out->reason,
+               "not supported on this machine");
+    return MB_STATUS_OK;
+  }
+  info_out->available = 1;
+  info_out->reason[0] = '\0';
+  return MB_STATUS_OK;
+}
+
+/* ---- lookup and suggestions ---- */
+
+int mb__edit_distance(const char *a, const char *b) {
+  /* Optimal string alignment (Levenshtein plus adjacent transpositions),
+   * case-insensitive: "ORT_CUP" is one edit from "ORT_CPU". Three rows of
+   * the DP matrix suffice; names are short, longer inputs are clamped. */
+  enum { MAX_LEN = 127 };
+  int rows[3][MAX_LEN + 2];
+  size_t la = MB_MIN(strlen(a), (size_t)MAX_LEN);
+  size_t lb = MB_MIN(strlen(b), (size_t)MAX_LEN);
+  int *prev2 = rows[0], *prev = rows[1], *cur = rows[2];
+  for (size_t j = 0; j <= lb; j++)
+    prev[j] = (int)j;
+  for (size_t i = 1; i <= la; i++) {
+    cur[0] = (int)i;
+    int ca = toupper((unsigned char)a[i - 1]);
+    for (size_t j = 1; j <= lb; j++) {
+      int cb = toupper((unsigned char)b[j - 1]);
+      int best = prev[j - 1] + (ca != cb);
+      best = MB_MIN(best, prev[j] + 1);
+      best = MB_MIN(best, cur[j - 1] + 1);
+      if (i > 1 && j > 1 && ca == toupper((unsigned char)b[j - 2]) &&
+          toupper((unsigned char)a[i - 2]) == cb)
+        best = MB_MIN(best, prev2[j - 2] + 1);
+      cur[j] = best;
+    }
+    int *t = prev2;
+    prev2 = prev;
+    prev = cur;
+    cur = t;
+  }
+  return prev[lb];
+}
+
+static bool contains_nocase(const char *haystack, const char *needle) {
+  size_t n = strlen(needle);
+  for (; *haystack; haystack++)
+    if (strncasecmp(haystack, needle, n) == 0)
+      return true;
+  return false;
+}
+
+/* How far a typed name is from a conversion's name: the plain edit distance,
+ * or, when the user typed a prefix ("ORT_CP") or a part ("NO_OPT") of a
+ * longer name, a small score so that family members are suggested too. */
+static int suggestion_score(const char *typed, const char *name) {
+  int score = mb__edit_distance(typed, name);
+  size_t lt = strlen(typed), ln = strlen(name);
+  if (lt >= 3 && lt < ln) {
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "%.*s", (int)lt, name);
+    score = MB_MIN(score, mb__edit_distance(typed, prefix) + 1);
+    if (contains_nocase(name, typed))
+      score = MB_MIN(score, 2);
+  }
+  return score;
+}
+
+/* Writes "A, B, C" (the up to three closest names) into buf; "" when none
+ * is close enough to be a plausible typo. */
+static void suggest(const char *typed, char *buf, size_t size) {
+  enum { MAX_SUGGESTIONS = 3 };
+  int best_index[MAX_SUGGESTIONS], best_score[MAX_SUGGESTIONS], n_best = 0;
+  int threshold = MB_MAX(2, (int)strlen(typed) / 3);
+  for (int i = 0; i < mb_conversion_count(); i++) {
+    int score = suggestion_score(typed, mb__conversion_def(i)->name);
+    if (score > threshold)
+      continue;
+    /* Insertion sort into the short list; ties keep table order. */
+    int pos = n_best;
+    while (pos > 0 && best_score[pos - 1] > score)
+      pos--;
+    if (pos >= MAX_SUGGESTIONS)
+      continue;
+    for (int k = MB_MIN(n_best, MAX_SUGGESTIONS - 1); k > pos; k--) {
+      best_index[k] = best_index[k - 1];
+      best_score[k] = best_score[k - 1];
+    }
+    best_index[pos] = i;
+    best_score[pos] = score;
+    n_best = MB_MIN(n_best + 1, MAX_SUGGESTIONS);
+  }
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int k = 0; k < n_best && used < size; k++) {
+    /* Only names about as close as the best one: one clear typo fix should
+     * not drag in three unrelated names. */
+    if (best_score[k] > best_score[0] + 1)
+      break;
+    int w = snprintf(buf + used, size - used, "%s%s", k ? ", " : "",
+                     mb__conversion_def(best_index[k])->name);
+    if (w < 0)
+      break;
+    used += (size_t)w;
+  }
+}
+
+static bool all_digits(const char *s) {
+  if (!*s)
+    return false;
+  for (; *s; s++)
+    if (!isdigit((unsigned char)*s))
+      return false;
+  return true;
+}
+
+mb_status mb_conversion_find(const char *name_or_id, int *index_out,
+                             mb_error *err) {
+  if (!name_or_id || !name_or_id[0])
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "empty conversion name (modelbench list shows all)");
+  if (all_digits(name_or_id)) {
+    long id = strlen(name_or_id) > 9 ? -1 : strtol(name_or_id, NULL, 10);
+    for (int i = 0; i < mb_conversion_count(); i++)
+      if (mb__conversion_def(i)->id == id) {
+        *index_out = i;
+        return MB_STATUS_OK;
+      }
+    return mb__error(err, MB_STATUS_NOT_FOUND,
+                     "unknown conversion id %s (modelbench list shows all)",
+                     name_or_id);
+  }
+  for (int i = 0; i < mb_conversion_count(); i++)
+    if (strcasecmp(mb__conversion_def(i)->name, name_or_id) == 0) {
+      *index_out = i;
+      return MB_STATUS_OK;
+    }
+  char names[256];
+  suggest(name_or_id, names, sizeof names);
+  if (names[0])
+    return mb__error(err, MB_STATUS_NOT_FOUND,
+                     "unknown conversion '%s'; did you mean %s? (modelbench "
+                     "list shows all)",
+                     name_or_id, names);
+  return mb__error(err, MB_STATUS_NOT_FOUND,
+                   "unknown conversion '%s' (modelbench list shows all)",
+                   name_or_id);
+}
+
+mb_status mb_conversion_parse_list(const char *list, int *indices_out, int max,
+                                   int *count_out, mb_error *err) {
+  /* Collected locally so that indices_out stays untouched on failure;
+   * duplicates are errors, so no list is longer than the registry. */
+  int found[MB_ARRAY_COUNT(builtin) + MB_MAX_EXTRA_CONVERSIONS];
+  if (!list)
+    list = "";
+  int count = 0, entry = 0;
+  const char *p = list;
+  for (;;) {
+    size_t len = strcspn(p, ",");
+    const char *start = p, *end = p + len;
+    while (start < end && isspace((unsigned char)*start))
+      start++;
+    while (end > start && isspace((unsigned char)end[-1]))
+      end--;
+    entry++;
+    if (start == end) {
+      if (entry == 1 && !p[len])
+        return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                         "empty conversion list (modelbench list shows all)");
+      return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                       "conversion list '%s': entry %d is empty", list, entry);
+    }
+    char name[128];
+    if ((size_t)(end - start) >= sizeof name)
+      return mb__error(err, MB_STATUS_NOT_FOUND,
+                       "unknown conversion '%.*s...' (modelbench list shows "
+                       "all)",
+                       40, start);
+    memcpy(name, start, (size_t)(end - start));
+    name[end - start] = '\0';
+    int index;
+    mb_status status = mb_conversion_find(name, &index, err);
+    if (status != MB_STATUS_OK)
+      return status;
+    for (int k = 0; k < count; k++)
+      if (found[k] == index)
+        return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                         "conversion list '%s': %s is listed twice", list,
+                         mb__conversion_def(index)->name);
+    if (count == max)
+      return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                       "conversion list '%s': more than %d entries", list, max);
+    found[count++] = index;
+    if (!p[len])
+      break;
+    p += len + 1;
+  }
+  memcpy(indices_out, found, sizeof *found * (size_t)count);
+  *count_out = count;
+  return MB_STATUS_OK;
+}

@@ -1,0 +1,353 @@
+/* The JSON report of a benchmark run (schema: docs/json-schema.md).
+ *
+ * Every result carries every key: a value that is unknown (a phase that
+ * never ran, NaN, infinity) is written as null, because JSON has no NaN and
+ * consumers should not have to test for missing keys. The file is written
+ * to a temporary name beside the target and renamed over it, so a reader
+ * (or a run killed half-way) only ever sees a complete report; `modelbench
+ * bench` rewrites it after each conversion. */
+#include "analysis/json.h"
+#include "conversions/conversion.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* Bumped only for incompatible changes; fields are only ever added. */
+#define MB_JSON_SCHEMA_VERSION 1
+
+/* mb_log_level names, as --log-level takes them. */
+static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
+
+/* Empty strings mean "unknown" in the structs; null in the JSON. */
+static void kv_string_or_null(mb_json *j, const char *key, const char *s) {
+  mb__json_kv_string(j, key, s && s[0] ? s : NULL);
+}
+
+/* A measured quantity: null when unknown. In a result that did not finish,
+ * a zero means the phase was never reached, so it is unknown too. */
+static void kv_measured(mb_json *j, const char *key, double v, bool known) {
+  mb__json_kv_double(j, key, known ? v : NAN);
+}
+
+static void write_shape(mb_json *j, int rank, const int64_t *dims) {
+  mb__json_array_begin(j);
+  for (int d = 0; d < rank && d < MB_MAX_RANK; d++)
+    mb__json_int(j, dims[d]);
+  mb__json_array_end(j);
+}
+
+static void write_model(mb_json *j, const mb_bench_report *r) {
+  mb__json_key(j, "model");
+  mb__json_object_begin(j);
+  kv_string_or_null(j, "path", r->model_path);
+  kv_string_or_null(j, "sha256", r->model_sha256);
+  mb__json_key(j, "inputs");
+  mb__json_array_begin(j);
+  for (int i = 0; i < r->n_inputs && r->inputs; i++) {
+    const mb_input_shape *s = &r->inputs[i];
+    mb__json_object_begin(j);
+    mb__json_kv_string(j, "name", s->name);
+    mb__json_kv_string(
+        j, "dtype", r->input_dtypes ? mb_dtype_name(r->input_dtypes[i]) : NULL);
+    mb__json_key(j, "shape");
+    write_shape(j, s->rank, s->dims);
+    mb__json_object_end(j);
+  }
+  mb__json_array_end(j);
+  mb__json_object_end(j);
+}
+
+/* "avx2 fma avx512f" -> ["avx2", "fma", "avx512f"]. */
+static void write_words(mb_json *j, const char *s) {
+  mb__json_array_begin(j);
+  while (s && *s) {
+    while (*s == ' ')
+      s++;
+    size_t n = strcspn(s, " ");
+    if (n)
+      mb__json_string_n(j, s, n);
+    s += n;
+  }
+  mb__json_array_end(j);
+}
+
+static void write_machine(mb_json *j, const mb_machine_info *m) {
+  mb__json_key(j, "machine");
+  mb__json_object_begin(j);
+  kv_string_or_null(j, "cpu_model", m->cpu_model);
+  if (m->cores > 0)
+    mb__json_kv_int(j, "cores", m->cores);
+  else
+    mb__json_kv_string(j, "cores", NULL);
+  mb__json_key(j, "isa_flags");
+  write_words(j, m->isa_flags);
+  kv_string_or_null(j, "os", m->os);
+  kv_string_or_null(j, "governor", m->governor);
+  kv_measured(j, "load_average", m->load_average, m->load_average >= 0);
+  mb__json_object_end(j);
+}
+
+static const char *result_name(const mb_bench_result *r) {
+  return r->conversion ? r->conversion : "";
+}
+
+/* Every setting of the run, under the keys a --config file takes. */
+static void write_config(mb_json *j, const mb_bench_report *r) {
+  const mb_bench_config *c = &r->config;
+  mb__json_key(j, "config");
+  mb__json_object_begin(j);
+  mb__json_kv_int(j, "batch_size", c->batch_size);
+  mb__json_kv_int(j, "n_samples", c->n_samples);
+  mb__json_kv_string(j, "device", mb_device_name(c->device));
+  mb__json_kv_bool(j, "allow_device_override", c->allow_device_override);
+  mb__json_kv_bool(j, "isolate", c->isolate);
+  mb__json_kv_bool(j, "fail_fast", c->fail_fast);
+  mb__json_kv_int(j, "threads", c->threads);
+  mb__json_kv_int(j, "warmup", c->warmup_iterations);
+  mb__json_kv_double(j, "warmup_time", c->warmup_seconds);
+  mb__json_kv_int(j, "min_iterations", c->min_iterations);
+  mb__json_kv_double(j, "min_time", c->min_seconds);
+  mb__json_kv_double(j, "max_time", c->max_seconds);
+  mb__json_kv_double(j, "timeout", c->timeout_seconds);
+  /* JSON integers above 2^63 are not portable: such seeds go as strings. */
+  if (c->seed <= (uint64_t)INT64_MAX) {
+    mb__json_kv_int(j, "seed", (int64_t)c->seed);
+  } else {
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
+    mb__json_kv_string(j, "seed", seed);
+  }
+  mb__json_kv_double(j, "rtol", c->rtol);
+  mb__json_kv_double(j, "atol", c->atol);
+  /* The conversions that ran, in order: the results name them, which also
+   * covers the default set (config.n_conversions == 0). */
+  mb__json_key(j, "conversions");
+  mb__json_array_begin(j);
+  for (int i = 0; i < r->n_results && r->results; i++)
+    mb__json_string(j, result_name(&r->results[i]));
+  mb__json_array_end(j);
+  mb__json_key(j, "baseline");
+  if (r->baseline_result >= 0 && r->baseline_result < r->n_results &&
+      r->results)
+    mb__json_string(j, result_name(&r->results[r->baseline_result]));
+  else
+    mb__json_null(j);
+  mb__json_key(j, "shapes");
+  mb__json_object_begin(j);
+  for (int i = 0; i < c->shapes.n_shapes && c->shapes.shapes; i++) {
+    const mb_input_shape *s = &c->shapes.shapes[i];
+    mb__json_key(j, s->name ? s->name : "");
+    write_shape(j, s->rank, s->dims);
+  }
+  mb__json_object_end(j);
+  /* Ranges by input name; "*" is the range for every other input. */
+  mb__json_key(j, "input_ranges");
+  mb__json_object_begin(j);
+  for (int i = 0; i < c->n_ranges && c->ranges; i++) {
+    mb__json_key(j, c->ranges[i].name ? c->ranges[i].name : "*");
+    mb__json_array_begin(j);
+    mb__json_double(j, c->ranges[i].lo);
+    mb__json_double(j, c->ranges[i].hi);
+    mb__json_array_end(j);
+  }
+  mb__json_object_end(j);
+  kv_string_or_null(j, "inputs", c->inputs_dir);
+  kv_string_or_null(j, "log_dir", c->log_dir);
+  mb__json_kv_string(j, "log_level",
+                     c->log_level >= 0 &&
+                             c->log_level < (int)MB_ARRAY_COUNT(log_level_names)
+                         ? log_level_names[c->log_level]
+                         : NULL);
+  mb__json_object_end(j);
+}
+
+/* The conversion's precision from the registry table (no probing), when
+ * the result's index still names the same row. */
+static const char *result_precision(const mb_bench_result *r) {
+  const mb_conversion_def *def = mb__conversion_def(r->conversion_index);
+  if (!def || !r->conversion || strcmp(def->name, r->conversion) != 0)
+    return NULL;
+  return mb_precision_name(def->precision);
+}
+
+static void write_latency(mb_json *j, const mb_bench_result *r) {
+  const mb_latency_stats *s = &r->latency_ms;
+  bool known = r->iterations > 0;
+  mb__json_key(j, "latency_ms");
+  mb__json_object_begin(j);
+  kv_measured(j, "mean", s->mean, known);
+  kv_measured(j, "median", s->median, known);
+  kv_measured(j, "min", s->min, known);
+  kv_measured(j, "max", s->max, known);
+  kv_measured(j, "p90", s->p90, known);
+  kv_measured(j, "p95", s->p95, known);
+  kv_measured(j, "p99", s->p99, known);
+  kv_measured(j, "stddev", s->stddev, known);
+  kv_measured(j, "cv", s->cv, known);
+  mb__json_object_end(j);
+}
+
+/* A NaN anywhere makes the aggregate unknown instead of being skipped, as
+ * fmax() would do. */
+static double worst_max(double acc, double v) {
+  return isnan(acc) || isnan(v) ? NAN : fmax(acc, v);
+}
+
+static void write_accuracy(mb_json *j, const mb_bench_result *r) {
+  mb__json_key(j, "accuracy");
+  if (!r->has_accuracy) {
+    mb__json_null(j);
+    return;
+  }
+  /* Aggregates over outputs: the worst of each measure. */
+  double abs_err = 0, rel_err = 0, cosine = 1;
+  for (int i = 0; i < r->n_outputs && r->accuracy; i++) {
+    const mb_output_accuracy *a = &r->accuracy[i];
+    abs_err = worst_max(abs_err, a->max_abs_err);
+    rel_err = worst_max(rel_err, a->max_rel_err);
+    cosine = -worst_max(-cosine, -a->cosine);
+  }
+  if (r->max_abs_err >= 0)
+    abs_err = r->max_abs_err;
+  mb__json_object_begin(j);
+  mb__json_kv_double(j, "max_abs_err", abs_err);
+  mb__json_kv_double(j, "max_rel_err", rel_err);
+  mb__json_kv_double(j, "cosine", cosine);
+  mb__json_key(j, "outputs");
+  mb__json_array_begin(j);
+  for (int i = 0; i < r->n_outputs && r->accuracy; i++) {
+    const mb_output_accuracy *a = &r->accuracy[i];
+    mb__json_object_begin(j);
+    mb__json_kv_string(j, "name", a->name);
+    mb__json_kv_double(j, "max_abs_err", a->max_abs_err);
+    mb__json_kv_double(j, "max_rel_err", a->max_rel_err);
+    mb__json_kv_double(j, "cosine", a->cosine);
+    mb__json_object_end(j);
+  }
+  mb__json_array_end(j);
+  mb__json_object_end(j);
+}
+
+static void write_result(mb_json *j, const mb_bench_result *r) {
+  bool ok = r->status == MB_BENCH_OK;
+  bool timed = r->iterations > 0;
+  mb__json_object_begin(j);
+  mb__json_kv_string(j, "conversion", result_name(r));
+  mb__json_kv_int(j, "id", r->conversion_id);
+  mb__json_kv_string(j, "status", mb_bench_status_name(r->status));
+  mb__json_kv_string(j, "error",
+                     ok ? NULL : (r->error[0] ? r->error : "unknown error"));
+  kv_string_or_null(j, "device", r->device);
+  mb__json_kv_string(j, "precision", result_precision(r));
+  kv_string_or_null(j, "runtime", r->runtime);
+  kv_string_or_null(j, "runtime_version", r->runtime_version);
+  kv_measured(j, "load_ms", r->load_ms, ok || r->load_ms > 0);
+  kv_measured(j, "first_run_ms", r->first_run_ms, ok || r->first_run_ms > 0);
+  write_latency(j, r);
+  mb__json_kv_int(j, "iterations", r->iterations);
+  if (r->batch_size > 0)
+    mb__json_kv_int(j, "batch_size", r->batch_size);
+  else
+    mb__json_kv_string(j, "batch_size", NULL);
+  kv_measured(j, "throughput_sps", r->throughput_sps, timed);
+  kv_measured(j, "inference_seconds", r->inference_seconds, timed);
+  kv_measured(j, "elapsed_seconds", r->elapsed_seconds, timed);
+  kv_measured(j, "peak_rss_mb", r->peak_rss_mb, r->peak_rss_mb > 0);
+  write_accuracy(j, r);
+  kv_measured(j, "speedup_vs_baseline", r->speedup_vs_baseline,
+              r->speedup_vs_baseline > 0);
+  mb__json_key(j, "warnings");
+  mb__json_array_begin(j);
+  for (int i = 0; i < r->n_warnings && r->warnings; i++)
+    if (r->warnings[i])
+      mb__json_string(j, r->warnings[i]);
+  mb__json_array_end(j);
+  mb__json_key(j, "samples_ms");
+  mb__json_array_begin(j);
+  for (int64_t i = 0; i < r->n_samples_ms && r->samples_ms; i++)
+    mb__json_double(j, r->samples_ms[i]);
+  mb__json_array_end(j);
+  kv_string_or_null(j, "log", r->log_path);
+  mb__json_kv_string(j, "backtrace", r->backtrace);
+  mb__json_object_end(j);
+}
+
+static void write_report(mb_json *j, const mb_bench_report *r) {
+  mb__json_object_begin(j);
+  mb__json_kv_int(j, "schema_version", MB_JSON_SCHEMA_VERSION);
+  mb__json_kv_string(j, "tool", "modelbench");
+  mb__json_kv_string(j, "version",
+                     r->tool_version[0] ? r->tool_version : MB_VERSION_STRING);
+  write_model(j, r);
+  write_machine(j, &r->machine);
+  write_config(j, r);
+  mb__json_key(j, "baseline");
+  if (r->baseline_result >= 0 && r->baseline_result < r->n_results &&
+      r->results)
+    mb__json_string(j, result_name(&r->results[r->baseline_result]));
+  else
+    mb__json_null(j);
+  mb__json_key(j, "results");
+  mb__json_array_begin(j);
+  for (int i = 0; i < r->n_results && r->results; i++)
+    write_result(j, &r->results[i]);
+  mb__json_array_end(j);
+  mb__json_object_end(j);
+}
+
+mb_status mb_bench_report_write_json(const mb_bench_report *report,
+                                     const char *path, mb_error *err) {
+  mb_status status = MB_STATUS_OK;
+  char *tmp = NULL;
+  FILE *f = NULL;
+  if (!report || !path || !path[0])
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "JSON report: no report or no path given");
+
+  /* The temporary file sits beside the target so that rename() stays on
+   * one file system and is atomic. */
+  size_t size = strlen(path) + 32;
+  tmp = malloc(size);
+  if (!tmp)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                     "JSON report %s: out of memory", path);
+  snprintf(tmp, size, "%s.tmp.%ld", path, (long)getpid());
+  f = fopen(tmp, "w");
+  if (!f) {
+    status = mb__error(err, MB_STATUS_IO, "cannot write JSON report %s: %s",
+                       tmp, strerror(errno));
+    goto done;
+  }
+  mb_json j;
+  mb__json_init(&j, f, true);
+  write_report(&j, report);
+  if (fflush(f) != 0 || ferror(f)) {
+    status = mb__error(err, MB_STATUS_IO, "cannot write JSON report %s: %s",
+                       tmp, strerror(errno));
+    goto fail_unlink;
+  }
+  int rc = fclose(f);
+  f = NULL;
+  if (rc != 0) {
+    status = mb__error(err, MB_STATUS_IO, "cannot write JSON report %s: %s",
+                       tmp, strerror(errno));
+    goto fail_unlink;
+  }
+  if (rename(tmp, path) != 0) {
+    status = mb__error(err, MB_STATUS_IO,
+                       "cannot move JSON report %s into place as %s: %s", tmp,
+                       path, strerror(errno));
+    goto fail_unlink;
+  }
+  goto done;
+
+fail_unlink:
+  if (f)
+    fclose(f);
+  unlink(tmp);
+done:
+  free(tmp);
+  return status;
+}

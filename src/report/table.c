@@ -1,0 +1,330 @@
+/* The console table of a benchmark run: a pure function of the report
+ * struct (no runtime, clock or environment is consulted), so the CLI, the
+ * C API example and tests all print the same thing for the same report.
+ *
+ * Layout: a header (model, inputs, machine, settings), one row per
+ * conversion sorted by median latency (ok rows first, then the others in
+ * request order), then the warnings grouped per conversion. Failed rows
+ * carry their one-line error instead of numbers. */
+#include "core/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* Longer lines wrap badly on a typical terminal; error messages and the
+ * header are cut to this width. */
+#define TABLE_WIDTH 120
+#define MAX_NAME_WIDTH 40
+
+/* ANSI colours: used only when the caller asks for them. */
+#define ANSI_RESET "\033[0m"
+#define ANSI_BOLD "\033[1m"
+#define ANSI_DIM "\033[2m"
+#define ANSI_RED "\033[31m"
+#define ANSI_GREEN "\033[32m"
+#define ANSI_YELLOW "\033[33m"
+
+/* Colour of each status: green for results, red for failures, dim for
+ * conversions that never ran here. Indexed by mb_bench_status. */
+static const char *const status_color[MB_BENCH_STATUS_COUNT] = {
+    [MB_BENCH_OK] = ANSI_GREEN,        [MB_BENCH_ERROR] = ANSI_RED,
+    [MB_BENCH_TIMEOUT] = ANSI_RED,     [MB_BENCH_CRASHED] = ANSI_RED,
+    [MB_BENCH_UNAVAILABLE] = ANSI_DIM, [MB_BENCH_SKIPPED] = ANSI_DIM,
+};
+
+static bool is_ok(const mb_bench_result *r) {
+  return r->status == MB_BENCH_OK;
+}
+
+/* Sort key of an ok row; an ok row without a finite median sorts last. */
+static double median_key(const mb_bench_result *r) {
+  double m = r->latency_ms.median;
+  return isfinite(m) ? m : INFINITY;
+}
+
+/* Row order: ok rows by median (ties keep request order), then the rest in
+ * request order. Insertion sort is stable and n is small. */
+static void sort_rows(const mb_bench_report *report, int *order) {
+  int n = report->n_results;
+  for (int i = 0; i < n; i++)
+    order[i] = i;
+  for (int i = 1; i < n; i++) {
+    int cur = order[i], j = i;
+    const mb_bench_result *c = &report->results[cur];
+    while (j > 0) {
+      const mb_bench_result *p = &report->results[order[j - 1]];
+      bool before;
+      if (is_ok(c) != is_ok(p))
+        before = is_ok(c);
+      else if (is_ok(c))
+        before = median_key(c) < median_key(p);
+      else
+        before = false;
+      if (!before)
+        break;
+      order[j] = order[j - 1];
+      j--;
+    }
+    order[j] = cur;
+  }
+}
+
+/* Milliseconds with about four significant digits. */
+static void format_ms(char *buf, size_t size, double ms) {
+  if (!isfinite(ms) || ms < 0)
+    snprintf(buf, size, "-");
+  else if (ms >= 100)
+    snprintf(buf, size, "%.1f", ms);
+  else if (ms >= 1)
+    snprintf(buf, size, "%.3f", ms);
+  else
+    snprintf(buf, size, "%.4f", ms);
+}
+
+static void format_throughput(char *buf, size_t size, double sps) {
+  if (!isfinite(sps) || sps <= 0)
+    snprintf(buf, size, "-");
+  else if (sps >= 10)
+    snprintf(buf, size, "%.1f", sps);
+  else if (sps >= 0.01)
+    snprintf(buf, size, "%.3f", sps);
+  else
+    snprintf(buf, size, "%.2e", sps);
+}
+
+static void format_speedup(char *buf, size_t size,
+                           const mb_bench_report *report, int index) {
+  const mb_bench_result *r = &report->results[index];
+  double s = r->speedup_vs_baseline;
+  bool base = index == report->baseline_result;
+  if (!isfinite(s) || s <= 0)
+    snprintf(buf, size, base ? "(base)" : "-");
+  else
+    snprintf(buf, size, base ? "%.2fx (base)" : "%.2fx", s);
+}
+
+/* The largest absolute error over all outputs, or < 0 when unknown. */
+static double max_abs_error(const mb_bench_result *r) {
+  if (!r->has_accuracy)
+    return -1;
+  if (isfinite(r->max_abs_err) && r->max_abs_err >= 0)
+    return r->max_abs_err;
+  double m = -1;
+  for (int i = 0; i < r->n_outputs && r->accuracy; i++)
+    if (isfinite(r->accuracy[i].max_abs_err))
+      m = MB_MAX(m, r->accuracy[i].max_abs_err);
+  return m;
+}
+
+static void format_error(char *buf, size_t size, double e) {
+  if (e < 0)
+    snprintf(buf, size, "-");
+  else if (e == 0)
+    snprintf(buf, size, "0");
+  else
+    snprintf(buf, size, "%.2e", e);
+}
+
+static void format_mb(char *buf, size_t size, double mb) {
+  if (!isfinite(mb) || mb <= 0)
+    snprintf(buf, size, "-");
+  else
+    snprintf(buf, size, "%.1f", mb);
+}
+
+/* Prints s on one line in at most `width` characters (UTF-8 code points,
+ * roughly terminal columns): control characters become spaces, a cut never
+ * splits a UTF-8 sequence, and "..." marks it. */
+static void put_clipped(FILE *out, const char *s, int width) {
+  size_t chars = 0, cut_at = 0, n = strlen(s);
+  for (size_t i = 0; i < n; i++) {
+    if (((unsigned char)s[i] & 0xc0) == 0x80)
+      continue;
+    if (width >= 3 && chars == (size_t)width - 3)
+      cut_at = i;
+    chars++;
+  }
+  bool cut = width >= 0 && chars > (size_t)width;
+  if (cut)
+    n = cut_at;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    fputc(c < 0x20 || c == 0x7f ? ' ' : c, out);
+  }
+  if (cut)
+    fputs("...", out);
+}
+
+static int name_width(const mb_bench_report *report) {
+  int w = (int)strlen("conversion");
+  for (int i = 0; i < report->n_results; i++) {
+    const char *name = report->results[i].conversion;
+    if (name)
+      w = MB_MAX(w, (int)strlen(name));
+  }
+  return MB_MIN(w, MAX_NAME_WIDTH);
+}
+
+static int status_width(const mb_bench_report *report) {
+  int w = (int)strlen("status");
+  for (int i = 0; i < report->n_results; i++)
+    w = MB_MAX(w, (int)strlen(mb_bench_status_name(report->results[i].status)));
+  return w;
+}
+
+/* The header: what was measured, where, and how. */
+static void print_header(const mb_bench_report *report, FILE *out) {
+  const mb_bench_config *c = &report->config;
+  const mb_machine_info *m = &report->machine;
+  fprintf(out, "model:   %s", report->model_path[0] ? report->model_path : "?");
+  if (report->model_sha256[0])
+    fprintf(out, " (sha256 %.12s)", report->model_sha256);
+  fputc('\n', out);
+
+  /* Inputs on one clipped line: "name float32[1,3,224,224], ...". */
+  char line[TABLE_WIDTH * 4];
+  size_t used = 0;
+  line[0] = '\0';
+  for (int i = 0; i < report->n_inputs && report->inputs; i++) {
+    const mb_input_shape *s = &report->inputs[i];
+    char shape[256];
+    mb__shape_str(s->rank, s->dims, shape, sizeof shape);
+    int w = snprintf(
+        line + used, sizeof line - used, "%s%s %s%s", i ? ", " : "",
+        s->name ? s->name : "?",
+        report->input_dtypes ? mb_dtype_name(report->input_dtypes[i]) : "",
+        shape);
+    if (w < 0 || (size_t)w >= sizeof line - used)
+      break;
+    used += (size_t)w;
+  }
+  fputs("inputs:  ", out);
+  put_clipped(out, report->n_inputs ? line : "(none)", TABLE_WIDTH - 9);
+  fputc('\n', out);
+
+  char machine[TABLE_WIDTH * 2];
+  snprintf(machine, sizeof machine, "%s, %d cores%s%s",
+           m->cpu_model[0] ? m->cpu_model : "unknown CPU", m->cores,
+           m->governor[0] ? ", governor " : "", m->governor);
+  fputs("machine: ", out);
+  put_clipped(out, machine, TABLE_WIDTH - 9);
+  if (isfinite(m->load_average) && m->load_average >= 0)
+    fprintf(out, ", load %.2f", m->load_average);
+  fputc('\n', out);
+
+  /* The batch the workers measured: real input data may fix it. */
+  int batch = c->batch_size;
+  for (int i = 0; i < report->n_results && report->results; i++)
+    if (report->results[i].batch_size > 0) {
+      batch = report->results[i].batch_size;
+      break;
+    }
+  fprintf(out,
+          "config:  threads %d, batch %d, warm-up %d / %g s, "
+          "at least %d iterations / %g s, %s\n",
+          c->threads, batch, c->warmup_iterations, c->warmup_seconds,
+          c->min_iterations, c->min_seconds,
+          c->isolate ? "isolated" : "in-process");
+}
+
+static void print_row(const mb_bench_report *report, int index, bool fastest,
+                      int nw, int sw, bool color, FILE *out) {
+  const mb_bench_result *r = &report->results[index];
+  const char *name = r->conversion ? r->conversion : "?";
+  fputs(fastest ? (color ? ANSI_BOLD "* " : "* ") : "  ", out);
+  fprintf(out, "%-*.*s ", nw, nw, name);
+  if (color && (unsigned)r->status < MB_BENCH_STATUS_COUNT)
+    fputs(status_color[r->status], out);
+  fprintf(out, "%-*s", sw, mb_bench_status_name(r->status));
+  if (color)
+    fputs(ANSI_RESET, out);
+  if (color && fastest)
+    fputs(ANSI_BOLD, out);
+
+  if (!is_ok(r)) {
+    /* The error takes the place of the numbers, clipped to the width. */
+    int used = 2 + nw + 1 + sw + 2;
+    fputs("  ", out);
+    put_clipped(out, r->error[0] ? r->error : "(no message)",
+                MB_MAX(TABLE_WIDTH - used, 20));
+    fputc('\n', out);
+    return;
+  }
+  char median[32], p90[32], p99[32], sps[32], speedup[32], err[32], mem[32];
+  format_ms(median, sizeof median, r->latency_ms.median);
+  format_ms(p90, sizeof p90, r->latency_ms.p90);
+  format_ms(p99, sizeof p99, r->latency_ms.p99);
+  format_throughput(sps, sizeof sps, r->throughput_sps);
+  format_speedup(speedup, sizeof speedup, report, index);
+  format_error(err, sizeof err, max_abs_error(r));
+  format_mb(mem, sizeof mem, r->peak_rss_mb);
+  fprintf(out, " %10s %9s %9s %11s %13s %11s %8s", median, p90, p99, sps,
+          speedup, err, mem);
+  if (color && fastest)
+    fputs(ANSI_RESET, out);
+  fputc('\n', out);
+}
+
+static void print_warnings(const mb_bench_report *report, const int *order,
+                           bool color, FILE *out) {
+  bool any = false;
+  for (int i = 0; i < report->n_results; i++)
+    any |= report->results[i].n_warnings > 0;
+  if (!any)
+    return;
+  fprintf(out, "\n%swarnings:%s\n", color ? ANSI_YELLOW : "",
+          color ? ANSI_RESET : "");
+  for (int k = 0; k < report->n_results; k++) {
+    const mb_bench_result *r = &report->results[order[k]];
+    for (int w = 0; w < r->n_warnings && r->warnings; w++) {
+      if (!r->warnings[w])
+        continue;
+      char line[TABLE_WIDTH * 4];
+      snprintf(line, sizeof line, "%s: %s", r->conversion ? r->conversion : "?",
+               r->warnings[w]);
+      fputs(color ? "  " ANSI_YELLOW : "  ", out);
+      put_clipped(out, line, TABLE_WIDTH - 2);
+      fputs(color ? ANSI_RESET "\n" : "\n", out);
+    }
+  }
+}
+
+void mb_bench_report_print_table(const mb_bench_report *report, void *out_,
+                                 int use_color) {
+  FILE *out = out_;
+  bool color = use_color != 0;
+  if (!report || !out)
+    return;
+  print_header(report, out);
+  fputc('\n', out);
+  if (report->n_results <= 0 || !report->results) {
+    fputs("(no conversions were run)\n", out);
+    return;
+  }
+  int *order = malloc(sizeof *order * (size_t)report->n_results);
+  if (!order) {
+    fputs("(out of memory printing the table)\n", out);
+    return;
+  }
+  sort_rows(report, order);
+  int nw = name_width(report), sw = status_width(report);
+  /* The first row is the fastest when it is ok (ok rows sort first). */
+  int fastest = is_ok(&report->results[order[0]]) &&
+                        isfinite(report->results[order[0]].latency_ms.median)
+                    ? order[0]
+                    : -1;
+
+  if (color)
+    fputs(ANSI_BOLD, out);
+  fprintf(out, "  %-*s %-*s %10s %9s %9s %11s %13s %11s %8s\n", nw,
+          "conversion", sw, "status", "median ms", "p90 ms", "p99 ms",
+          "samples/s", "speedup", "max abs err", "peak MB");
+  if (color)
+    fputs(ANSI_RESET, out);
+  for (int k = 0; k < report->n_results; k++)
+    print_row(report, order[k], order[k] == fastest, nw, sw, color, out);
+  if (fastest >= 0)
+    fprintf(out, "* fastest\n");
+  print_warnings(report, order, color, out);
+  free(order);
+}
