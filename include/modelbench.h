@@ -478,12 +478,15 @@ typedef struct mb_bench_config {
   double min_seconds;        /* default 2 */
   double max_seconds;        /* cap of the timed phase; default 30 */
   double timeout_seconds;    /* per conversion, whole child; default 300 */
-  uint64_t seed;             /* input generation; default 0 */
-  double rtol, atol;         /* accuracy tolerance vs the reference */
-  int n_conversions;         /* 0: the default set */
-  const int *conversions;    /* registry indices, in run order */
-  int baseline;              /* index into conversions; -1: the first */
-  mb_shape_spec shapes;      /* --shape overrides; batch_size above wins */
+  /* n_conversions entries or NULL: an entry > 0 replaces timeout_seconds
+   * for the conversion at the same position. */
+  const double *conversion_timeouts;
+  uint64_t seed;          /* input generation; default 0 */
+  double rtol, atol;      /* accuracy tolerance vs the reference */
+  int n_conversions;      /* 0: the default set */
+  const int *conversions; /* registry indices, in run order */
+  int baseline;           /* index into conversions; -1: the first */
+  mb_shape_spec shapes;   /* --shape overrides; batch_size above wins */
   int n_ranges;
   const mb_input_range *ranges; /* --input-range */
   const char *inputs_dir;       /* folder of test_data_set_* or .npy; or NULL */

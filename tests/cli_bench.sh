@@ -282,6 +282,18 @@ run 0 list && expect_in "$tmp/out" "notalib.so" "list shows why ORT is missing"
 unset MODELBENCH_ORT_LIB
 [ -n "$saved_root" ] && export ONNXRUNTIME_ROOT=$saved_root
 
+# --timeout NAME=S limits one conversion: it times out, the others finish.
+# (0.001 s is too short even to probe a runtime, so this holds with or
+# without ONNX Runtime installed.)
+if run 1 bench "$model" -c REFERENCE,ORT_CPU "${fast[@]}" \
+  --timeout ORT_CPU=0.001 --json "$tmp/n.json"; then
+  check_json "$tmp/n.json" "REFERENCE=ok,ORT_CPU=timeout"
+fi
+usage_error "--timeout ORT_CPU_BASIC: not among the conversions run" \
+  bench "$model" -c REFERENCE --timeout ORT_CPU_BASIC=1
+usage_error "unknown conversion 'ORT_CUP'" \
+  bench "$model" -c REFERENCE --timeout ORT_CUP=1
+
 # --traceback shows a failed conversion's log tail; the run still exits 1.
 run 1 bench "$model" -c REFERENCE "${fast[@]}" --timeout 0.001 --traceback
 

@@ -44,6 +44,7 @@ typedef struct engine {
   mb_input_source *source;
   char log_dir[512];
   int conversion_i; /* position of the running conversion, for progress */
+  double timeout;   /* of the worker being run, seconds; <= 0: none */
 } engine;
 
 /* What came back from one worker process. */
@@ -269,8 +270,7 @@ static mb_status run_child(engine *e, child_body_fn body, void *arg,
   fcntl(msg_pipe[0], F_SETFL, O_NONBLOCK);
   fcntl(bt_pipe[0], F_SETFL, O_NONBLOCK);
 
-  double timeout =
-      e->config.timeout_seconds > 0.0 ? e->config.timeout_seconds : 1e9;
+  double timeout = e->timeout > 0.0 ? e->timeout : 1e9;
   double deadline = mb__now() + timeout;
   int msg_open = 1, bt_open = 1, status_word = 0;
   for (;;) {
@@ -363,7 +363,7 @@ static mb_bench_status describe_end(const engine *e, const child_outcome *out,
                                     char *buf, size_t size) {
   char sig[96];
   if (out->timed_out) {
-    snprintf(buf, size, "timed out after %g s", e->config.timeout_seconds);
+    snprintf(buf, size, "timed out after %g s", e->timeout);
     return MB_BENCH_TIMEOUT;
   }
   if (out->signaled) {
@@ -441,6 +441,7 @@ static mb_status compute_reference(engine *e, mb_error *err) {
     memset(&out, 0, sizeof out);
     out.tensors = outputs;
     snprintf(log_path, sizeof log_path, "%s/reference-outputs.log", e->log_dir);
+    e->timeout = e->config.timeout_seconds;
     mb_status status = run_child(e, reference_body, NULL, log_path, &out, err);
     free(out.backtrace);
     if (status) {
@@ -528,6 +529,10 @@ static mb_status run_conversion(engine *e, int position, mb_bench_result *r,
   child_outcome out;
   memset(&out, 0, sizeof out);
   conversion_arg arg = {r};
+  e->timeout = e->config.timeout_seconds;
+  if (e->config.conversion_timeouts &&
+      e->config.conversion_timeouts[position] > 0.0)
+    e->timeout = e->config.conversion_timeouts[position];
   if ((status = run_child(e, conversion_body, &arg, r->log_path, &out, err)))
     goto done;
   if (out.have_result) {
@@ -675,6 +680,13 @@ static mb_status plan(engine *e, const mb_bench_config *config, mb_error *err) {
   copy->loader = NULL;
   copy->loader_user = NULL;
   copy->inputs_dir = arena_strdup_or_null(arena, c->inputs_dir);
+  if (c->conversion_timeouts) {
+    double *timeouts = mb__arena_alloc(arena, sizeof *timeouts * (size_t)n);
+    if (!timeouts)
+      return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot plan the run");
+    memcpy(timeouts, c->conversion_timeouts, sizeof *timeouts * (size_t)n);
+    copy->conversion_timeouts = timeouts;
+  }
   copy->log_dir = NULL; /* set once the folder exists */
   if (c->n_ranges > 0 && c->ranges) {
     mb_input_range *ranges =

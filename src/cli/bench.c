@@ -40,6 +40,7 @@ static const char bench_help[] =
     "      --min-time S           minimum timed time (default 2)\n"
     "      --max-time S           cap of the timed phase (default 30)\n"
     "      --timeout S            kill a conversion after S (default 300)\n"
+    "      --timeout NAME=S       ... for one conversion only (repeatable)\n"
     "      --threads N            intra-op threads (default 1)\n"
     "      --no-isolate           run conversions in this process\n"
     "      --fail-fast            stop at the first failed conversion\n"
@@ -149,6 +150,13 @@ typedef struct bench_cli {
   bool explicit_conversions; /* -c or the config file named them */
   bool cli_input_settings;   /* --shape/--batch-size/--input-range given */
   int *conversions;
+  /* --timeout NAME=S entries (names point into argv), then per position. */
+  struct named_timeout {
+    const char *name;
+    double seconds;
+  } * named_timeouts;
+  int n_named_timeouts;
+  double *conversion_timeouts;
   mb_cli_shapes shapes; /* --shape; names point into argv */
   mb_input_shape *merged_shapes;
   mb_input_range *ranges; /* --input-range; names point into argv */
@@ -271,8 +279,25 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     return parse_seconds("--min-time", arg, 0, false, &cfg->min_seconds);
   case OPT_MAX_TIME:
     return parse_seconds("--max-time", arg, 0, true, &cfg->max_seconds);
-  case OPT_TIMEOUT:
-    return parse_seconds("--timeout", arg, 0, true, &cfg->timeout_seconds);
+  case OPT_TIMEOUT: {
+    char *eq = strchr(arg, '=');
+    if (!eq)
+      return parse_seconds("--timeout", arg, 0, true, &cfg->timeout_seconds);
+    struct named_timeout t = {arg, 0};
+    *eq = '\0';
+    int rc = parse_seconds("--timeout", eq + 1, 0, true, &t.seconds);
+    if (rc != MB_EXIT_OK)
+      return rc;
+    struct named_timeout *grown = realloc(
+        b->named_timeouts, sizeof *grown * (size_t)(b->n_named_timeouts + 1));
+    if (!grown) {
+      mb__cli_error(NULL, "out of memory");
+      return MB_EXIT_FAILURE;
+    }
+    b->named_timeouts = grown;
+    b->named_timeouts[b->n_named_timeouts++] = t;
+    return MB_EXIT_OK;
+  }
   case OPT_SEED:
     if (!mb__cli_parse_i64(arg, 0, INT64_MAX, &v))
       return mb__cli_usage_error(
@@ -397,6 +422,35 @@ static int resolve_conversions(bench_cli *b, int file_baseline_index) {
   return MB_EXIT_OK;
 }
 
+/* Turns --timeout NAME=S into a per-position array of the run list. */
+static int resolve_timeouts(bench_cli *b) {
+  mb_bench_config *cfg = &b->config;
+  if (b->n_named_timeouts == 0)
+    return MB_EXIT_OK;
+  b->conversion_timeouts =
+      calloc((size_t)cfg->n_conversions, sizeof *b->conversion_timeouts);
+  if (!b->conversion_timeouts) {
+    mb__cli_error(NULL, "out of memory");
+    return MB_EXIT_FAILURE;
+  }
+  for (int t = 0; t < b->n_named_timeouts; t++) {
+    mb_error err;
+    int index = -1, position = -1;
+    if (mb_conversion_find(b->named_timeouts[t].name, &index, &err))
+      return mb__cli_usage_error(cmd, "--timeout: %s", err.message);
+    for (int i = 0; i < cfg->n_conversions; i++)
+      if (cfg->conversions[i] == index)
+        position = i;
+    if (position < 0)
+      return mb__cli_usage_error(
+          cmd, "--timeout %s: not among the conversions run (add it to -c)",
+          mb__conversion_def(index)->name);
+    b->conversion_timeouts[position] = b->named_timeouts[t].seconds;
+  }
+  cfg->conversion_timeouts = b->conversion_timeouts;
+  return MB_EXIT_OK;
+}
+
 /* The registry index of the config file's baseline, or -1. */
 static int file_baseline(const mb_bench_config *cfg) {
   if (cfg->baseline < 0)
@@ -457,7 +511,9 @@ static int parse_args(bench_cli *b, int argc, char **argv) {
                                     "--inputs");
   if ((rc = merge_inputs(b)) != MB_EXIT_OK)
     return rc;
-  return resolve_conversions(b, file_baseline_index);
+  if ((rc = resolve_conversions(b, file_baseline_index)) != MB_EXIT_OK)
+    return rc;
+  return resolve_timeouts(b);
 }
 
 /* ---- progress line ---- */
@@ -669,6 +725,8 @@ static void bench_free(bench_cli *b) {
     free_result_copy(&b->results[i]);
   free(b->results);
   free(b->conversions);
+  free(b->named_timeouts);
+  free(b->conversion_timeouts);
   free(b->merged_shapes);
   free(b->merged_ranges);
   free(b->ranges);

@@ -485,8 +485,13 @@ static mb_status global_infer(mb_op_ctx *ctx, pool_kind kind) {
     return status;
   dims[0] = x->dims[0];
   dims[1] = x->dims[1];
-  for (int d = 2; d < x->rank; d++)
+  for (int d = 2; d < x->rank; d++) {
+    /* A window over nothing has no maximum or mean. */
+    if (x->dims[d] == 0 && x->dims[0] * x->dims[1] > 0)
+      return mb__op_error(ctx, MB_STATUS_SHAPE,
+                          "input has an empty spatial extent");
     dims[d] = 1;
+  }
   return mb__tensor_set_shape(ctx->outputs[0], x->dtype, x->rank, dims,
                               ctx->err);
 }

@@ -111,6 +111,16 @@ static void write_config(mb_json *j, const mb_bench_report *r) {
   mb__json_kv_double(j, "min_time", c->min_seconds);
   mb__json_kv_double(j, "max_time", c->max_seconds);
   mb__json_kv_double(j, "timeout", c->timeout_seconds);
+  /* --timeout NAME=S overrides, by conversion name (position = result). */
+  mb__json_key(j, "conversion_timeouts");
+  mb__json_object_begin(j);
+  for (int i = 0; c->conversion_timeouts && i < c->n_conversions &&
+                  i < r->n_results && r->results;
+       i++)
+    if (c->conversion_timeouts[i] > 0.0)
+      mb__json_kv_double(j, result_name(&r->results[i]),
+                         c->conversion_timeouts[i]);
+  mb__json_object_end(j);
   /* JSON integers above 2^63 are not portable: such seeds go as strings. */
   if (c->seed <= (uint64_t)INT64_MAX) {
     mb__json_kv_int(j, "seed", (int64_t)c->seed);
