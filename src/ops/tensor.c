@@ -1066,6 +1066,16 @@ static mb_status pad_run(mb_op_ctx *ctx) {
                           mb_dtype_name(tc->dtype), mb_dtype_name(x->dtype));
     memcpy(cval, tc->data, es);
   }
+  /* An empty input has nothing to reflect, repeat or copy: only constant
+   * padding can fill the output. */
+  if (x->numel == 0) {
+    if (p.mode != PAD_CONSTANT)
+      return mb__op_error(ctx, MB_STATUS_SHAPE,
+                          "mode '%s' cannot pad an empty input",
+                          pad_mode_names[p.mode]);
+    fill_pattern(y->data, cval, es, y->numel);
+    return MB_STATUS_OK;
+  }
   /* One index map per axis: output coordinate -> input coordinate or -1. */
   int r = y->rank;
   int64_t total = 0, *maps[MB_MAX_RANK];
