@@ -194,7 +194,10 @@ static int bench_layer(const layer *l, int threads, double min_seconds) {
     goto done;
   }
   c.ctx.threads = threads;
-  mb__blas_set_threads(threads);
+  /* As the interpreter does: OpenBLAS on one thread, the pool for all. */
+  mb__blas_set_threads(1);
+  if (threads > 1 && !(c.ctx.pool = mb__threadpool_create(threads)))
+    goto done;
   times = malloc(sizeof(double) * MAX_ITERS);
   if (!times)
     goto done;
@@ -220,6 +223,7 @@ static int bench_layer(const layer *l, int threads, double min_seconds) {
   rc = 0;
 done:
   free(times);
+  mb__threadpool_free(c.ctx.pool);
   case_free(&c);
   return rc;
 }

@@ -19,8 +19,9 @@ typedef struct op_case {
   size_t scratch_size[MB_OP_SCRATCH_SLOTS];
 } op_case;
 
-/* ctx->threads of every case_run */
+/* ctx->threads and ctx->pool of every case_run (NULL pool: serial) */
 static int test_threads = 1;
+static mb_threadpool *test_pool;
 
 static const char *const input_names[] = {"i0", "i1", "i2", "i3", "i4",
                                           "i5", "i6", "i7", "i8"};
@@ -68,7 +69,8 @@ static mb_status case_run(op_case *c, int64_t opset, mb_tensor **inputs,
   ctx.n_outputs = n_out;
   ctx.outputs = outputs;
   ctx.threads = test_threads;
-  mb__blas_set_threads(test_threads); /* as the interpreter does */
+  ctx.pool = test_pool;
+  mb__blas_set_threads(1); /* as the interpreter does */
   ctx.err = &c->err;
   ctx.scratch = c->scratch;
   ctx.scratch_size = c->scratch_size;
@@ -392,7 +394,8 @@ TEST(conv_1d_3d) {
 }
 
 TEST(conv_threads) {
-  /* Results must not depend on the thread count (sgemm's, here). */
+  /* Results must not depend on the thread count: sgemm, im2col and the
+   * depthwise kernel (the last case) split over a pool of 3. */
   static const conv_cfg cases[] = {
       {2,
        2,
@@ -434,8 +437,12 @@ TEST(conv_threads) {
   };
   int rc = 0;
   test_threads = 3;
+  test_pool = mb__threadpool_create(test_threads);
+  ASSERT(test_pool != NULL);
   for (size_t i = 0; i < MB_ARRAY_COUNT(cases) && !rc; i++)
     rc = check_conv(&cases[i], MB_DTYPE_FLOAT);
+  mb__threadpool_free(test_pool);
+  test_pool = NULL;
   test_threads = 1;
   ASSERT_EQ(rc, 0);
   return 0;

@@ -113,6 +113,27 @@ void *mb__arena_alloc(mb_arena *arena, size_t bytes);
 char *mb__arena_strdup(mb_arena *arena, const char *s);
 char *mb__arena_strndup(mb_arena *arena, const char *s, size_t n);
 
+/* ---- thread pool (threadpool.c) ---- */
+/* A pool of persistent worker threads for data-parallel kernel loops. One
+ * owner (a session) uses it from one thread at a time. */
+typedef struct mb_threadpool mb_threadpool;
+/* A pool running jobs on `threads` threads: the caller plus threads - 1
+ * workers (none when threads <= 1). Starting fewer workers than asked is
+ * not an error (see mb__threadpool_threads). NULL on OOM. */
+mb_threadpool *mb__threadpool_create(int threads);
+/* Stops and joins the workers. NULL is a no-op. */
+void mb__threadpool_free(mb_threadpool *pool);
+/* Threads a job runs on, the caller included; 1 for NULL. */
+int mb__threadpool_threads(const mb_threadpool *pool);
+/* Calls fn(ctx, begin, end) over contiguous chunks that cover [0, n)
+ * exactly once, at most one chunk per thread, the calling thread running
+ * the first, and returns when all are done. Runs fn(ctx, 0, n) inline when
+ * pool is NULL, has no workers, n is 1, or a job is already running (a
+ * nested call from inside fn). fn must not fail: it has no way to report. */
+void mb__parallel_for(mb_threadpool *pool, int64_t n,
+                      void (*fn)(void *ctx, int64_t begin, int64_t end),
+                      void *ctx);
+
 /* ---- sha256 ---- */
 typedef struct mb_sha256 {
   uint32_t state[8];

@@ -12,8 +12,14 @@
  * The bias is written into the output first and the sgemm accumulates onto
  * it (beta = 1), so it costs no separate pass.
  *
+ * sgemm, im2col and the depthwise kernel run on the session's thread pool.
+ * im2col and the depthwise kernel compute each element on one thread
+ * exactly as on one, so only sgemm's rounding varies with the thread count
+ * (see blas.c).
+ *
  * Scratch slots: 0 input, 1 weights, 2 output (float views of non-float32
- * tensors), 3 bias followed by the im2col / padded-plane workspace. */
+ * tensors), 3 bias followed by the im2col workspace or the padded-plane
+ * buffers (one per thread). */
 #include "ops/op.h"
 
 #include <math.h>
@@ -471,35 +477,52 @@ static void im2col_plane_2d(const conv_geom *g, const float *x,
 /* Output rows [r0, r1) (indices over all spatial dims but the last) of the
  * im2col matrix of one group's Cg input planes: col [Cg*K, (r1-r0)*out_w],
  * one row per (channel, kernel offset), one column per output position.
+ * Only matrix rows [j0, j1) are written, so threads can split the rows.
  * Elements move as opaque 4-byte values, so the integer convolutions use it
  * on int32 data too. */
-static void im2col(const conv_geom *g, const float *x, int64_t r0, int64_t r1,
-                   float *col) {
+static void im2col_rows(const conv_geom *g, const float *x, int64_t r0,
+                        int64_t r1, int64_t j0, int64_t j1, float *col) {
   int last = g->nsp - 1;
   int64_t ow_n = g->out[last], w_n = g->in[last], s = g->stride[last];
   int64_t cols = (r1 - r0) * ow_n;
   int64_t kk[CONV_MAX_SPATIAL];
-  for (int64_t c = 0; c < g->c_in_group; c++) {
+  for (int64_t j = j0; j < j1; j++) {
+    int64_t c = j / g->kernel_size, k = j % g->kernel_size;
     const float *xc = x + c * g->in_size;
-    for (int64_t k = 0; k < g->kernel_size; k++) {
-      float *dst = col + (c * g->kernel_size + k) * cols;
-      kernel_offsets(g, k, kk);
-      if (g->nsp == 2) {
-        im2col_plane_2d(g, xc, kk, r0, r1, dst);
-        continue;
-      }
-      int64_t off = kk[last] * g->dilation[last] - g->pad_begin[last];
-      int64_t lo, hi;
-      valid_range(off, s, w_n, ow_n, &lo, &hi);
-      for (int64_t r = r0; r < r1; r++, dst += ow_n) {
-        int64_t in_row = input_row(g, r, kk);
-        if (in_row < 0)
-          memset(dst, 0, sizeof(float) * (size_t)ow_n);
-        else
-          copy_row(dst, xc + in_row * w_n, off, ow_n, lo, hi, s);
-      }
+    float *dst = col + j * cols;
+    kernel_offsets(g, k, kk);
+    if (g->nsp == 2) {
+      im2col_plane_2d(g, xc, kk, r0, r1, dst);
+      continue;
+    }
+    int64_t off = kk[last] * g->dilation[last] - g->pad_begin[last];
+    int64_t lo, hi;
+    valid_range(off, s, w_n, ow_n, &lo, &hi);
+    for (int64_t r = r0; r < r1; r++, dst += ow_n) {
+      int64_t in_row = input_row(g, r, kk);
+      if (in_row < 0)
+        memset(dst, 0, sizeof(float) * (size_t)ow_n);
+      else
+        copy_row(dst, xc + in_row * w_n, off, ow_n, lo, hi, s);
     }
   }
+}
+
+static void im2col(const conv_geom *g, const float *x, int64_t r0, int64_t r1,
+                   float *col) {
+  im2col_rows(g, x, r0, r1, 0, g->c_in_group * g->kernel_size, col);
+}
+
+typedef struct im2col_job {
+  const conv_geom *g;
+  const float *x;
+  int64_t r0, r1;
+  float *col;
+} im2col_job;
+
+static void im2col_task(void *arg, int64_t j0, int64_t j1) {
+  const im2col_job *job = arg;
+  im2col_rows(job->g, job->x, job->r0, job->r1, j0, j1, job->col);
 }
 
 /* For ConvTranspose: scatter-adds col [Mg*K, in_size] (one row per output
@@ -792,6 +815,11 @@ static mb_status conv_infer(mb_op_ctx *ctx) {
   if ((status = conv_geom_init(ctx, x, w, &g)) ||
       (status = check_float_inputs(ctx, x, w, b, g.c_out)))
     return status;
+  /* Padding can give an empty input a non-empty output: every window would
+   * read only padding, which no exporter produces; refuse it plainly. */
+  if ((x->numel == 0 || w->numel == 0) && g.batch * g.c_out * g.out_size > 0)
+    return mb__op_error(ctx, MB_STATUS_SHAPE,
+                        "empty input or weights for a non-empty output");
   return geom_set_output(ctx, &g, x->dtype);
 }
 
@@ -858,13 +886,12 @@ static bool is_pointwise(const conv_geom *g) {
   return true;
 }
 
-/* Depthwise convs run no sgemm and so stay on one thread: starting threads
- * per call measured 60-270 us each on a busy 2-vCPU VM, more than a whole
- * MobileNetV2 depthwise layer takes. Splitting planes over a session-owned
- * thread pool would pay off. */
+/* Planes [i0, i1) of the batch * channels input planes of a depthwise
+ * conv. plane_buf: the padded-plane buffer, NULL for a direct plan. */
 static void conv_depthwise(const conv_geom *g, const dw_plan *p,
-                           const float_views *v, float *plane_buf) {
-  for (int64_t i = 0; i < g->batch * g->c_in; i++) {
+                           const float_views *v, float *plane_buf, int64_t i0,
+                           int64_t i1) {
+  for (int64_t i = i0; i < i1; i++) {
     int64_t n = i / g->c_in, c = i % g->c_in;
     const float *plane = v->x + i * g->in_size;
     if (!p->direct) {
@@ -879,7 +906,34 @@ static void conv_depthwise(const conv_geom *g, const dw_plan *p,
   }
 }
 
-static void conv_gemm(const conv_geom *g, const float_views *v, float *col) {
+/* Depthwise convs run no sgemm, so their planes are split over the pool:
+ * task t of `tasks` (one per thread) runs an equal share of the planes with
+ * its own padded-plane buffer. */
+typedef struct dw_job {
+  const conv_geom *g;
+  const dw_plan *p;
+  const float_views *v;
+  float *bufs; /* tasks buffers of buf_floats, or NULL */
+  int64_t buf_floats, tasks;
+} dw_job;
+
+/* Floats per task's padded-plane buffer: whole cache lines, so that the
+ * threads never write the same line. */
+static int64_t dw_buf_floats(const dw_plan *p) {
+  return ((int64_t)dw_plane_floats(p) + 15) / 16 * 16;
+}
+
+static void dw_task(void *arg, int64_t t0, int64_t t1) {
+  const dw_job *j = arg;
+  int64_t planes = j->g->batch * j->g->c_in;
+  for (int64_t t = t0; t < t1; t++)
+    conv_depthwise(j->g, j->p, j->v,
+                   j->bufs ? j->bufs + t * j->buf_floats : NULL,
+                   planes * t / j->tasks, planes * (t + 1) / j->tasks);
+}
+
+static void conv_gemm(const conv_geom *g, const float_views *v, float *col,
+                      mb_threadpool *pool) {
   int64_t k = g->c_in_group * g->kernel_size;
   int64_t ow_n = g->out[g->nsp - 1], rows = g->out_size / MB_MAX(ow_n, 1);
   int64_t band = col ? im2col_band_rows(g) : rows;
@@ -895,10 +949,13 @@ static void conv_gemm(const conv_geom *g, const float_views *v, float *col) {
         int64_t r1 = MB_MIN(rows, r0 + band), cols = (r1 - r0) * ow_n;
         const float *rhs = x; /* pointwise: the input is the matrix */
         if (col) {
-          im2col(g, x, r0, r1, col);
+          /* Every im2col matrix row is an independent copy. */
+          im2col_job job = {g, x, r0, r1, col};
+          mb__parallel_for(cols * k >= MB_OP_PARALLEL_MIN_WORK ? pool : NULL, k,
+                           im2col_task, &job);
           rhs = col;
         }
-        mb__sgemm(false, false, g->c_out_group, cols, k, 1.0f, w, k, rhs,
+        mb__sgemm(pool, false, false, g->c_out_group, cols, k, 1.0f, w, k, rhs,
                   col ? cols : g->out_size, b ? 1.0f : 0.0f, y + r0 * ow_n,
                   g->out_size);
       }
@@ -920,9 +977,14 @@ static mb_status conv_run(mb_op_ctx *ctx) {
   if (y->numel == 0)
     return MB_STATUS_OK;
   bool depthwise = dw_eligible(&g), pointwise = is_pointwise(&g);
+  mb_threadpool *dw_pool = NULL;
+  int64_t dw_tasks = 1;
   if (depthwise) {
     dw_plan_init(&g, &plan);
-    work = dw_plane_floats(&plan) * sizeof(float);
+    dw_pool = mb__op_pool(ctx, y->numel * g.kernel_size);
+    dw_tasks =
+        MB_MIN((int64_t)mb__threadpool_threads(dw_pool), g.batch * g.c_in);
+    work = (size_t)(dw_tasks * dw_buf_floats(&plan)) * sizeof(float);
   } else if (!pointwise &&
              (status = im2col_bytes(
                   ctx, &g, im2col_band_rows(&g) * g.out[g.nsp - 1], &work))) {
@@ -932,10 +994,12 @@ static mb_status conv_run(mb_op_ctx *ctx) {
     return status;
   float *workspace =
       work ? (float *)((char *)ctx->scratch[3] + v.work_offset) : NULL;
-  if (depthwise)
-    conv_depthwise(&g, &plan, &v, workspace);
-  else
-    conv_gemm(&g, &v, workspace);
+  if (depthwise) {
+    dw_job job = {&g, &plan, &v, workspace, dw_buf_floats(&plan), dw_tasks};
+    mb__parallel_for(dw_pool, dw_tasks, dw_task, &job);
+  } else {
+    conv_gemm(&g, &v, workspace, ctx->pool);
+  }
   mb__op_store_f32(y, v.y);
   return MB_STATUS_OK;
 }
@@ -987,8 +1051,8 @@ static mb_status convt_run(mb_op_ctx *ctx) {
       fill_bias(yg, v.b ? v.b + grp * g.c_out_group : NULL, g.c_out_group,
                 g.out_size);
       /* col = W_g^T [Mg*K, Cg] x X_g [Cg, in_size] */
-      mb__sgemm(true, false, rows, g.in_size, g.c_in_group, 1.0f, wg, rows, xg,
-                g.in_size, 0.0f, col, g.in_size);
+      mb__sgemm(ctx->pool, true, false, rows, g.in_size, g.c_in_group, 1.0f, wg,
+                rows, xg, g.in_size, 0.0f, col, g.in_size);
       col2im_f32(&g, col, yg);
     }
   }

@@ -109,6 +109,20 @@ static void ew_loop_init(ew_loop *l, int rank, const int64_t *dims, int n_in,
   }
 }
 
+/* Same-shape (single-row) loops of at least this many elements are split
+ * over the session's threads. They are memory-bound and fast, so below it
+ * waking the pool costs about what it saves. */
+#define EW_PARALLEL_MIN ((int64_t)1 << 16)
+/* Threads split a row at multiples of this many elements: a multiple of
+ * every vector width and alignment, so each element takes the same path
+ * through a kernel (vector body or scalar tail) as in a serial run and the
+ * results do not depend on the thread count. */
+#define EW_PARALLEL_BLOCK ((int64_t)4096)
+
+static int64_t ew_blocks(int64_t n) {
+  return (n + EW_PARALLEL_BLOCK - 1) / EW_PARALLEL_BLOCK;
+}
+
 /* One row of the loop nest: operand element offsets, output offset, length
  * and the operands' innermost strides (0 or 1). */
 typedef void (*ew_row_fn)(void *user, const int64_t *in_off, int64_t out_off,
@@ -626,17 +640,38 @@ static void ew_binary_row(void *user, const int64_t *off, int64_t out_off,
         inner[1], j->o + (size_t)out_off * j->eo, n);
 }
 
-/* o = fn(a, b) over the output shape; strides are per operand. */
-static void ew_binary_apply(ew_binary_fn fn, const void *a, size_t ea,
-                            const int64_t *sa, const void *b, size_t eb,
-                            const int64_t *sb, void *o, size_t eo, int rank,
-                            const int64_t *dims) {
+/* A single row split over the session's threads (see EW_PARALLEL_BLOCK). */
+typedef struct ew_binary_split {
+  ew_binary_job *job;
+  int64_t n, inner[2];
+} ew_binary_split;
+
+static void ew_binary_task(void *arg, int64_t b0, int64_t b1) {
+  const ew_binary_split *sp = arg;
+  int64_t begin = b0 * EW_PARALLEL_BLOCK;
+  int64_t end = MB_MIN(sp->n, b1 * EW_PARALLEL_BLOCK);
+  int64_t off[2] = {begin * sp->inner[0], begin * sp->inner[1]};
+  ew_binary_row(sp->job, off, begin, end - begin, sp->inner);
+}
+
+/* o = fn(a, b) over the output shape; strides are per operand. pool: the
+ * session's threads or NULL; only a single-row loop (same-shape or scalar
+ * operands) is split. */
+static void ew_binary_apply(mb_threadpool *pool, ew_binary_fn fn, const void *a,
+                            size_t ea, const int64_t *sa, const void *b,
+                            size_t eb, const int64_t *sb, void *o, size_t eo,
+                            int rank, const int64_t *dims) {
   int64_t strides[EW_MAX_IN][MB_MAX_RANK];
   memcpy(strides[0], sa, sizeof(int64_t) * (size_t)rank);
   memcpy(strides[1], sb, sizeof(int64_t) * (size_t)rank);
   ew_loop l;
   ew_loop_init(&l, rank, dims, 2, strides);
   ew_binary_job j = {fn, a, b, ea, eb, o, eo};
+  if (pool && l.rank == 1 && l.dims[0] >= EW_PARALLEL_MIN) {
+    ew_binary_split sp = {&j, l.dims[0], {l.strides[0][0], l.strides[1][0]}};
+    mb__parallel_for(pool, ew_blocks(l.dims[0]), ew_binary_task, &sp);
+    return;
+  }
   ew_loop_run(&l, ew_binary_row, &j);
 }
 
@@ -751,7 +786,8 @@ static mb_status ew_binary_exec(mb_op_ctx *ctx, ew_binary_fn fn, bool to_bool,
   int64_t sa[MB_MAX_RANK], sb[MB_MAX_RANK];
   mb__broadcast_strides(a, out->rank, out->dims, sa);
   mb__broadcast_strides(b, out->rank, out->dims, sb);
-  ew_binary_apply(fn, pa, es, sa, pb, es, sb, po, eo, out->rank, out->dims);
+  ew_binary_apply(ctx->pool, fn, pa, es, sa, pb, es, sb, po, eo, out->rank,
+                  out->dims);
   if (half && !to_bool)
     mb__op_store_f32(out, po);
   return MB_STATUS_OK;
@@ -891,8 +927,8 @@ static mb_status ew_pow_run_impl(mb_op_ctx *ctx, bool legacy) {
   int64_t sa[MB_MAX_RANK], sb[MB_MAX_RANK];
   mb__broadcast_strides(a, out->rank, out->dims, sa);
   mb__broadcast_strides(b, out->rank, out->dims, sb);
-  ew_binary_apply(ints ? ew_Pow_i64 : ew_Pow_f64, pa, 8, sa, pb, 8, sb, po, 8,
-                  out->rank, out->dims);
+  ew_binary_apply(NULL, ints ? ew_Pow_i64 : ew_Pow_f64, pa, 8, sa, pb, 8, sb,
+                  po, 8, out->rank, out->dims);
   if (po != out->data)
     ew_convert(wide, po, out->dtype, out->data, out->numel);
   return MB_STATUS_OK;
@@ -1218,6 +1254,36 @@ static mb_status ew_scratch_failed(mb_op_ctx *ctx) {
                                       : MB_STATUS_OUT_OF_MEMORY;
 }
 
+typedef struct ew_unary_job {
+  ew_unary_fn fn;
+  const char *x;
+  char *y;
+  size_t ex, ey; /* element sizes */
+  int64_t n;
+  const ew_params *p;
+} ew_unary_job;
+
+static void ew_unary_task(void *arg, int64_t b0, int64_t b1) {
+  const ew_unary_job *j = arg;
+  int64_t begin = b0 * EW_PARALLEL_BLOCK;
+  int64_t end = MB_MIN(j->n, b1 * EW_PARALLEL_BLOCK);
+  j->fn(j->x + (size_t)begin * j->ex, j->y + (size_t)begin * j->ey, end - begin,
+        j->p);
+}
+
+/* y = fn(x) over n elements, split over the session's threads when large
+ * (see EW_PARALLEL_MIN). */
+static void ew_unary_apply(mb_op_ctx *ctx, ew_unary_fn fn, const void *x,
+                           size_t ex, void *y, size_t ey, int64_t n,
+                           const ew_params *p) {
+  if (!ctx->pool || n < EW_PARALLEL_MIN) {
+    fn(x, y, n, p);
+    return;
+  }
+  ew_unary_job j = {fn, x, y, ex, ey, n, p};
+  mb__parallel_for(ctx->pool, ew_blocks(n), ew_unary_task, &j);
+}
+
 /* Applies a unary kernel, converting half types through float32. */
 static mb_status ew_unary_exec(mb_op_ctx *ctx, ew_unary_fn fn, bool to_bool,
                                const ew_params *p, const mb_tensor *x,
@@ -1225,14 +1291,17 @@ static mb_status ew_unary_exec(mb_op_ctx *ctx, ew_unary_fn fn, bool to_bool,
   if (y->numel == 0)
     return MB_STATUS_OK;
   if (!ew_is_half(x->dtype)) {
-    fn(x->data, y->data, x->numel, p);
+    ew_unary_apply(ctx, fn, x->data, mb_dtype_size(x->dtype), y->data,
+                   mb_dtype_size(y->dtype), x->numel, p);
     return MB_STATUS_OK;
   }
   const float *xf = mb__op_as_f32(ctx, x, 0);
   void *yf = to_bool ? y->data : (void *)mb__op_f32_dest(ctx, y, 1);
   if (!xf || !yf)
     return ew_scratch_failed(ctx);
-  fn(xf, yf, x->numel, p);
+  ew_unary_apply(ctx, fn, xf, sizeof(float), yf,
+                 to_bool ? mb_dtype_size(y->dtype) : sizeof(float), x->numel,
+                 p);
   if (!to_bool)
     mb__op_store_f32(y, yf);
   return MB_STATUS_OK;
@@ -1409,11 +1478,11 @@ static mb_status ew_variadic_run(mb_op_ctx *ctx, const ew_binary *op,
       return ew_scratch_failed(ctx);
     mb__broadcast_strides(in[k], out->rank, out->dims, s_in);
     if (k == 1)
-      ew_binary_apply(op->fn[kind], first, es, s_first, src, es, s_in, acc, es,
-                      out->rank, out->dims);
+      ew_binary_apply(NULL, op->fn[kind], first, es, s_first, src, es, s_in,
+                      acc, es, out->rank, out->dims);
     else
-      ew_binary_apply(op->fn[kind], acc, es, s_acc, src, es, s_in, acc, es,
-                      out->rank, out->dims);
+      ew_binary_apply(NULL, op->fn[kind], acc, es, s_acc, src, es, s_in, acc,
+                      es, out->rank, out->dims);
   }
   if (mean && kind == EW_F64) {
     double *d = acc;

@@ -207,14 +207,14 @@ static mb_status matmul_run(mb_op_ctx *ctx) {
   int64_t a_mat = g.m * g.k, b_mat = g.k * g.n, y_mat = g.m * g.n;
   if (g.b_batch == 1 && g.a_batch == g.batch) {
     /* B is one matrix and A a contiguous stack: fold the batch into M. */
-    mb__sgemm(false, false, g.batch * g.m, g.n, g.k, 1.0f, a, g.k, b, g.n, 0.0f,
-              y, g.n);
+    mb__sgemm(ctx->pool, false, false, g.batch * g.m, g.n, g.k, 1.0f, a, g.k, b,
+              g.n, 0.0f, y, g.n);
   } else {
     for (int64_t i = 0; i < g.batch; i++) {
       int64_t ao, bo;
       batch_offsets(&g, i, &ao, &bo);
-      mb__sgemm(false, false, g.m, g.n, g.k, 1.0f, a + ao * a_mat, g.k,
-                b + bo * b_mat, g.n, 0.0f, y + i * y_mat, g.n);
+      mb__sgemm(ctx->pool, false, false, g.m, g.n, g.k, 1.0f, a + ao * a_mat,
+                g.k, b + bo * b_mat, g.n, 0.0f, y + i * y_mat, g.n);
     }
   }
   mb__op_store_f32(yt, y);
@@ -308,8 +308,8 @@ static mb_status gemm_run(mb_op_ctx *ctx) {
       for (int64_t j = 0; j < g.n; j++)
         y[i * g.n + j] = g.beta * c[i * rs + j * cs];
   }
-  mb__sgemm(g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, a, at->dims[1], b,
-            bt->dims[1], use_c ? 1.0f : 0.0f, y, g.n);
+  mb__sgemm(ctx->pool, g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, a,
+            at->dims[1], b, bt->dims[1], use_c ? 1.0f : 0.0f, y, g.n);
   mb__op_store_f32(yt, y);
   return MB_STATUS_OK;
 }

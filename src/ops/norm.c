@@ -452,6 +452,34 @@ static void nm_bn_batch_stats(const nm_io *io, const nm_bn *bn, double *mean,
   }
 }
 
+/* Planes [begin, end) of the N x C planes: y = a * x + b with the plane's
+ * channel's a and b. Planes are independent, so the session's threads
+ * split them. */
+typedef struct nm_bn_job {
+  const nm_bn *bn;
+  const nm_io *io;
+  const double *a, *b;
+} nm_bn_job;
+
+static void nm_bn_task(void *arg, int64_t begin, int64_t end) {
+  const nm_bn_job *j = arg;
+  const nm_bn *bn = j->bn;
+  const nm_io *io = j->io;
+  for (int64_t plane = begin; plane < end; plane++) {
+    int64_t c = plane % bn->c, off = plane * bn->spatial;
+    if (!bn->per_element)
+      nm_affine(io, off, bn->spatial, j->a[c], j->b[c]);
+    else if (io->f64)
+      nm_affine_vec_f64((const double *)io->x + off, (double *)io->y + off,
+                        bn->spatial, j->a + c * bn->spatial,
+                        j->b + c * bn->spatial);
+    else
+      nm_affine_vec_f32((const float *)io->x + off, (float *)io->y + off,
+                        bn->spatial, j->a + c * bn->spatial,
+                        j->b + c * bn->spatial);
+  }
+}
+
 static mb_status nm_bn_run(mb_op_ctx *ctx) {
   nm_bn bn;
   mb_status st = nm_bn_prepare(ctx, &bn);
@@ -492,18 +520,8 @@ static mb_status nm_bn_run(mb_op_ctx *ctx) {
     b[i] = bias[i] - use_mean[i] * a[i];
   }
   if (y && y->numel > 0) {
-    for (int64_t n = 0; n < bn.n; n++)
-      for (int64_t c = 0; c < bn.c; c++) {
-        int64_t off = (n * bn.c + c) * bn.spatial;
-        if (!bn.per_element)
-          nm_affine(&io, off, bn.spatial, a[c], b[c]);
-        else if (io.f64)
-          nm_affine_vec_f64((const double *)io.x + off, (double *)io.y + off,
-                            bn.spatial, a + c * bn.spatial, b + c * bn.spatial);
-        else
-          nm_affine_vec_f32((const float *)io.x + off, (float *)io.y + off,
-                            bn.spatial, a + c * bn.spatial, b + c * bn.spatial);
-      }
+    nm_bn_job job = {&bn, &io, a, b};
+    mb__parallel_for(mb__op_pool(ctx, y->numel), bn.n * bn.c, nm_bn_task, &job);
     nm_end(y, &io);
   }
   /* Running statistics: momentum-weighted updates in training mode, the

@@ -53,6 +53,10 @@ struct mb_op_ctx {
   int n_outputs;
   mb_tensor *const *outputs; /* n_outputs entries, NULL when omitted */
   int threads;               /* >= 1 */
+  /* Workers for the loops that sgemm does not cover, owned by the session
+   * and used only outside sgemm calls (OpenBLAS has its own threads). NULL
+   * means serial; kernels must work with it (tests build ctx by hand). */
+  struct mb_threadpool *pool;
   mb_error *err;
   /* Reusable scratch memory owned by the session (see mb__op_scratch). */
   void **scratch;
@@ -63,6 +67,17 @@ struct mb_op_ctx {
  * slot `slot` (0..MB_OP_SCRATCH_SLOTS-1), valid until the next call with the
  * same slot. NULL on OOM (ctx->err set). Different slots never alias. */
 void *mb__op_scratch(mb_op_ctx *ctx, int slot, size_t bytes);
+
+/* Work (in elements touched) below which a kernel loop stays serial:
+ * publishing a job and waiting for it costs a few microseconds, about what
+ * copying this many floats takes. */
+#define MB_OP_PARALLEL_MIN_WORK ((int64_t)1 << 14)
+
+/* ctx->pool when `work` is worth splitting, else NULL (serial). */
+static inline struct mb_threadpool *mb__op_pool(const mb_op_ctx *ctx,
+                                                int64_t work) {
+  return work >= MB_OP_PARALLEL_MIN_WORK ? ctx->pool : NULL;
+}
 
 /* Error with the node's op type and name prepended:
  * "Conv 'conv1': kernel_shape has 3 entries for a 4-D input". */
@@ -144,12 +159,17 @@ void mb__copy_strided(void *dst, const void *src, size_t esize, int rank,
 void mb__transpose(void *dst, const void *src, size_t esize, int rank,
                    const int64_t *dims, const int *perm);
 
-/* ---- BLAS (OpenBLAS), threads set per session ---- */
+/* ---- BLAS (OpenBLAS) ---- */
+/* OpenBLAS's own thread count; the interpreter keeps it at 1 and passes
+ * its pool to mb__sgemm instead (see blas.c). */
 void mb__blas_set_threads(int threads);
-/* C[MxN] = alpha * op(A)[MxK] * op(B)[KxN] + beta * C, row-major. */
-void mb__sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-               float alpha, const float *a, int64_t lda, const float *b,
-               int64_t ldb, float beta, float *c, int64_t ldc);
+/* C[MxN] = alpha * op(A)[MxK] * op(B)[KxN] + beta * C, row-major. pool
+ * (NULL: the calling thread only) splits large products by rows or columns
+ * of C; rounding then varies with the thread count (see blas.c). */
+void mb__sgemm(struct mb_threadpool *pool, bool trans_a, bool trans_b,
+               int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+               int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+               int64_t ldc);
 
 /* ---- family tables, one line per family file (see registry.c) ---- */
 #define MB_OP_FAMILY_LIST(X)                                                   \

@@ -419,6 +419,35 @@ static mb_status pool_infer(mb_op_ctx *ctx, pool_kind kind) {
   return MB_STATUS_OK;
 }
 
+/* Planes [begin, end) of a windowed pool; planes are independent, so the
+ * session's threads split them. */
+typedef struct pool_job {
+  const pool_geom *g;
+  pool_kind kind;
+  const float *x;
+  float *y;
+  int64_t *indices; /* NULL unless MaxPool's Indices output is used */
+} pool_job;
+
+static void pool_task(void *arg, int64_t begin, int64_t end) {
+  const pool_job *j = arg;
+  const pool_geom *g = j->g;
+  for (int64_t plane = begin; plane < end; plane++) {
+    const float *xp = j->x + plane * g->in_size;
+    float *yp = j->y + plane * g->out_size;
+    int64_t *ip = j->indices ? j->indices + plane * g->out_size : NULL;
+    if (g->nsp <= 2 && j->kind == POOL_MAX && !ip)
+      max_plane_2d(g, xp, yp);
+    else if (g->nsp <= 2)
+      pool_plane_2d(g, j->kind, xp, yp, ip);
+    else
+      pool_plane_nd(g, j->kind, xp, yp, ip);
+    if (ip) /* Indices are flat over the whole N x C x spatial input. */
+      for (int64_t i = 0; i < g->out_size; i++)
+        ip[i] += plane * g->in_size;
+  }
+}
+
 static mb_status pool_run(mb_op_ctx *ctx, pool_kind kind) {
   pool_geom g;
   const mb_tensor *xt = ctx->inputs[0];
@@ -433,20 +462,12 @@ static mb_status pool_run(mb_op_ctx *ctx, pool_kind kind) {
   if ((!x && xt->numel) || !y)
     return MB_STATUS_OUT_OF_MEMORY;
   int64_t *indices = it ? it->data : NULL;
-  for (int64_t plane = 0; plane < g.batch * g.channels; plane++) {
-    const float *xp = x + plane * g.in_size;
-    float *yp = y + plane * g.out_size;
-    int64_t *ip = indices ? indices + plane * g.out_size : NULL;
-    if (g.nsp <= 2 && kind == POOL_MAX && !ip)
-      max_plane_2d(&g, xp, yp);
-    else if (g.nsp <= 2)
-      pool_plane_2d(&g, kind, xp, yp, ip);
-    else
-      pool_plane_nd(&g, kind, xp, yp, ip);
-    if (ip) /* Indices are flat over the whole N x C x spatial input. */
-      for (int64_t i = 0; i < g.out_size; i++)
-        ip[i] += plane * g.in_size;
-  }
+  int64_t window = 1;
+  for (int d = 0; d < g.nsp; d++)
+    window *= g.kernel[d];
+  pool_job job = {&g, kind, x, y, indices};
+  mb__parallel_for(mb__op_pool(ctx, yt->numel * window), g.batch * g.channels,
+                   pool_task, &job);
   mb__op_store_f32(yt, y);
   return MB_STATUS_OK;
 }

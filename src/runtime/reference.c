@@ -11,6 +11,8 @@ struct mb_session {
   const mb_model *model;
   const mb_graph *graph;
   int threads;
+  /* Workers of the kernels, sgemm included (NULL at 1 thread). */
+  mb_threadpool *pool;
   const mb_op_def **defs; /* per node */
   int64_t *opsets;        /* per node */
   mb_tensor *values;      /* per graph value: storage or a borrowed view */
@@ -87,6 +89,11 @@ mb_status mb_session_create(const mb_model *model,
     if (status)
       goto fail;
   }
+  if (s->threads > 1 && !(s->pool = mb__threadpool_create(s->threads))) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                       "cannot create a pool of %d threads", s->threads);
+    goto fail;
+  }
   for (int v = 0; v < g->n_values; v++)
     if (g->values[v].initializer)
       tensor_view(&s->values[v], g->values[v].initializer);
@@ -116,6 +123,7 @@ void mb_session_free(mb_session *s) {
       mb__tensor_clear(&s->values[v]);
   for (int i = 0; i < MB_OP_SCRATCH_SLOTS; i++)
     mb__aligned_free(s->scratch[i]);
+  mb__threadpool_free(s->pool);
   free(s->defs);
   free(s->opsets);
   free(s->values);
@@ -173,6 +181,7 @@ static void make_ctx(mb_session *s, int i, mb_error *err, mb_op_ctx *ctx) {
   ctx->n_outputs = n->n_outputs;
   ctx->outputs = &s->io_ptrs[s->io_start[i] + n->n_inputs];
   ctx->threads = s->threads;
+  ctx->pool = s->pool;
   ctx->err = err;
   ctx->scratch = s->scratch;
   ctx->scratch_size = s->scratch_size;
@@ -223,7 +232,8 @@ mb_status mb__session_run_keep(mb_session *s, const mb_tensor *const *inputs,
       return status;
     tensor_view(&s->values[g->inputs[i]], inputs[i]);
   }
-  mb__blas_set_threads(s->threads);
+  /* sgemm runs on the session's pool (see blas.c). */
+  mb__blas_set_threads(1);
   for (int i = 0; i < g->n_nodes; i++) {
     mb_op_ctx ctx;
     make_ctx(s, i, err, &ctx);
