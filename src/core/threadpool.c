@@ -1,13 +1,15 @@
-/* A persistent thread pool for the operator kernels that sgemm does not
- * cover (depthwise conv, im2col, pooling, normalisation, elementwise).
+/* A persistent thread pool, owned by a reference-interpreter session, that
+ * runs both the operator kernels (depthwise conv, im2col, pooling,
+ * normalisation, elementwise) and sgemm (split into single-threaded cblas
+ * calls; OpenBLAS's own threads busy-wait after each call and would hold
+ * the cores the kernels need).
  *
  * Creating threads per call cost 60-270 us on a busy 2-vCPU VM, more than a
  * depthwise layer takes, so the workers live as long as the pool. A job is
  * published by bumping a generation counter; workers spin on it for a short
  * while (back-to-back kernels then start within a microsecond or so) and
- * only then sleep on a condition variable, so that an idle pool does not
- * steal cores from OpenBLAS's own threads during an sgemm. Completion is a
- * countdown the caller waits on the same way.
+ * only then sleep on a condition variable, so an idle session gives its
+ * cores back. Completion is a countdown the caller waits on the same way.
  *
  * The spin-then-sleep handshakes are Dekker-style: the sleeper announces
  * itself (sleeping / caller_waiting) and then re-checks the condition, the
