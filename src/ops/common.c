@@ -197,3 +197,23 @@ void mb__op_store_f32(mb_tensor *out, const float *src) {
   for (int64_t i = 0; i < out->numel; i++)
     mb__tensor_set_f64(out, i, src[i]);
 }
+
+mb_status mb__op_check_zero_point(mb_op_ctx *ctx, const mb_tensor *zp,
+                                  mb_dtype dtype, int64_t count,
+                                  const char *what) {
+  if (!zp)
+    return MB_STATUS_OK;
+  if (zp->dtype != dtype)
+    return mb__op_error(ctx, MB_STATUS_SHAPE,
+                        "%s has type %s, expected %s like its tensor", what,
+                        mb_dtype_name(zp->dtype), mb_dtype_name(dtype));
+  if (zp->numel != 1 && (count <= 0 || zp->numel != count)) {
+    if (count > 0)
+      return mb__op_error(ctx, MB_STATUS_SHAPE,
+                          "%s has %lld values, expected 1 or %lld", what,
+                          (long long)zp->numel, (long long)count);
+    return mb__op_error(ctx, MB_STATUS_SHAPE, "%s has %lld values, expected 1",
+                        what, (long long)zp->numel);
+  }
+  return MB_STATUS_OK;
+}

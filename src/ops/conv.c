@@ -1068,38 +1068,10 @@ static mb_status convt_run(mb_op_ctx *ctx) {
  * QLinearConv then requantises. Integer models are rare in benchmarks, so
  * this path favours simplicity: widen to int32, im2col, plain loops. */
 
-static bool is_8bit(mb_dtype dt) {
-  return dt == MB_DTYPE_UINT8 || dt == MB_DTYPE_INT8;
-}
-
-static int32_t get_8bit(const mb_tensor *t, int64_t i) {
-  return t->dtype == MB_DTYPE_UINT8 ? ((const uint8_t *)t->data)[i]
-                                    : ((const int8_t *)t->data)[i];
-}
-
-/* A zero point: absent (0), a scalar, or (when per_channel > 0) one value
- * per output channel. */
-static mb_status check_zero_point(mb_op_ctx *ctx, const mb_tensor *zp,
-                                  mb_dtype dtype, int64_t per_channel,
-                                  const char *what) {
-  if (!zp)
-    return MB_STATUS_OK;
-  if (zp->dtype != dtype)
-    return mb__op_error(ctx, MB_STATUS_SHAPE,
-                        "%s has type %s, expected %s like its tensor", what,
-                        mb_dtype_name(zp->dtype), mb_dtype_name(dtype));
-  if (zp->numel != 1 && (per_channel <= 0 || zp->numel != per_channel))
-    return mb__op_error(ctx, MB_STATUS_SHAPE,
-                        "%s has %lld values; expected 1%s", what,
-                        (long long)zp->numel,
-                        per_channel > 0 ? " or one per output channel" : "");
-  return MB_STATUS_OK;
-}
-
 static int32_t zero_point_at(const mb_tensor *zp, int64_t i) {
   if (!zp)
     return 0;
-  return get_8bit(zp, zp->numel == 1 ? 0 : i);
+  return mb__get_8bit(zp, zp->numel == 1 ? 0 : i);
 }
 
 /* Indices of the tensors of an integer convolution among the inputs. */
@@ -1116,14 +1088,14 @@ static mb_status int_conv_check(mb_op_ctx *ctx, const int_conv_layout *l,
   mb_status status = conv_geom_init(ctx, x, w, g);
   if (status)
     return status;
-  if (!is_8bit(x->dtype) || !is_8bit(w->dtype))
+  if (!mb__dtype_is_8bit(x->dtype) || !mb__dtype_is_8bit(w->dtype))
     return mb__op_error(ctx, MB_STATUS_UNSUPPORTED,
                         "types X %s / W %s are not supported (int8/uint8)",
                         mb_dtype_name(x->dtype), mb_dtype_name(w->dtype));
-  if ((status = check_zero_point(ctx, mb__op_input(ctx, l->x_zero), x->dtype, 0,
-                                 "x_zero_point")) ||
-      (status = check_zero_point(ctx, mb__op_input(ctx, l->w_zero), w->dtype,
-                                 g->c_out, "w_zero_point")))
+  if ((status = mb__op_check_zero_point(ctx, mb__op_input(ctx, l->x_zero),
+                                        x->dtype, 0, "x_zero_point")) ||
+      (status = mb__op_check_zero_point(ctx, mb__op_input(ctx, l->w_zero),
+                                        w->dtype, g->c_out, "w_zero_point")))
     return status;
   return MB_STATUS_OK;
 }
@@ -1148,10 +1120,10 @@ static mb_status int_conv_compute(mb_op_ctx *ctx, const int_conv_layout *l,
   int32_t *xi = xw, *wi = xw + x->numel;
   int32_t x0 = zero_point_at(xz, 0);
   for (int64_t i = 0; i < x->numel; i++)
-    xi[i] = get_8bit(x, i) - x0;
+    xi[i] = mb__get_8bit(x, i) - x0;
   int64_t per_oc = w->numel / MB_MAX(g->c_out, 1);
   for (int64_t i = 0; i < w->numel; i++)
-    wi[i] = get_8bit(w, i) - zero_point_at(wz, i / per_oc);
+    wi[i] = mb__get_8bit(w, i) - zero_point_at(wz, i / per_oc);
   int64_t k = g->c_in_group * g->kernel_size;
   for (int64_t n = 0; n < g->batch; n++) {
     for (int64_t grp = 0; grp < g->group; grp++) {
@@ -1206,7 +1178,7 @@ static mb_status qlinear_conv_check(mb_op_ctx *ctx, conv_geom *g) {
     return mb__op_error(ctx, MB_STATUS_SHAPE,
                         "scales must be float32 scalars (w_scale may have "
                         "one value per output channel)");
-  if (!is_8bit(yz->dtype) || yz->numel != 1)
+  if (!mb__dtype_is_8bit(yz->dtype) || yz->numel != 1)
     return mb__op_error(ctx, MB_STATUS_SHAPE,
                         "y_zero_point must be an int8/uint8 scalar");
   if (b && (b->dtype != MB_DTYPE_INT32 || b->numel != g->c_out))
@@ -1240,7 +1212,7 @@ static mb_status qlinear_conv_run(mb_op_ctx *ctx) {
   const mb_tensor *b = mb__op_input(ctx, 8);
   float xs = *(const float *)ctx->inputs[1]->data;
   float ys = *(const float *)ctx->inputs[6]->data;
-  int32_t zero = get_8bit(yz, 0);
+  int32_t zero = mb__get_8bit(yz, 0);
   int32_t lo = y->dtype == MB_DTYPE_UINT8 ? 0 : -128;
   int32_t hi = y->dtype == MB_DTYPE_UINT8 ? 255 : 127;
   for (int64_t n = 0; n < g.batch; n++) {

@@ -318,33 +318,6 @@ static mb_status gemm_run(mb_op_ctx *ctx) {
 /* MatMulInteger and QLinearMatMul                                           */
 /* ------------------------------------------------------------------------ */
 
-static bool is_8bit(mb_dtype dt) {
-  return dt == MB_DTYPE_UINT8 || dt == MB_DTYPE_INT8;
-}
-
-static int32_t get_8bit(const mb_tensor *t, int64_t i) {
-  return t->dtype == MB_DTYPE_UINT8 ? ((const uint8_t *)t->data)[i]
-                                    : ((const int8_t *)t->data)[i];
-}
-
-/* Zero point: absent, scalar, or one per row of A (count m) / column of B
- * (count n). */
-static mb_status check_zero_point(mb_op_ctx *ctx, const mb_tensor *zp,
-                                  mb_dtype dtype, int64_t count,
-                                  const char *what) {
-  if (!zp)
-    return MB_STATUS_OK;
-  if (zp->dtype != dtype)
-    return mb__op_error(ctx, MB_STATUS_SHAPE,
-                        "%s has type %s, expected %s like its operand", what,
-                        mb_dtype_name(zp->dtype), mb_dtype_name(dtype));
-  if (zp->numel != 1 && zp->numel != count)
-    return mb__op_error(ctx, MB_STATUS_SHAPE,
-                        "%s has %lld values, expected 1 or %lld", what,
-                        (long long)zp->numel, (long long)count);
-  return MB_STATUS_OK;
-}
-
 typedef struct int_matmul_layout {
   int a, a_zero, b, b_zero;
 } int_matmul_layout;
@@ -358,14 +331,14 @@ static mb_status int_matmul_check(mb_op_ctx *ctx, const int_matmul_layout *l,
   mb_status status = matmul_geom_init(ctx, a, b, g);
   if (status)
     return status;
-  if (!is_8bit(a->dtype) || !is_8bit(b->dtype))
+  if (!mb__dtype_is_8bit(a->dtype) || !mb__dtype_is_8bit(b->dtype))
     return mb__op_error(ctx, MB_STATUS_UNSUPPORTED,
                         "types A %s / B %s are not supported (int8/uint8)",
                         mb_dtype_name(a->dtype), mb_dtype_name(b->dtype));
-  if ((status = check_zero_point(ctx, mb__op_input(ctx, l->a_zero), a->dtype,
-                                 g->m, "a_zero_point")) ||
-      (status = check_zero_point(ctx, mb__op_input(ctx, l->b_zero), b->dtype,
-                                 g->n, "b_zero_point")))
+  if ((status = mb__op_check_zero_point(ctx, mb__op_input(ctx, l->a_zero),
+                                        a->dtype, g->m, "a_zero_point")) ||
+      (status = mb__op_check_zero_point(ctx, mb__op_input(ctx, l->b_zero),
+                                        b->dtype, g->n, "b_zero_point")))
     return status;
   return MB_STATUS_OK;
 }
@@ -382,11 +355,13 @@ static mb_status int_matmul_compute(mb_op_ctx *ctx, const int_matmul_layout *l,
     return MB_STATUS_OUT_OF_MEMORY;
   for (int64_t i = 0; i < a->numel; i++) {
     int64_t row = (i / MB_MAX(g->k, 1)) % MB_MAX(g->m, 1);
-    ai[i] = get_8bit(a, i) - (az ? get_8bit(az, az->numel == 1 ? 0 : row) : 0);
+    ai[i] = mb__get_8bit(a, i) -
+            (az ? mb__get_8bit(az, az->numel == 1 ? 0 : row) : 0);
   }
   for (int64_t i = 0; i < b->numel; i++) {
     int64_t col = i % MB_MAX(g->n, 1);
-    bi[i] = get_8bit(b, i) - (bz ? get_8bit(bz, bz->numel == 1 ? 0 : col) : 0);
+    bi[i] = mb__get_8bit(b, i) -
+            (bz ? mb__get_8bit(bz, bz->numel == 1 ? 0 : col) : 0);
   }
   for (int64_t bt = 0; bt < g->batch; bt++) {
     int64_t ao, bo;
@@ -440,7 +415,7 @@ static mb_status qlinear_matmul_check(mb_op_ctx *ctx, matmul_geom *g) {
                           (long long)s->numel);
   }
   const mb_tensor *yz = ctx->inputs[7];
-  if (!is_8bit(yz->dtype) || yz->numel != 1)
+  if (!mb__dtype_is_8bit(yz->dtype) || yz->numel != 1)
     return mb__op_error(ctx, MB_STATUS_SHAPE,
                         "y_zero_point must be an int8/uint8 scalar");
   return MB_STATUS_OK;
@@ -469,7 +444,7 @@ static mb_status qlinear_matmul_run(mb_op_ctx *ctx) {
   float scale = *(const float *)ctx->inputs[1]->data *
                 *(const float *)ctx->inputs[4]->data /
                 *(const float *)ctx->inputs[6]->data;
-  int32_t zero = get_8bit(ctx->inputs[7], 0);
+  int32_t zero = mb__get_8bit(ctx->inputs[7], 0);
   float lo = y->dtype == MB_DTYPE_UINT8 ? 0.0f : -128.0f;
   float hi = y->dtype == MB_DTYPE_UINT8 ? 255.0f : 127.0f;
   for (int64_t i = 0; i < y->numel; i++) {

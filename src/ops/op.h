@@ -129,6 +129,22 @@ void mb__broadcast_strides(const mb_tensor *t, int out_rank,
 void mb__contiguous_strides(int rank, const int64_t *dims,
                             int64_t *strides_out);
 
+/* ---- 8-bit integer tensors (ConvInteger, MatMulInteger, QLinear*) ---- */
+static inline bool mb__dtype_is_8bit(mb_dtype dt) {
+  return dt == MB_DTYPE_UINT8 || dt == MB_DTYPE_INT8;
+}
+/* Element i of an int8 or uint8 tensor, widened. */
+static inline int32_t mb__get_8bit(const mb_tensor *t, int64_t i) {
+  return t->dtype == MB_DTYPE_UINT8 ? ((const uint8_t *)t->data)[i]
+                                    : ((const int8_t *)t->data)[i];
+}
+/* Checks a zero point: absent (ok), of `dtype`, and either a scalar or, when
+ * count > 0, `count` values (per output channel, row or column). `what`
+ * names it in the message. */
+mb_status mb__op_check_zero_point(mb_op_ctx *ctx, const mb_tensor *zp,
+                                  mb_dtype dtype, int64_t count,
+                                  const char *what);
+
 /* ---- float views of float-like tensors ---- */
 /* Returns true for FLOAT, FLOAT16, BFLOAT16, DOUBLE. */
 bool mb__dtype_is_float(mb_dtype dt);
