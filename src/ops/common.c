@@ -217,3 +217,27 @@ mb_status mb__op_check_zero_point(mb_op_ctx *ctx, const mb_tensor *zp,
   }
   return MB_STATUS_OK;
 }
+
+mb_status mb__op_attr_ints(mb_op_ctx *ctx, const char *name, int count,
+                           int64_t def, int64_t min_value, int64_t *out) {
+  const int64_t *v;
+  int64_t n = mb__node_attr_ints(ctx->node, name, &v);
+  if (n < 0) {
+    for (int i = 0; i < count; i++)
+      out[i] = def;
+    return MB_STATUS_OK;
+  }
+  if (n != count)
+    return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
+                        "%s has %lld entries, expected %d", name, (long long)n,
+                        count);
+  for (int i = 0; i < count; i++) {
+    if (v[i] < min_value || v[i] > MB_OP_ATTR_MAX)
+      return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
+                          "%s[%d] = %lld is outside [%lld, %lld]", name, i,
+                          (long long)v[i], (long long)min_value,
+                          (long long)MB_OP_ATTR_MAX);
+    out[i] = v[i];
+  }
+  return MB_STATUS_OK;
+}

@@ -92,37 +92,8 @@ static mb_status read_auto_pad(mb_op_ctx *ctx, conv_auto_pad *out) {
                       s);
 }
 
-/* Bound of strides, dilations, pads and group: far beyond any real model,
- * and small enough that the size arithmetic below cannot overflow. */
-#define ATTR_MAX ((int64_t)1 << 24)
 /* Bound of a size given by output_shape (and of any tensor dim). */
 #define SIZE_MAX_DIM ((int64_t)1 << 40)
-
-/* Reads an INTS attribute with `count` entries (or fills `def` when it is
- * absent); every value must be >= min_value. */
-static mb_status read_ints(mb_op_ctx *ctx, const char *name, int count,
-                           int64_t def, int64_t min_value, int64_t *out) {
-  const int64_t *v;
-  int64_t n = mb__node_attr_ints(ctx->node, name, &v);
-  if (n < 0) {
-    for (int i = 0; i < count; i++)
-      out[i] = def;
-    return MB_STATUS_OK;
-  }
-  if (n != count)
-    return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
-                        "%s has %lld entries, expected %d", name, (long long)n,
-                        count);
-  for (int i = 0; i < count; i++) {
-    if (v[i] < min_value || v[i] > ATTR_MAX)
-      return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
-                          "%s[%d] = %lld is outside [%lld, %lld]", name, i,
-                          (long long)v[i], (long long)min_value,
-                          (long long)ATTR_MAX);
-    out[i] = v[i];
-  }
-  return MB_STATUS_OK;
-}
 
 /* Shared checks of X and W and the attributes common to Conv and
  * ConvTranspose; fills everything but out/pads. */
@@ -144,10 +115,10 @@ static mb_status geom_common(mb_op_ctx *ctx, const mb_tensor *x,
   g->batch = x->dims[0];
   g->c_in = x->dims[1];
   g->group = mb__node_attr_int(ctx->node, "group", 1);
-  if (g->group < 1 || g->group > ATTR_MAX)
+  if (g->group < 1 || g->group > MB_OP_ATTR_MAX)
     return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
                         "group %lld is outside [1, %lld]", (long long)g->group,
-                        (long long)ATTR_MAX);
+                        (long long)MB_OP_ATTR_MAX);
   if (transpose) {
     if (w->dims[0] != g->c_in || g->c_in % g->group != 0)
       return mb__op_error(
@@ -189,8 +160,8 @@ static mb_status geom_common(mb_op_ctx *ctx, const mb_tensor *x,
                             "kernel_shape disagrees with weights W %s",
                             mb__shape_str(w->rank, w->dims, ws, sizeof ws));
   }
-  if ((status = read_ints(ctx, "strides", g->nsp, 1, 1, g->stride)) ||
-      (status = read_ints(ctx, "dilations", g->nsp, 1, 1, g->dilation)))
+  if ((status = mb__op_attr_ints(ctx, "strides", g->nsp, 1, 1, g->stride)) ||
+      (status = mb__op_attr_ints(ctx, "dilations", g->nsp, 1, 1, g->dilation)))
     return status;
   return MB_STATUS_OK;
 }
@@ -202,7 +173,7 @@ static mb_status conv_geom_init(mb_op_ctx *ctx, const mb_tensor *x,
   mb_status status;
   if ((status = geom_common(ctx, x, w, false, g)) ||
       (status = read_auto_pad(ctx, &auto_pad)) ||
-      (status = read_ints(ctx, "pads", 2 * g->nsp, 0, 0, pads)))
+      (status = mb__op_attr_ints(ctx, "pads", 2 * g->nsp, 0, 0, pads)))
     return status;
   g->out_size = 1;
   for (int d = 0; d < g->nsp; d++) {
@@ -248,8 +219,8 @@ static mb_status convt_geom_init(mb_op_ctx *ctx, const mb_tensor *x,
   mb_status status;
   if ((status = geom_common(ctx, x, w, true, g)) ||
       (status = read_auto_pad(ctx, &auto_pad)) ||
-      (status = read_ints(ctx, "pads", 2 * g->nsp, 0, 0, pads)) ||
-      (status = read_ints(ctx, "output_padding", g->nsp, 0, 0, out_pad)))
+      (status = mb__op_attr_ints(ctx, "pads", 2 * g->nsp, 0, 0, pads)) ||
+      (status = mb__op_attr_ints(ctx, "output_padding", g->nsp, 0, 0, out_pad)))
     return status;
   const int64_t *shape;
   int64_t n_shape = mb__node_attr_ints(ctx->node, "output_shape", &shape);

@@ -105,6 +105,17 @@ mb_status mb__op_check_arity(mb_op_ctx *ctx, int min, int max);
       return MB_STATUS_DYNAMIC;                                                \
   } while (0)
 
+/* Bound of kernel sizes, strides, dilations, pads and groups: far beyond
+ * any real model, and small enough that geometry arithmetic cannot
+ * overflow. */
+#define MB_OP_ATTR_MAX ((int64_t)1 << 24)
+
+/* Reads INTS attribute `name` with exactly `count` entries into out (or
+ * fills `def` when it is absent); every value must lie in
+ * [min_value, MB_OP_ATTR_MAX]. */
+mb_status mb__op_attr_ints(mb_op_ctx *ctx, const char *name, int count,
+                           int64_t def, int64_t min_value, int64_t *out);
+
 /* Normalises a possibly negative axis against rank; fails with a message
  * naming the attribute when out of range. */
 mb_status mb__op_axis(mb_op_ctx *ctx, int64_t axis, int rank, const char *what,

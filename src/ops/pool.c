@@ -51,34 +51,6 @@ static int64_t floor_div(int64_t a, int64_t b) {
   return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
-/* Bound of kernel sizes, strides, dilations and pads: far beyond any real
- * model, and small enough that the size arithmetic cannot overflow. */
-#define ATTR_MAX ((int64_t)1 << 24)
-
-static mb_status read_ints(mb_op_ctx *ctx, const char *name, int count,
-                           int64_t def, int64_t min_value, int64_t *out) {
-  const int64_t *v;
-  int64_t n = mb__node_attr_ints(ctx->node, name, &v);
-  if (n < 0) {
-    for (int i = 0; i < count; i++)
-      out[i] = def;
-    return MB_STATUS_OK;
-  }
-  if (n != count)
-    return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
-                        "%s has %lld entries, expected %d", name, (long long)n,
-                        count);
-  for (int i = 0; i < count; i++) {
-    if (v[i] < min_value || v[i] > ATTR_MAX)
-      return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
-                          "%s[%d] = %lld is outside [%lld, %lld]", name, i,
-                          (long long)v[i], (long long)min_value,
-                          (long long)ATTR_MAX);
-    out[i] = v[i];
-  }
-  return MB_STATUS_OK;
-}
-
 /* The norm p of LpPool: an INT attribute since opset 2, a FLOAT before. */
 static mb_status read_p(mb_op_ctx *ctx, float *p) {
   const mb_attr *a = mb__node_attr(ctx->node, "p");
@@ -123,10 +95,12 @@ static mb_status pool_geom_init(mb_op_ctx *ctx, pool_kind kind, pool_geom *g) {
   if (mb__node_attr_ints(ctx->node, "kernel_shape", &ks) < 0)
     return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
                         "the kernel_shape attribute is required");
-  if ((status = read_ints(ctx, "kernel_shape", g->nsp, 1, 1, g->kernel)) ||
-      (status = read_ints(ctx, "strides", g->nsp, 1, 1, g->stride)) ||
-      (status = read_ints(ctx, "dilations", g->nsp, 1, 1, g->dilation)) ||
-      (status = read_ints(ctx, "pads", 2 * g->nsp, 0, 0, pads)))
+  if ((status =
+           mb__op_attr_ints(ctx, "kernel_shape", g->nsp, 1, 1, g->kernel)) ||
+      (status = mb__op_attr_ints(ctx, "strides", g->nsp, 1, 1, g->stride)) ||
+      (status =
+           mb__op_attr_ints(ctx, "dilations", g->nsp, 1, 1, g->dilation)) ||
+      (status = mb__op_attr_ints(ctx, "pads", 2 * g->nsp, 0, 0, pads)))
     return status;
   const char *ap = mb__node_attr_string(ctx->node, "auto_pad", "NOTSET");
   int auto_pad = -1;
@@ -598,9 +572,9 @@ static mb_status unpool_shape(mb_op_ctx *ctx, int64_t *natural, int64_t *dims) {
   if (mb__node_attr_ints(ctx->node, "kernel_shape", &ks) < 0)
     return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
                         "the kernel_shape attribute is required");
-  if ((status = read_ints(ctx, "kernel_shape", nsp, 1, 1, kernel)) ||
-      (status = read_ints(ctx, "strides", nsp, 1, 1, strides)) ||
-      (status = read_ints(ctx, "pads", 2 * nsp, 0, 0, pads)))
+  if ((status = mb__op_attr_ints(ctx, "kernel_shape", nsp, 1, 1, kernel)) ||
+      (status = mb__op_attr_ints(ctx, "strides", nsp, 1, 1, strides)) ||
+      (status = mb__op_attr_ints(ctx, "pads", 2 * nsp, 0, 0, pads)))
     return status;
   natural[0] = dims[0] = x->dims[0];
   natural[1] = dims[1] = x->dims[1];
@@ -704,7 +678,7 @@ static mb_status roi_check(mb_op_ctx *ctx, int64_t *pooled) {
   if (mb__node_attr_ints(ctx->node, "pooled_shape", &ps) < 0)
     return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
                         "the pooled_shape attribute is required");
-  return read_ints(ctx, "pooled_shape", 2, 1, 1, pooled);
+  return mb__op_attr_ints(ctx, "pooled_shape", 2, 1, 1, pooled);
 }
 
 static mb_status max_roi_pool_infer(mb_op_ctx *ctx) {
