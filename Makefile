@@ -22,6 +22,7 @@ run: build
 	$(BUILD)/bin/modelbench bench $(RUN_MODEL) --json $(BUILD)/run.json
 
 test: export MB_WITH_TORCH = 1
+test: export MB_WITH_BROWSER = 1
 test: export MB_REQUIRE_ORT = 1
 test: deps
 	@$(MAKE) --no-print-directory build

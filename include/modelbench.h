@@ -423,8 +423,10 @@ typedef struct mb_conversion_info {
   mb_precision precision;
   const char *description; /* static, one line */
   int in_default_set;      /* 1 when run without -c */
-  int available;           /* filled by mb_conversion_get */
-  char reason[256];        /* why not available, else "" */
+  int tier;         /* 1 quick check, 2 core deployment options, 3 everything;
+                      `--tier N` runs the available conversions with tier <= N */
+  int available;    /* filled by mb_conversion_get */
+  char reason[256]; /* why not available, else "" */
 } mb_conversion_info;
 
 int mb_conversion_count(void);
@@ -492,6 +494,9 @@ typedef struct mb_bench_config {
   const char *inputs_dir;       /* folder of test_data_set_* or .npy; or NULL */
   mb_data_loader_fn loader;     /* C API data loader, or NULL */
   void *loader_user;
+  int no_fallback;     /* hybrid conversions: a node the engine cannot run is
+                          an error (listing them) instead of running on the
+                          reference interpreter */
   const char *log_dir; /* per-conversion logs; NULL: a temp folder */
   int log_level;       /* mb_log_level of the CLI: 3 = debug */
   mb_bench_progress_fn on_progress;
@@ -567,7 +572,19 @@ typedef struct mb_bench_result {
   double *samples_ms; /* every timed iteration, in order */
   char log_path[512]; /* per-conversion log, "" when none */
   char *backtrace;    /* crashed workers: their backtrace, else NULL */
+  /* Hybrid conversions (XNNPACK, ONEDNN, ...): how the graph was split and
+   * where the time went, from a short untimed pass after the benchmark. */
+  int n_segments;
+  struct mb_segment_stats *segments; /* n_segments entries, or NULL */
 } mb_bench_result;
+
+/* One segment of a hybrid conversion: a maximal run of nodes on one
+ * runtime ("xnnpack", "onednn", or "reference" for the fallback). */
+typedef struct mb_segment_stats {
+  char runtime[32];
+  int nodes;
+  double mean_ms; /* per inference */
+} mb_segment_stats;
 
 typedef struct mb_machine_info {
   char cpu_model[128];
@@ -618,6 +635,119 @@ mb_status mb_bench_report_write_json(const mb_bench_report *report,
 /* Writes the console table (sorted by median latency) to `out` (a FILE*). */
 void mb_bench_report_print_table(const mb_bench_report *report, void *out,
                                  int use_color);
+
+/* ---- profiles: where one conversion spends its time ----
+ * A separate pass after warm-up, never inside a timed benchmark. */
+typedef struct mb_profile_segment {
+  char runtime[32];     /* "xnnpack", "onednn", "reference", "onnxruntime" */
+  int nodes;            /* ONNX nodes in it */
+  char first_node[128]; /* label of its first node */
+  int64_t runs;
+  double mean_ms; /* per run */
+  double share;   /* of the total, 0..1 */
+} mb_profile_segment;
+
+typedef struct mb_profile_node {
+  char runtime[32];
+  char op_type[48]; /* ONNX op, or an engine's own primitive ("reorder") */
+  char name[128];   /* node name ("" for engine-inserted primitives) */
+  int64_t runs;
+  double mean_ms; /* per inference */
+  double share;   /* of the summed node times, 0..1 */
+} mb_profile_node;
+
+typedef struct mb_profile {
+  char conversion[64];
+  int iterations;       /* profiled inferences */
+  double total_mean_ms; /* per inference, whole model */
+  int n_segments;
+  mb_profile_segment *segments;
+  int n_nodes; /* nodes and primitives, descending mean_ms */
+  mb_profile_node *nodes;
+  char note[256]; /* what per-node detail is missing and why, or "" */
+} mb_profile;
+
+/* Profiles one conversion of a model: prepares it with profiling on, warms
+ * up, runs config->min_iterations inferences (50 when <= 0)
+ * on the run's generated inputs and reports per segment and per node. Runs
+ * in a child process unless config->isolate is 0, so a crash becomes an
+ * error. config: borrowed, may be NULL for defaults. *profile_out: release
+ * with mb_profile_free. */
+mb_status mb_profile_model(const char *model_path, const char *conversion,
+                           const mb_bench_config *config,
+                           mb_profile **profile_out, mb_error *err);
+void mb_profile_free(mb_profile *profile);
+
+/* ---- hybrid partitions ---- */
+typedef struct mb_partition_segment {
+  char runtime[32]; /* the engine, or "reference" for fallback nodes */
+  int n_nodes;
+  char first_node[128], last_node[128]; /* labels */
+} mb_partition_segment;
+
+typedef struct mb_partition {
+  char runtime[32];
+  int n_segments;
+  mb_partition_segment *segments; /* in execution order */
+  int n_nodes, n_native_nodes;    /* all nodes / those on the engine */
+  int n_folded; /* nodes computed once at prepare time (constants) */
+  int n_unsupported;
+  char **unsupported; /* "Gather 'node_12': not supported by xnnpack", one
+                         per fallback node */
+} mb_partition;
+
+/* How runtime `runtime` ("xnnpack", "onednn") would split the model for
+ * the given input shapes (spec may be NULL: batch 1) at `precision`.
+ * *partition_out: release with mb_partition_free. Fails with
+ * MB_STATUS_UNSUPPORTED when the runtime is not a hybrid one or not built
+ * in. */
+mb_status mb_model_partition(const mb_model *model, const char *runtime,
+                             mb_precision precision, const mb_shape_spec *spec,
+                             mb_partition **partition_out, mb_error *err);
+void mb_partition_free(mb_partition *partition);
+
+/* ---- more report formats (several models' reports in one file) ----
+ * reports: n borrowed reports, one per model, in the order given. */
+
+/* CSV: one row per model x conversion; empty cells are never ambiguous
+ * ("n/a: not run", "n/a: failed (reason)"). */
+mb_status mb_bench_reports_write_csv(const mb_bench_report *const *reports,
+                                     int n, const char *path, mb_error *err);
+/* Markdown tables, for a CI comment. */
+mb_status mb_bench_reports_write_markdown(const mb_bench_report *const *reports,
+                                          int n, const char *path,
+                                          mb_error *err);
+/* One self-contained HTML file (no network): per model an SVG chart of
+ * median latency per conversion with p10-p90 whiskers, a throughput chart,
+ * the accuracy column, warnings, machine and config. */
+mb_status mb_bench_reports_write_html(const mb_bench_report *const *reports,
+                                      int n, const char *path, mb_error *err);
+
+/* ---- recommendations ---- */
+typedef struct mb_recommend_options {
+  double predicted_ms; /* > 0: a predicted median latency to compare with */
+} mb_recommend_options;
+
+typedef struct mb_recommendations {
+  /* Indices into report->results, -1 when no result qualifies. */
+  int fastest_accurate; /* lowest median among accurate, ok results */
+  int fastest_exact;    /* lowest median among accurate fp32 results */
+  int lowest_memory;    /* lowest peak RSS among accurate, ok results */
+  int most_portable;    /* ORT_CPU when ok and accurate */
+  int default_option;   /* ORT_CPU's result, -1 when not run / failed */
+  double headroom;      /* default median / fastest_accurate median; 0 n/a */
+  double prediction_error_pct; /* (measured - predicted) / predicted * 100
+                                  of fastest_accurate; 0 when none given */
+  char summary[512];           /* one paragraph for the console */
+} mb_recommendations;
+
+/* A result is accurate when its accuracy is known and within the
+ * tolerance of its precision (fp32: every output within the run's
+ * rtol/atol; reduced precisions: cosine >= 0.999 per output) and no
+ * `inaccurate` flag is set. options may be NULL. */
+void mb_bench_recommend(const mb_bench_report *report,
+                        const mb_recommend_options *options,
+                        mb_recommendations *out);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,8 @@
 # Idempotent and silent when everything is present; never asks questions.
 #   MB_WITH_TORCH=1  also install PyTorch/torchvision/onnx (for the PyTorch
 #                    export tests; `make test` sets it).
+#   MB_WITH_BROWSER=1 also install chromium (the HTML report's browser test;
+#                    `make test` sets it).
 #   MB_WITH_FUZZ=1   also install clang (libFuzzer).
 #   MB_WITH_ORT=0    skip ONNX Runtime (default: fetch it with
 #                    scripts/fetch-onnxruntime.sh, installing npm if needed).
@@ -15,9 +17,15 @@ packages=(
   libonnx-dev                             # onnx.proto
   libonnx-testdata                        # ONNX backend test suite
   libopenblas-dev                         # sgemm for Conv/MatMul/Gemm
+  libxnnpack-dev libpthreadpool-dev       # XNNPACK conversions
+  libdnnl-dev                             # oneDNN conversions
+  libsqlite3-dev                          # results database
 )
 if [ "${MB_WITH_TORCH:-0}" = 1 ]; then
   packages+=(python3-torch python3-torchvision python3-onnx python3-numpy)
+fi
+if [ "${MB_WITH_BROWSER:-0}" = 1 ]; then
+  packages+=(chromium)                    # the HTML report's browser test
 fi
 if [ "${MB_WITH_FUZZ:-0}" = 1 ]; then
   packages+=(clang libclang-rt-dev)

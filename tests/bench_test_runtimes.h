@@ -167,8 +167,12 @@ static mb_status test_rt_fetch_wrong(void *session, mb_tensor **outputs_out,
 
 #define TEST_RUNTIME(var, rt_name, probe_fn, prepare_fn, run_fn, fetch_fn,     \
                      release_fn)                                               \
-  static const mb_runtime var = {rt_name, probe_fn, prepare_fn,                \
-                                 run_fn,  fetch_fn, release_fn}
+  static const mb_runtime var = {.name = rt_name,                              \
+                                 .probe = probe_fn,                            \
+                                 .prepare = prepare_fn,                        \
+                                 .run = run_fn,                                \
+                                 .fetch_outputs = fetch_fn,                    \
+                                 .release = release_fn}
 
 TEST_RUNTIME(test_rt_crash, "test_crash", test_rt_probe_ok,
              test_rt_prepare_plain, test_rt_run_crash, NULL,

@@ -64,8 +64,7 @@ double mb__peak_rss_mb(void);
  * the parent's before the fork. Returns 0 when it could not. */
 int mb__peak_rss_reset(void);
 
-/* Seconds on CLOCK_MONOTONIC. */
-double mb__now(void);
+/* mb__now(): core/internal.h */
 /* CPU time (user + system, all threads) of this process in seconds. */
 double mb__cpu_time(void);
 

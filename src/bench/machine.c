@@ -135,12 +135,6 @@ int mb__peak_rss_reset(void) {
   return ok;
 }
 
-double mb__now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 double mb__cpu_time(void) {
   struct timespec ts;
   if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)

@@ -6,7 +6,11 @@
  * messages, growing the sample array) happens outside the timed region. */
 #include "bench/bench_internal.h"
 
+#include "conversions/conversion.h"
+
+#include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* Progress messages at most this often, so that a fast model's loop is not
  * slowed by writes to the pipe. */
@@ -47,6 +51,27 @@ static mb_status warm_up(const mb_runtime *rt, void *session,
   return MB_STATUS_OK;
 }
 
+/* Test hook, never for real use: MODELBENCH_TEST_DELAY_MS="NAME=MS" makes
+ * every timed run of conversion NAME sleep MS milliseconds inside the timed
+ * region, so tests can check that `compare` catches a slowdown. Returns the
+ * delay in seconds, 0 when not set for this conversion. */
+static double test_delay_s(int conversion_index) {
+  const char *env = getenv("MODELBENCH_TEST_DELAY_MS");
+  const mb_conversion_def *def = mb__conversion_def(conversion_index);
+  const char *eq = env ? strchr(env, '=') : NULL;
+  if (!eq || !def || strlen(def->name) != (size_t)(eq - env) ||
+      strncmp(env, def->name, (size_t)(eq - env)) != 0)
+    return 0.0;
+  double ms = atof(eq + 1);
+  return ms > 0 && ms < 1e4 ? ms * 1e-3 : 0.0;
+}
+
+static void sleep_s(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
 mb_status mb__measure(const mb_runtime *rt, void *session,
                       const mb_bench_job *job, const mb_progress_sink *progress,
                       mb_bench_result *result, mb_error *err) {
@@ -79,10 +104,13 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
   double inference_s = 0.0;
   double cpu_start = mb__cpu_time();
   double start = mb__now(), last_report = start;
+  double delay_s = test_delay_s(result->conversion_index);
   for (;;) {
     const mb_tensor *const *inputs = sample_inputs(job, n);
     double before = mb__now();
     status = rt->run(session, inputs, err);
+    if (delay_s > 0)
+      sleep_s(delay_s);
     double after = mb__now();
     if (status) {
       mb__error_prefix(err, status, "timed run %lld", (long long)n + 1);

@@ -144,4 +144,7 @@ void mb__result_clear(mb_bench_result *result) {
   result->n_samples_ms = 0;
   free(result->backtrace);
   result->backtrace = NULL;
+  free(result->segments);
+  result->segments = NULL;
+  result->n_segments = 0;
 }

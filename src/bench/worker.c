@@ -160,6 +160,12 @@ void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
     mb__wire_put(w, r->samples_ms, sizeof(double) * (size_t)r->n_samples_ms);
   mb__wire_put_str(w, r->log_path);
   mb__wire_put_str(w, r->backtrace);
+  mb__wire_put_u32(w, (uint32_t)(r->segments ? r->n_segments : 0));
+  for (int i = 0; r->segments && i < r->n_segments; i++) {
+    mb__wire_put_str(w, r->segments[i].runtime);
+    mb__wire_put_u32(w, (uint32_t)r->segments[i].nodes);
+    mb__wire_put_f64(w, r->segments[i].mean_ms);
+  }
 }
 
 mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
@@ -228,6 +234,22 @@ mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
   }
   mb__wire_get_str_buf(w, r->log_path, sizeof r->log_path);
   r->backtrace = mb__wire_get_str(w);
+  uint32_t n_segments = mb__wire_get_u32(w);
+  /* Each entry takes at least 16 bytes, which bounds a corrupt count. */
+  if (!w->failed && n_segments > 0 && n_segments <= (w->size - w->pos) / 16) {
+    if (!(r->segments = calloc(n_segments, sizeof *r->segments)))
+      w->failed = 1;
+    else
+      r->n_segments = (int)n_segments;
+    for (uint32_t i = 0; r->segments && i < n_segments; i++) {
+      mb__wire_get_str_buf(w, r->segments[i].runtime,
+                           sizeof r->segments[i].runtime);
+      r->segments[i].nodes = (int)mb__wire_get_u32(w);
+      r->segments[i].mean_ms = mb__wire_get_f64(w);
+    }
+  } else if (n_segments > 0) {
+    w->failed = 1;
+  }
   if (w->failed) {
     mb__result_clear(r);
     return mb__error(err, MB_STATUS_INTERNAL,
@@ -517,6 +539,46 @@ done:
   return status;
 }
 
+/* Untimed pass after the benchmark: where a hybrid conversion's time goes,
+ * per segment. A few runs, at most about a second. */
+static mb_status collect_segments(const mb_runtime *rt, void *session,
+                                  const mb_bench_job *job,
+                                  mb_bench_result *result, mb_error *err) {
+  mb_profile profile;
+  mb_status status = MB_STATUS_OK;
+  double median_s = result->latency_ms.median * 1e-3;
+  int runs = median_s > 0 ? (int)MB_MIN(20.0, MB_MAX(3.0, 1.0 / median_s)) : 3;
+  memset(&profile, 0, sizeof profile);
+  rt->profile_reset(session, 1);
+  for (int i = 0; i < runs && !status; i++)
+    status = rt->run(session,
+                     (const mb_tensor *const *)job->samples[i % job->n_samples],
+                     err);
+  if (!status) {
+    profile.iterations = runs;
+    status = rt->profile_collect(session, &profile, err);
+  }
+  rt->profile_reset(session, 0);
+  if (status) {
+    mb__profile_clear(&profile);
+    return mb__error_prefix(err, status, "segment profile");
+  }
+  mb__profile_finish(&profile);
+  if (profile.n_segments > 0 &&
+      (result->segments =
+           calloc((size_t)profile.n_segments, sizeof *result->segments))) {
+    result->n_segments = profile.n_segments;
+    for (int i = 0; i < profile.n_segments; i++) {
+      snprintf(result->segments[i].runtime, sizeof result->segments[i].runtime,
+               "%s", profile.segments[i].runtime);
+      result->segments[i].nodes = profile.segments[i].nodes;
+      result->segments[i].mean_ms = profile.segments[i].mean_ms;
+    }
+  }
+  mb__profile_clear(&profile);
+  return MB_STATUS_OK;
+}
+
 static void send_result(int fd, const mb_bench_result *result) {
   if (fd < 0)
     return;
@@ -587,6 +649,9 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
       .device = def->device,
       .verbose = c->log_level >= MB_LOG_DEBUG,
       .profile_path = NULL,
+      .precision = def->precision,
+      .example_inputs = (const mb_tensor *const *)job->samples[0],
+      .no_fallback = c->no_fallback,
   };
   report(progress, "load");
   double t0 = mb__now();
@@ -607,6 +672,13 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
   if ((status = check_accuracy(rt, session, job, result, &err))) {
     fail_result(result, MB_BENCH_ERROR, err.message);
     goto done;
+  }
+  if (rt->hybrid && rt->profile_reset && rt->profile_collect) {
+    report(progress, "segments");
+    if ((status = collect_segments(rt, session, job, result, &err))) {
+      fail_result(result, MB_BENCH_ERROR, err.message);
+      goto done;
+    }
   }
   mb__result_add_stat_warnings(result, &job->machine);
 

@@ -15,6 +15,11 @@ static const char analyze_help[] =
     "Options:\n"
     "  --shape NAME=D0,D1,...  concrete shape of input NAME (repeatable)\n"
     "  --batch-size N          size of a dynamic first dim (default 1)\n"
+    "  --runtime NAME          also show how a hybrid runtime splits the\n"
+    "                          graph: NAME is xnnpack or onednn, or a\n"
+    "                          conversion (XNNPACK, BF16+ONEDNN) for its\n"
+    "                          precision; segments in execution order and\n"
+    "                          the nodes left to the reference interpreter\n"
     "  --json                  print JSON instead of text\n"
     "  -h, --help              show this help\n"
     "\n"
@@ -138,7 +143,54 @@ static void json_value_infos(mb_json *j, const char *key, int n,
   mb__json_array_end(j);
 }
 
-static void print_json(const char *path, const mb_model_stats *s) {
+static void print_partition_text(const mb_partition *p) {
+  printf("\nPartition for %s: %d of %d nodes on %s, %d folded to constants, "
+         "%d segment%s\n",
+         p->runtime, p->n_native_nodes, p->n_nodes, p->runtime, p->n_folded,
+         p->n_segments, p->n_segments == 1 ? "" : "s");
+  for (int i = 0; i < p->n_segments; i++) {
+    const mb_partition_segment *seg = &p->segments[i];
+    printf("  %3d  %-10s %5d node%s  %s", i + 1, seg->runtime, seg->n_nodes,
+           seg->n_nodes == 1 ? " " : "s", seg->first_node);
+    if (seg->n_nodes > 1)
+      printf(" .. %s", seg->last_node);
+    printf("\n");
+  }
+  if (p->n_unsupported > 0) {
+    printf("On the reference interpreter (%d):\n", p->n_unsupported);
+    for (int i = 0; i < p->n_unsupported; i++)
+      printf("  %s\n", p->unsupported[i]);
+  }
+}
+
+static void print_partition_json(mb_json *j, const mb_partition *p) {
+  mb__json_key(j, "partition");
+  mb__json_object_begin(j);
+  mb__json_kv_string(j, "runtime", p->runtime);
+  mb__json_kv_int(j, "nodes", p->n_nodes);
+  mb__json_kv_int(j, "native_nodes", p->n_native_nodes);
+  mb__json_kv_int(j, "folded_nodes", p->n_folded);
+  mb__json_key(j, "segments");
+  mb__json_array_begin(j);
+  for (int i = 0; i < p->n_segments; i++) {
+    mb__json_object_begin(j);
+    mb__json_kv_string(j, "runtime", p->segments[i].runtime);
+    mb__json_kv_int(j, "nodes", p->segments[i].n_nodes);
+    mb__json_kv_string(j, "first_node", p->segments[i].first_node);
+    mb__json_kv_string(j, "last_node", p->segments[i].last_node);
+    mb__json_object_end(j);
+  }
+  mb__json_array_end(j);
+  mb__json_key(j, "unsupported");
+  mb__json_array_begin(j);
+  for (int i = 0; i < p->n_unsupported; i++)
+    mb__json_string(j, p->unsupported[i]);
+  mb__json_array_end(j);
+  mb__json_object_end(j);
+}
+
+static void print_json(const char *path, const mb_model_stats *s,
+                       const mb_partition *partition) {
   mb_json j;
   mb__json_init(&j, stdout, true);
   mb__json_object_begin(&j);
@@ -199,6 +251,8 @@ static void print_json(const char *path, const mb_model_stats *s) {
       p++;
   }
   mb__json_array_end(&j);
+  if (partition)
+    print_partition_json(&j, partition);
   mb__json_object_end(&j);
 }
 
@@ -207,6 +261,7 @@ int mb__cli_analyze(int argc, char **argv) {
       {"shape", required_argument, NULL, 's'},
       {"batch-size", required_argument, NULL, 'b'},
       {"json", no_argument, NULL, 'j'},
+      {"runtime", required_argument, NULL, 'r'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -214,6 +269,8 @@ int mb__cli_analyze(int argc, char **argv) {
   mb_cli_shapes shapes;
   mb_model *model = NULL;
   mb_model_stats stats;
+  mb_partition *partition = NULL;
+  const char *runtime = NULL;
   mb_error err;
   const char *path;
   mb_status status;
@@ -233,6 +290,9 @@ int mb__cli_analyze(int argc, char **argv) {
       break;
     case 'j':
       json = true;
+      break;
+    case 'r':
+      runtime = optarg;
       break;
     case 'h':
       fputs(analyze_help, stdout);
@@ -265,16 +325,43 @@ int mb__cli_analyze(int argc, char **argv) {
     rc = mb__cli_fail(path, &err);
     goto done;
   }
-  if (json)
-    print_json(path, &stats);
-  else
+  if (runtime) {
+    /* A conversion name brings its precision; otherwise a runtime name. */
+    mb_precision precision = MB_PRECISION_FP32;
+    const char *engine = runtime;
+    int index;
+    mb_conversion_info info;
+    if (mb_conversion_find(runtime, &index, NULL) == MB_STATUS_OK &&
+        mb_conversion_get(index, &info, NULL) == MB_STATUS_OK) {
+      engine = info.runtime;
+      precision = info.precision;
+    }
+    status = mb_model_partition(model, engine, precision, &shapes.spec,
+                                &partition, &err);
+    if (status == MB_STATUS_UNSUPPORTED && !partition &&
+        strstr(err.message, "not a hybrid runtime")) {
+      rc = mb__cli_usage_error(cmd, "--runtime: %s", err.message);
+      goto done;
+    }
+    if (status != MB_STATUS_OK) {
+      rc = mb__cli_fail(path, &err);
+      goto done;
+    }
+  }
+  if (json) {
+    print_json(path, &stats, partition);
+  } else {
     print_text(path, &stats);
+    if (partition)
+      print_partition_text(partition);
+  }
   if (fflush(stdout) != 0) {
     mb__cli_error(NULL, "cannot write output");
     rc = MB_EXIT_FAILURE;
   }
 
 done:
+  mb_partition_free(partition);
   mb_model_stats_free(&stats);
   mb_model_free(model);
   mb__cli_shapes_free(&shapes);

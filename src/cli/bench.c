@@ -10,8 +10,10 @@
  * set is what we try, not what the user demanded. */
 #include "cli/cli_common.h"
 #include "conversions/conversion.h"
+#include "db/results_db.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -27,6 +29,15 @@ static const char bench_help[] =
     "  -c, --conversions LIST     names and ids, comma-separated, run in this\n"
     "                             order (default: the default set; see\n"
     "                             'modelbench list')\n"
+    "      --tier N               1: quick check (REFERENCE, ORT_CPU); 2: the\n"
+    "                             core deployment options (one fp32 option "
+    "per\n"
+    "                             runtime plus its reduced-precision one); 3:\n"
+    "                             every conversion (see 'modelbench list "
+    "--tier')\n"
+    "      --no-fallback          hybrid conversions (XNNPACK, ONEDNN) fail\n"
+    "                             when a node must run on the reference\n"
+    "                             interpreter, listing those nodes\n"
     "      --baseline NAME        speedups are relative to NAME (default:\n"
     "                             the first conversion)\n"
     "      --device DEV           cpu, cuda or auto (default cpu)\n"
@@ -60,6 +71,18 @@ static const char bench_help[] =
     "Output:\n"
     "      --json FILE            write every result as JSON (rewritten after\n"
     "                             each conversion, so nothing is lost)\n"
+    "      --csv FILE             one row per conversion, for spreadsheets\n"
+    "      --markdown FILE        tables for a CI comment\n"
+    "      --html FILE            one self-contained page with latency and\n"
+    "                             throughput charts\n"
+    "      --predicted-ms X       a predicted median to compare the\n"
+    "                             recommended option with\n"
+    "      --label KEY=VALUE      stored with the run in the results\n"
+    "                             database (repeatable)\n"
+    "      --cache-dir DIR        results database and cache folder\n"
+    "                             (default $MODELBENCH_CACHE_DIR or\n"
+    "                             ~/.cache/modelbench)\n"
+    "      --no-record            do not store the run in the database\n"
     "      --log-dir DIR          keep per-conversion logs in DIR\n"
     "      --log-level LEVEL      error, warn, info or debug (env\n"
     "                             MODELBENCH_LOG); debug shows runtime logs\n"
@@ -103,6 +126,15 @@ enum {
   OPT_TRACEBACK,
   OPT_RTOL,
   OPT_ATOL,
+  OPT_TIER,
+  OPT_NO_FALLBACK,
+  OPT_CSV,
+  OPT_MARKDOWN,
+  OPT_HTML,
+  OPT_PREDICTED_MS,
+  OPT_LABEL,
+  OPT_CACHE_DIR,
+  OPT_NO_RECORD,
 };
 
 static const struct option options[] = {
@@ -132,6 +164,15 @@ static const struct option options[] = {
     {"traceback", no_argument, NULL, OPT_TRACEBACK},
     {"rtol", required_argument, NULL, OPT_RTOL},
     {"atol", required_argument, NULL, OPT_ATOL},
+    {"tier", required_argument, NULL, OPT_TIER},
+    {"no-fallback", no_argument, NULL, OPT_NO_FALLBACK},
+    {"csv", required_argument, NULL, OPT_CSV},
+    {"markdown", required_argument, NULL, OPT_MARKDOWN},
+    {"html", required_argument, NULL, OPT_HTML},
+    {"predicted-ms", required_argument, NULL, OPT_PREDICTED_MS},
+    {"label", required_argument, NULL, OPT_LABEL},
+    {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+    {"no-record", no_argument, NULL, OPT_NO_RECORD},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -145,6 +186,13 @@ typedef struct bench_cli {
   const char *model_path;
   const char *config_path;
   const char *json_path;
+  const char *csv_path, *markdown_path, *html_path;
+  const char *cache_dir;
+  bool no_record;
+  double predicted_ms;
+  int tier;            /* 0: not given */
+  const char **labels; /* --label KEY=VALUE, pointing into argv */
+  int n_labels;
   const char *baseline_name;
   bool traceback;
   bool explicit_conversions; /* -c or the config file named them */
@@ -329,6 +377,42 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     return parse_seconds("--rtol", arg, 0, false, &cfg->rtol);
   case OPT_ATOL:
     return parse_seconds("--atol", arg, 0, false, &cfg->atol);
+  case OPT_TIER:
+    return parse_int("--tier", arg, 1, 3, &b->tier);
+  case OPT_NO_FALLBACK:
+    cfg->no_fallback = 1;
+    return MB_EXIT_OK;
+  case OPT_CSV:
+    b->csv_path = arg;
+    return MB_EXIT_OK;
+  case OPT_MARKDOWN:
+    b->markdown_path = arg;
+    return MB_EXIT_OK;
+  case OPT_HTML:
+    b->html_path = arg;
+    return MB_EXIT_OK;
+  case OPT_PREDICTED_MS:
+    return parse_seconds("--predicted-ms", arg, 0, true, &b->predicted_ms);
+  case OPT_CACHE_DIR:
+    b->cache_dir = arg;
+    return MB_EXIT_OK;
+  case OPT_NO_RECORD:
+    b->no_record = true;
+    return MB_EXIT_OK;
+  case OPT_LABEL: {
+    mb_error err;
+    if (mb__db_check_label(arg, &err) != MB_STATUS_OK)
+      return mb__cli_usage_error(cmd, "--label: %s", err.message);
+    const char **grown =
+        realloc(b->labels, sizeof *grown * (size_t)(b->n_labels + 1));
+    if (!grown) {
+      mb__cli_error(NULL, "out of memory");
+      return MB_EXIT_FAILURE;
+    }
+    b->labels = grown;
+    b->labels[b->n_labels++] = arg;
+    return MB_EXIT_OK;
+  }
   default:
     return MB_EXIT_USAGE;
   }
@@ -388,6 +472,32 @@ oom:
  * was named), so the baseline is a position in a list we know. */
 static int resolve_conversions(bench_cli *b, int file_baseline_index) {
   mb_bench_config *cfg = &b->config;
+  if (b->tier > 0) {
+    /* A tier lists what is available here: it asks for options, not for
+     * runtimes this machine lacks. */
+    int n = 0, max = mb_conversion_count();
+    int *list = malloc(sizeof *list * (size_t)(max > 0 ? max : 1));
+    if (!list) {
+      mb__cli_error(NULL, "out of memory");
+      return MB_EXIT_FAILURE;
+    }
+    if (b->explicit_conversions && cfg->n_conversions > 0) {
+      free(list);
+      return mb__cli_usage_error(cmd, "--tier and -c both choose the "
+                                      "conversions: give one of them");
+    }
+    for (int i = 0; i < max; i++) {
+      mb_conversion_info info;
+      if (mb_conversion_get(i, &info, NULL) == MB_STATUS_OK &&
+          info.tier <= b->tier && info.available &&
+          info.device == MB_DEVICE_CPU)
+        list[n++] = i;
+    }
+    free(b->conversions);
+    b->conversions = list;
+    cfg->conversions = list;
+    cfg->n_conversions = n;
+  }
   if (cfg->n_conversions == 0) {
     int n = 0, max = mb_conversion_count();
     int *list = malloc(sizeof *list * (size_t)(max > 0 ? max : 1));
@@ -554,6 +664,7 @@ static void free_result_copy(mb_bench_result *r) {
   free(r->accuracy);
   free(r->samples_ms);
   free(r->backtrace);
+  free(r->segments);
   memset(r, 0, sizeof *r);
 }
 
@@ -564,6 +675,7 @@ static bool copy_result(mb_bench_result *dst, const mb_bench_result *src) {
   dst->accuracy = NULL;
   dst->samples_ms = NULL;
   dst->backtrace = NULL;
+  dst->segments = NULL;
   dst->n_warnings = 0;
   if (src->n_warnings > 0 && src->warnings) {
     if (!(dst->warnings = calloc((size_t)src->n_warnings, sizeof(char *))))
@@ -587,6 +699,12 @@ static bool copy_result(mb_bench_result *dst, const mb_bench_result *src) {
   }
   if (src->backtrace && !(dst->backtrace = mb__strdup(src->backtrace)))
     goto oom;
+  if (src->n_segments > 0 && src->segments) {
+    size_t bytes = sizeof *src->segments * (size_t)src->n_segments;
+    if (!(dst->segments = malloc(bytes)))
+      goto oom;
+    memcpy(dst->segments, src->segments, bytes);
+  }
   return true;
 
 oom:
@@ -709,9 +827,44 @@ static int run(bench_cli *b) {
                               isatty(STDOUT_FILENO) && color_allowed);
   fflush(stdout);
   int rc = MB_EXIT_OK;
+  mb_recommend_options ropts = {b->predicted_ms};
+  mb_recommendations rec;
+  mb_bench_recommend(report, &ropts, &rec);
+  if (rec.summary[0])
+    printf("\n%s\n", rec.summary);
+  fflush(stdout);
   if (b->json_path &&
       mb_bench_report_write_json(report, b->json_path, &err) != MB_STATUS_OK)
     rc = mb__cli_fail(NULL, &err);
+  {
+    const mb_bench_report *reports[] = {report};
+    static const struct {
+      size_t path_offset;
+      mb_status (*write)(const mb_bench_report *const *, int, const char *,
+                         mb_error *);
+    } writers[] = {
+        {offsetof(bench_cli, csv_path), mb_bench_reports_write_csv},
+        {offsetof(bench_cli, markdown_path), mb_bench_reports_write_markdown},
+        {offsetof(bench_cli, html_path), mb_bench_reports_write_html},
+    };
+    for (size_t i = 0; i < MB_ARRAY_COUNT(writers); i++) {
+      const char *path =
+          *(const char *const *)((const char *)b + writers[i].path_offset);
+      if (path && writers[i].write(reports, 1, path, &err) != MB_STATUS_OK)
+        rc = mb__cli_fail(NULL, &err);
+    }
+  }
+  if (!b->no_record) {
+    int64_t run_id = 0;
+    char db_path[PATH_MAX];
+    if (mb__db_record_report(b->cache_dir, report, b->labels, b->n_labels,
+                             &run_id, db_path, sizeof db_path,
+                             &err) == MB_STATUS_OK)
+      mb__log(MB_LOG_INFO, "recorded as run %lld in %s", (long long)run_id,
+              db_path);
+    else
+      mb__cli_error(NULL, "warning: run not recorded: %s", err.message);
+  }
   print_details(b, report);
   for (int i = 0; i < report->n_results; i++)
     if (is_failure(b, &report->results[i]))
@@ -725,6 +878,7 @@ static void bench_free(bench_cli *b) {
     free_result_copy(&b->results[i]);
   free(b->results);
   free(b->conversions);
+  free(b->labels);
   free(b->named_timeouts);
   free(b->conversion_timeouts);
   free(b->merged_shapes);

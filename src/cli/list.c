@@ -4,7 +4,7 @@
 #include "cli/cli_common.h"
 
 static const char list_help[] =
-    "Usage: modelbench list [--json] [--runtimes]\n"
+    "Usage: modelbench list [--json] [--runtimes] [--tier N]\n"
     "\n"
     "Lists the conversion options 'modelbench bench -c' accepts: numeric id,\n"
     "name, runtime, device, precision, whether it is in the default set, and\n"
@@ -13,10 +13,15 @@ static const char list_help[] =
     "\n"
     "Options:\n"
     "  --runtimes  list the runtime adapters with their versions instead\n"
+    "  --tier N    only the conversions of tier N ('bench --tier N'):\n"
+    "              1 quick check (REFERENCE, ORT_CPU); 2 core deployment\n"
+    "              options (one fp32 option per runtime plus its reduced-\n"
+    "              precision one); 3 everything. Tiers include the lower\n"
+    "              ones; 'bench --tier' runs only the available ones\n"
     "  --json      print JSON instead of text\n"
     "  -h, --help  show this help\n";
 
-static int print_conversions(bool json) {
+static int print_conversions(bool json, int tier) {
   int n = mb_conversion_count();
   mb_json j;
   mb_error err;
@@ -26,13 +31,15 @@ static int print_conversions(bool json) {
     mb__json_key(&j, "conversions");
     mb__json_array_begin(&j);
   } else {
-    printf("%-4s %-20s %-12s %-6s %-9s %-7s %s\n", "ID", "NAME", "RUNTIME",
-           "DEVICE", "PRECISION", "DEFAULT", "AVAILABLE");
+    printf("%-4s %-20s %-12s %-6s %-9s %-7s %-4s %s\n", "ID", "NAME", "RUNTIME",
+           "DEVICE", "PRECISION", "DEFAULT", "TIER", "AVAILABLE");
   }
   for (int i = 0; i < n; i++) {
     mb_conversion_info info;
     if (mb_conversion_get(i, &info, &err) != MB_STATUS_OK)
       return mb__cli_fail(NULL, &err);
+    if (tier > 0 && info.tier > tier)
+      continue;
     if (json) {
       mb__json_object_begin(&j);
       mb__json_kv_int(&j, "id", info.id);
@@ -41,16 +48,18 @@ static int print_conversions(bool json) {
       mb__json_kv_string(&j, "device", mb_device_name(info.device));
       mb__json_kv_string(&j, "precision", mb_precision_name(info.precision));
       mb__json_kv_bool(&j, "default", info.in_default_set);
+      mb__json_kv_int(&j, "tier", info.tier);
       mb__json_kv_bool(&j, "available", info.available);
       mb__json_kv_string(&j, "reason", info.reason);
       mb__json_kv_string(&j, "description", info.description);
       mb__json_object_end(&j);
     } else {
-      printf("%-4d %-20s %-12s %-6s %-9s %-7s %s%s%s\n", info.id, info.name,
-             info.runtime, mb_device_name(info.device),
+      printf("%-4d %-20s %-12s %-6s %-9s %-7s %-4d %s%s%s\n", info.id,
+             info.name, info.runtime, mb_device_name(info.device),
              mb_precision_name(info.precision),
-             info.in_default_set ? "yes" : "no", info.available ? "yes" : "no",
-             info.available ? "" : ": ", info.reason);
+             info.in_default_set ? "yes" : "no", info.tier,
+             info.available ? "yes" : "no", info.available ? "" : ": ",
+             info.reason);
     }
   }
   if (json) {
@@ -99,12 +108,14 @@ int mb__cli_list(int argc, char **argv) {
   static const struct option options[] = {
       {"json", no_argument, NULL, 'j'},
       {"runtimes", no_argument, NULL, 'r'},
+      {"tier", required_argument, NULL, 't'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   const char *cmd = "list";
   bool json = false, runtimes = false;
-  int c;
+  int c, tier = 0;
+  int64_t v;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
     switch (c) {
@@ -113,6 +124,12 @@ int mb__cli_list(int argc, char **argv) {
       break;
     case 'r':
       runtimes = true;
+      break;
+    case 't':
+      if (!mb__cli_parse_i64(optarg, 1, 3, &v))
+        return mb__cli_usage_error(cmd, "--tier '%s': expected 1, 2 or 3",
+                                   optarg);
+      tier = (int)v;
       break;
     case 'h':
       fputs(list_help, stdout);
@@ -123,5 +140,5 @@ int mb__cli_list(int argc, char **argv) {
   }
   if (optind < argc)
     return mb__cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-  return runtimes ? print_runtimes(json) : print_conversions(json);
+  return runtimes ? print_runtimes(json) : print_conversions(json, tier);
 }

@@ -2,8 +2,6 @@
  * Adding a command means one file under src/cli/ and one row below. */
 #include "cli/cli_common.h"
 
-/* Commands of the benchmark engine (issue 3). */
-
 static const mb_cli_command commands[] = {
     {"analyze", "show a model's inputs, operators, parameters and FLOPs",
      mb__cli_analyze},
@@ -15,6 +13,12 @@ static const mb_cli_command commands[] = {
     {"bench", "benchmark a model under conversion options", mb__cli_bench},
     {"list", "list the conversion options and whether each is available",
      mb__cli_list},
+    {"profile", "time one conversion per segment and per node",
+     mb__cli_profile},
+    {"history", "list the benchmark runs recorded in the results database",
+     mb__cli_history},
+    {"compare", "compare two runs: per-conversion change and significance",
+     mb__cli_compare},
 };
 
 static void usage(FILE *out) {

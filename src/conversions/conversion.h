@@ -19,6 +19,10 @@ typedef struct mb_conversion_def {
   /* Optional extra availability check beyond the runtime's probe (CPU
    * features, ...): returns 0 and fills reason when unavailable. */
   int (*check)(char *reason, size_t size);
+  /* 1: quick check (baseline + default ORT); 2: the core deployment
+   * options (one fp32 option per runtime plus its reduced-precision one);
+   * 3 (or 0): everything else. Tier N runs every row with tier <= N. */
+  int tier;
 } mb_conversion_def;
 
 /* Row `index` (0 .. mb_conversion_count()-1), or NULL. */

@@ -9,6 +9,7 @@
  *   100-     precision steps (FP16+..., BF16+..., INT8_STATIC+...)
  *  1000-     registered at run time (tests) */
 #include "conversions/conversion.h"
+#include "runtime/engine.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -53,26 +54,56 @@ const char *mb_bench_status_name(mb_bench_status status) {
                                                   : "invalid";
 }
 
+/* ---- availability checks beyond the runtime's probe ---- */
+
+#define MB_X(eng, prec)                                                        \
+  static int check_##eng##_##prec(char *reason, size_t size) {                 \
+    return mb__engine_##eng.supports_precision(MB_PRECISION_##prec, reason,    \
+                                               size);                          \
+  }
+MB_X(xnnpack, FP16)
+MB_X(onednn, BF16)
+#undef MB_X
+
 /* ---- the table ---- */
 
 static const mb_conversion_def builtin[] = {
     {1, "REFERENCE", "reference", MB_DEVICE_CPU, MB_PRECISION_FP32,
      MB_GRAPH_OPT_DISABLED, 1,
-     "modelbench's reference interpreter, the accuracy baseline", NULL},
+     "modelbench's reference interpreter, the accuracy baseline", NULL, 1},
     {2, "ORT_CPU", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_FP32,
      MB_GRAPH_OPT_ALL, 1,
-     "ONNX Runtime, CPU execution provider, all graph optimisations", NULL},
+     "ONNX Runtime, CPU execution provider, all graph optimisations", NULL, 1},
     {3, "ORT_CPU_NO_OPT", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_FP32,
      MB_GRAPH_OPT_DISABLED, 1,
-     "ONNX Runtime, CPU execution provider, graph optimisations disabled",
-     NULL},
+     "ONNX Runtime, CPU execution provider, graph optimisations disabled", NULL,
+     3},
     {4, "ORT_CPU_BASIC", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_FP32,
      MB_GRAPH_OPT_BASIC, 0,
-     "ONNX Runtime, CPU execution provider, basic graph optimisations", NULL},
+     "ONNX Runtime, CPU execution provider, basic graph optimisations", NULL,
+     3},
     {5, "ORT_CPU_EXTENDED", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_FP32,
      MB_GRAPH_OPT_EXTENDED, 0,
-     "ONNX Runtime, CPU execution provider, extended graph optimisations",
-     NULL},
+     "ONNX Runtime, CPU execution provider, extended graph optimisations", NULL,
+     3},
+    {30, "XNNPACK", "xnnpack", MB_DEVICE_CPU, MB_PRECISION_FP32,
+     MB_GRAPH_OPT_DISABLED, 0,
+     "XNNPACK subgraphs (NHWC), other nodes on the reference interpreter", NULL,
+     2},
+    {31, "FP16+XNNPACK", "xnnpack", MB_DEVICE_CPU, MB_PRECISION_FP16,
+     MB_GRAPH_OPT_DISABLED, 0,
+     "XNNPACK forced to fp16 inference, fp32 inputs and outputs",
+     check_xnnpack_FP16, 2},
+    {40, "ONEDNN", "onednn", MB_DEVICE_CPU, MB_PRECISION_FP32,
+     MB_GRAPH_OPT_DISABLED, 0,
+     "oneDNN primitives in blocked layouts with fused post-ops, other nodes "
+     "on the reference interpreter",
+     NULL, 2},
+    {41, "BF16+ONEDNN", "onednn", MB_DEVICE_CPU, MB_PRECISION_BF16,
+     MB_GRAPH_OPT_DISABLED, 0,
+     "oneDNN computing in bf16 (AVX-512 BF16 or AMX), fp32 inputs and "
+     "outputs",
+     check_onednn_BF16, 2},
 };
 
 #define MB_MAX_EXTRA_CONVERSIONS 32
@@ -147,6 +178,7 @@ mb_status mb_conversion_get(int index, mb_conversion_info *info_out,
   info_out->precision = def->precision;
   info_out->description = def->description ? def->description : "";
   info_out->in_default_set = def->in_default_set;
+  info_out->tier = def->tier > 0 ? def->tier : 3;
 
   const mb_runtime *rt = mb__runtime_find(def->runtime);
   if (!rt) {

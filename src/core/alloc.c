@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 void *mb__aligned_alloc(size_t bytes) {
@@ -182,4 +183,10 @@ mb_status mb__write_file(const char *path, const void *data, size_t size,
     return mb__error(err, MB_STATUS_IO, "%s: write failed: %s", path,
                      strerror(errno));
   return MB_STATUS_OK;
+}
+
+double mb__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

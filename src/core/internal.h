@@ -46,6 +46,8 @@ mb_status mb__error_prefix(mb_error *err, mb_status status, const char *fmt,
 void *mb__aligned_alloc(size_t bytes); /* MB_TENSOR_ALIGNMENT, NULL on OOM */
 void mb__aligned_free(void *p);
 char *mb__strdup(const char *s); /* NULL in -> NULL out */
+/* Seconds on CLOCK_MONOTONIC (core/alloc.c). */
+double mb__now(void);
 /* strcmp, except digit runs compare as numbers (test_data_set_2 < _10). */
 int mb__natural_compare(const char *a, const char *b);
 

@@ -281,6 +281,18 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
   mb__json_array_end(j);
   kv_string_or_null(j, "log", r->log_path);
   mb__json_kv_string(j, "backtrace", r->backtrace);
+  if (r->n_segments > 0 && r->segments) {
+    mb__json_key(j, "segments");
+    mb__json_array_begin(j);
+    for (int i = 0; i < r->n_segments; i++) {
+      mb__json_object_begin(j);
+      mb__json_kv_string(j, "runtime", r->segments[i].runtime);
+      mb__json_kv_int(j, "nodes", r->segments[i].nodes);
+      mb__json_kv_double(j, "mean_ms", r->segments[i].mean_ms);
+      mb__json_object_end(j);
+    }
+    mb__json_array_end(j);
+  }
   mb__json_object_end(j);
 }
 

@@ -10,6 +10,7 @@
  * only when an input's buffer or shape changes), lets ORT allocate the
  * outputs, and keeps them until the next run, so the harness adds next to
  * nothing around OrtApi::Run. */
+#include "core/json_parse.h"
 #include "runtime/runtime.h"
 
 #ifndef MB_HAVE_ORT_HEADERS
@@ -374,6 +375,9 @@ typedef struct ort_session {
   OrtValue **outputs; /* of the last run, or NULL */
   int has_run;
   char *profile_path;     /* where the per-node profile goes, or NULL */
+  int profile_ended;      /* SessionEndProfiling was called */
+  int64_t runs;           /* successful runs so far */
+  int64_t runs_at_reset;  /* runs before the last profile_reset */
   char empty_tensor_data; /* ORT wants a pointer even for 0 elements */
 } ort_session;
 
@@ -423,7 +427,7 @@ static void ort_release(void *session) {
     for (int i = 0; s->inputs && i < s->n_inputs; i++)
       if (s->inputs[i].value)
         ort->ReleaseValue(s->inputs[i].value);
-    if (s->session && s->profile_path)
+    if (s->session && s->profile_path && !s->profile_ended)
       end_profiling(s);
     if (s->session)
       ort->ReleaseSession(s->session);
@@ -763,7 +767,153 @@ static mb_status ort_run(void *session, const mb_tensor *const *inputs,
     return status;
   }
   s->has_run = 1;
+  s->runs++;
   return MB_STATUS_OK;
+}
+
+/* Per-node profile from ORT's own profiler: the session was created with
+ * profiling on (options->profile_path); collecting ends it, reads the
+ * Chrome-trace JSON ORT wrote and keeps the events of the runs since the
+ * reset: "model_run" (Session) for the segment, "<node>_kernel_time" (Node,
+ * args.op_name) per node. Durations are in microseconds. */
+static void ort_profile_reset(void *session, int level) {
+  ort_session *s = session;
+  (void)level;
+  s->runs_at_reset = s->runs;
+}
+
+typedef struct ort_node_sum {
+  const char *name, *op_type; /* into the parsed document */
+  size_t name_len;
+  double total_us;
+  int64_t runs;
+} ort_node_sum;
+
+static int by_ts(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static const char *event_str(const mb_json_value *event, const char *key) {
+  const mb_json_value *v = mb__json_find(event, key);
+  return v && v->type == MB_JSON_STRING ? v->string : NULL;
+}
+
+static double event_num(const mb_json_value *event, const char *key) {
+  const mb_json_value *v = mb__json_find(event, key);
+  return v && v->type == MB_JSON_NUMBER ? v->number : -1.0;
+}
+
+static mb_status ort_profile_collect(void *session, mb_profile *out,
+                                     mb_error *err) {
+  ort_session *s = session;
+  static const char suffix[] = "_kernel_time";
+  const size_t suffix_len = sizeof suffix - 1;
+  mb_json_doc *doc = NULL;
+  ort_node_sum *nodes = NULL;
+  double *run_ts = NULL;
+  int n_nodes = 0, cap_nodes = 0;
+  mb_status status = MB_STATUS_OK;
+  if (!s->profile_path || s->profile_ended)
+    return mb__error(err, MB_STATUS_UNSUPPORTED,
+                     "onnxruntime: the session was not prepared for "
+                     "profiling, or its profile was already collected");
+  end_profiling(s);
+  s->profile_ended = 1;
+  if ((status = mb__json_parse_file(s->profile_path, &doc, err)))
+    return status;
+  const mb_json_value *events = &doc->root;
+  if (events->type != MB_JSON_ARRAY) {
+    status = mb__error(err, MB_STATUS_PARSE,
+                       "onnxruntime: %s: the profile is not a JSON array",
+                       s->profile_path);
+    goto done;
+  }
+  /* The profiled runs are the last (runs - runs_at_reset) model_run events;
+   * the first of them marks where the profiled node events start. */
+  size_t n_runs = 0;
+  if (!(run_ts = malloc(sizeof *run_ts * (events->count + 1)))) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+    goto done;
+  }
+  for (size_t i = 0; i < events->count; i++) {
+    const char *name = event_str(&events->items[i], "name");
+    if (name && strcmp(name, "model_run") == 0)
+      run_ts[n_runs++] = event_num(&events->items[i], "ts");
+  }
+  qsort(run_ts, n_runs, sizeof *run_ts, by_ts);
+  int64_t profiled = s->runs - s->runs_at_reset;
+  if (profiled <= 0 || (int64_t)n_runs < profiled) {
+    status = mb__error(err, MB_STATUS_INTERNAL,
+                       "onnxruntime: the profile holds %zu runs, %lld "
+                       "expected",
+                       n_runs, (long long)profiled);
+    goto done;
+  }
+  double cutoff = run_ts[n_runs - (size_t)profiled];
+  double run_total_us = 0.0;
+  const char *first_node = NULL;
+  for (size_t i = 0; i < events->count; i++) {
+    const mb_json_value *e = &events->items[i];
+    const char *name = event_str(e, "name"), *cat = event_str(e, "cat");
+    double ts = event_num(e, "ts"), dur = event_num(e, "dur");
+    if (!name || !cat || ts < cutoff || dur < 0)
+      continue;
+    if (strcmp(name, "model_run") == 0) {
+      run_total_us += dur;
+      continue;
+    }
+    size_t len = strlen(name);
+    if (strcmp(cat, "Node") != 0 || len <= suffix_len ||
+        strcmp(name + len - suffix_len, suffix) != 0)
+      continue;
+    len -= suffix_len;
+    int k = 0;
+    while (k < n_nodes &&
+           !(nodes[k].name_len == len && memcmp(nodes[k].name, name, len) == 0))
+      k++;
+    if (k == n_nodes) {
+      if (n_nodes == cap_nodes) {
+        int cap = cap_nodes ? cap_nodes * 2 : 64;
+        ort_node_sum *p = realloc(nodes, sizeof *nodes * (size_t)cap);
+        if (!p) {
+          status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+          goto done;
+        }
+        nodes = p;
+        cap_nodes = cap;
+      }
+      const mb_json_value *args = mb__json_find(e, "args");
+      const char *op = args ? event_str(args, "op_name") : NULL;
+      nodes[n_nodes++] = (ort_node_sum){name, op ? op : "?", len, 0.0, 0};
+      if (!first_node)
+        first_node = name;
+    }
+    nodes[k].total_us += dur;
+    nodes[k].runs++;
+  }
+  char first[128] = "";
+  if (first_node)
+    snprintf(first, sizeof first, "%.*s", (int)nodes[0].name_len, first_node);
+  if ((status = mb__profile_add_segment(out, "onnxruntime", n_nodes, first,
+                                        profiled, run_total_us / 1e3, err)))
+    goto done;
+  for (int k = 0; k < n_nodes; k++) {
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)nodes[k].name_len, nodes[k].name);
+    if ((status =
+             mb__profile_add_node(out, "onnxruntime", nodes[k].op_type, name,
+                                  nodes[k].runs, nodes[k].total_us / 1e3, err)))
+      goto done;
+  }
+  snprintf(out->note, sizeof out->note,
+           "nodes as ORT runs them after its graph optimisations (fused "
+           "nodes carry ORT's names)");
+done:
+  free(run_ts);
+  free(nodes);
+  mb__json_doc_free(doc);
+  return status;
 }
 
 /* Copies one ORT output into a new tensor named `name`. */
@@ -856,4 +1006,8 @@ const mb_runtime mb__runtime_onnxruntime = {
     .run = ort_run,
     .fetch_outputs = ort_fetch_outputs,
     .release = ort_release,
+#ifdef MB_HAVE_ORT_HEADERS
+    .profile_reset = ort_profile_reset,
+    .profile_collect = ort_profile_collect,
+#endif
 };

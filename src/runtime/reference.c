@@ -20,6 +20,7 @@ struct mb_session {
   int *io_start;          /* per node: offset into io_ptrs */
   void *scratch[MB_OP_SCRATCH_SLOTS];
   size_t scratch_size[MB_OP_SCRATCH_SLOTS];
+  double *node_ms; /* per node, summed while profiling, else NULL */
 };
 
 /* A borrowed view of a tensor: same shape and data, owns nothing. */
@@ -64,6 +65,13 @@ static mb_status resolve_node(const mb_model *model, const mb_node *node,
 mb_status mb_session_create(const mb_model *model,
                             const mb_session_options *options,
                             mb_session **session_out, mb_error *err) {
+  return mb__session_create_masked(model, options, NULL, session_out, err);
+}
+
+mb_status mb__session_create_masked(const mb_model *model,
+                                    const mb_session_options *options,
+                                    const bool *run_mask,
+                                    mb_session **session_out, mb_error *err) {
   mb_status status;
   const mb_graph *g = model->graph;
   size_t total_io = 0;
@@ -85,6 +93,8 @@ mb_status mb_session_create(const mb_model *model,
     goto fail;
   }
   for (int i = 0; i < g->n_nodes; i++) {
+    if (run_mask && !run_mask[i])
+      continue;
     status = resolve_node(model, &g->nodes[i], &s->defs[i], &s->opsets[i], err);
     if (status)
       goto fail;
@@ -124,6 +134,7 @@ void mb_session_free(mb_session *s) {
   for (int i = 0; i < MB_OP_SCRATCH_SLOTS; i++)
     mb__aligned_free(s->scratch[i]);
   mb__threadpool_free(s->pool);
+  free(s->node_ms);
   free(s->defs);
   free(s->opsets);
   free(s->values);
@@ -216,6 +227,65 @@ static mb_status node_failed(mb_op_ctx *ctx, mb_status status,
   return status;
 }
 
+mb_status mb__session_bind_inputs(mb_session *s, const mb_tensor *const *inputs,
+                                  mb_error *err) {
+  const mb_graph *g = s->graph;
+  for (int i = 0; i < g->n_inputs; i++) {
+    const mb_value *decl = &g->values[g->inputs[i]];
+    mb_status status = check_input(decl, inputs[i], err);
+    if (status)
+      return status;
+    tensor_view(&s->values[g->inputs[i]], inputs[i]);
+  }
+  /* sgemm runs on the session's pool (see blas.c). */
+  mb__blas_set_threads(1);
+  return MB_STATUS_OK;
+}
+
+mb_status mb__session_run_node(mb_session *s, int i, mb_error *err) {
+  mb_op_ctx ctx;
+  mb_status status;
+  double t0 = s->node_ms ? mb__now() : 0.0;
+  if (!s->defs[i]) {
+    char label[160];
+    return mb__error(err, MB_STATUS_INTERNAL,
+                     "%s: not prepared for the reference interpreter",
+                     mb__node_label(&s->graph->nodes[i], label, sizeof label));
+  }
+  make_ctx(s, i, err, &ctx);
+  status = s->defs[i]->infer(&ctx);
+  if (status == MB_STATUS_DYNAMIC) /* all data is known at run time */
+    status = mb__op_error(&ctx, MB_STATUS_INTERNAL,
+                          "shape inference needs data that is missing");
+  if (status)
+    return node_failed(&ctx, status, "shape inference");
+  if ((status = alloc_outputs(&ctx)))
+    return status;
+  if ((status = s->defs[i]->run(&ctx)))
+    return node_failed(&ctx, status, "execution");
+  if (s->node_ms)
+    s->node_ms[i] += (mb__now() - t0) * 1e3;
+  return MB_STATUS_OK;
+}
+
+mb_tensor *mb__session_value(mb_session *s, int value) {
+  return &s->values[value];
+}
+
+mb_status mb__session_set_profiling(mb_session *s, bool on, mb_error *err) {
+  free(s->node_ms);
+  s->node_ms = NULL;
+  if (on &&
+      !(s->node_ms = calloc((size_t)s->graph->n_nodes + 1, sizeof *s->node_ms)))
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                     "cannot allocate the profile");
+  return MB_STATUS_OK;
+}
+
+const double *mb__session_node_ms(const mb_session *s) {
+  return s->node_ms;
+}
+
 mb_status mb__session_run_keep(mb_session *s, const mb_tensor *const *inputs,
                                mb_error *err) {
   const mb_graph *g = s->graph;
@@ -225,29 +295,11 @@ mb_status mb__session_run_keep(mb_session *s, const mb_tensor *const *inputs,
     err = &local;
   err->message[0] = '\0';
   err->status = MB_STATUS_OK;
-  for (int i = 0; i < g->n_inputs; i++) {
-    const mb_value *decl = &g->values[g->inputs[i]];
-    status = check_input(decl, inputs[i], err);
-    if (status)
+  if ((status = mb__session_bind_inputs(s, inputs, err)))
+    return status;
+  for (int i = 0; i < g->n_nodes; i++)
+    if ((status = mb__session_run_node(s, i, err)))
       return status;
-    tensor_view(&s->values[g->inputs[i]], inputs[i]);
-  }
-  /* sgemm runs on the session's pool (see blas.c). */
-  mb__blas_set_threads(1);
-  for (int i = 0; i < g->n_nodes; i++) {
-    mb_op_ctx ctx;
-    make_ctx(s, i, err, &ctx);
-    status = s->defs[i]->infer(&ctx);
-    if (status == MB_STATUS_DYNAMIC) /* all data is known at run time */
-      status = mb__op_error(&ctx, MB_STATUS_INTERNAL,
-                            "shape inference needs data that is missing");
-    if (status)
-      return node_failed(&ctx, status, "shape inference");
-    if ((status = alloc_outputs(&ctx)))
-      return status;
-    if ((status = s->defs[i]->run(&ctx)))
-      return node_failed(&ctx, status, "execution");
-  }
   return MB_STATUS_OK;
 }
 
@@ -326,10 +378,28 @@ int mb_model_unsupported_ops(const mb_model *model, char *buf, size_t size) {
 mb_status mb__infer_shapes(const mb_model *model,
                            const mb_tensor *const *inputs,
                            mb_shape_info *shapes_out, mb_error *err) {
+  return mb__infer_shapes_fold(model, inputs, shapes_out, NULL, err);
+}
+
+mb_status mb__infer_shapes_fold(const mb_model *model,
+                                const mb_tensor *const *inputs,
+                                mb_shape_info *shapes_out,
+                                mb_tensor **folded_out, mb_error *err) {
   const mb_graph *g = model->graph;
   mb_status status = MB_STATUS_OK;
   mb_session *s = NULL;
   bool *known = calloc((size_t)g->n_values + 1, sizeof(bool));
+  /* Values that do not depend on the data of user inputs: initializers,
+   * outputs of shape-only ops on known shapes, and what is computed from
+   * those alone. */
+  bool *is_const = calloc((size_t)g->n_values + 1, sizeof(bool));
+  if (folded_out)
+    for (int v = 0; v < g->n_values; v++)
+      folded_out[v] = NULL;
+  if (!is_const) {
+    free(known);
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot infer shapes");
+  }
   mb_session_options opts = {1};
   mb_error local;
   if (!known)
@@ -375,6 +445,7 @@ mb_status mb__infer_shapes(const mb_model *model,
     if (g->values[v].initializer) {
       tensor_view(&s->values[v], g->values[v].initializer);
       known[v] = true;
+      is_const[v] = true;
     }
   for (int i = 0; i < g->n_inputs; i++) {
     const mb_tensor *t = inputs[i];
@@ -392,6 +463,7 @@ mb_status mb__infer_shapes(const mb_model *model,
     const mb_node *n = &g->nodes[i];
     mb_op_ctx ctx;
     bool inputs_known = s->defs[i] != NULL, have_data = true;
+    bool all_const = true;
     for (int j = 0; j < n->n_inputs && inputs_known; j++) {
       int v = n->inputs[j];
       if (v < 0)
@@ -400,6 +472,7 @@ mb_status mb__infer_shapes(const mb_model *model,
         inputs_known = false;
       else if (s->values[v].numel > 0 && !s->values[v].data)
         have_data = false;
+      all_const &= is_const[v];
     }
     if (!inputs_known)
       continue;
@@ -425,7 +498,22 @@ mb_status mb__infer_shapes(const mb_model *model,
                 out_bytes <= MB_FOLD_LIMIT_BYTES;
     if (fold && alloc_outputs(&ctx) == MB_STATUS_OK &&
         s->defs[i]->run(&ctx) == MB_STATUS_OK) {
-      /* outputs now hold data */
+      /* outputs now hold data; constant when the inputs were (or only
+       * their shapes were read) */
+      bool random = strncmp(n->op_type, "Random", 6) == 0 ||
+                    strcmp(n->op_type, "Bernoulli") == 0;
+      bool constant =
+          !random && (all_const || (s->defs[i]->flags & MB_OP_SHAPE_ONLY));
+      for (int j = 0; j < n->n_outputs && constant; j++) {
+        int v = n->outputs[j];
+        if (v < 0)
+          continue;
+        is_const[v] = true;
+        if (folded_out && !folded_out[v] &&
+            mb_tensor_clone(&s->values[v], &folded_out[v], NULL) !=
+                MB_STATUS_OK)
+          folded_out[v] = NULL; /* out of memory: just not folded */
+      }
     } else {
       for (int j = 0; j < n->n_outputs; j++)
         if (ctx.outputs[j]) {
@@ -456,5 +544,11 @@ mb_status mb__infer_shapes(const mb_model *model,
 done:
   mb_session_free(s);
   free(known);
+  free(is_const);
+  if (status && folded_out)
+    for (int v = 0; v < g->n_values; v++) {
+      mb_tensor_free(folded_out[v]);
+      folded_out[v] = NULL;
+    }
   return status;
 }

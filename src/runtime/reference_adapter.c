@@ -68,6 +68,35 @@ static void reference_release(void *session) {
   free(rs);
 }
 
+static void reference_profile_reset(void *session, int level) {
+  reference_session *rs = session;
+  /* Out of memory only loses the profile, which collect then reports. */
+  mb__session_set_profiling(rs->session, level >= 1, NULL);
+}
+
+static mb_status reference_profile_collect(void *session, mb_profile *out,
+                                           mb_error *err) {
+  reference_session *rs = session;
+  const mb_graph *g = rs->model->graph;
+  const double *node_ms = mb__session_node_ms(rs->session);
+  double total = 0.0;
+  mb_status status;
+  char label[160];
+  if (!node_ms)
+    return mb__error(err, MB_STATUS_INTERNAL, "profiling was not on");
+  for (int i = 0; i < g->n_nodes; i++) {
+    const mb_node *n = &g->nodes[i];
+    total += node_ms[i];
+    if ((status = mb__profile_add_node(out, "reference", n->op_type, n->name,
+                                       out->iterations, node_ms[i], err)))
+      return status;
+  }
+  return mb__profile_add_segment(
+      out, "reference", g->n_nodes,
+      g->n_nodes ? mb__node_label(&g->nodes[0], label, sizeof label) : "",
+      out->iterations, total, err);
+}
+
 const mb_runtime mb__runtime_reference = {
     .name = "reference",
     .probe = reference_probe,
@@ -75,4 +104,6 @@ const mb_runtime mb__runtime_reference = {
     .run = reference_run,
     .fetch_outputs = reference_fetch_outputs,
     .release = reference_release,
+    .profile_reset = reference_profile_reset,
+    .profile_collect = reference_profile_collect,
 };

@@ -26,10 +26,18 @@ typedef struct mb_runtime_options {
   mb_device device;
   int verbose;              /* runtime's own logging (debug only) */
   const char *profile_path; /* per-node profile output, or NULL */
+  mb_precision precision;   /* what the conversion computes in */
+  /* Hybrid runtimes compile for concrete shapes: one borrowed tensor per
+   * graph input with the shapes (and data) the runs will use, or NULL. */
+  const mb_tensor *const *example_inputs;
+  int no_fallback; /* hybrid: unsupported nodes are an error */
+  int profile;     /* prepare for per-node profiling (engines' primitives
+                      need it at compile time; ORT at session creation) */
 } mb_runtime_options;
 
 typedef struct mb_runtime {
   const char *name; /* "reference", "onnxruntime" */
+  int hybrid;       /* splits graphs into segments (bench reports them) */
   /* Is it usable here? Fills available, version or reason. Never fails. */
   void (*probe)(mb_runtime_info *info);
   /* Builds a session. model: borrowed, outlives the session. model_path:
@@ -48,16 +56,39 @@ typedef struct mb_runtime {
   mb_status (*fetch_outputs)(void *session, mb_tensor **outputs_out,
                              mb_error *err);
   void (*release)(void *session);
+  /* Optional profiling, outside timed runs. profile_reset: level 0 off,
+   * 1 per segment, 2 per segment and per node (engines' primitives only
+   * when prepared with options->profile); clears what was collected.
+   * profile_collect: fills out (segments, nodes; entries' mean_ms and share
+   * computed over out->iterations runs, which the caller sets first) with
+   * what ran since the reset; its arrays are malloc'ed and owned by out. */
+  void (*profile_reset)(void *session, int level);
+  mb_status (*profile_collect)(void *session, mb_profile *out, mb_error *err);
 } mb_runtime;
 
 /* One line per adapter file. */
 #define MB_RUNTIME_LIST(X)                                                     \
   X(reference)                                                                 \
-  X(onnxruntime)
+  X(onnxruntime)                                                               \
+  X(xnnpack)                                                                   \
+  X(onednn)
 
 #define MB_X(name) extern const mb_runtime mb__runtime_##name;
 MB_RUNTIME_LIST(MB_X)
 #undef MB_X
+
+/* Profile building (runtime/profile.c). Add entries with summed times,
+ * then mb__profile_finish divides by p->iterations, computes shares and
+ * sorts nodes slowest first. Strings are copied (truncated to fit). */
+mb_status mb__profile_add_segment(mb_profile *p, const char *runtime, int nodes,
+                                  const char *first_node, int64_t runs,
+                                  double total_ms, mb_error *err);
+mb_status mb__profile_add_node(mb_profile *p, const char *runtime,
+                               const char *op_type, const char *name,
+                               int64_t runs, double total_ms, mb_error *err);
+void mb__profile_finish(mb_profile *p);
+/* Frees the arrays, keeps the struct. */
+void mb__profile_clear(mb_profile *p);
 
 /* The adapter named `name`, or NULL. */
 const mb_runtime *mb__runtime_find(const char *name);

@@ -1,0 +1,269 @@
+/* modelbench profile: where one conversion spends its time, per segment
+ * and per node, from a profiling pass of its own. */
+#include "analysis/json.h"
+#include "cli/cli_common.h"
+
+#include <stdlib.h>
+
+static const char profile_help[] =
+    "Usage: modelbench profile MODEL -c CONVERSION [OPTIONS]\n"
+    "\n"
+    "Runs a profiling pass of CONVERSION (never inside a timed benchmark):\n"
+    "prepares it with profiling on, warms up, runs N inferences on the same\n"
+    "generated inputs as 'bench' and shows per segment (hybrid conversions:\n"
+    "engine segments and the nodes left to the reference interpreter) the\n"
+    "runtime, node count, runs, mean ms and share of the total, then the\n"
+    "slowest nodes: reference nodes, oneDNN primitives (with inserted\n"
+    "reorders), ORT's own profiler events for ORT conversions.\n"
+    "\n"
+    "Options:\n"
+    "  -c, --conversion NAME      the conversion to profile (required)\n"
+    "      --iterations N         profiled inferences (default 50)\n"
+    "      --warmup N             warm-up inferences (default 5)\n"
+    "      --threads N            intra-op threads (default 1)\n"
+    "      --batch-size N         size of a dynamic first dim (default 1)\n"
+    "      --shape NAME=D0,D1,..  shape of input NAME (repeatable)\n"
+    "      --seed N               seed of generated inputs (default 0)\n"
+    "      --no-fallback          fail when a node must run on the reference\n"
+    "                             interpreter\n"
+    "      --top N                nodes to show (default 20; 0: all)\n"
+    "      --timeout S            kill the profiling pass after S seconds\n"
+    "                             (default 300)\n"
+    "      --no-isolate           profile in this process\n"
+    "      --json                 print JSON instead of text\n"
+    "  -h, --help                 show this help\n"
+    "\n"
+    "Timings are wall-clock per inference with profiling on; a node timer\n"
+    "adds a little to each node, so shares matter more than the sum.\n"
+    "Exit status: 0 success, 1 model or runtime error, 2 usage error.\n";
+
+enum {
+  OPT_ITERATIONS = 256,
+  OPT_WARMUP,
+  OPT_THREADS,
+  OPT_BATCH,
+  OPT_SHAPE,
+  OPT_SEED,
+  OPT_NO_FALLBACK,
+  OPT_TOP,
+  OPT_TIMEOUT,
+  OPT_NO_ISOLATE,
+  OPT_JSON,
+};
+
+static void print_text(const char *path, const mb_profile *p, int top) {
+  printf("model        %s\n", path);
+  printf("conversion   %s\n", p->conversion);
+  printf("iterations   %d\n", p->iterations);
+  printf("mean         %.3f ms per inference (profiling on)\n",
+         p->total_mean_ms);
+  printf("\nSegments (execution order)\n");
+  printf("  %3s  %-12s %6s %8s %10s %7s  %s\n", "#", "runtime", "nodes", "runs",
+         "mean ms", "share", "first node");
+  for (int i = 0; i < p->n_segments; i++) {
+    const mb_profile_segment *s = &p->segments[i];
+    printf("  %3d  %-12s %6d %8lld %10.4f %6.1f%%  %s\n", i + 1, s->runtime,
+           s->nodes, (long long)s->runs, s->mean_ms, 100.0 * s->share,
+           s->first_node);
+  }
+  if (p->n_segments == 0)
+    printf("  (none)\n");
+  int shown = top > 0 ? MB_MIN(top, p->n_nodes) : p->n_nodes;
+  printf("\nNodes (slowest %d of %d)\n", shown, p->n_nodes);
+  printf("  %-12s %-22s %-32s %10s %7s\n", "runtime", "op type", "name",
+         "mean ms", "share");
+  for (int i = 0; i < shown; i++) {
+    const mb_profile_node *n = &p->nodes[i];
+    printf("  %-12s %-22s %-32s %10.4f %6.1f%%\n", n->runtime, n->op_type,
+           n->name[0] ? n->name : "(inserted)", n->mean_ms, 100.0 * n->share);
+  }
+  if (p->n_nodes == 0)
+    printf("  (none)\n");
+  if (p->note[0])
+    printf("\nnote: %s\n", p->note);
+}
+
+static void print_json(const char *path, const mb_profile *p) {
+  mb_json j;
+  mb__json_init(&j, stdout, true);
+  mb__json_object_begin(&j);
+  mb__json_kv_string(&j, "model", path);
+  mb__json_kv_string(&j, "conversion", p->conversion);
+  mb__json_kv_int(&j, "iterations", p->iterations);
+  mb__json_kv_double(&j, "mean_ms", p->total_mean_ms);
+  mb__json_key(&j, "segments");
+  mb__json_array_begin(&j);
+  for (int i = 0; i < p->n_segments; i++) {
+    const mb_profile_segment *s = &p->segments[i];
+    mb__json_object_begin(&j);
+    mb__json_kv_string(&j, "runtime", s->runtime);
+    mb__json_kv_int(&j, "nodes", s->nodes);
+    mb__json_kv_string(&j, "first_node", s->first_node);
+    mb__json_kv_int(&j, "runs", s->runs);
+    mb__json_kv_double(&j, "mean_ms", s->mean_ms);
+    mb__json_kv_double(&j, "share", s->share);
+    mb__json_object_end(&j);
+  }
+  mb__json_array_end(&j);
+  mb__json_key(&j, "nodes");
+  mb__json_array_begin(&j);
+  for (int i = 0; i < p->n_nodes; i++) {
+    const mb_profile_node *n = &p->nodes[i];
+    mb__json_object_begin(&j);
+    mb__json_kv_string(&j, "runtime", n->runtime);
+    mb__json_kv_string(&j, "op_type", n->op_type);
+    mb__json_kv_string(&j, "name", n->name);
+    mb__json_kv_int(&j, "runs", n->runs);
+    mb__json_kv_double(&j, "mean_ms", n->mean_ms);
+    mb__json_kv_double(&j, "share", n->share);
+    mb__json_object_end(&j);
+  }
+  mb__json_array_end(&j);
+  mb__json_key(&j, "note");
+  mb__json_string(&j, p->note[0] ? p->note : NULL);
+  mb__json_object_end(&j);
+}
+
+static int parse_int(const char *cmd, const char *flag, const char *arg,
+                     int64_t min, int64_t max, int *out) {
+  int64_t v;
+  if (!mb__cli_parse_i64(arg, min, max, &v))
+    return mb__cli_usage_error(cmd,
+                               "%s: '%s' is not an integer in [%lld, "
+                               "%lld]",
+                               flag, arg, (long long)min, (long long)max);
+  *out = (int)v;
+  return MB_EXIT_OK;
+}
+
+int mb__cli_profile(int argc, char **argv) {
+  static const struct option options[] = {
+      {"conversion", required_argument, NULL, 'c'},
+      {"conversions", required_argument, NULL, 'c'},
+      {"iterations", required_argument, NULL, OPT_ITERATIONS},
+      {"warmup", required_argument, NULL, OPT_WARMUP},
+      {"threads", required_argument, NULL, OPT_THREADS},
+      {"batch-size", required_argument, NULL, OPT_BATCH},
+      {"shape", required_argument, NULL, OPT_SHAPE},
+      {"seed", required_argument, NULL, OPT_SEED},
+      {"no-fallback", no_argument, NULL, OPT_NO_FALLBACK},
+      {"top", required_argument, NULL, OPT_TOP},
+      {"timeout", required_argument, NULL, OPT_TIMEOUT},
+      {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
+      {"json", no_argument, NULL, OPT_JSON},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  const char *cmd = "profile";
+  const char *conversion = NULL, *path;
+  mb_cli_shapes shapes;
+  mb_bench_config config;
+  mb_profile *profile = NULL;
+  mb_error err;
+  mb_status status;
+  bool json = false;
+  int top = 20, rc = MB_EXIT_OK, c, seed = 0;
+  memset(&shapes, 0, sizeof shapes);
+  memset(&err, 0, sizeof err);
+  mb_bench_config_init(&config);
+  config.min_iterations = 50;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":c:h", options, NULL)) != -1) {
+    switch (c) {
+    case 'c':
+      conversion = optarg;
+      break;
+    case OPT_ITERATIONS:
+      rc = parse_int(cmd, "--iterations", optarg, 1, 1000000,
+                     &config.min_iterations);
+      break;
+    case OPT_WARMUP:
+      rc = parse_int(cmd, "--warmup", optarg, 0, 1000000,
+                     &config.warmup_iterations);
+      break;
+    case OPT_THREADS:
+      rc = parse_int(cmd, "--threads", optarg, 1, 1024, &config.threads);
+      break;
+    case OPT_BATCH:
+      rc = mb__cli_set_batch(&shapes, cmd, optarg);
+      break;
+    case OPT_SHAPE:
+      rc = mb__cli_add_shape(&shapes, cmd, optarg);
+      break;
+    case OPT_SEED:
+      rc = parse_int(cmd, "--seed", optarg, 0, INT32_MAX, &seed);
+      config.seed = (uint64_t)seed;
+      break;
+    case OPT_NO_FALLBACK:
+      config.no_fallback = 1;
+      break;
+    case OPT_TOP:
+      rc = parse_int(cmd, "--top", optarg, 0, 1000000, &top);
+      break;
+    case OPT_TIMEOUT:
+      if (!mb__cli_parse_double(optarg, &config.timeout_seconds) ||
+          !(config.timeout_seconds > 0))
+        rc = mb__cli_usage_error(cmd,
+                                 "--timeout: '%s' is not a positive "
+                                 "number of seconds",
+                                 optarg);
+      break;
+    case OPT_NO_ISOLATE:
+      config.isolate = 0;
+      break;
+    case OPT_JSON:
+      json = true;
+      break;
+    case 'h':
+      fputs(profile_help, stdout);
+      goto done;
+    default:
+      rc = mb__cli_bad_option(cmd, c, argv);
+      break;
+    }
+    if (rc != MB_EXIT_OK)
+      goto done;
+  }
+  if (optind >= argc) {
+    rc = mb__cli_usage_error(cmd, "missing MODEL");
+    goto done;
+  }
+  if (argc - optind > 1) {
+    rc = mb__cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+    goto done;
+  }
+  if (!conversion) {
+    rc = mb__cli_usage_error(cmd, "missing -c CONVERSION");
+    goto done;
+  }
+  if (strchr(conversion, ',')) {
+    rc = mb__cli_usage_error(cmd, "-c takes one conversion, not a list");
+    goto done;
+  }
+  int index;
+  if (mb_conversion_find(conversion, &index, &err) != MB_STATUS_OK) {
+    rc = mb__cli_usage_error(cmd, "-c: %s", err.message);
+    goto done;
+  }
+  path = argv[optind];
+  config.shapes = shapes.spec;
+  if (shapes.spec.batch_size > 0)
+    config.batch_size = (int)shapes.spec.batch_size;
+  status = mb_profile_model(path, conversion, &config, &profile, &err);
+  if (status != MB_STATUS_OK) {
+    rc = mb__cli_fail(path, &err);
+    goto done;
+  }
+  if (json)
+    print_json(path, profile);
+  else
+    print_text(path, profile, top);
+  if (fflush(stdout) != 0) {
+    mb__cli_error(NULL, "cannot write output");
+    rc = MB_EXIT_FAILURE;
+  }
+done:
+  mb_profile_free(profile);
+  mb__cli_shapes_free(&shapes);
+  return rc;
+}

@@ -1,0 +1,241 @@
+/* The CSV report: one header row, then one row per model x conversion, in
+ * request order, for spreadsheets and scripts.
+ *
+ * RFC 4180: CRLF line ends, a field is quoted when it holds a comma, quote,
+ * CR, LF or leading/trailing space, and quotes inside are doubled. Text is
+ * UTF-8 (invalid bytes become U+FFFD). Numbers
+ * are plain C-locale decimals. A cell never stays empty when a number is
+ * missing: it says why, so a script can tell "not measured" from zero:
+ *   n/a: failed (error|timeout|crashed)   the conversion failed
+ *   n/a: unavailable                      not usable on this machine
+ *   n/a: not run (skipped)                skipped (fail-fast, ...)
+ *   n/a: not measured                     ok, but this number is unknown
+ *   n/a: no reference                     ok, accuracy could not be checked
+ *   n/a: no baseline                      ok, the baseline has no median
+ * A failed conversion that measured something before failing (a timeout
+ * in the timed phase) keeps those numbers, as in the JSON report. */
+#include "report/report_util.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* Why a number of a result with this status is missing. */
+static const char *const missing_text[MB_BENCH_STATUS_COUNT] = {
+    [MB_BENCH_OK] = "n/a: not measured",
+    [MB_BENCH_ERROR] = "n/a: failed (error)",
+    [MB_BENCH_TIMEOUT] = "n/a: failed (timeout)",
+    [MB_BENCH_CRASHED] = "n/a: failed (crashed)",
+    [MB_BENCH_UNAVAILABLE] = "n/a: unavailable",
+    [MB_BENCH_SKIPPED] = "n/a: not run (skipped)",
+};
+
+/* The columns, in order; write_row writes the cells in the same order. */
+static const char *const columns[] = {
+    "model",
+    "model_sha256",
+    "conversion",
+    "conversion_id",
+    "runtime",
+    "runtime_version",
+    "device",
+    "precision",
+    "status",
+    "error",
+    "median_ms",
+    "mean_ms",
+    "p90_ms",
+    "p95_ms",
+    "p99_ms",
+    "min_ms",
+    "max_ms",
+    "stddev_ms",
+    "cv",
+    "throughput_sps",
+    "speedup_vs_baseline",
+    "baseline",
+    "max_abs_err",
+    "min_cosine",
+    "accurate",
+    "load_ms",
+    "first_run_ms",
+    "peak_rss_mb",
+    "iterations",
+    "batch_size",
+    "warnings",
+};
+
+typedef struct row_writer {
+  FILE *f;
+  int n_cells;
+} row_writer;
+
+static void put_field(row_writer *w, const char *s) {
+  FILE *f = w->f;
+  if (w->n_cells++)
+    fputc(',', f);
+  if (!s)
+    s = "";
+  size_t n = strlen(s);
+  bool quote = strpbrk(s, ",\"\r\n") != NULL ||
+               (n > 0 && (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' ||
+                          s[n - 1] == '\t'));
+  if (quote)
+    fputc('"', f);
+  while (*s) {
+    size_t len = mb__report_utf8_length(s);
+    if (len == 0) {
+      fputs(MB_REPORT_REPLACEMENT_CHAR, f);
+      s++;
+      continue;
+    }
+    if (*s == '"')
+      fputc('"', f);
+    fwrite(s, 1, len, f);
+    s += len;
+  }
+  if (quote)
+    fputc('"', f);
+}
+
+static void end_row(row_writer *w) {
+  /* Every row has one cell per column: write_row follows `columns`. */
+  MB_ASSERT(w->n_cells == (int)MB_ARRAY_COUNT(columns));
+  fputs("\r\n", w->f);
+  w->n_cells = 0;
+}
+
+static const char *missing(const mb_bench_result *r) {
+  return (unsigned)r->status < MB_BENCH_STATUS_COUNT ? missing_text[r->status]
+                                                     : "n/a: failed (invalid)";
+}
+
+/* A number when known and finite, else why not. */
+static void put_number(row_writer *w, const mb_bench_result *r, double v,
+                       bool known) {
+  if (!known || !isfinite(v)) {
+    put_field(w, missing(r));
+    return;
+  }
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.6g", v);
+  put_field(w, buf);
+}
+
+static void put_int(row_writer *w, int64_t v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%lld", (long long)v);
+  put_field(w, buf);
+}
+
+/* Accuracy numbers: unknown for a different reason than timings. */
+static void put_accuracy(row_writer *w, const mb_bench_result *r, double v) {
+  if (r->status != MB_BENCH_OK && !r->has_accuracy)
+    put_field(w, missing(r));
+  else if (!r->has_accuracy)
+    put_field(w, "n/a: no reference");
+  else if (isnan(v))
+    put_field(w, "NaN");
+  else if (v < 0 || !isfinite(v))
+    put_field(w, "n/a: no outputs compared");
+  else
+    put_number(w, r, v, true);
+}
+
+static void put_warnings(row_writer *w, const mb_bench_result *r) {
+  size_t size = 1;
+  for (int i = 0; i < r->n_warnings && r->warnings; i++)
+    if (r->warnings[i])
+      size += strlen(r->warnings[i]) + 2;
+  char *joined = malloc(size);
+  if (!joined) {
+    put_field(w, "(out of memory)");
+    return;
+  }
+  joined[0] = '\0';
+  size_t used = 0;
+  for (int i = 0; i < r->n_warnings && r->warnings; i++) {
+    if (!r->warnings[i])
+      continue;
+    used += (size_t)snprintf(joined + used, size - used, "%s%s",
+                             used ? "; " : "", r->warnings[i]);
+  }
+  put_field(w, joined);
+  free(joined);
+}
+
+static void write_row(row_writer *w, const mb_bench_report *report, int index) {
+  const mb_bench_result *r = &report->results[index];
+  const mb_latency_stats *s = &r->latency_ms;
+  bool ok = r->status == MB_BENCH_OK;
+  bool timed = r->iterations > 0;
+  bool precision_known;
+  mb_precision precision = mb__report_precision(r, &precision_known);
+
+  put_field(w, report->model_path);
+  put_field(w, report->model_sha256);
+  put_field(w, r->conversion ? r->conversion : "");
+  put_int(w, r->conversion_id);
+  put_field(w, r->runtime);
+  put_field(w, r->runtime_version);
+  put_field(w, r->device);
+  put_field(w, precision_known ? mb_precision_name(precision) : "unknown");
+  put_field(w, mb_bench_status_name(r->status));
+  put_field(w, ok ? "" : (r->error[0] ? r->error : "unknown error"));
+
+  put_number(w, r, s->median, timed);
+  put_number(w, r, s->mean, timed);
+  put_number(w, r, s->p90, timed);
+  put_number(w, r, s->p95, timed);
+  put_number(w, r, s->p99, timed);
+  put_number(w, r, s->min, timed);
+  put_number(w, r, s->max, timed);
+  put_number(w, r, s->stddev, timed);
+  put_number(w, r, s->cv, timed);
+  put_number(w, r, r->throughput_sps, timed);
+  if (ok && !(r->speedup_vs_baseline > 0))
+    put_field(w, "n/a: no baseline");
+  else
+    put_number(w, r, r->speedup_vs_baseline, r->speedup_vs_baseline > 0);
+  put_field(w, index == report->baseline_result ? "yes" : "no");
+
+  put_accuracy(w, r, mb__report_max_abs_err(r));
+  put_accuracy(w, r, mb__report_min_cosine(r));
+  put_field(w, !ok                         ? missing(r)
+               : !r->has_accuracy          ? "n/a: no reference"
+               : mb__report_is_accurate(r) ? "yes"
+                                           : "no");
+  put_number(w, r, r->load_ms, ok || r->load_ms > 0);
+  put_number(w, r, r->first_run_ms, ok || r->first_run_ms > 0);
+  put_number(w, r, r->peak_rss_mb, r->peak_rss_mb > 0);
+  if (ok || timed)
+    put_int(w, r->iterations);
+  else
+    put_field(w, missing(r));
+  if (r->batch_size > 0)
+    put_int(w, r->batch_size);
+  else
+    put_field(w, missing(r));
+  put_warnings(w, r);
+  end_row(w);
+}
+
+mb_status mb_bench_reports_write_csv(const mb_bench_report *const *reports,
+                                     int n, const char *path, mb_error *err) {
+  if (n < 0 || (n > 0 && !reports))
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "CSV report: no reports given");
+  mb_report_file rf;
+  mb_status status = mb__report_file_open(&rf, path, "CSV report", err);
+  if (status)
+    return status;
+  row_writer w = {rf.f, 0};
+  for (size_t i = 0; i < MB_ARRAY_COUNT(columns); i++)
+    put_field(&w, columns[i]);
+  end_row(&w);
+  for (int m = 0; m < n; m++) {
+    const mb_bench_report *report = reports[m];
+    for (int i = 0; report && report->results && i < report->n_results; i++)
+      write_row(&w, report, i);
+  }
+  return mb__report_file_commit(&rf, err);
+}

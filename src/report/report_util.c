@@ -1,0 +1,370 @@
+/* Shared pieces of the report writers; see report_util.h. */
+#include "report/report_util.h"
+#include "conversions/conversion.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* ---- atomic output files ---- */
+
+mb_status mb__report_file_open(mb_report_file *rf, const char *path,
+                               const char *what, mb_error *err) {
+  memset(rf, 0, sizeof *rf);
+  rf->what = what;
+  if (!path || !path[0])
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT, "%s: no path given",
+                     what);
+  rf->path = path;
+  /* Beside the target, so that rename() stays on one file system. */
+  size_t size = strlen(path) + 32;
+  if (!(rf->tmp = malloc(size)))
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "%s %s: out of memory", what,
+                     path);
+  snprintf(rf->tmp, size, "%s.tmp.%ld", path, (long)getpid());
+  if (!(rf->f = fopen(rf->tmp, "w"))) {
+    mb_status status = mb__error(err, MB_STATUS_IO, "cannot write %s %s: %s",
+                                 what, rf->tmp, strerror(errno));
+    free(rf->tmp);
+    rf->tmp = NULL;
+    return status;
+  }
+  return MB_STATUS_OK;
+}
+
+void mb__report_file_abort(mb_report_file *rf) {
+  if (rf->f)
+    fclose(rf->f);
+  if (rf->tmp)
+    unlink(rf->tmp);
+  free(rf->tmp);
+  rf->f = NULL;
+  rf->tmp = NULL;
+}
+
+mb_status mb__report_file_commit(mb_report_file *rf, mb_error *err) {
+  mb_status status = MB_STATUS_OK;
+  if (fflush(rf->f) != 0 || ferror(rf->f)) {
+    status = mb__error(err, MB_STATUS_IO, "cannot write %s %s: %s", rf->what,
+                       rf->tmp, strerror(errno));
+    goto fail;
+  }
+  int rc = fclose(rf->f);
+  rf->f = NULL;
+  if (rc != 0) {
+    status = mb__error(err, MB_STATUS_IO, "cannot write %s %s: %s", rf->what,
+                       rf->tmp, strerror(errno));
+    goto fail;
+  }
+  if (rename(rf->tmp, rf->path) != 0) {
+    status =
+        mb__error(err, MB_STATUS_IO, "cannot move %s %s into place as %s: %s",
+                  rf->what, rf->tmp, rf->path, strerror(errno));
+    goto fail;
+  }
+  free(rf->tmp);
+  rf->tmp = NULL;
+  return MB_STATUS_OK;
+
+fail:
+  mb__report_file_abort(rf);
+  return status;
+}
+
+/* ---- text ---- */
+
+/* Strict UTF-8: overlong forms, surrogates and values above U+10FFFF are
+ * invalid (a NUL ends the string and is never a continuation byte). */
+size_t mb__report_utf8_length(const char *text) {
+  const unsigned char *s = (const unsigned char *)text;
+  unsigned char c = s[0];
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xbf;
+  if (c < 0x80)
+    return 1;
+  if (c >= 0xc2 && c <= 0xdf)
+    n = 2;
+  else if (c >= 0xe0 && c <= 0xef)
+    n = 3;
+  else if (c >= 0xf0 && c <= 0xf4)
+    n = 4;
+  else
+    return 0;
+  if (c == 0xe0)
+    lo = 0xa0;
+  else if (c == 0xed)
+    hi = 0x9f;
+  else if (c == 0xf0)
+    lo = 0x90;
+  else if (c == 0xf4)
+    hi = 0x8f;
+  if (s[1] < lo || s[1] > hi)
+    return 0;
+  for (size_t i = 2; i < n; i++)
+    if (s[i] < 0x80 || s[i] > 0xbf)
+      return 0;
+  return n;
+}
+
+/* ---- what a result says ---- */
+
+const char *mb__report_name(const mb_bench_result *r) {
+  return r->conversion && r->conversion[0] ? r->conversion : "?";
+}
+
+/* Words of a conversion name that set its precision. */
+static const struct {
+  const char *word;
+  mb_precision precision;
+} precision_words[] = {
+    {"FP32", MB_PRECISION_FP32},
+    {"FP16", MB_PRECISION_FP16},
+    {"BF16", MB_PRECISION_BF16},
+    {"INT8", MB_PRECISION_INT8},
+};
+
+static bool precision_from_name(const char *name, mb_precision *out) {
+  bool found = false;
+  /* Steps join with '+', words with '_'; the last precision word wins (a
+   * later step is applied later). */
+  while (name && *name) {
+    size_t n = strcspn(name, "+_");
+    for (size_t i = 0; i < MB_ARRAY_COUNT(precision_words); i++)
+      if (strlen(precision_words[i].word) == n &&
+          strncasecmp(name, precision_words[i].word, n) == 0) {
+        *out = precision_words[i].precision;
+        found = true;
+      }
+    name += n;
+    if (*name)
+      name++;
+  }
+  return found;
+}
+
+/* The registry row of that exact name: no probing, no suggestions. */
+static const mb_conversion_def *def_named(const char *name) {
+  for (int i = 0; i < mb_conversion_count(); i++) {
+    const mb_conversion_def *def = mb__conversion_def(i);
+    if (def && strcmp(def->name, name) == 0)
+      return def;
+  }
+  return NULL;
+}
+
+mb_precision mb__report_precision(const mb_bench_result *r, bool *known_out) {
+  const mb_conversion_def *def = mb__conversion_def(r->conversion_index);
+  mb_precision precision = MB_PRECISION_FP32;
+  bool known = false;
+  if (r->conversion) {
+    if (!def || strcmp(def->name, r->conversion) != 0)
+      def = def_named(r->conversion);
+    if (def) {
+      precision = def->precision;
+      known = true;
+    } else {
+      known = precision_from_name(r->conversion, &precision);
+    }
+  }
+  if (known_out)
+    *known_out = known;
+  return precision;
+}
+
+bool mb__report_has_median(const mb_bench_result *r) {
+  return r->status == MB_BENCH_OK && isfinite(r->latency_ms.median) &&
+         r->latency_ms.median >= 0;
+}
+
+double mb__report_max_abs_err(const mb_bench_result *r) {
+  if (!r->has_accuracy)
+    return -1;
+  if (isnan(r->max_abs_err))
+    return NAN;
+  double worst = r->max_abs_err >= 0 ? r->max_abs_err : 0;
+  for (int i = 0; i < r->n_outputs && r->accuracy; i++) {
+    double e = r->accuracy[i].max_abs_err;
+    if (isnan(e))
+      return NAN;
+    worst = MB_MAX(worst, e);
+  }
+  return worst;
+}
+
+double mb__report_min_cosine(const mb_bench_result *r) {
+  if (!r->has_accuracy || !r->accuracy || r->n_outputs <= 0)
+    return NAN;
+  double lowest = INFINITY;
+  for (int i = 0; i < r->n_outputs; i++) {
+    double c = r->accuracy[i].cosine;
+    if (isnan(c))
+      return NAN;
+    lowest = MB_MIN(lowest, c);
+  }
+  return lowest;
+}
+
+static bool has_warning(const mb_bench_result *r, const char *text,
+                        bool at_start) {
+  for (int i = 0; i < r->n_warnings && r->warnings; i++) {
+    const char *w = r->warnings[i];
+    if (!w)
+      continue;
+    if (at_start ? strncasecmp(w, text, strlen(text)) == 0
+                 : strstr(w, text) != NULL)
+      return true;
+  }
+  return false;
+}
+
+/* fp32 (and unknown precision): the worker compares every element with
+ * atol + rtol * |expected| and warns when any is outside; the aggregates
+ * in the result cannot redo that test (max_abs_err and max_rel_err may come
+ * from different elements), so its warning is what decides. NaN errors
+ * mean the comparison itself broke down. Reduced precisions are expected
+ * to miss fp32 tolerances, so they are judged by direction instead: the
+ * cosine of every output. */
+bool mb__report_is_accurate(const mb_bench_result *r) {
+  if (r->status != MB_BENCH_OK || !r->has_accuracy)
+    return false;
+  if (has_warning(r, MB_REPORT_INACCURATE_PREFIX, true))
+    return false;
+  mb_precision precision = mb__report_precision(r, NULL);
+  if (precision == MB_PRECISION_FP32) {
+    if (isnan(mb__report_max_abs_err(r)))
+      return false;
+    return !has_warning(r, MB_REPORT_MISMATCH_WARNING, false);
+  }
+  double cosine = mb__report_min_cosine(r);
+  /* No outputs compared: nothing is known to be wrong. */
+  if (r->n_outputs <= 0)
+    return true;
+  return !isnan(cosine) && cosine >= MB_REPORT_MIN_COSINE;
+}
+
+/* ---- order ---- */
+
+static double median_key(const mb_bench_result *r) {
+  return mb__report_has_median(r) ? r->latency_ms.median : INFINITY;
+}
+
+/* Insertion sort: stable, and n is small. */
+void mb__report_sort_rows(const mb_bench_report *report, int *order) {
+  int n = report->n_results;
+  for (int i = 0; i < n; i++)
+    order[i] = i;
+  for (int i = 1; i < n; i++) {
+    int cur = order[i], j = i;
+    const mb_bench_result *c = &report->results[cur];
+    bool c_ok = c->status == MB_BENCH_OK;
+    while (j > 0) {
+      const mb_bench_result *p = &report->results[order[j - 1]];
+      bool p_ok = p->status == MB_BENCH_OK, before;
+      if (c_ok != p_ok)
+        before = c_ok;
+      else
+        before = c_ok && median_key(c) < median_key(p);
+      if (!before)
+        break;
+      order[j] = order[j - 1];
+      j--;
+    }
+    order[j] = cur;
+  }
+}
+
+/* ---- percentiles ---- */
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double percentile_sorted(const double *sorted, int64_t n, double p) {
+  if (p <= 0.0)
+    return sorted[0];
+  if (p >= 100.0)
+    return sorted[n - 1];
+  double h = (double)(n - 1) * p / 100.0;
+  int64_t lo = (int64_t)floor(h);
+  if (lo >= n - 1)
+    return sorted[n - 1];
+  return sorted[lo] + (h - (double)lo) * (sorted[lo + 1] - sorted[lo]);
+}
+
+bool mb__report_percentiles(const double *samples, int64_t n, const double *p,
+                            int n_p, double *values_out) {
+  if (!samples || n <= 0 || (uint64_t)n > SIZE_MAX / sizeof(double))
+    return false;
+  double *sorted = malloc(sizeof(double) * (size_t)n);
+  if (!sorted)
+    return false;
+  int64_t m = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (isfinite(samples[i]))
+      sorted[m++] = samples[i];
+  if (m > 0) {
+    qsort(sorted, (size_t)m, sizeof(double), compare_double);
+    for (int k = 0; k < n_p; k++)
+      values_out[k] = percentile_sorted(sorted, m, p[k]);
+  }
+  free(sorted);
+  return m > 0;
+}
+
+bool mb__report_spread(const mb_bench_result *r, double *lo_out,
+                       double *hi_out) {
+  static const double p10_p90[2] = {10.0, 90.0};
+  double v[2];
+  if (mb__report_percentiles(r->samples_ms, r->n_samples_ms, p10_p90, 2, v)) {
+    *lo_out = v[0];
+    *hi_out = v[1];
+    return true;
+  }
+  const mb_latency_stats *s = &r->latency_ms;
+  if (r->iterations > 0 && isfinite(s->min) && isfinite(s->p90) &&
+      s->min <= s->p90) {
+    *lo_out = s->min;
+    *hi_out = s->p90;
+    return true;
+  }
+  return false;
+}
+
+/* ---- number formats ---- */
+
+/* Milliseconds with about four significant digits, as the console table. */
+void mb__report_format_ms(char *buf, size_t size, double ms) {
+  if (!isfinite(ms) || ms < 0)
+    snprintf(buf, size, "-");
+  else if (ms >= 100)
+    snprintf(buf, size, "%.1f", ms);
+  else if (ms >= 1)
+    snprintf(buf, size, "%.3f", ms);
+  else
+    snprintf(buf, size, "%.4f", ms);
+}
+
+void mb__report_format_sps(char *buf, size_t size, double sps) {
+  if (!isfinite(sps) || sps <= 0)
+    snprintf(buf, size, "-");
+  else if (sps >= 10)
+    snprintf(buf, size, "%.1f", sps);
+  else if (sps >= 0.01)
+    snprintf(buf, size, "%.3f", sps);
+  else
+    snprintf(buf, size, "%.2e", sps);
+}
+
+void mb__report_format_err(char *buf, size_t size, double err) {
+  if (isnan(err))
+    snprintf(buf, size, "NaN");
+  else if (err < 0)
+    snprintf(buf, size, "-");
+  else if (err == 0)
+    snprintf(buf, size, "0");
+  else
+    snprintf(buf, size, "%.2e", err);
+}

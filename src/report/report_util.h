@@ -1,0 +1,98 @@
+/* Shared pieces of the report writers (CSV, Markdown, HTML) and the
+ * recommendations: atomic output files, the row order, what is known about
+ * a result (precision, accuracy aggregates, whether it is accurate) and
+ * percentiles of its raw samples. Everything here is a pure function of
+ * the public result structs, like the writers themselves. */
+#ifndef MB_REPORT_REPORT_UTIL_H
+#define MB_REPORT_REPORT_UTIL_H
+
+#include "core/internal.h"
+
+/* The cosine similarity a reduced-precision result (fp16, bf16, int8) must
+ * reach on every output to count as accurate. */
+#define MB_REPORT_MIN_COSINE 0.999
+
+/* The worker's warning when some output values fall outside the run's
+ * rtol/atol (src/bench/worker.c, check_accuracy): an fp32 result carrying
+ * it is not accurate. */
+#define MB_REPORT_MISMATCH_WARNING "values differ from the reference"
+/* A warning starting with this word marks a result inaccurate whatever its
+ * precision (the "inaccurate flag" of mb_bench_recommend's contract). */
+#define MB_REPORT_INACCURATE_PREFIX "inaccurate"
+
+/* An output file that readers only ever see complete: it is written to a
+ * temporary name beside the target and renamed over it by
+ * mb__report_file_commit. `what` names the format in error messages
+ * ("CSV report") and must be a static string. */
+typedef struct mb_report_file {
+  FILE *f;
+  const char *path; /* borrowed from the caller */
+  const char *what;
+  char *tmp; /* owned */
+} mb_report_file;
+
+mb_status mb__report_file_open(mb_report_file *rf, const char *path,
+                               const char *what, mb_error *err);
+/* Flushes, closes and renames into place; on failure removes the
+ * temporary file. Always releases rf. */
+mb_status mb__report_file_commit(mb_report_file *rf, mb_error *err);
+/* Closes and removes the temporary file (after a failed write). */
+void mb__report_file_abort(mb_report_file *rf);
+
+/* Length of the valid UTF-8 sequence starting at s (1 for ASCII), or 0
+ * when the byte there does not start one: writers then put
+ * MB_REPORT_REPLACEMENT_CHAR and go on with the next byte, so every report
+ * is valid UTF-8 whatever a runtime wrote into an error message. */
+size_t mb__report_utf8_length(const char *s);
+#define MB_REPORT_REPLACEMENT_CHAR "\xef\xbf\xbd" /* U+FFFD */
+
+/* The result's conversion name, "?" when it has none. */
+const char *mb__report_name(const mb_bench_result *r);
+
+/* The conversion's precision: from the registry row the result points to
+ * (when it still has the same name), else from the row of that name, else
+ * from the name's steps (FP16+..., BF16+..., INT8_...+...). *known_out (may
+ * be NULL) is false when nothing says: the result is then taken as fp32. */
+mb_precision mb__report_precision(const mb_bench_result *r, bool *known_out);
+
+/* Ok with a finite, non-negative median: the rows that get numbers, bars
+ * and recommendations. */
+bool mb__report_has_median(const mb_bench_result *r);
+
+/* Worst absolute error over all outputs: < 0 when unknown, NaN when an
+ * output's error is NaN. */
+double mb__report_max_abs_err(const mb_bench_result *r);
+/* Lowest cosine over all outputs: NaN when unknown or any output's cosine
+ * is NaN. */
+double mb__report_min_cosine(const mb_bench_result *r);
+
+/* The accuracy rule of mb_bench_recommend (see recommend.c): status ok,
+ * accuracy known, no `inaccurate` warning, and per precision fp32: no
+ * output outside the run's rtol/atol (the worker's elementwise check) and
+ * no NaN error; fp16/bf16/int8: every output's cosine >= 0.999. */
+bool mb__report_is_accurate(const mb_bench_result *r);
+
+/* Fills order[0 .. n_results-1]: ok rows by median (ties keep request
+ * order, rows without a median last among them), then every other row in
+ * request order. The console table uses the same order. */
+void mb__report_sort_rows(const mb_bench_report *report, int *order);
+
+/* Percentile p (0..100) of the samples, interpolating linearly between the
+ * closest ranks (as src/bench/stats.c does). Non-finite samples are
+ * ignored. False when no finite sample is left or memory runs out. */
+bool mb__report_percentiles(const double *samples, int64_t n, const double *p,
+                            int n_p, double *values_out);
+
+/* The latency spread drawn as a whisker: p10 and p90 of the raw samples,
+ * or min and p90 of the stats when there are no samples. False when
+ * neither is known. */
+bool mb__report_spread(const mb_bench_result *r, double *lo_out,
+                       double *hi_out);
+
+/* Short number formats shared by the Markdown and HTML tables; "-" when
+ * unknown. */
+void mb__report_format_ms(char *buf, size_t size, double ms);
+void mb__report_format_sps(char *buf, size_t size, double sps);
+void mb__report_format_err(char *buf, size_t size, double err);
+
+#endif /* MB_REPORT_REPORT_UTIL_H */

@@ -1,0 +1,776 @@
+/* Hybrid runtimes: one per native engine (MB_ENGINE_LIST). A model is cut
+ * into segments: maximal runs of nodes the engine accepts, compiled once
+ * by the engine for the benchmark's input shapes, with the reference
+ * interpreter running every other node in between. So every model runs
+ * under every CPU conversion, and `--no-fallback` turns the fallback into
+ * an error that lists the nodes.
+ *
+ * The reference session is the value store: segment inputs are read from
+ * it and segment outputs written into it (ONNX layout at every boundary).
+ *
+ * Constant folding: values that do not depend on input data (Constant
+ * nodes, Shape -> Gather -> Concat chains for static shapes) are computed
+ * once at prepare time; nodes producing only such values never run, and
+ * engines see the values as constants (a Reshape's target shape).
+ *
+ * Partitioning: nodes are re-sorted topologically, preferring at each step
+ * a ready node of the same kind (engine / reference) as the last one, so
+ * independent branches (a Shape->Gather chain beside a Conv chain) do not
+ * split segments needlessly. Graphs with subgraph-carrying nodes (If,
+ * Loop) keep the loader's order, since their outer-scope reads are not
+ * visible as inputs. */
+#include "runtime/engine.h"
+
+#include <stdlib.h>
+
+static const mb_engine *const engines[] = {
+#define MB_X(name) &mb__engine_##name,
+    MB_ENGINE_LIST(MB_X)
+#undef MB_X
+};
+
+const mb_engine *mb__engine_find(const char *name) {
+  for (size_t i = 0; i < MB_ARRAY_COUNT(engines); i++)
+    if (strcmp(engines[i]->name, name) == 0)
+      return engines[i];
+  return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Analysis shared by prepare and mb_model_partition                         */
+/* ------------------------------------------------------------------------ */
+
+/* Static facts about the model for one set of input shapes. */
+typedef struct hybrid_graph {
+  mb_engine_graph eg;
+  mb_shape_info *shapes;       /* per value */
+  const mb_tensor **constants; /* per value: an initializer (borrowed) or
+                                  a folded tensor (in folded) */
+  mb_tensor **folded;          /* per value, owned: computed at prepare */
+  bool *skip;                  /* per node: every output folded, never run */
+  int n_order;                 /* nodes that run */
+  bool *native;                /* per node: the engine runs it */
+  char **reasons;              /* per node: why not (malloc), or NULL */
+  int *order;                  /* execution order of node indices */
+  int n_groups;
+  struct hybrid_group *groups;
+} hybrid_graph;
+
+/* A run of consecutive steps in `order` on one side. */
+typedef struct hybrid_group {
+  bool native;
+  int first, count; /* range in order[] */
+} hybrid_group;
+
+static void hybrid_graph_clear(hybrid_graph *hg, const mb_graph *g) {
+  if (hg->reasons)
+    for (int i = 0; i < g->n_nodes; i++)
+      free(hg->reasons[i]);
+  if (hg->folded)
+    for (int v = 0; v < g->n_values; v++)
+      mb_tensor_free(hg->folded[v]);
+  free(hg->folded);
+  free(hg->skip);
+  free(hg->reasons);
+  free(hg->shapes);
+  free(hg->constants);
+  free(hg->native);
+  free(hg->order);
+  free(hg->groups);
+  memset(hg, 0, sizeof *hg);
+}
+
+static bool value_known(const hybrid_graph *hg, int v) {
+  return v < 0 || hg->shapes[v].known;
+}
+
+static bool has_subgraph(const mb_node *n) {
+  for (int a = 0; a < n->n_attrs; a++)
+    if (n->attrs[a].type == MB_ATTR_GRAPH || n->attrs[a].type == MB_ATTR_GRAPHS)
+      return true;
+  return false;
+}
+
+/* Kahn's algorithm preferring the kind of the previous node; ties go to
+ * the lowest index, so an all-one-kind graph keeps the loader's order. */
+static mb_status order_nodes(const mb_graph *g, const bool *native,
+                             const bool *skip, int *order, int *n_order,
+                             mb_error *err) {
+  int n = g->n_nodes;
+  int *pending = calloc((size_t)n + 1, sizeof *pending);
+  bool *done = calloc((size_t)n + 1, sizeof *done);
+  mb_status status = MB_STATUS_OK;
+  bool keep = false;
+  if (!pending || !done) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot order nodes");
+    goto done;
+  }
+  for (int i = 0; i < n && !keep; i++)
+    keep = has_subgraph(&g->nodes[i]);
+  *n_order = 0;
+  if (keep) {
+    for (int i = 0; i < n; i++)
+      if (!skip[i])
+        order[(*n_order)++] = i;
+    goto done;
+  }
+  for (int i = 0; i < n; i++) {
+    const mb_node *node = &g->nodes[i];
+    for (int j = 0; j < node->n_inputs; j++) {
+      int v = node->inputs[j];
+      if (v >= 0 && g->values[v].producer >= 0)
+        pending[i]++;
+    }
+  }
+  /* Folded nodes never run: their outputs are there from the start. */
+  int to_order = 0;
+  for (int i = 0; i < n; i++)
+    to_order += !skip[i];
+  for (int i = 0; i < n; i++) {
+    const mb_node *node = &g->nodes[i];
+    for (int j = 0; j < node->n_inputs; j++) {
+      int v = node->inputs[j];
+      if (v >= 0 && g->values[v].producer >= 0 && skip[g->values[v].producer])
+        pending[i]--;
+    }
+  }
+  bool last_native = false;
+  for (int i = 0; i < n; i++)
+    if (!skip[i]) {
+      last_native = native[i];
+      break;
+    }
+  for (int k = 0; k < to_order; k++) {
+    int pick = -1, other = -1;
+    for (int i = 0; i < n && pick < 0; i++) {
+      if (skip[i] || done[i] || pending[i] > 0)
+        continue;
+      if (native[i] == last_native)
+        pick = i;
+      else if (other < 0)
+        other = i;
+    }
+    if (pick < 0)
+      pick = other;
+    if (pick < 0) {
+      status = mb__error(err, MB_STATUS_INTERNAL,
+                         "the graph has a cycle the loader did not catch");
+      goto done;
+    }
+    order[k] = pick;
+    *n_order = k + 1;
+    done[pick] = true;
+    last_native = native[pick];
+    /* Each input edge counted once per input slot, so release the same. */
+    for (int i = 0; i < n; i++) {
+      if (done[i])
+        continue;
+      const mb_node *node = &g->nodes[i];
+      for (int j = 0; j < node->n_inputs; j++) {
+        int v = node->inputs[j];
+        if (v >= 0 && g->values[v].producer == pick)
+          pending[i]--;
+      }
+    }
+  }
+done:
+  free(pending);
+  free(done);
+  return status;
+}
+
+static mb_status analyze(const mb_model *model, const mb_engine *engine,
+                         const mb_engine_options *options,
+                         const mb_tensor *const *inputs, hybrid_graph *hg,
+                         mb_error *err) {
+  const mb_graph *g = model->graph;
+  mb_status status;
+  size_t nv = (size_t)g->n_values + 1, nn = (size_t)g->n_nodes + 1;
+  memset(hg, 0, sizeof *hg);
+  hg->shapes = calloc(nv, sizeof *hg->shapes);
+  hg->constants = calloc(nv, sizeof *hg->constants);
+  hg->native = calloc(nn, sizeof *hg->native);
+  hg->reasons = calloc(nn, sizeof *hg->reasons);
+  hg->order = calloc(nn, sizeof *hg->order);
+  hg->groups = calloc(nn, sizeof *hg->groups);
+  hg->folded = calloc(nv, sizeof *hg->folded);
+  hg->skip = calloc(nn, sizeof *hg->skip);
+  if (!hg->shapes || !hg->constants || !hg->native || !hg->reasons ||
+      !hg->order || !hg->groups || !hg->folded || !hg->skip) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                       "cannot allocate the partition");
+    goto fail;
+  }
+  if ((status =
+           mb__infer_shapes_fold(model, inputs, hg->shapes, hg->folded, err)))
+    goto fail;
+  for (int v = 0; v < g->n_values; v++)
+    hg->constants[v] =
+        g->values[v].initializer ? g->values[v].initializer : hg->folded[v];
+  /* A node whose outputs are all folded (Constant, Shape -> Gather ->
+   * Concat chains) never runs. Graph outputs are always computed. */
+  for (int i = 0; i < g->n_nodes; i++) {
+    const mb_node *n = &g->nodes[i];
+    bool all = n->n_outputs > 0;
+    for (int j = 0; j < n->n_outputs && all; j++) {
+      int v = n->outputs[j];
+      all = v < 0 || (hg->folded[v] && !g->values[v].is_output);
+    }
+    hg->skip[i] = all;
+  }
+  hg->eg.model = model;
+  hg->eg.graph = g;
+  hg->eg.shapes = hg->shapes;
+  hg->eg.constants = hg->constants;
+
+  for (int i = 0; i < g->n_nodes; i++) {
+    const mb_node *n = &g->nodes[i];
+    char reason[256] = "", label[160];
+    bool known = true;
+    for (int j = 0; j < n->n_inputs; j++)
+      known &= value_known(hg, n->inputs[j]);
+    for (int j = 0; j < n->n_outputs; j++)
+      known &= value_known(hg, n->outputs[j]);
+    if (hg->skip[i])
+      continue;
+    if (!known)
+      snprintf(reason, sizeof reason,
+               "its shapes depend on data known only at run time");
+    else if (engine->supports_node(&hg->eg, i, options, reason, sizeof reason))
+      hg->native[i] = true;
+    if (!hg->native[i]) {
+      size_t size = strlen(reason) + 200;
+      if (!(hg->reasons[i] = malloc(size))) {
+        status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                           "cannot allocate the partition");
+        goto fail;
+      }
+      snprintf(hg->reasons[i], size, "%s: %s",
+               mb__node_label(n, label, sizeof label),
+               reason[0] ? reason : "not supported");
+    }
+  }
+  if ((status =
+           order_nodes(g, hg->native, hg->skip, hg->order, &hg->n_order, err)))
+    goto fail;
+  for (int k = 0; k < hg->n_order; k++) {
+    bool nat = hg->native[hg->order[k]];
+    if (hg->n_groups == 0 || hg->groups[hg->n_groups - 1].native != nat)
+      hg->groups[hg->n_groups++] = (hybrid_group){nat, k, 0};
+    hg->groups[hg->n_groups - 1].count++;
+  }
+  return MB_STATUS_OK;
+fail:
+  hybrid_graph_clear(hg, g);
+  return status;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The runtime                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct hybrid_segment {
+  mb_segment_desc desc;
+  int *nodes, *inputs, *outputs; /* owned arrays behind desc */
+  void *compiled;
+  const mb_tensor **in; /* per run: session values */
+  mb_tensor **out;
+} hybrid_segment;
+
+typedef struct hybrid_session {
+  const mb_engine *engine;
+  const mb_model *model;
+  mb_engine_options options;
+  hybrid_graph hg;
+  mb_session *ref;
+  int n_segments;
+  hybrid_segment *segments; /* one per native group, in group order */
+  int profile_level;
+  int64_t profile_runs;
+  double *group_ms; /* per group, summed while profiling */
+} hybrid_session;
+
+static void hybrid_release(void *session) {
+  hybrid_session *hs = session;
+  if (!hs)
+    return;
+  for (int i = 0; i < hs->n_segments; i++) {
+    hybrid_segment *seg = &hs->segments[i];
+    if (seg->compiled)
+      hs->engine->release(seg->compiled);
+    free(seg->nodes);
+    free(seg->inputs);
+    free(seg->outputs);
+    free(seg->in);
+    free(seg->out);
+  }
+  free(hs->segments);
+  free(hs->group_ms);
+  mb_session_free(hs->ref);
+  hybrid_graph_clear(&hs->hg, hs->model->graph);
+  free(hs);
+}
+
+/* Fills a segment's node, input and output lists from group `gi`. */
+static mb_status describe_segment(hybrid_session *hs, int gi,
+                                  hybrid_segment *seg, mb_error *err) {
+  const mb_graph *g = hs->model->graph;
+  const hybrid_group *grp = &hs->hg.groups[gi];
+  int *inside = NULL; /* per node: 1 when in this segment */
+  int cap_in = 0, cap_out = 0;
+  mb_status status = MB_STATUS_OK;
+  inside = calloc((size_t)g->n_nodes + 1, sizeof *inside);
+  seg->nodes = malloc(((size_t)grp->count + 1) * sizeof *seg->nodes);
+  if (!inside || !seg->nodes)
+    goto oom;
+  for (int k = 0; k < grp->count; k++) {
+    int node = hs->hg.order[grp->first + k];
+    seg->nodes[k] = node;
+    inside[node] = 1;
+    cap_in += g->nodes[node].n_inputs;
+    cap_out += g->nodes[node].n_outputs;
+  }
+  seg->inputs = malloc(((size_t)cap_in + 1) * sizeof *seg->inputs);
+  seg->outputs = malloc(((size_t)cap_out + 1) * sizeof *seg->outputs);
+  if (!seg->inputs || !seg->outputs)
+    goto oom;
+  seg->desc.eg = &hs->hg.eg;
+  seg->desc.n_nodes = grp->count;
+  seg->desc.nodes = seg->nodes;
+  for (int k = 0; k < grp->count; k++) {
+    const mb_node *n = &g->nodes[seg->nodes[k]];
+    for (int j = 0; j < n->n_inputs; j++) {
+      int v = n->inputs[j], p;
+      if (v < 0 || hs->hg.constants[v])
+        continue;
+      p = g->values[v].producer;
+      if (p >= 0 && inside[p])
+        continue;
+      bool seen = false;
+      for (int q = 0; q < seg->desc.n_inputs && !seen; q++)
+        seen = seg->inputs[q] == v;
+      if (!seen)
+        seg->inputs[seg->desc.n_inputs++] = v;
+    }
+    for (int j = 0; j < n->n_outputs; j++) {
+      int v = n->outputs[j];
+      bool used_outside = v >= 0 && g->values[v].is_output;
+      for (int m = 0; v >= 0 && m < g->n_nodes && !used_outside; m++) {
+        if (inside[m])
+          continue;
+        for (int q = 0; q < g->nodes[m].n_inputs && !used_outside; q++)
+          used_outside = g->nodes[m].inputs[q] == v;
+      }
+      if (used_outside)
+        seg->outputs[seg->desc.n_outputs++] = v;
+    }
+  }
+  seg->desc.inputs = seg->inputs;
+  seg->desc.outputs = seg->outputs;
+  seg->in = calloc((size_t)seg->desc.n_inputs + 1, sizeof *seg->in);
+  seg->out = calloc((size_t)seg->desc.n_outputs + 1, sizeof *seg->out);
+  if (!seg->in || !seg->out)
+    goto oom;
+  goto done;
+oom:
+  status =
+      mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot allocate segment %d", gi);
+done:
+  free(inside);
+  return status;
+}
+
+static mb_status unsupported_error(const hybrid_graph *hg, const mb_graph *g,
+                                   const char *engine, int count,
+                                   mb_error *err) {
+  char list[MB_ERROR_MESSAGE_SIZE];
+  size_t used = 0;
+  int shown = 0;
+  list[0] = '\0';
+  for (int i = 0; i < g->n_nodes && used < sizeof list; i++) {
+    if (hg->native[i] || hg->skip[i] || !hg->reasons[i])
+      continue;
+    if (shown == 4) {
+      used += (size_t)snprintf(list + used, sizeof list - used, "; and %d more",
+                               count - shown);
+      break;
+    }
+    used += (size_t)snprintf(list + used, sizeof list - used, "%s%s",
+                             shown ? "; " : "", hg->reasons[i]);
+    shown++;
+  }
+  return mb__error(err, MB_STATUS_UNSUPPORTED,
+                   "%d node%s cannot run on %s and fallback is off: %s", count,
+                   count == 1 ? "" : "s", engine, list);
+}
+
+static mb_status hybrid_prepare(const mb_engine *engine, const mb_model *model,
+                                const mb_runtime_options *options,
+                                void **session_out, mb_error *err) {
+  const mb_graph *g = model->graph;
+  hybrid_session *hs = NULL;
+  bool *ref_mask = NULL;
+  mb_status status;
+  char reason[256] = "";
+  if (!options || !options->example_inputs)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "%s compiles for concrete input shapes; none were given",
+                     engine->name);
+  if (!engine->supports_precision(options->precision, reason, sizeof reason))
+    return mb__error(err, MB_STATUS_UNSUPPORTED, "%s cannot compute in %s: %s",
+                     engine->name, mb_precision_name(options->precision),
+                     reason[0] ? reason : "not supported");
+  if (!(hs = calloc(1, sizeof *hs)))
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot allocate session");
+  hs->engine = engine;
+  hs->model = model;
+  hs->options.threads = MB_MAX(options->threads, 1);
+  hs->options.precision = options->precision;
+  hs->options.profile = options->profile;
+  if ((status = analyze(model, engine, &hs->options, options->example_inputs,
+                        &hs->hg, err)))
+    goto fail;
+  int fallback = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    fallback += !hs->hg.native[i] && !hs->hg.skip[i];
+  if (options->no_fallback && fallback > 0) {
+    status = unsupported_error(&hs->hg, g, engine->name, fallback, err);
+    goto fail;
+  }
+  if (!(ref_mask = calloc((size_t)g->n_nodes + 1, sizeof *ref_mask)) ||
+      !(hs->group_ms =
+            calloc((size_t)hs->hg.n_groups + 1, sizeof *hs->group_ms)) ||
+      !(hs->segments =
+            calloc((size_t)hs->hg.n_groups + 1, sizeof *hs->segments))) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot allocate session");
+    goto fail;
+  }
+  for (int i = 0; i < g->n_nodes; i++)
+    ref_mask[i] = !hs->hg.native[i] && !hs->hg.skip[i];
+  {
+    mb_session_options ropts = {hs->options.threads};
+    if ((status =
+             mb__session_create_masked(model, &ropts, ref_mask, &hs->ref, err)))
+      goto fail;
+  }
+  /* Folded values are read in place (views; the session frees nothing). */
+  for (int v = 0; v < g->n_values; v++)
+    if (hs->hg.folded[v]) {
+      mb_tensor *t = mb__session_value(hs->ref, v);
+      *t = *hs->hg.folded[v];
+      t->capacity = 0;
+      t->name = NULL;
+    }
+  for (int gi = 0; gi < hs->hg.n_groups; gi++) {
+    if (!hs->hg.groups[gi].native)
+      continue;
+    hybrid_segment *seg = &hs->segments[hs->n_segments++];
+    if ((status = describe_segment(hs, gi, seg, err)))
+      goto fail;
+    if ((status =
+             engine->compile(&seg->desc, &hs->options, &seg->compiled, err))) {
+      seg->compiled = NULL;
+      mb__error_prefix(err, status, "%s segment %d (%d nodes)", engine->name,
+                       hs->n_segments, seg->desc.n_nodes);
+      goto fail;
+    }
+  }
+  free(ref_mask);
+  *session_out = hs;
+  return MB_STATUS_OK;
+fail:
+  free(ref_mask);
+  hybrid_release(hs);
+  return status;
+}
+
+static mb_status run_segment(hybrid_session *hs, hybrid_segment *seg,
+                             mb_error *err) {
+  const mb_shape_info *shapes = hs->hg.shapes;
+  mb_status status;
+  for (int k = 0; k < seg->desc.n_inputs; k++)
+    seg->in[k] = mb__session_value(hs->ref, seg->inputs[k]);
+  for (int k = 0; k < seg->desc.n_outputs; k++) {
+    const mb_shape_info *si = &shapes[seg->outputs[k]];
+    mb_tensor *t = mb__session_value(hs->ref, seg->outputs[k]);
+    if ((status = mb__tensor_reset(t, si->dtype, si->rank, si->dims, err)))
+      return mb__error_prefix(err, status, "output '%s' of a %s segment",
+                              hs->model->graph->values[seg->outputs[k]].name,
+                              hs->engine->name);
+    seg->out[k] = t;
+  }
+  return hs->engine->run(seg->compiled, seg->in, seg->out, err);
+}
+
+static mb_status hybrid_run(void *session, const mb_tensor *const *inputs,
+                            mb_error *err) {
+  hybrid_session *hs = session;
+  mb_status status;
+  int si = 0;
+  if ((status = mb__session_bind_inputs(hs->ref, inputs, err)))
+    return status;
+  for (int gi = 0; gi < hs->hg.n_groups; gi++) {
+    const hybrid_group *grp = &hs->hg.groups[gi];
+    double t0 = hs->profile_level ? mb__now() : 0.0;
+    if (grp->native) {
+      if ((status = run_segment(hs, &hs->segments[si++], err)))
+        return status;
+    } else {
+      for (int k = 0; k < grp->count; k++)
+        if ((status = mb__session_run_node(hs->ref,
+                                           hs->hg.order[grp->first + k], err)))
+          return status;
+    }
+    if (hs->profile_level)
+      hs->group_ms[gi] += (mb__now() - t0) * 1e3;
+  }
+  if (hs->profile_level)
+    hs->profile_runs++;
+  return MB_STATUS_OK;
+}
+
+static mb_status hybrid_fetch_outputs(void *session, mb_tensor **outputs_out,
+                                      mb_error *err) {
+  hybrid_session *hs = session;
+  int n = hs->model->graph->n_outputs;
+  for (int i = 0; i < n; i++)
+    outputs_out[i] = NULL;
+  for (int i = 0; i < n; i++) {
+    mb_status status =
+        mb_tensor_clone(mb__session_output(hs->ref, i), &outputs_out[i], err);
+    if (status) {
+      for (int j = 0; j < i; j++) {
+        mb_tensor_free(outputs_out[j]);
+        outputs_out[j] = NULL;
+      }
+      return status;
+    }
+  }
+  return MB_STATUS_OK;
+}
+
+static void hybrid_profile_reset(void *session, int level) {
+  hybrid_session *hs = session;
+  hs->profile_level = level;
+  hs->profile_runs = 0;
+  memset(hs->group_ms, 0, (size_t)hs->hg.n_groups * sizeof *hs->group_ms);
+  mb__session_set_profiling(hs->ref, level >= 2, NULL);
+}
+
+#define MB_MAX_PRIMITIVES 4096
+
+static mb_status hybrid_profile_collect(void *session, mb_profile *out,
+                                        mb_error *err) {
+  hybrid_session *hs = session;
+  const mb_graph *g = hs->model->graph;
+  const double *node_ms = mb__session_node_ms(hs->ref);
+  mb_engine_node_time *prims = NULL;
+  mb_status status = MB_STATUS_OK;
+  char label[160];
+  int si = 0;
+  for (int gi = 0; gi < hs->hg.n_groups; gi++) {
+    const hybrid_group *grp = &hs->hg.groups[gi];
+    const mb_node *first = &g->nodes[hs->hg.order[grp->first]];
+    if ((status = mb__profile_add_segment(
+             out, grp->native ? hs->engine->name : "reference", grp->count,
+             mb__node_label(first, label, sizeof label), hs->profile_runs,
+             hs->group_ms[gi], err)))
+      goto done;
+  }
+  if (hs->profile_level < 2)
+    goto done;
+  for (int gi = 0; gi < hs->hg.n_groups; gi++) {
+    const hybrid_group *grp = &hs->hg.groups[gi];
+    if (grp->native) {
+      hybrid_segment *seg = &hs->segments[si++];
+      int n = 0;
+      if (!hs->engine->node_profile) {
+        snprintf(out->note, sizeof out->note,
+                 "%s reports no per-operator times in this version; its "
+                 "segments are timed as a whole",
+                 hs->engine->name);
+        continue;
+      }
+      if (!prims && !(prims = calloc(MB_MAX_PRIMITIVES, sizeof *prims))) {
+        status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                           "cannot allocate the profile");
+        goto done;
+      }
+      n = MB_MIN(
+          hs->engine->node_profile(seg->compiled, prims, MB_MAX_PRIMITIVES),
+          MB_MAX_PRIMITIVES);
+      for (int k = 0; k < n; k++)
+        if ((status = mb__profile_add_node(
+                 out, hs->engine->name, prims[k].op_type, prims[k].name,
+                 prims[k].runs, prims[k].total_ms, err)))
+          goto done;
+      if (!hs->options.profile)
+        snprintf(out->note, sizeof out->note,
+                 "prepared without per-primitive profiling");
+    } else if (node_ms) {
+      for (int k = 0; k < grp->count; k++) {
+        const mb_node *n = &g->nodes[hs->hg.order[grp->first + k]];
+        if ((status = mb__profile_add_node(
+                 out, "reference", n->op_type, n->name, hs->profile_runs,
+                 node_ms[hs->hg.order[grp->first + k]], err)))
+          goto done;
+      }
+    }
+  }
+done:
+  free(prims);
+  return status;
+}
+
+static void hybrid_probe(const mb_engine *engine, mb_runtime_info *info) {
+  engine->probe(info);
+}
+
+/* One mb_runtime per engine: thin trampolines carrying the engine. */
+#define MB_X(eng)                                                              \
+  static void probe_##eng(mb_runtime_info *info) {                             \
+    hybrid_probe(&mb__engine_##eng, info);                                     \
+  }                                                                            \
+  static mb_status prepare_##eng(                                              \
+      const mb_model *model, const void *bytes, size_t size,                   \
+      const mb_runtime_options *options, void **session_out, mb_error *err) {  \
+    (void)bytes;                                                               \
+    (void)size;                                                                \
+    return hybrid_prepare(&mb__engine_##eng, model, options, session_out,      \
+                          err);                                                \
+  }                                                                            \
+  const mb_runtime mb__runtime_##eng = {                                       \
+      .name = #eng,                                                            \
+      .hybrid = 1,                                                             \
+      .probe = probe_##eng,                                                    \
+      .prepare = prepare_##eng,                                                \
+      .run = hybrid_run,                                                       \
+      .fetch_outputs = hybrid_fetch_outputs,                                   \
+      .release = hybrid_release,                                               \
+      .profile_reset = hybrid_profile_reset,                                   \
+      .profile_collect = hybrid_profile_collect,                               \
+  };
+MB_ENGINE_LIST(MB_X)
+#undef MB_X
+
+/* ------------------------------------------------------------------------ */
+/* mb_model_partition                                                        */
+/* ------------------------------------------------------------------------ */
+
+void mb_partition_free(mb_partition *p) {
+  if (!p)
+    return;
+  for (int i = 0; i < p->n_unsupported; i++)
+    free(p->unsupported[i]);
+  free(p->unsupported);
+  free(p->segments);
+  free(p);
+}
+
+mb_status mb_model_partition(const mb_model *model, const char *runtime,
+                             mb_precision precision, const mb_shape_spec *spec,
+                             mb_partition **partition_out, mb_error *err) {
+  const mb_engine *engine = runtime ? mb__engine_find(runtime) : NULL;
+  const mb_graph *g;
+  int n_inputs;
+  mb_tensor **inputs = NULL;
+  mb_input_shape *shapes = NULL;
+  mb_partition *p = NULL;
+  hybrid_graph hg;
+  mb_status status;
+  mb_runtime_info info;
+  char reason[256] = "";
+  memset(&hg, 0, sizeof hg);
+  *partition_out = NULL;
+  if (!model)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT, "no model");
+  g = model->graph;
+  if (!engine) {
+    char names[128] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < MB_ARRAY_COUNT(engines) && used < sizeof names; i++)
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                               i ? ", " : "", engines[i]->name);
+    return mb__error(err, MB_STATUS_UNSUPPORTED,
+                     "'%s' is not a hybrid runtime (those are: %s)",
+                     runtime ? runtime : "(null)", names);
+  }
+  memset(&info, 0, sizeof info);
+  info.name = engine->name;
+  engine->probe(&info);
+  if (!info.available)
+    return mb__error(err, MB_STATUS_UNSUPPORTED, "%s is not available: %s",
+                     engine->name, info.reason);
+  if (!engine->supports_precision(precision, reason, sizeof reason))
+    return mb__error(err, MB_STATUS_UNSUPPORTED, "%s cannot compute in %s: %s",
+                     engine->name, mb_precision_name(precision), reason);
+  n_inputs = mb_model_input_count(model);
+  shapes = calloc((size_t)n_inputs + 1, sizeof *shapes);
+  inputs = calloc((size_t)n_inputs + 1, sizeof *inputs);
+  if (!shapes || !inputs) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot partition");
+    goto done;
+  }
+  if ((status = mb_model_resolve_input_shapes(model, spec, shapes, err)))
+    goto done;
+  /* Shapes only: inference never reads the data of user inputs except for
+   * value-dependent shapes, which then stay unknown and fall back. */
+  for (int i = 0; i < n_inputs; i++) {
+    const mb_value *decl = &g->values[g->inputs[i]];
+    if (!(inputs[i] = calloc(1, sizeof *inputs[i]))) {
+      status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot partition");
+      goto done;
+    }
+    if ((status = mb__tensor_set_shape(inputs[i], decl->dtype, shapes[i].rank,
+                                       shapes[i].dims, err)))
+      goto done;
+  }
+  {
+    mb_engine_options options = {1, precision, 0};
+    if ((status = analyze(model, engine, &options,
+                          (const mb_tensor *const *)inputs, &hg, err)))
+      goto done;
+  }
+  if (!(p = calloc(1, sizeof *p)) ||
+      !(p->segments = calloc((size_t)hg.n_groups + 1, sizeof *p->segments)) ||
+      !(p->unsupported =
+            calloc((size_t)g->n_nodes + 1, sizeof *p->unsupported))) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot partition");
+    goto done;
+  }
+  snprintf(p->runtime, sizeof p->runtime, "%s", engine->name);
+  p->n_nodes = g->n_nodes;
+  p->n_folded = g->n_nodes - hg.n_order;
+  for (int gi = 0; gi < hg.n_groups; gi++) {
+    const hybrid_group *grp = &hg.groups[gi];
+    mb_partition_segment *seg = &p->segments[p->n_segments++];
+    snprintf(seg->runtime, sizeof seg->runtime, "%s",
+             grp->native ? engine->name : "reference");
+    seg->n_nodes = grp->count;
+    mb__node_label(&g->nodes[hg.order[grp->first]], seg->first_node,
+                   sizeof seg->first_node);
+    mb__node_label(&g->nodes[hg.order[grp->first + grp->count - 1]],
+                   seg->last_node, sizeof seg->last_node);
+    if (grp->native)
+      p->n_native_nodes += grp->count;
+  }
+  for (int k = 0; k < hg.n_order; k++) {
+    int i = hg.order[k];
+    if (!hg.native[i] && hg.reasons[i]) {
+      p->unsupported[p->n_unsupported++] = hg.reasons[i];
+      hg.reasons[i] = NULL;
+    }
+  }
+  *partition_out = p;
+  p = NULL;
+  status = MB_STATUS_OK;
+done:
+  if (g)
+    hybrid_graph_clear(&hg, g);
+  mb_partition_free(p);
+  for (int i = 0; inputs && i < n_inputs; i++)
+    mb_tensor_free(inputs[i]);
+  free(inputs);
+  free(shapes);
+  return status;
+}

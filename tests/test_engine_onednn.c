@@ -1,0 +1,1907 @@
+/* The oneDNN engine against the reference interpreter, in the spirit of
+ * ggml's test-backend-ops: small graphs with odd shapes, strides, pads,
+ * groups, dilations and broadcasts are built with the IR builder, run once
+ * on the reference session and once as a single oneDNN segment (all nodes,
+ * graph inputs in, graph outputs out), and compared by normalised error
+ * (fp32 at 1 and 2 threads) and, where the CPU computes bf16 natively, by
+ * cosine similarity in bf16. Other cases check fusion (through the
+ * per-primitive profile), what supports_node must reject, and run-time
+ * errors. Everything is skipped (and passes) when the engine's probe says
+ * it is unavailable. */
+#include "runtime/engine.h"
+#include "test.h"
+
+#include <stdlib.h>
+
+/* ------------------------------------------------------------------------ */
+/* Graph building                                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct gcase {
+  mb_model *model;
+  mb_graph *g;
+  mb_error err;
+  int failed;    /* a builder call failed: err says why */
+  float lo, hi;  /* range of random input data */
+  int last_node; /* the node attribute setters apply to */
+  int no_bf16;   /* skip the bf16 comparison (ill-conditioned output) */
+  /* Constant-node outputs the test hands the engine as constants (as the
+   * hybrid layer does after folding). */
+  int n_folded;
+  int folded_value[4];
+  mb_tensor *folded_tensor[4];
+} gcase;
+
+static uint32_t rng_state = 20240611u;
+static float rnd01(void) {
+  rng_state = rng_state * 1664525u + 1013904223u;
+  return (float)((rng_state >> 8) & 0xffffff) / (float)(1 << 24);
+}
+
+static void gc_init(gcase *c, int64_t opset) {
+  memset(c, 0, sizeof *c);
+  c->lo = -1.0f;
+  c->hi = 1.0f;
+  c->model = mb__model_create();
+  if (!c->model) {
+    c->failed = 1;
+    return;
+  }
+  c->g = c->model->graph;
+  if (mb__model_set_opset(c->model, "", opset, &c->err))
+    c->failed = 1;
+}
+
+static void gc_free(gcase *c) {
+  mb_model_free(c->model);
+}
+
+static void gc_input_typed(gcase *c, const char *name, mb_dtype dt, int rank,
+                           const int64_t *dims) {
+  if (!c->failed &&
+      mb__graph_add_input(c->g, name, dt, rank, dims, NULL, &c->err) < 0)
+    c->failed = 1;
+}
+
+static void gc_input(gcase *c, const char *name, int rank,
+                     const int64_t *dims) {
+  gc_input_typed(c, name, MB_DTYPE_FLOAT, rank, dims);
+}
+
+/* A float initializer: `data` (numel values) or random in [lo, hi). */
+static void gc_const(gcase *c, const char *name, int rank, const int64_t *dims,
+                     const float *data, float lo, float hi) {
+  mb_tensor *t = NULL;
+  if (c->failed)
+    return;
+  if (mb_tensor_create(MB_DTYPE_FLOAT, rank, dims, &t, &c->err)) {
+    c->failed = 1;
+    return;
+  }
+  float *x = t->data;
+  for (int64_t i = 0; i < t->numel; i++)
+    x[i] = data ? data[i] : lo + (hi - lo) * rnd01();
+  if (mb__graph_add_initializer(c->g, name, t, &c->err) < 0)
+    c->failed = 1;
+}
+
+static void gc_scalar(gcase *c, const char *name, float value) {
+  gc_const(c, name, 0, NULL, &value, 0, 0);
+}
+
+static void gc_const_i64(gcase *c, const char *name, int n,
+                         const int64_t *values) {
+  mb_tensor *t = NULL;
+  int64_t dims[1] = {n};
+  if (c->failed)
+    return;
+  if (mb_tensor_create(MB_DTYPE_INT64, 1, dims, &t, &c->err)) {
+    c->failed = 1;
+    return;
+  }
+  memcpy(t->data, values, (size_t)n * sizeof *values);
+  if (mb__graph_add_initializer(c->g, name, t, &c->err) < 0)
+    c->failed = 1;
+}
+
+/* A node with comma-separated input and output names ("x,w,b" / "y"); an
+ * empty item is an omitted optional input. */
+static void gc_node(gcase *c, const char *op, const char *ins,
+                    const char *outs) {
+  char buf[2][256];
+  const char *names[2][12];
+  int count[2] = {0, 0};
+  const char *src[2] = {ins, outs};
+  if (c->failed)
+    return;
+  for (int k = 0; k < 2; k++) {
+    snprintf(buf[k], sizeof buf[k], "%s", src[k]);
+    char *p = buf[k];
+    if (!*p)
+      continue;
+    for (;;) {
+      names[k][count[k]++] = p;
+      char *comma = strchr(p, ',');
+      if (!comma)
+        break;
+      *comma = '\0';
+      p = comma + 1;
+    }
+  }
+  char name[64];
+  snprintf(name, sizeof name, "%s_%d", op, c->g->n_nodes);
+  c->last_node = mb__graph_add_node(c->g, op, "", name, count[0], names[0],
+                                    count[1], names[1], &c->err);
+  if (c->last_node < 0)
+    c->failed = 1;
+}
+
+static void gc_int(gcase *c, const char *name, int64_t v) {
+  if (!c->failed && mb__node_set_int(c->g, c->last_node, name, v, &c->err))
+    c->failed = 1;
+}
+static void gc_float(gcase *c, const char *name, float v) {
+  if (!c->failed && mb__node_set_float(c->g, c->last_node, name, v, &c->err))
+    c->failed = 1;
+}
+static void gc_str(gcase *c, const char *name, const char *v) {
+  if (!c->failed && mb__node_set_string(c->g, c->last_node, name, v, &c->err))
+    c->failed = 1;
+}
+static void gc_ints(gcase *c, const char *name, int n, const int64_t *v) {
+  if (!c->failed && mb__node_set_ints(c->g, c->last_node, name, n, v, &c->err))
+    c->failed = 1;
+}
+#define GC_INTS(c, name, ...)                                                  \
+  do {                                                                         \
+    const int64_t v_[] = {__VA_ARGS__};                                        \
+    gc_ints((c), (name), (int)(sizeof v_ / sizeof v_[0]), v_);                 \
+  } while (0)
+
+static void gc_output(gcase *c, const char *name) {
+  if (!c->failed && mb__graph_add_output(c->g, name, MB_DTYPE_FLOAT, -1, NULL,
+                                         NULL, &c->err) < 0)
+    c->failed = 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static const mb_engine *engine = &mb__engine_onednn;
+
+static int engine_available(void) {
+  mb_runtime_info info;
+  memset(&info, 0, sizeof info);
+  engine->probe(&info);
+  if (!info.available)
+    printf("SKIP: onednn unavailable: %s\n", info.reason);
+  return info.available;
+}
+
+#define SKIP_UNLESS_AVAILABLE()                                                \
+  do {                                                                         \
+    if (!engine_available())                                                   \
+      return 0;                                                                \
+  } while (0)
+
+static int bf16_supported(void) {
+  char reason[256] = "";
+  return engine->supports_precision(MB_PRECISION_BF16, reason, sizeof reason);
+}
+
+/* Everything a compiled single-segment graph needs. */
+typedef struct prepared {
+  int n_inputs;
+  mb_tensor *inputs[8];
+  mb_shape_info *shapes;
+  const mb_tensor **constants;
+  mb_engine_graph eg;
+  int *nodes, *seg_inputs, *seg_outputs;
+  mb_segment_desc desc;
+} prepared;
+
+static void prepared_free(prepared *p) {
+  for (int i = 0; i < p->n_inputs; i++)
+    mb_tensor_free(p->inputs[i]);
+  free(p->shapes);
+  free(p->constants);
+  free(p->nodes);
+  free(p->seg_inputs);
+  free(p->seg_outputs);
+  memset(p, 0, sizeof *p);
+}
+
+/* Finalises the graph, makes random inputs, infers shapes and describes the
+ * whole graph as one segment. */
+static int prepare(gcase *c, prepared *p) {
+  memset(p, 0, sizeof *p);
+  if (c->failed)
+    TEST_FAIL_("building the graph failed: %s", c->err.message);
+  ASSERT_OK(mb__graph_finalize(c->g, &c->err), &c->err);
+  mb_graph *g = c->g;
+  p->n_inputs = mb_model_input_count(c->model);
+  ASSERT(p->n_inputs <= 8);
+  for (int i = 0; i < p->n_inputs; i++) {
+    const mb_value *v = &g->values[g->inputs[i]];
+    int64_t dims[MB_MAX_RANK];
+    for (int d = 0; d < v->rank; d++)
+      dims[d] = v->dims[d].value;
+    ASSERT_OK(mb_tensor_create(v->dtype, v->rank, dims, &p->inputs[i], &c->err),
+              &c->err);
+    for (int64_t k = 0; k < p->inputs[i]->numel; k++)
+      mb__tensor_set_f64(p->inputs[i], k, c->lo + (c->hi - c->lo) * rnd01());
+  }
+  p->shapes = calloc((size_t)g->n_values, sizeof *p->shapes);
+  p->constants = calloc((size_t)g->n_values, sizeof *p->constants);
+  p->nodes = malloc((size_t)(g->n_nodes + 1) * sizeof *p->nodes);
+  p->seg_inputs = malloc((size_t)(g->n_inputs + 1) * sizeof(int));
+  p->seg_outputs = malloc((size_t)(g->n_outputs + 1) * sizeof(int));
+  ASSERT(p->shapes && p->constants && p->nodes && p->seg_inputs &&
+         p->seg_outputs);
+  ASSERT_OK(mb__infer_shapes(c->model, (const mb_tensor *const *)p->inputs,
+                             p->shapes, &c->err),
+            &c->err);
+  for (int v = 0; v < g->n_values; v++)
+    p->constants[v] = g->values[v].initializer;
+  for (int i = 0; i < c->n_folded; i++)
+    p->constants[c->folded_value[i]] = c->folded_tensor[i];
+  p->eg.model = c->model;
+  p->eg.graph = g;
+  p->eg.shapes = p->shapes;
+  p->eg.constants = p->constants;
+  for (int i = 0; i < g->n_nodes; i++)
+    p->nodes[i] = i;
+  for (int i = 0; i < g->n_inputs; i++)
+    p->seg_inputs[i] = g->inputs[i];
+  for (int i = 0; i < g->n_outputs; i++)
+    p->seg_outputs[i] = g->outputs[i];
+  p->desc.eg = &p->eg;
+  p->desc.n_nodes = g->n_nodes;
+  p->desc.nodes = p->nodes;
+  p->desc.n_inputs = g->n_inputs;
+  p->desc.inputs = p->seg_inputs;
+  p->desc.n_outputs = g->n_outputs;
+  p->desc.outputs = p->seg_outputs;
+  return 0;
+}
+
+/* max |got - want| / max(1, max |want|) */
+static double normalised_error(const mb_tensor *got, const mb_tensor *want) {
+  double max_err = 0, scale = 1;
+  const float *a = got->data, *b = want->data;
+  for (int64_t i = 0; i < want->numel; i++) {
+    scale = fmax(scale, fabs(b[i]));
+    double e = fabs((double)a[i] - b[i]);
+    if (!(e <= max_err))
+      max_err = isnan(e) ? INFINITY : e;
+  }
+  return max_err / scale;
+}
+
+/* Cosine similarity; 1 for two all-zero tensors. */
+static double cosine(const mb_tensor *got, const mb_tensor *want) {
+  double dot = 0, na = 0, nb = 0;
+  const float *a = got->data, *b = want->data;
+  for (int64_t i = 0; i < want->numel; i++) {
+    dot += (double)a[i] * b[i];
+    na += (double)a[i] * a[i];
+    nb += (double)b[i] * b[i];
+  }
+  if (na == 0 && nb == 0)
+    return 1;
+  double c = dot / (sqrt(na) * sqrt(nb));
+  return isnan(c) ? -1 : c;
+}
+
+/* Allocates engine outputs with the inferred shapes. */
+static int make_outputs(prepared *p, mb_tensor **outs) {
+  for (int j = 0; j < p->desc.n_outputs; j++) {
+    const mb_shape_info *s = &p->shapes[p->desc.outputs[j]];
+    ASSERT(s->known);
+    ASSERT_OK(
+        mb_tensor_create(MB_DTYPE_FLOAT, s->rank, s->dims, &outs[j], NULL),
+        NULL);
+  }
+  return 0;
+}
+
+typedef struct run_opts {
+  int threads;
+  mb_precision precision;
+  double tol;        /* fp32: normalised error */
+  double min_cosine; /* bf16 */
+} run_opts;
+
+/* Compiles the prepared segment and compares two runs with the reference
+ * outputs `ref`. */
+static int run_engine(gcase *c, prepared *p, mb_tensor **ref,
+                      const run_opts *o) {
+  mb_engine_options eo = {o->threads, o->precision, 0};
+  void *compiled = NULL;
+  mb_tensor *outs[8] = {0};
+  int rc = 1;
+  ASSERT(p->desc.n_outputs <= 8);
+  ASSERT_OK(engine->compile(&p->desc, &eo, &compiled, &c->err), &c->err);
+  if (make_outputs(p, outs))
+    goto done;
+  for (int r = 0; r < 2; r++) {
+    for (int j = 0; j < p->desc.n_outputs; j++)
+      memset(outs[j]->data, 0xff, outs[j]->nbytes); /* NaN */
+    mb_status s = engine->run(compiled, (const mb_tensor *const *)p->inputs,
+                              outs, &c->err);
+    if (s) {
+      fprintf(stderr, "  run failed: %s\n", c->err.message);
+      goto done;
+    }
+    for (int j = 0; j < p->desc.n_outputs; j++) {
+      const char *name = p->eg.graph->values[p->desc.outputs[j]].name;
+      if (o->precision == MB_PRECISION_BF16) {
+        double cs = cosine(outs[j], ref[j]);
+        if (!(cs >= o->min_cosine)) {
+          fprintf(stderr, "  output %d (%s): bf16 cosine %.6f < %g\n", j, name,
+                  cs, o->min_cosine);
+          goto done;
+        }
+      } else {
+        double e = normalised_error(outs[j], ref[j]);
+        if (!(e <= o->tol)) {
+          fprintf(stderr,
+                  "  output %d (%s): normalised error %g > %g (threads %d, "
+                  "run %d)\n",
+                  j, name, e, o->tol, o->threads, r);
+          goto done;
+        }
+      }
+    }
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < p->desc.n_outputs; j++)
+    mb_tensor_free(outs[j]);
+  engine->release(compiled);
+  return rc;
+}
+
+/* The reference run: ref[] receives new tensors. */
+static int run_reference(gcase *c, prepared *p, mb_tensor **ref) {
+  mb_session *session = NULL;
+  ASSERT_OK(mb_session_create(c->model, NULL, &session, &c->err), &c->err);
+  mb_status s =
+      mb_session_run(session, p->n_inputs, (const mb_tensor *const *)p->inputs,
+                     p->desc.n_outputs, ref, &c->err);
+  mb_session_free(session);
+  ASSERT_OK(s, &c->err);
+  return 0;
+}
+
+/* The whole check of one graph: every node accepted, fp32 at 1 and 2
+ * threads within 1e-4 of the reference, bf16 (when native) with cosine
+ * >= 0.999. Frees the case. */
+static int check_graph(gcase *c) {
+  prepared p;
+  mb_tensor *ref[8] = {0};
+  int rc = 1;
+  if (prepare(c, &p))
+    goto done;
+  for (int i = 0; i < c->g->n_nodes; i++) {
+    char reason[256] = "";
+    mb_engine_options eo = {1, MB_PRECISION_FP32, 0};
+    if (!engine->supports_node(&p.eg, i, &eo, reason, sizeof reason)) {
+      fprintf(stderr, "  node %d (%s) rejected: %s\n", i,
+              c->g->nodes[i].op_type, reason);
+      goto done;
+    }
+  }
+  if (run_reference(c, &p, ref))
+    goto done;
+  for (int threads = 1; threads <= 2; threads++) {
+    run_opts o = {threads, MB_PRECISION_FP32, 1e-4, 0};
+    if (run_engine(c, &p, ref, &o))
+      goto done;
+  }
+  if (!c->no_bf16 && bf16_supported()) {
+    run_opts o = {2, MB_PRECISION_BF16, 0, 0.999};
+    if (run_engine(c, &p, ref, &o))
+      goto done;
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < 8; j++)
+    mb_tensor_free(ref[j]);
+  prepared_free(&p);
+  gc_free(c);
+  return rc;
+}
+
+/* supports_node on node `node` must say no, with a reason containing
+ * `want`. Frees the case. */
+static int check_rejected(gcase *c, int node, const char *want) {
+  prepared p;
+  char reason[256] = "";
+  int rc = 1;
+  if (prepare(c, &p))
+    goto done;
+  mb_engine_options eo = {1, MB_PRECISION_FP32, 0};
+  if (engine->supports_node(&p.eg, node, &eo, reason, sizeof reason)) {
+    fprintf(stderr, "  node %d (%s) accepted\n", node,
+            c->g->nodes[node].op_type);
+    goto done;
+  }
+  if (!strstr(reason, want)) {
+    fprintf(stderr, "  reason \"%s\" does not contain \"%s\"\n", reason, want);
+    goto done;
+  }
+  rc = 0;
+done:
+  prepared_free(&p);
+  gc_free(c);
+  return rc;
+}
+
+/* Compiles with profiling, runs `runs` times and writes the op types of
+ * the primitives' profile entries, space-separated, into ops (e.g.
+ * "reorder Conv MaxPool"). Checks the results as check_graph does at 1
+ * thread. Frees the case. */
+static int profile_ops(gcase *c, int runs, char *ops, size_t size,
+                       int64_t *runs_out) {
+  prepared p;
+  mb_tensor *ref[8] = {0}, *outs[8] = {0};
+  mb_engine_node_time times[64];
+  void *compiled = NULL;
+  int rc = 1;
+  ops[0] = '\0';
+  if (prepare(c, &p) || run_reference(c, &p, ref))
+    goto done;
+  mb_engine_options eo = {1, MB_PRECISION_FP32, 1};
+  if (engine->compile(&p.desc, &eo, &compiled, &c->err) ||
+      make_outputs(&p, outs)) {
+    fprintf(stderr, "  compile: %s\n", c->err.message);
+    goto done;
+  }
+  for (int r = 0; r < runs; r++) {
+    if (engine->run(compiled, (const mb_tensor *const *)p.inputs, outs,
+                    &c->err)) {
+      fprintf(stderr, "  run: %s\n", c->err.message);
+      goto done;
+    }
+  }
+  for (int j = 0; j < p.desc.n_outputs; j++) {
+    double e = normalised_error(outs[j], ref[j]);
+    if (!(e <= 1e-4)) {
+      fprintf(stderr, "  output %d: error %g\n", j, e);
+      goto done;
+    }
+  }
+  int n = engine->node_profile(compiled, times, 64);
+  size_t used = 0;
+  for (int i = 0; i < n && i < 64; i++) {
+    used += (size_t)snprintf(ops + used, size - MB_MIN(used, size), "%s%s",
+                             i ? " " : "", times[i].op_type);
+    if (runs_out)
+      runs_out[i] = times[i].runs;
+    if (times[i].total_ms < 0) {
+      fprintf(stderr, "  negative time\n");
+      goto done;
+    }
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < 8; j++) {
+    mb_tensor_free(ref[j]);
+    mb_tensor_free(outs[j]);
+  }
+  engine->release(compiled);
+  prepared_free(&p);
+  gc_free(c);
+  return rc;
+}
+
+/* How often `word` appears as a whole word in the space-separated list. */
+static int count_word(const char *list, const char *word) {
+  int n = 0;
+  size_t k = strlen(word);
+  for (const char *p = list; (p = strstr(p, word)) != NULL; p += k)
+    if ((p == list || p[-1] == ' ') && (p[k] == ' ' || p[k] == '\0'))
+      n++;
+  return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Convolution                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct conv_spec {
+  int64_t n, c_in, h, w, c_out, group, kh, kw;
+  int64_t stride[2], dilation[2], pads[4];
+  const char *auto_pad; /* NULL: NOTSET with pads */
+  int bias;
+} conv_spec;
+
+static int conv_case(const conv_spec *s) {
+  gcase c;
+  gc_init(&c, 13);
+  int64_t x[4] = {s->n, s->c_in, s->h, s->w};
+  int64_t w[4] = {s->c_out, s->c_in / s->group, s->kh, s->kw};
+  int64_t b[1] = {s->c_out};
+  gc_input(&c, "x", 4, x);
+  gc_const(&c, "w", 4, w, NULL, -0.5f, 0.5f);
+  if (s->bias)
+    gc_const(&c, "b", 1, b, NULL, -1, 1);
+  gc_node(&c, "Conv", s->bias ? "x,w,b" : "x,w", "y");
+  gc_int(&c, "group", s->group);
+  gc_ints(&c, "strides", 2, s->stride);
+  gc_ints(&c, "dilations", 2, s->dilation);
+  if (s->auto_pad)
+    gc_str(&c, "auto_pad", s->auto_pad);
+  else
+    gc_ints(&c, "pads", 4, s->pads);
+  gc_output(&c, "y");
+  return check_graph(&c);
+}
+
+TEST(conv_variants) {
+  SKIP_UNLESS_AVAILABLE();
+  static const conv_spec specs[] = {
+      /* n c_in h w c_out group kh kw stride dilation pads auto_pad bias */
+      {1, 3, 9, 11, 8, 1, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}, NULL, 1},
+      {2, 5, 10, 7, 6, 1, 3, 2, {2, 2}, {1, 1}, {0, 1, 2, 1}, NULL, 0},
+      {1, 6, 13, 13, 9, 3, 3, 3, {1, 2}, {2, 2}, {2, 1, 2, 0}, NULL, 1},
+      {1, 8, 15, 15, 8, 8, 3, 3, {2, 2}, {1, 1}, {1, 1, 1, 1}, NULL, 1},
+      {2, 4, 9, 8, 8, 4, 5, 3, {1, 1}, {1, 2}, {2, 2, 1, 2}, NULL, 0},
+      {1, 7, 11, 9, 5, 1, 3, 3, {2, 2}, {1, 1}, {0}, "SAME_UPPER", 1},
+      {1, 7, 11, 9, 5, 1, 4, 4, {2, 3}, {1, 1}, {0}, "SAME_LOWER", 1},
+      {1, 4, 10, 10, 4, 4, 3, 3, {2, 2}, {1, 1}, {0}, "SAME_UPPER", 1},
+      {1, 3, 12, 9, 4, 1, 3, 3, {1, 1}, {1, 1}, {0}, "VALID", 1},
+      {1, 16, 8, 8, 32, 1, 1, 1, {2, 2}, {1, 1}, {0, 0, 0, 0}, NULL, 1},
+      {1, 5, 10, 10, 3, 1, 1, 1, {3, 3}, {1, 1}, {0, 0, 0, 0}, NULL, 0},
+      {1, 1, 9, 9, 4, 1, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}, NULL, 1},
+      {1, 12, 6, 6, 12, 12, 3, 3, {1, 1}, {2, 2}, {2, 2, 2, 2}, NULL, 0},
+      /* depthwise with a channel multiplier, and wide blocked channels */
+      {1, 16, 7, 7, 32, 16, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}, NULL, 1},
+      {2, 32, 6, 5, 40, 1, 3, 3, {1, 1}, {1, 1}, {1, 0, 1, 2}, NULL, 1},
+      {1, 24, 9, 9, 24, 24, 5, 5, {2, 2}, {1, 1}, {2, 2, 2, 2}, NULL, 1},
+      /* the last window sees only padding rows it never reads */
+      {1, 4, 10, 10, 6, 1, 3, 3, {2, 2}, {1, 1}, {0, 0, 1, 1}, NULL, 1},
+  };
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    if (conv_case(&specs[i]))
+      TEST_FAIL_("conv spec %zu failed", i);
+  }
+  return 0;
+}
+
+TEST(conv_1d_and_3d) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  int64_t x3[3] = {2, 4, 17}, w3[3] = {6, 2, 3}, x5[5] = {1, 3, 5, 6, 7},
+          w5[5] = {4, 3, 2, 3, 3};
+  gc_init(&c, 13);
+  gc_input(&c, "x", 3, x3);
+  gc_const(&c, "w", 3, w3, NULL, -0.5f, 0.5f);
+  gc_node(&c, "Conv", "x,w", "y");
+  gc_int(&c, "group", 2);
+  GC_INTS(&c, "pads", 2, 1);
+  GC_INTS(&c, "strides", 2);
+  GC_INTS(&c, "dilations", 2);
+  gc_output(&c, "y");
+  if (check_graph(&c))
+    return 1;
+  gc_init(&c, 13);
+  gc_input(&c, "x", 5, x5);
+  gc_const(&c, "w", 5, w5, NULL, -0.5f, 0.5f);
+  gc_node(&c, "Conv", "x,w", "y");
+  GC_INTS(&c, "pads", 0, 1, 1, 1, 0, 1);
+  gc_output(&c, "y");
+  return check_graph(&c);
+}
+
+/* Conv followed by each kind of fusable link; the profile shows what was
+ * fused (one "Conv" entry and nothing else). */
+TEST(conv_fusions) {
+  SKIP_UNLESS_AVAILABLE();
+  static const struct {
+    const char *op;   /* the node after the conv */
+    int kind;         /* 0 unary, 1 scalar affine, 2 per-channel, 3 silu */
+    const char *want; /* profile op types */
+  } specs[] = {
+      {"Relu", 0, "Conv"},        {"LeakyRelu", 0, "Conv"},
+      {"Sigmoid", 0, "Conv"},     {"HardSwish", 0, "Conv"},
+      {"Tanh", 0, "Conv"},        {"Clip", 0, "Conv"},
+      {"HardSigmoid", 0, "Conv"}, {"Mul", 1, "Conv"},
+      {"Add", 1, "Conv"},         {"Div", 1, "Conv"},
+      {"Mul", 2, "Conv"},         {"Add", 2, "Conv"},
+      {"Mul", 3, "Conv"},
+  };
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    gcase c;
+    char ops[256];
+    int64_t x[4] = {1, 5, 9, 8}, w[4] = {16, 5, 3, 3}, ch[3] = {16, 1, 1};
+    gc_init(&c, 14);
+    gc_input(&c, "x", 4, x);
+    gc_const(&c, "w", 4, w, NULL, -0.5f, 0.5f);
+    gc_node(&c, "Conv", "x,w", "c");
+    GC_INTS(&c, "pads", 1, 1, 1, 1);
+    if (specs[i].kind == 0 && strcmp(specs[i].op, "Clip") == 0) {
+      gc_scalar(&c, "lo", 0.0f);
+      gc_scalar(&c, "hi", 6.0f);
+      gc_node(&c, "Clip", "c,lo,hi", "y");
+    } else if (specs[i].kind == 0) {
+      gc_node(&c, specs[i].op, "c", "y");
+    } else if (specs[i].kind == 1) {
+      gc_scalar(&c, "k", 0.75f);
+      gc_node(&c, specs[i].op, "c,k", "y");
+    } else if (specs[i].kind == 2) {
+      gc_const(&c, "k", 3, ch, NULL, 0.5f, 1.5f);
+      gc_node(&c, specs[i].op, "k,c", "y");
+    } else {
+      gc_node(&c, "Sigmoid", "c", "s");
+      gc_node(&c, "Mul", "c,s", "y");
+    }
+    gc_output(&c, "y");
+    if (profile_ops(&c, 2, ops, sizeof ops, NULL))
+      TEST_FAIL_("fusion %zu (%s) failed", i, specs[i].op);
+    int words = 1;
+    for (const char *q = ops; *q; q++)
+      words += *q == ' ';
+    if (count_word(ops, specs[i].want) != 1 ||
+        words != 1 + count_word(ops, "reorder"))
+      TEST_FAIL_("fusion %zu (%s): profile \"%s\"", i, specs[i].op, ops);
+  }
+  return 0;
+}
+
+/* A ResNet basic block: conv-relu-conv + identity, and a downsampling
+ * block whose shortcut is a strided 1x1 conv; the sums run as post-ops. */
+static void build_resnet_blocks(gcase *c) {
+  int64_t x[4] = {1, 16, 12, 12}, w16[4] = {16, 16, 3, 3},
+          w32[4] = {32, 16, 3, 3}, w33[4] = {32, 32, 3, 3},
+          wd[4] = {32, 16, 1, 1}, b16[1] = {16}, b32[1] = {32};
+  gc_init(c, 13);
+  gc_input(c, "x", 4, x);
+  gc_const(c, "w1", 4, w16, NULL, -0.2f, 0.2f);
+  gc_const(c, "b1", 1, b16, NULL, -0.1f, 0.1f);
+  gc_const(c, "w2", 4, w16, NULL, -0.2f, 0.2f);
+  gc_const(c, "b2", 1, b16, NULL, -0.1f, 0.1f);
+  gc_const(c, "w3", 4, w32, NULL, -0.2f, 0.2f);
+  gc_const(c, "w4", 4, w33, NULL, -0.1f, 0.1f);
+  gc_const(c, "wd", 4, wd, NULL, -0.3f, 0.3f);
+  gc_const(c, "b3", 1, b32, NULL, -0.1f, 0.1f);
+  gc_node(c, "Relu", "x", "r0");
+  gc_node(c, "Conv", "r0,w1,b1", "c1");
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  gc_node(c, "Relu", "c1", "r1");
+  gc_node(c, "Conv", "r1,w2,b2", "c2");
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  gc_node(c, "Add", "c2,r0", "s1");
+  gc_node(c, "Relu", "s1", "r2");
+  gc_node(c, "Conv", "r2,w3,b3", "c3");
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  GC_INTS(c, "strides", 2, 2);
+  gc_node(c, "Relu", "c3", "r3");
+  gc_node(c, "Conv", "r3,w4", "c4");
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  gc_node(c, "Conv", "r2,wd", "d");
+  GC_INTS(c, "strides", 2, 2);
+  gc_node(c, "Add", "c4,d", "s2");
+  gc_node(c, "Relu", "s2", "y");
+  gc_output(c, "y");
+}
+
+TEST(resnet_blocks) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  char ops[512];
+  build_resnet_blocks(&c);
+  if (check_graph(&c))
+    return 1;
+  build_resnet_blocks(&c);
+  if (profile_ops(&c, 3, ops, sizeof ops, NULL))
+    return 1;
+  /* Every Add and every Relu after a conv became a post-op. */
+  ASSERT_EQ(count_word(ops, "Add"), 0);
+  ASSERT_EQ(count_word(ops, "Relu"), 1);
+  ASSERT_EQ(count_word(ops, "Conv"), 5);
+  return 0;
+}
+
+/* Conv + Add where the summand is the conv's own input, and the summand
+ * still read later: both must not be overwritten. */
+TEST(conv_sum_operand_kept) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  int64_t x[4] = {1, 8, 6, 6}, w[4] = {8, 8, 3, 3};
+  gc_init(&c, 13);
+  gc_input(&c, "x", 4, x);
+  gc_const(&c, "w", 4, w, NULL, -0.2f, 0.2f);
+  gc_node(&c, "Relu", "x", "r");
+  gc_node(&c, "Conv", "r,w", "c1");
+  GC_INTS(&c, "pads", 1, 1, 1, 1);
+  gc_node(&c, "Add", "c1,r", "s");
+  gc_node(&c, "Conv", "s,w", "c2");
+  GC_INTS(&c, "pads", 1, 1, 1, 1);
+  gc_node(&c, "Add", "c2,s", "t");
+  gc_node(&c, "Mul", "t,s", "y");
+  gc_output(&c, "y");
+  return check_graph(&c);
+}
+
+/* An intermediate that is also a graph output is not fused away. */
+TEST(fusion_keeps_outputs) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  int64_t x[4] = {2, 3, 7, 7}, w[4] = {8, 3, 3, 3};
+  gc_init(&c, 13);
+  gc_input(&c, "x", 4, x);
+  gc_const(&c, "w", 4, w, NULL, -0.5f, 0.5f);
+  gc_node(&c, "Conv", "x,w", "c");
+  gc_node(&c, "Relu", "c", "r");
+  gc_node(&c, "Sigmoid", "r", "y");
+  gc_output(&c, "y");
+  gc_output(&c, "c");
+  gc_output(&c, "r");
+  return check_graph(&c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Gemm / MatMul                                                             */
+/* ------------------------------------------------------------------------ */
+
+TEST(gemm_variants) {
+  SKIP_UNLESS_AVAILABLE();
+  static const struct {
+    int trans_a, trans_b;
+    float alpha, beta;
+    int c_rank; /* -1: no C */
+    int64_t c_dims[2];
+    int b_input; /* B is an activation */
+  } specs[] = {
+      {0, 0, 1, 1, -1, {0}, 0},      {0, 1, 1, 1, 1, {7}, 0},
+      {0, 0, 0.5f, 2, 2, {1, 7}, 0}, {0, 1, 1, 0.25f, 0, {0}, 0},
+      {0, 0, 1, 1, 2, {5, 7}, 0},    {0, 1, 2, 1, 2, {5, 1}, 0},
+      {1, 0, 1, 1, 1, {7}, 0},       {1, 1, 1.5f, 0.5f, 1, {7}, 0},
+      {0, 0, 1, 1, 1, {7}, 1},       {1, 1, 0.5f, 2, 2, {1, 7}, 1},
+      {0, 1, 3, 1, 2, {5, 7}, 1},
+  };
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    gcase c;
+    gc_init(&c, 13);
+    int64_t a[2] = {specs[i].trans_a ? 11 : 5, specs[i].trans_a ? 5 : 11};
+    int64_t b[2] = {specs[i].trans_b ? 7 : 11, specs[i].trans_b ? 11 : 7};
+    gc_input(&c, "a", 2, a);
+    if (specs[i].b_input)
+      gc_input(&c, "b", 2, b);
+    else
+      gc_const(&c, "b", 2, b, NULL, -1, 1);
+    if (specs[i].c_rank >= 0)
+      gc_const(&c, "c", specs[i].c_rank, specs[i].c_dims, NULL, -1, 1);
+    gc_node(&c, "Gemm", specs[i].c_rank >= 0 ? "a,b,c" : "a,b", "y");
+    gc_int(&c, "transA", specs[i].trans_a);
+    gc_int(&c, "transB", specs[i].trans_b);
+    gc_float(&c, "alpha", specs[i].alpha);
+    gc_float(&c, "beta", specs[i].beta);
+    gc_output(&c, "y");
+    if (check_graph(&c))
+      TEST_FAIL_("gemm spec %zu failed", i);
+  }
+  return 0;
+}
+
+/* MatMul with constant weights, rank 2 to 4, with the Linear pattern
+ * (MatMul + Add bias) and an activation fused. */
+TEST(matmul_constant_weights) {
+  SKIP_UNLESS_AVAILABLE();
+  static const struct {
+    int ra;
+    int64_t a[4];
+    int rb;
+    int64_t b[4];
+  } specs[] = {
+      {2, {6, 13}, 2, {13, 9}},       {3, {2, 5, 13}, 2, {13, 9}},
+      {4, {2, 3, 4, 13}, 2, {13, 9}}, {3, {3, 5, 13}, 3, {3, 13, 9}},
+      {3, {1, 5, 13}, 3, {3, 13, 9}}, {4, {2, 1, 5, 8}, 3, {3, 8, 4}},
+  };
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    for (int form = 0; form < 2; form++) {
+      gcase c;
+      char ops[256];
+      int64_t n = specs[i].b[specs[i].rb - 1];
+      gc_init(&c, 13);
+      gc_input(&c, "a", specs[i].ra, specs[i].a);
+      gc_const(&c, "w", specs[i].rb, specs[i].b, NULL, -1, 1);
+      gc_const(&c, "bias", 1, &n, NULL, -1, 1);
+      gc_node(&c, "MatMul", "a,w", "t");
+      if (form == 0) {
+        gc_node(&c, "Add", "t,bias", "u");
+        gc_node(&c, "Relu", "u", "y");
+      } else {
+        gc_node(&c, "Add", "bias,t", "y");
+      }
+      gc_output(&c, "y");
+      if (check_graph(&c))
+        TEST_FAIL_("matmul spec %zu form %d failed", i, form);
+      if (i != 0)
+        continue;
+      gc_init(&c, 13);
+      gc_input(&c, "a", specs[i].ra, specs[i].a);
+      gc_const(&c, "w", specs[i].rb, specs[i].b, NULL, -1, 1);
+      gc_const(&c, "bias", 1, &n, NULL, -1, 1);
+      gc_node(&c, "MatMul", "a,w", "t");
+      gc_node(&c, "Add", "t,bias", "u");
+      gc_node(&c, "Relu", "u", "y");
+      gc_output(&c, "y");
+      if (profile_ops(&c, 1, ops, sizeof ops, NULL))
+        return 1;
+      ASSERT_STR_EQ(ops, "MatMul");
+    }
+  }
+  return 0;
+}
+
+/* Attention: Q K^T / sqrt(d) + mask, softmax, times V, with head
+ * transposes and broadcasting batch dims. */
+TEST(attention_batched_matmul) {
+  SKIP_UNLESS_AVAILABLE();
+  for (int form = 0; form < 3; form++) {
+    gcase c;
+    int64_t q[4] = {2, 3, 7, 8}, k[4] = {2, 3, 7, 8}, mask[4] = {2, 1, 1, 7};
+    int64_t x[3] = {2, 7, 24};
+    gc_init(&c, 13);
+    if (form < 2) {
+      gc_input(&c, "q", 4, q);
+      gc_input(&c, "k", 4, k);
+      gc_input(&c, "v", 4, k);
+    } else {
+      /* from one activation through reshape and transpose, as exported */
+      const int64_t shape[4] = {2, 7, 3, 8};
+      gc_input(&c, "x", 3, x);
+      gc_const_i64(&c, "shape", 4, shape);
+      gc_node(&c, "Reshape", "x,shape", "xr");
+      gc_node(&c, "Transpose", "xr", "q");
+      GC_INTS(&c, "perm", 0, 2, 1, 3);
+      gc_node(&c, "Transpose", "xr", "k");
+      GC_INTS(&c, "perm", 0, 2, 1, 3);
+      gc_node(&c, "Relu", "q", "v");
+    }
+    gc_input(&c, "mask", 4, mask);
+    gc_node(&c, "Transpose", "k", "kt");
+    GC_INTS(&c, "perm", 0, 1, 3, 2);
+    gc_node(&c, "MatMul", "q,kt", "s");
+    gc_scalar(&c, "scale", 2.828427f);
+    gc_node(&c, "Div", "s,scale", "sd");
+    gc_node(&c, "Add", "sd,mask", "sm");
+    gc_node(&c, "Softmax", "sm", "p");
+    gc_int(&c, "axis", -1);
+    gc_node(&c, "MatMul", "p,v", "o");
+    if (form >= 1) {
+      const int64_t shape[3] = {2, 7, 24};
+      gc_node(&c, "Transpose", "o", "ot");
+      GC_INTS(&c, "perm", 0, 2, 1, 3);
+      gc_const_i64(&c, "oshape", 3, shape);
+      gc_node(&c, "Reshape", "ot,oshape", "y");
+      gc_output(&c, "y");
+    } else {
+      gc_output(&c, "o");
+    }
+    if (check_graph(&c))
+      TEST_FAIL_("attention form %d failed", form);
+  }
+  /* Broadcast batch dims on either side. */
+  static const struct {
+    int ra;
+    int64_t a[4];
+    int rb;
+    int64_t b[4];
+  } specs[] = {
+      {4, {2, 3, 5, 6}, 4, {1, 3, 6, 4}},
+      {4, {1, 3, 5, 6}, 4, {2, 3, 6, 4}},
+      {3, {3, 5, 6}, 4, {2, 3, 6, 4}},
+      {2, {5, 6}, 3, {4, 6, 2}},
+  };
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    gcase c;
+    gc_init(&c, 13);
+    gc_input(&c, "a", specs[i].ra, specs[i].a);
+    gc_input(&c, "b", specs[i].rb, specs[i].b);
+    gc_node(&c, "MatMul", "a,b", "y");
+    gc_output(&c, "y");
+    if (check_graph(&c))
+      TEST_FAIL_("batched matmul %zu failed", i);
+  }
+  return 0;
+}
+
+/* GELU as PyTorch exports it, fused after a MatMul (BERT's FFN) and alone,
+ * in both association orders; a lone Erf too. */
+static void add_gelu(gcase *c, const char *x, const char *y, int form) {
+  char in[64], out[64];
+  gc_scalar(c, "sqrt2", 1.4142135f);
+  gc_scalar(c, "one", 1.0f);
+  gc_scalar(c, "half", 0.5f);
+  snprintf(in, sizeof in, "%s,sqrt2", x);
+  gc_node(c, "Div", in, "g_d");
+  gc_node(c, "Erf", "g_d", "g_e");
+  gc_node(c, "Add", "g_e,one", "g_a");
+  if (form == 0) {
+    snprintf(in, sizeof in, "%s,g_a", x);
+    gc_node(c, "Mul", in, "g_m");
+    snprintf(out, sizeof out, "%s", y);
+    gc_node(c, "Mul", "g_m,half", out);
+  } else {
+    snprintf(in, sizeof in, "%s,half", x);
+    gc_node(c, "Mul", in, "g_h");
+    gc_node(c, "Mul", "g_h,g_a", y);
+  }
+}
+
+TEST(gelu_and_erf) {
+  SKIP_UNLESS_AVAILABLE();
+  for (int form = 0; form < 2; form++) {
+    gcase c;
+    char ops[256];
+    int64_t a[3] = {2, 5, 16}, w[2] = {16, 24}, b[1] = {24};
+    gc_init(&c, 13);
+    gc_input(&c, "a", 3, a);
+    gc_const(&c, "w", 2, w, NULL, -0.5f, 0.5f);
+    gc_const(&c, "b", 1, b, NULL, -0.5f, 0.5f);
+    gc_node(&c, "MatMul", "a,w", "t");
+    gc_node(&c, "Add", "t,b", "u");
+    add_gelu(&c, "u", "y", form);
+    gc_output(&c, "y");
+    if (profile_ops(&c, 1, ops, sizeof ops, NULL))
+      TEST_FAIL_("fused gelu form %d failed", form);
+    ASSERT_STR_EQ(ops, "MatMul");
+
+    gc_init(&c, 13);
+    gc_input(&c, "a", 3, a);
+    gc_node(&c, "Relu", "a", "r");
+    add_gelu(&c, "a", "g", form);
+    gc_node(&c, "Add", "g,r", "y");
+    gc_output(&c, "y");
+    c.lo = -3;
+    c.hi = 3;
+    if (profile_ops(&c, 1, ops, sizeof ops, NULL))
+      TEST_FAIL_("standalone gelu form %d failed", form);
+    ASSERT_STR_EQ(ops, "Relu Gelu Add");
+  }
+  gcase c;
+  int64_t x[2] = {7, 9};
+  gc_init(&c, 13);
+  gc_input(&c, "x", 2, x);
+  gc_node(&c, "Erf", "x", "e");
+  gc_node(&c, "Mul", "e,x", "y");
+  gc_output(&c, "y");
+  c.lo = -2;
+  c.hi = 2;
+  return check_graph(&c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Elementwise                                                               */
+/* ------------------------------------------------------------------------ */
+
+static const char *const binary_ops[] = {"Add", "Sub", "Mul",
+                                         "Div", "Max", "Min"};
+
+TEST(binary_broadcast_constants) {
+  SKIP_UNLESS_AVAILABLE();
+  static const struct {
+    int rank;
+    int64_t dims[4];
+  } consts[] = {
+      {3, {3, 1, 1}}, {4, {1, 3, 1, 5}}, {1, {5}},
+      {0, {0}},       {2, {4, 1}},       {4, {2, 3, 4, 5}},
+  };
+  for (size_t op = 0; op < 6; op++) {
+    for (size_t k = 0; k < sizeof consts / sizeof consts[0]; k++) {
+      gcase c;
+      gc_init(&c, 13);
+      int64_t x[4] = {2, 3, 4, 5};
+      gc_input(&c, "x", 4, x);
+      gc_const(&c, "k", consts[k].rank, consts[k].dims, NULL, 0.5f, 2.0f);
+      gc_node(&c, binary_ops[op], k % 2 ? "k,x" : "x,k", "y");
+      gc_output(&c, "y");
+      c.lo = 0.5f; /* Div by x stays away from 0 */
+      c.hi = 2.0f;
+      c.no_bf16 = op == 1; /* differences of close values */
+      if (check_graph(&c))
+        TEST_FAIL_("%s with constant %zu failed", binary_ops[op], k);
+    }
+  }
+  return 0;
+}
+
+TEST(binary_two_activations) {
+  SKIP_UNLESS_AVAILABLE();
+  static const struct {
+    int ra;
+    int64_t a[5];
+    int rb;
+    int64_t b[5];
+    int a_broadcasts;
+  } shapes[] = {
+      {4, {2, 3, 4, 5}, 4, {2, 1, 4, 1}, 0},
+      {4, {2, 1, 4, 1}, 4, {2, 3, 4, 5}, 1},
+      {3, {2, 5, 7}, 1, {7}, 0},
+      {1, {7}, 3, {2, 5, 7}, 1},
+      {4, {1, 4, 3, 3}, 1, {1}, 0},
+      {5, {2, 1, 3, 2, 2}, 5, {2, 4, 3, 2, 2}, 1},
+      {2, {6, 4}, 2, {6, 4}, 0},
+  };
+  for (size_t op = 0; op < 6; op++) {
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+      gcase c;
+      gc_init(&c, 13);
+      gc_input(&c, "a", shapes[k].ra, shapes[k].a);
+      gc_input(&c, "b", shapes[k].rb, shapes[k].b);
+      gc_node(&c, binary_ops[op], "a,b", "y");
+      gc_output(&c, "y");
+      c.lo = 0.5f;
+      c.hi = 2.0f;
+      c.no_bf16 = op == 1;
+      if (op == 3 && shapes[k].a_broadcasts) {
+        /* Div whose dividend broadcasts: not run on oneDNN */
+        if (check_rejected(&c, 0, "broadcasting"))
+          TEST_FAIL_("Div on shapes %zu not rejected", k);
+        continue;
+      }
+      if (check_graph(&c))
+        TEST_FAIL_("%s on shapes %zu failed", binary_ops[op], k);
+    }
+  }
+  /* c / x for a scalar constant c, and x - x. */
+  gcase c;
+  int64_t x[3] = {2, 3, 4};
+  gc_init(&c, 13);
+  gc_input(&c, "x", 3, x);
+  gc_scalar(&c, "k", 3.0f);
+  gc_node(&c, "Div", "k,x", "d");
+  gc_node(&c, "Sub", "d,d", "z");
+  gc_node(&c, "Add", "z,d", "y");
+  gc_output(&c, "y");
+  c.lo = 0.5f;
+  c.hi = 2.0f;
+  return check_graph(&c);
+}
+
+TEST(unary_ops) {
+  SKIP_UNLESS_AVAILABLE();
+  static const struct {
+    const char *op;
+    float lo, hi;
+  } ops[] = {
+      {"Relu", -4, 4},        {"Sigmoid", -4, 4},  {"Abs", -4, 4},
+      {"Neg", -4, 4},         {"Elu", -4, 4},      {"LeakyRelu", -4, 4},
+      {"HardSigmoid", -4, 4}, {"Tanh", -3, 3},     {"Exp", -3, 3},
+      {"Log", 0.1f, 5},       {"Sqrt", 0, 5},      {"Reciprocal", 0.5f, 3},
+      {"HardSwish", -5, 5},   {"Softplus", -5, 5}, {"Identity", -1, 1},
+      {"Dropout", -1, 1},
+  };
+  for (int rank = 2; rank <= 4; rank++) {
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+      gcase c;
+      gc_init(&c, 14);
+      int64_t dims[4] = {2, 5, 3, 7};
+      gc_input(&c, "x", rank, dims);
+      gc_node(&c, ops[i].op, "x", "y");
+      if (strcmp(ops[i].op, "Elu") == 0)
+        gc_float(&c, "alpha", 0.7f);
+      if (strcmp(ops[i].op, "LeakyRelu") == 0)
+        gc_float(&c, "alpha", 0.15f);
+      if (strcmp(ops[i].op, "HardSigmoid") == 0) {
+        gc_float(&c, "alpha", 0.3f);
+        gc_float(&c, "beta", 0.4f);
+      }
+      gc_output(&c, "y");
+      c.lo = ops[i].lo;
+      c.hi = ops[i].hi;
+      if (check_graph(&c))
+        TEST_FAIL_("%s rank %d failed", ops[i].op, rank);
+    }
+  }
+  return 0;
+}
+
+TEST(clip_and_pow) {
+  SKIP_UNLESS_AVAILABLE();
+  int64_t dims[4] = {1, 4, 6, 6};
+  for (int form = 0; form < 3; form++) {
+    gcase c;
+    gc_init(&c, form == 2 ? 6 : 13);
+    gc_input(&c, "x", 4, dims);
+    if (form == 0) {
+      gc_scalar(&c, "lo", 0.0f);
+      gc_scalar(&c, "hi", 6.0f);
+      gc_node(&c, "Clip", "x,lo,hi", "y");
+    } else if (form == 1) {
+      gc_scalar(&c, "hi", 0.5f);
+      gc_node(&c, "Clip", "x,,hi", "y");
+    } else {
+      gc_node(&c, "Clip", "x", "y");
+      gc_float(&c, "min", -0.5f);
+      gc_float(&c, "max", 0.25f);
+    }
+    gc_output(&c, "y");
+    c.lo = -8;
+    c.hi = 8;
+    if (check_graph(&c))
+      TEST_FAIL_("clip form %d failed", form);
+  }
+  static const float exps[] = {2.0f, 3.0f, 0.5f, -1.0f, 1.0f};
+  for (size_t i = 0; i < sizeof exps / sizeof exps[0]; i++) {
+    gcase c;
+    gc_init(&c, 13);
+    gc_input(&c, "x", 4, dims);
+    gc_scalar(&c, "p", exps[i]);
+    gc_node(&c, "Pow", "x,p", "y");
+    gc_output(&c, "y");
+    c.lo = exps[i] == 0.5f || exps[i] == -1.0f ? 0.5f : -2.0f;
+    c.hi = 2.0f;
+    if (check_graph(&c))
+      TEST_FAIL_("Pow %g failed", (double)exps[i]);
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pooling and normalizations                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pool_spec {
+  const char *op;
+  int64_t h, w, kh, kw, stride[2], pads[4], dilation[2];
+  int ceil_mode, count_include_pad;
+  const char *auto_pad;
+} pool_spec;
+
+TEST(pool_variants) {
+  SKIP_UNLESS_AVAILABLE();
+  static const pool_spec specs[] = {
+      {"MaxPool", 12, 12, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0, NULL},
+      {"MaxPool", 13, 13, 3, 3, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0, NULL},
+      {"MaxPool", 11, 10, 2, 3, {3, 2}, {1, 0, 0, 2}, {1, 1}, 1, 0, NULL},
+      {"MaxPool", 12, 12, 3, 2, {1, 2}, {1, 1, 1, 1}, {2, 2}, 0, 0, NULL},
+      {"MaxPool", 9, 9, 2, 2, {3, 3}, {0, 0, 0, 0}, {1, 1}, 0, 0, NULL},
+      {"MaxPool", 9, 9, 3, 3, {2, 2}, {0}, {1, 1}, 0, 0, "SAME_UPPER"},
+      {"MaxPool", 8, 8, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 0, 0, NULL},
+      {"AveragePool", 12, 12, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0, NULL},
+      {"AveragePool", 12, 12, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 1, NULL},
+      {"AveragePool", 13, 11, 3, 2, {2, 2}, {1, 0, 2, 1}, {1, 1}, 1, 0, NULL},
+      {"AveragePool", 10, 10, 2, 2, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 1, NULL},
+      {"AveragePool", 9, 9, 3, 3, {2, 2}, {0}, {1, 1}, 0, 1, "SAME_LOWER"},
+      {"AveragePool", 9, 9, 3, 3, {2, 2}, {0}, {1, 1}, 0, 0, "SAME_UPPER"},
+      {"AveragePool", 7, 7, 2, 2, {3, 3}, {0, 0, 0, 0}, {1, 1}, 1, 0, NULL},
+      {"AveragePool", 11, 9, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 1, NULL},
+  };
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    const pool_spec *s = &specs[i];
+    for (int channels = 5; channels <= 32; channels += 27) {
+      gcase c;
+      gc_init(&c, 13);
+      int64_t x[4] = {2, channels, s->h, s->w};
+      gc_input(&c, "x", 4, x);
+      gc_node(&c, s->op, "x", "y");
+      GC_INTS(&c, "kernel_shape", s->kh, s->kw);
+      gc_ints(&c, "strides", 2, s->stride);
+      if (s->auto_pad)
+        gc_str(&c, "auto_pad", s->auto_pad);
+      else
+        gc_ints(&c, "pads", 4, s->pads);
+      if (strcmp(s->op, "MaxPool") == 0)
+        gc_ints(&c, "dilations", 2, s->dilation);
+      else
+        gc_int(&c, "count_include_pad", s->count_include_pad);
+      gc_int(&c, "ceil_mode", s->ceil_mode);
+      gc_output(&c, "y");
+      if (check_graph(&c))
+        TEST_FAIL_("pool spec %zu (%s, %d channels) failed", i, s->op,
+                   channels);
+    }
+  }
+  return 0;
+}
+
+/* Pools after a conv (blocked layouts) and global pools. */
+TEST(pools_after_conv) {
+  SKIP_UNLESS_AVAILABLE();
+  static const char *const ops[] = {"GlobalAveragePool", "GlobalMaxPool",
+                                    "MaxPool", "AveragePool"};
+  for (int i = 0; i < 4; i++) {
+    gcase c;
+    gc_init(&c, 13);
+    int64_t x[4] = {2, 7, 11, 10}, w[4] = {24, 7, 3, 3};
+    gc_input(&c, "x", 4, x);
+    gc_const(&c, "w", 4, w, NULL, -0.3f, 0.3f);
+    gc_node(&c, "Conv", "x,w", "c");
+    gc_node(&c, ops[i], "c", "y");
+    if (i >= 2) {
+      GC_INTS(&c, "kernel_shape", 3, 3);
+      GC_INTS(&c, "strides", 2, 2);
+      GC_INTS(&c, "pads", 1, 1, 1, 1);
+    }
+    gc_output(&c, "y");
+    if (check_graph(&c))
+      TEST_FAIL_("%s failed", ops[i]);
+  }
+  return 0;
+}
+
+TEST(batchnorm) {
+  SKIP_UNLESS_AVAILABLE();
+  for (int rank = 2; rank <= 4; rank++) {
+    gcase c;
+    gc_init(&c, 13);
+    int64_t x[4] = {2, 6, 5, 3}, ch[1] = {6};
+    gc_input(&c, "x", rank, x);
+    gc_const(&c, "scale", 1, ch, NULL, 0.5f, 1.5f);
+    gc_const(&c, "bias", 1, ch, NULL, -1, 1);
+    gc_const(&c, "mean", 1, ch, NULL, -1, 1);
+    gc_const(&c, "var", 1, ch, NULL, 0.5f, 2.0f);
+    gc_node(&c, "BatchNormalization", "x,scale,bias,mean,var", "y");
+    gc_float(&c, "epsilon", 1e-3f);
+    gc_output(&c, "y");
+    if (check_graph(&c))
+      TEST_FAIL_("batchnorm rank %d failed", rank);
+  }
+  return 0;
+}
+
+TEST(softmax_axes) {
+  SKIP_UNLESS_AVAILABLE();
+  static const struct {
+    int64_t opset;
+    int rank;
+    int64_t dims[4];
+    int64_t axis;
+    int log;
+  } specs[] = {
+      {13, 2, {3, 10}, -1, 0},     {13, 3, {2, 4, 9}, 2, 0},
+      {13, 4, {2, 6, 3, 3}, 1, 0}, {13, 4, {2, 6, 3, 5}, 2, 0},
+      {13, 4, {2, 6, 3, 5}, 0, 0}, {11, 3, {2, 4, 9}, 1, 0},
+      {11, 2, {3, 10}, 1, 0},      {11, 4, {2, 6, 3, 3}, 1, 0},
+      {11, 4, {2, 6, 3, 3}, 0, 0}, {13, 3, {2, 4, 9}, -1, 1},
+      {13, 4, {2, 6, 3, 5}, 1, 1},
+  };
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    gcase c;
+    gc_init(&c, specs[i].opset);
+    gc_input(&c, "x", specs[i].rank, specs[i].dims);
+    gc_node(&c, specs[i].log ? "LogSoftmax" : "Softmax", "x", "y");
+    gc_int(&c, "axis", specs[i].axis);
+    gc_output(&c, "y");
+    c.lo = -5;
+    c.hi = 5;
+    if (check_graph(&c))
+      TEST_FAIL_("softmax spec %zu failed", i);
+  }
+  /* Softmax over channels of a conv's (blocked) output. */
+  gcase c;
+  int64_t x[4] = {1, 3, 6, 6}, w[4] = {20, 3, 3, 3};
+  gc_init(&c, 13);
+  gc_input(&c, "x", 4, x);
+  gc_const(&c, "w", 4, w, NULL, -0.5f, 0.5f);
+  gc_node(&c, "Conv", "x,w", "c");
+  gc_node(&c, "Softmax", "c", "y");
+  gc_int(&c, "axis", 1);
+  gc_output(&c, "y");
+  return check_graph(&c);
+}
+
+TEST(layer_normalization) {
+  SKIP_UNLESS_AVAILABLE();
+  static const struct {
+    int rank;
+    int64_t dims[4];
+    int64_t axis;
+    int bias;
+  } specs[] = {
+      {3, {2, 5, 16}, -1, 1},
+      {3, {2, 5, 16}, -1, 0},
+      {4, {2, 3, 4, 6}, -2, 1},
+      {2, {7, 33}, 1, 1},
+  };
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    gcase c;
+    int r = specs[i].rank;
+    int axis = (int)(specs[i].axis < 0 ? specs[i].axis + r : specs[i].axis);
+    gc_init(&c, 17);
+    gc_input(&c, "x", r, specs[i].dims);
+    gc_const(&c, "s", r - axis, specs[i].dims + axis, NULL, 0.5f, 1.5f);
+    gc_const(&c, "b", r - axis, specs[i].dims + axis, NULL, -0.5f, 0.5f);
+    gc_node(&c, "LayerNormalization", specs[i].bias ? "x,s,b" : "x,s", "y");
+    gc_int(&c, "axis", specs[i].axis);
+    gc_float(&c, "epsilon", 1e-5f);
+    gc_output(&c, "y");
+    c.lo = -3;
+    c.hi = 3;
+    if (check_graph(&c))
+      TEST_FAIL_("layernorm spec %zu failed", i);
+  }
+  return 0;
+}
+
+/* The opset-13 form of LayerNorm (ReduceMean, Sub, Pow, Sqrt, Div) runs
+ * from its pieces. */
+TEST(reductions) {
+  SKIP_UNLESS_AVAILABLE();
+  static const char *const ops[] = {"ReduceMean", "ReduceSum", "ReduceMax",
+                                    "ReduceMin"};
+  for (int op = 0; op < 4; op++) {
+    for (int keep = 0; keep <= 1; keep++) {
+      gcase c;
+      int64_t x[4] = {2, 3, 5, 4};
+      const int64_t axes[2] = {1, -1};
+      gc_init(&c, 13);
+      gc_input(&c, "x", 4, x);
+      if (op == 1) {
+        gc_const_i64(&c, "axes", 2, axes);
+        gc_node(&c, ops[op], "x,axes", "y");
+      } else {
+        gc_node(&c, ops[op], "x", "y");
+        gc_ints(&c, "axes", 2, axes);
+      }
+      gc_int(&c, "keepdims", keep);
+      gc_output(&c, "y");
+      if (check_graph(&c))
+        TEST_FAIL_("%s keepdims %d failed", ops[op], keep);
+    }
+  }
+  gcase c;
+  int64_t x[3] = {2, 5, 16}, d[1] = {16};
+  const int64_t last[1] = {-1};
+  gc_init(&c, 13);
+  gc_input(&c, "x", 3, x);
+  gc_const(&c, "g", 1, d, NULL, 0.5f, 1.5f);
+  gc_const(&c, "b", 1, d, NULL, -0.5f, 0.5f);
+  gc_scalar(&c, "two", 2.0f);
+  gc_scalar(&c, "eps", 1e-5f);
+  gc_node(&c, "ReduceMean", "x", "m");
+  gc_ints(&c, "axes", 1, last);
+  gc_node(&c, "Sub", "x,m", "xc");
+  gc_node(&c, "Pow", "xc,two", "sq");
+  gc_node(&c, "ReduceMean", "sq", "var");
+  gc_ints(&c, "axes", 1, last);
+  gc_node(&c, "Add", "var,eps", "ve");
+  gc_node(&c, "Sqrt", "ve", "sd");
+  gc_node(&c, "Div", "xc,sd", "n");
+  gc_node(&c, "Mul", "n,g", "ng");
+  gc_node(&c, "Add", "ng,b", "y");
+  gc_output(&c, "y");
+  c.no_bf16 = 1; /* x - mean in bf16 loses most digits */
+  return check_graph(&c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Data movement                                                             */
+/* ------------------------------------------------------------------------ */
+
+TEST(transpose_reshape_concat) {
+  SKIP_UNLESS_AVAILABLE();
+  static const int64_t perms[][4] = {
+      {0, 2, 3, 1}, {3, 2, 1, 0}, {1, 0, 2, 3}, {0, 1, 3, 2}};
+  for (size_t i = 0; i < 4; i++) {
+    gcase c;
+    int64_t x[4] = {2, 3, 4, 5};
+    gc_init(&c, 13);
+    gc_input(&c, "x", 4, x);
+    gc_node(&c, "Transpose", "x", "y");
+    gc_ints(&c, "perm", 4, perms[i]);
+    gc_output(&c, "y");
+    if (check_graph(&c))
+      TEST_FAIL_("transpose %zu failed", i);
+  }
+  /* ShuffleNet's channel shuffle and split after convs. */
+  gcase c;
+  int64_t x[4] = {1, 8, 6, 6}, w[4] = {16, 8, 1, 1}, wd[4] = {8, 1, 3, 3};
+  const int64_t s5[5] = {1, 2, 8, 6, 6}, s4[4] = {1, 16, 6, 6};
+  gc_init(&c, 13);
+  gc_input(&c, "x", 4, x);
+  gc_const(&c, "w", 4, w, NULL, -0.5f, 0.5f);
+  gc_const(&c, "wd", 4, wd, NULL, -0.5f, 0.5f);
+  gc_const_i64(&c, "s5", 5, s5);
+  gc_const_i64(&c, "s4", 4, s4);
+  gc_node(&c, "Conv", "x,w", "c");
+  gc_node(&c, "Relu", "c", "r");
+  gc_node(&c, "Split", "r", "a,b");
+  gc_int(&c, "axis", 1);
+  gc_node(&c, "Conv", "b,wd", "bd");
+  gc_int(&c, "group", 8);
+  GC_INTS(&c, "pads", 1, 1, 1, 1);
+  gc_node(&c, "Concat", "a,bd", "cat");
+  gc_int(&c, "axis", 1);
+  gc_node(&c, "Reshape", "cat,s5", "r5");
+  gc_node(&c, "Transpose", "r5", "t5");
+  GC_INTS(&c, "perm", 0, 2, 1, 3, 4);
+  gc_node(&c, "Reshape", "t5,s4", "sh");
+  gc_node(&c, "Slice", "sh,st,en,ax", "y");
+  {
+    const int64_t st[2] = {3, 1}, en[2] = {14, 100}, ax[2] = {1, 3};
+    gc_const_i64(&c, "st", 2, st);
+    gc_const_i64(&c, "en", 2, en);
+    gc_const_i64(&c, "ax", 2, ax);
+  }
+  gc_output(&c, "y");
+  gc_output(&c, "cat");
+  if (check_graph(&c))
+    return 1;
+  /* Slice with steps, Concat of an input, a constant and a conv output
+   * along H, Flatten and Squeeze/Unsqueeze. */
+  int64_t k[4] = {1, 16, 2, 6};
+  const int64_t st[2] = {1, 0}, en[2] = {6, 6}, ax[2] = {2, 3},
+                steps[2] = {2, 3}, axes0[1] = {0};
+  gc_init(&c, 13);
+  gc_input(&c, "x", 4, x);
+  gc_const(&c, "w", 4, w, NULL, -0.5f, 0.5f);
+  gc_const(&c, "k", 4, k, NULL, -1, 1);
+  gc_const_i64(&c, "st", 2, st);
+  gc_const_i64(&c, "en", 2, en);
+  gc_const_i64(&c, "ax", 2, ax);
+  gc_const_i64(&c, "steps", 2, steps);
+  gc_const_i64(&c, "axes0", 1, axes0);
+  gc_node(&c, "Conv", "x,w", "c");
+  gc_node(&c, "Slice", "c,st,en,ax,steps", "sl");
+  gc_node(&c, "Concat", "c,k,c", "cat");
+  gc_int(&c, "axis", 2);
+  gc_node(&c, "Flatten", "cat", "f");
+  gc_int(&c, "axis", 2);
+  gc_node(&c, "Squeeze", "sl,axes0", "sq");
+  gc_node(&c, "Unsqueeze", "sq,axes0", "y");
+  gc_output(&c, "y");
+  gc_output(&c, "f");
+  return check_graph(&c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Segments                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* A small network with three outputs: an intermediate value that is also
+ * read inside the segment, the logits, and the probabilities. */
+static void build_residual(gcase *c) {
+  int64_t x[4] = {1, 3, 16, 16}, w1[4] = {8, 3, 3, 3}, w2[4] = {8, 8, 3, 3},
+          w3[4] = {8, 1, 3, 3}, b[1] = {8}, fc[2] = {8, 5};
+  gc_init(c, 13);
+  gc_input(c, "x", 4, x);
+  gc_const(c, "w1", 4, w1, NULL, -0.4f, 0.4f);
+  gc_const(c, "b1", 1, b, NULL, -0.2f, 0.2f);
+  gc_const(c, "w2", 4, w2, NULL, -0.2f, 0.2f);
+  gc_const(c, "w3", 4, w3, NULL, -0.4f, 0.4f);
+  gc_const(c, "fc", 2, fc, NULL, -0.5f, 0.5f);
+  gc_scalar(c, "six", 6.0f);
+  gc_scalar(c, "zero", 0.0f);
+  gc_node(c, "Conv", "x,w1,b1", "c1");
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  GC_INTS(c, "strides", 2, 2);
+  gc_node(c, "Relu", "c1", "r1");
+  gc_node(c, "Conv", "r1,w2", "c2");
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  gc_node(c, "Clip", "c2,zero,six", "r2");
+  gc_node(c, "Conv", "r2,w3", "c3");
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  gc_int(c, "group", 8);
+  gc_node(c, "Add", "c3,r1", "s");
+  gc_node(c, "MaxPool", "s", "p");
+  GC_INTS(c, "kernel_shape", 3, 3);
+  GC_INTS(c, "strides", 2, 2);
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  gc_node(c, "GlobalAveragePool", "p", "g");
+  gc_node(c, "Flatten", "g", "f");
+  gc_node(c, "MatMul", "f,fc", "logits");
+  gc_node(c, "Softmax", "logits", "probs");
+  gc_output(c, "s");
+  gc_output(c, "probs");
+  gc_output(c, "logits");
+}
+
+TEST(residual_network) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  build_residual(&c);
+  return check_graph(&c);
+}
+
+/* New input data and new output buffers between runs. */
+TEST(repeated_runs_new_buffers) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  prepared p;
+  mb_tensor *ref[8] = {0}, *outs[8] = {0};
+  void *compiled = NULL;
+  int rc = 1;
+  build_residual(&c);
+  if (prepare(&c, &p))
+    goto done;
+  mb_engine_options eo = {2, MB_PRECISION_FP32, 0};
+  if (engine->compile(&p.desc, &eo, &compiled, &c.err)) {
+    fprintf(stderr, "  compile: %s\n", c.err.message);
+    goto done;
+  }
+  for (int r = 0; r < 3; r++) {
+    for (int i = 0; i < p.n_inputs; i++)
+      for (int64_t k = 0; k < p.inputs[i]->numel; k++)
+        ((float *)p.inputs[i]->data)[k] = 2 * rnd01() - 1;
+    for (int j = 0; j < 8; j++) {
+      mb_tensor_free(ref[j]);
+      mb_tensor_free(outs[j]);
+      ref[j] = outs[j] = NULL;
+    }
+    if (run_reference(&c, &p, ref) || make_outputs(&p, outs))
+      goto done;
+    if (engine->run(compiled, (const mb_tensor *const *)p.inputs, outs,
+                    &c.err)) {
+      fprintf(stderr, "  run: %s\n", c.err.message);
+      goto done;
+    }
+    for (int j = 0; j < p.desc.n_outputs; j++) {
+      double e = normalised_error(outs[j], ref[j]);
+      if (!(e <= 1e-4)) {
+        fprintf(stderr, "  run %d output %d: error %g\n", r, j, e);
+        goto done;
+      }
+    }
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < 8; j++) {
+    mb_tensor_free(ref[j]);
+    mb_tensor_free(outs[j]);
+  }
+  engine->release(compiled);
+  prepared_free(&p);
+  gc_free(&c);
+  return rc;
+}
+
+/* A segment that starts inside the graph: its input is an intermediate
+ * value (computed here by the reference run of the whole graph), and the
+ * first node stays outside. */
+TEST(segment_of_a_suffix) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  prepared p;
+  mb_tensor *ref[8] = {0}, *outs[1] = {0}, *mid = NULL;
+  mb_session *session = NULL;
+  void *compiled = NULL;
+  int rc = 1;
+  int64_t x[4] = {1, 4, 8, 8}, w[4] = {8, 4, 3, 3};
+  gc_init(&c, 13);
+  gc_input(&c, "x", 4, x);
+  gc_const(&c, "w", 4, w, NULL, -0.5f, 0.5f);
+  gc_node(&c, "Gather", "x,idx", "gx"); /* stays with the reference */
+  {
+    const int64_t idx[1] = {0};
+    gc_const_i64(&c, "idx", 1, idx);
+  }
+  gc_node(&c, "Conv", "gx,w", "c");
+  gc_node(&c, "Relu", "c", "y");
+  gc_output(&c, "y");
+  gc_output(&c, "gx");
+  if (prepare(&c, &p) || run_reference(&c, &p, ref))
+    goto done;
+  mid = ref[1];
+  int g_node = 0, seg_in = mb__graph_find_value(c.g, "gx");
+  for (int i = 0; i < c.g->n_nodes; i++)
+    if (strcmp(c.g->nodes[i].op_type, "Gather") == 0)
+      g_node = i;
+  int k = 0;
+  for (int i = 0; i < c.g->n_nodes; i++)
+    if (i != g_node)
+      p.nodes[k++] = i;
+  p.desc.n_nodes = k;
+  p.seg_inputs[0] = seg_in;
+  p.desc.n_inputs = 1;
+  p.desc.n_outputs = 1; /* y */
+  mb_engine_options eo = {1, MB_PRECISION_FP32, 0};
+  if (engine->compile(&p.desc, &eo, &compiled, &c.err) ||
+      make_outputs(&p, outs) ||
+      engine->run(compiled, (const mb_tensor *const *)&mid, outs, &c.err)) {
+    fprintf(stderr, "  %s\n", c.err.message);
+    goto done;
+  }
+  if (!(normalised_error(outs[0], ref[0]) <= 1e-4)) {
+    fprintf(stderr, "  error %g\n", normalised_error(outs[0], ref[0]));
+    goto done;
+  }
+  rc = 0;
+done:
+  mb_session_free(session);
+  mb_tensor_free(outs[0]);
+  for (int j = 0; j < 8; j++)
+    mb_tensor_free(ref[j]);
+  engine->release(compiled);
+  prepared_free(&p);
+  gc_free(&c);
+  return rc;
+}
+
+/* A Constant node folded by the hybrid layer: accepted, lowered to nothing,
+ * and its value also a segment output; an Identity of a weight (PyTorch's
+ * shared weights) read as a conv's weights. */
+TEST(folded_constants) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  gc_init(&c, 13);
+  int64_t x[2] = {3, 4}, kd[1] = {4};
+  mb_tensor *k = NULL;
+  ASSERT_OK(mb_tensor_create(MB_DTYPE_FLOAT, 1, kd, &k, NULL), NULL);
+  for (int i = 0; i < 4; i++)
+    ((float *)k->data)[i] = (float)i - 1.5f;
+  gc_input(&c, "x", 2, x);
+  gc_node(&c, "Constant", "", "k");
+  if (!c.failed && mb__node_set_tensor(c.g, c.last_node, "value", k, &c.err))
+    c.failed = 1;
+  gc_node(&c, "Mul", "x,k", "y");
+  gc_output(&c, "y");
+  gc_output(&c, "k");
+  if (!c.failed) {
+    c.n_folded = 1;
+    c.folded_value[0] = mb__graph_find_value(c.g, "k");
+    c.folded_tensor[0] = k; /* owned by the node attribute */
+  }
+  if (check_graph(&c))
+    return 1;
+  int64_t x4[4] = {1, 3, 6, 6}, w[4] = {4, 3, 3, 3};
+  gc_init(&c, 13);
+  gc_input(&c, "x", 4, x4);
+  gc_const(&c, "w", 4, w, NULL, -0.5f, 0.5f);
+  gc_node(&c, "Identity", "w", "wi");
+  gc_node(&c, "Conv", "x,wi", "y");
+  gc_output(&c, "y");
+  return check_graph(&c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rejections, precision, profile, errors                                    */
+/* ------------------------------------------------------------------------ */
+
+TEST(rejects_what_it_must) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  int64_t x4[4] = {1, 8, 3, 3}, x2[2] = {1, 3};
+  const int64_t gidx[2] = {0, 2};
+
+  gc_init(&c, 13); /* Gather */
+  gc_input(&c, "x", 2, x2);
+  gc_const_i64(&c, "i", 2, gidx);
+  gc_node(&c, "Gather", "x,i", "y");
+  gc_output(&c, "y");
+  if (check_rejected(&c, 0, "Gather: not supported"))
+    return 1;
+
+  gc_init(&c, 13); /* weights that are not constant */
+  int64_t w4[4] = {4, 8, 3, 3};
+  gc_input(&c, "x", 4, x4);
+  gc_input(&c, "w", 4, w4);
+  gc_node(&c, "Conv", "x,w", "y");
+  gc_output(&c, "y");
+  if (check_rejected(&c, 0, "not a constant"))
+    return 1;
+
+  gc_init(&c, 13); /* integer activations */
+  gc_input_typed(&c, "x", MB_DTYPE_INT64, 2, x2);
+  gc_node(&c, "Relu", "x", "y");
+  gc_output(&c, "y");
+  if (check_rejected(&c, 0, "int64"))
+    return 1;
+
+  gc_init(&c, 13); /* MaxPool with Indices */
+  gc_input(&c, "x", 4, x4);
+  gc_node(&c, "MaxPool", "x", "y,i");
+  GC_INTS(&c, "kernel_shape", 2, 2);
+  gc_output(&c, "y");
+  if (check_rejected(&c, 0, "optional output 1"))
+    return 1;
+
+  gc_init(&c, 13); /* average pool where ceil_mode adds counted padding */
+  int64_t x7[4] = {1, 2, 7, 7};
+  gc_input(&c, "x", 4, x7);
+  gc_node(&c, "AveragePool", "x", "y");
+  GC_INTS(&c, "kernel_shape", 2, 2);
+  GC_INTS(&c, "strides", 2, 2);
+  gc_int(&c, "ceil_mode", 1);
+  gc_int(&c, "count_include_pad", 1);
+  gc_output(&c, "y");
+  if (check_rejected(&c, 0, "count_include_pad"))
+    return 1;
+
+  gc_init(&c, 13); /* 1-D MatMul operand */
+  int64_t v3[1] = {3}, m3[2] = {3, 4};
+  gc_input(&c, "a", 1, v3);
+  gc_const(&c, "b", 2, m3, NULL, -1, 1);
+  gc_node(&c, "MatMul", "a,b", "y");
+  gc_output(&c, "y");
+  if (check_rejected(&c, 0, "1-D"))
+    return 1;
+
+  gc_init(&c, 13); /* Pow with a tensor exponent */
+  gc_input(&c, "a", 2, m3);
+  gc_input(&c, "b", 2, m3);
+  gc_node(&c, "Pow", "a,b", "y");
+  gc_output(&c, "y");
+  return check_rejected(&c, 0, "exponent");
+}
+
+TEST(precisions) {
+  SKIP_UNLESS_AVAILABLE();
+  char reason[256] = "";
+  ASSERT(engine->supports_precision(MB_PRECISION_FP32, reason, sizeof reason));
+  ASSERT(!engine->supports_precision(MB_PRECISION_FP16, reason, sizeof reason));
+  ASSERT_CONTAINS(reason, "bf16");
+  reason[0] = '\0';
+  int bf16 =
+      engine->supports_precision(MB_PRECISION_BF16, reason, sizeof reason);
+  if (bf16) {
+    printf("  bf16: native\n");
+  } else {
+    ASSERT_CONTAINS(reason, "avx512");
+    printf("  bf16: %s\n", reason);
+  }
+  /* Compiling for a precision it cannot run is an error, not a crash. */
+  gcase c;
+  prepared p;
+  void *compiled = NULL;
+  int64_t x[2] = {2, 3};
+  gc_init(&c, 13);
+  gc_input(&c, "x", 2, x);
+  gc_node(&c, "Relu", "x", "y");
+  gc_output(&c, "y");
+  if (prepare(&c, &p))
+    return 1;
+  mb_engine_options eo = {1, MB_PRECISION_FP16, 0};
+  mb_status s = engine->compile(&p.desc, &eo, &compiled, &c.err);
+  prepared_free(&p);
+  gc_free(&c);
+  ASSERT_EQ(s, MB_STATUS_UNSUPPORTED);
+  ASSERT(compiled == NULL);
+  return 0;
+}
+
+/* A bf16 network with a transformer block: layer norm, attention, FFN. */
+TEST(bf16_transformer_block) {
+  SKIP_UNLESS_AVAILABLE();
+  if (!bf16_supported()) {
+    printf("  SKIP: no native bf16\n");
+    return 0;
+  }
+  gcase c;
+  int64_t x[3] = {2, 9, 32}, d[1] = {32}, wq[2] = {32, 32}, w1[2] = {32, 64},
+          w2[2] = {64, 32}, b64[1] = {64};
+  const int64_t heads[4] = {2, 9, 4, 8}, back[3] = {2, 9, 32};
+  gc_init(&c, 17);
+  gc_input(&c, "x", 3, x);
+  gc_const(&c, "g", 1, d, NULL, 0.5f, 1.5f);
+  gc_const(&c, "b", 1, d, NULL, -0.2f, 0.2f);
+  gc_const(&c, "wq", 2, wq, NULL, -0.3f, 0.3f);
+  gc_const(&c, "wk", 2, wq, NULL, -0.3f, 0.3f);
+  gc_const(&c, "wv", 2, wq, NULL, -0.3f, 0.3f);
+  gc_const(&c, "w1", 2, w1, NULL, -0.3f, 0.3f);
+  gc_const(&c, "b1", 1, b64, NULL, -0.1f, 0.1f);
+  gc_const(&c, "w2", 2, w2, NULL, -0.3f, 0.3f);
+  gc_const_i64(&c, "heads", 4, heads);
+  gc_const_i64(&c, "back", 3, back);
+  gc_scalar(&c, "scale", 0.35355339f);
+  gc_node(&c, "LayerNormalization", "x,g,b", "n");
+  gc_node(&c, "MatMul", "n,wq", "q0");
+  gc_node(&c, "MatMul", "n,wk", "k0");
+  gc_node(&c, "MatMul", "n,wv", "v0");
+  gc_node(&c, "Reshape", "q0,heads", "q1");
+  gc_node(&c, "Reshape", "k0,heads", "k1");
+  gc_node(&c, "Reshape", "v0,heads", "v1");
+  gc_node(&c, "Transpose", "q1", "q");
+  GC_INTS(&c, "perm", 0, 2, 1, 3);
+  gc_node(&c, "Transpose", "k1", "kt");
+  GC_INTS(&c, "perm", 0, 2, 3, 1);
+  gc_node(&c, "Transpose", "v1", "v");
+  GC_INTS(&c, "perm", 0, 2, 1, 3);
+  gc_node(&c, "MatMul", "q,kt", "s");
+  gc_node(&c, "Mul", "s,scale", "ss");
+  gc_node(&c, "Softmax", "ss", "p");
+  gc_int(&c, "axis", -1);
+  gc_node(&c, "MatMul", "p,v", "o");
+  gc_node(&c, "Transpose", "o", "ot");
+  GC_INTS(&c, "perm", 0, 2, 1, 3);
+  gc_node(&c, "Reshape", "ot,back", "a");
+  gc_node(&c, "Add", "a,x", "h");
+  gc_node(&c, "MatMul", "h,w1", "f0");
+  gc_node(&c, "Add", "f0,b1", "f1");
+  add_gelu(&c, "f1", "f2", 0);
+  gc_node(&c, "MatMul", "f2,w2", "f3");
+  gc_node(&c, "Add", "f3,h", "y");
+  gc_output(&c, "y");
+  return check_graph(&c);
+}
+
+TEST(profile_counts_runs) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  char ops[512];
+  int64_t runs[64];
+  build_residual(&c);
+  if (profile_ops(&c, 3, ops, sizeof ops, runs))
+    return 1;
+  printf("  profile: %s\n", ops);
+  ASSERT(strstr(ops, "Conv"));
+  ASSERT(strstr(ops, "MaxPool"));
+  ASSERT(!strstr(ops, "Relu")); /* fused */
+  ASSERT_EQ(runs[0], 3);
+  return 0;
+}
+
+/* Wrong tensors at run time are errors, not crashes. */
+TEST(run_checks_shapes) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  prepared p;
+  mb_tensor *outs[8] = {0}, *bad = NULL;
+  void *compiled = NULL;
+  int rc = 1;
+  build_residual(&c);
+  if (prepare(&c, &p))
+    goto done;
+  mb_engine_options eo = {1, MB_PRECISION_FP32, 0};
+  if (engine->compile(&p.desc, &eo, &compiled, &c.err) ||
+      make_outputs(&p, outs))
+    goto done;
+  int64_t dims[4] = {1, 3, 15, 16};
+  if (mb_tensor_create(MB_DTYPE_FLOAT, 4, dims, &bad, NULL))
+    goto done;
+  mb_status s =
+      engine->run(compiled, (const mb_tensor *const *)&bad, outs, &c.err);
+  if (s != MB_STATUS_SHAPE || !strstr(c.err.message, "input 0")) {
+    fprintf(stderr, "  bad input: %s: %s\n", mb_status_string(s),
+            c.err.message);
+    goto done;
+  }
+  mb_tensor *swap = outs[0];
+  outs[0] = outs[1];
+  outs[1] = swap;
+  s = engine->run(compiled, (const mb_tensor *const *)p.inputs, outs, &c.err);
+  if (s != MB_STATUS_SHAPE || !strstr(c.err.message, "output")) {
+    fprintf(stderr, "  bad output: %s: %s\n", mb_status_string(s),
+            c.err.message);
+    goto done;
+  }
+  rc = 0;
+done:
+  mb_tensor_free(bad);
+  for (int j = 0; j < 8; j++)
+    mb_tensor_free(outs[j]);
+  engine->release(compiled);
+  prepared_free(&p);
+  gc_free(&c);
+  return rc;
+}
+
+TEST(probe_reports) {
+  mb_runtime_info info;
+  memset(&info, 0, sizeof info);
+  engine->probe(&info);
+  ASSERT_STR_EQ(engine->name, "onednn");
+  if (info.available) {
+    ASSERT(info.version[0] != '\0');
+    ASSERT(info.reason[0] == '\0');
+    printf("  oneDNN %s\n", info.version);
+  } else {
+    ASSERT(info.reason[0] != '\0');
+    printf("  SKIP: %s\n", info.reason);
+  }
+  return 0;
+}
+
+TEST_MAIN(TEST_ENTRY(probe_reports), TEST_ENTRY(conv_variants),
+          TEST_ENTRY(conv_1d_and_3d), TEST_ENTRY(conv_fusions),
+          TEST_ENTRY(resnet_blocks), TEST_ENTRY(conv_sum_operand_kept),
+          TEST_ENTRY(fusion_keeps_outputs), TEST_ENTRY(gemm_variants),
+          TEST_ENTRY(matmul_constant_weights),
+          TEST_ENTRY(attention_batched_matmul), TEST_ENTRY(gelu_and_erf),
+          TEST_ENTRY(binary_broadcast_constants),
+          TEST_ENTRY(binary_two_activations), TEST_ENTRY(unary_ops),
+          TEST_ENTRY(clip_and_pow), TEST_ENTRY(pool_variants),
+          TEST_ENTRY(pools_after_conv), TEST_ENTRY(batchnorm),
+          TEST_ENTRY(softmax_axes), TEST_ENTRY(layer_normalization),
+          TEST_ENTRY(reductions), TEST_ENTRY(transpose_reshape_concat),
+          TEST_ENTRY(residual_network), TEST_ENTRY(repeated_runs_new_buffers),
+          TEST_ENTRY(segment_of_a_suffix), TEST_ENTRY(folded_constants),
+          TEST_ENTRY(rejects_what_it_must), TEST_ENTRY(precisions),
+          TEST_ENTRY(bf16_transformer_block), TEST_ENTRY(profile_counts_runs),
+          TEST_ENTRY(run_checks_shapes))
