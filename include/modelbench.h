@@ -632,6 +632,11 @@ void mb_bench_report_free(mb_bench_report *report);
 /* Writes the report as JSON (schema: docs/json-schema.md). */
 mb_status mb_bench_report_write_json(const mb_bench_report *report,
                                      const char *path, mb_error *err);
+/* Several models' reports in one file: one report is written exactly as by
+ * mb_bench_report_write_json; more as {"schema_version", "tool", "version",
+ * "reports": [...]} (docs/json-schema.md). reports: n >= 1 borrowed. */
+mb_status mb_bench_reports_write_json(const mb_bench_report *const *reports,
+                                      int n, const char *path, mb_error *err);
 /* Writes the console table (sorted by median latency) to `out` (a FILE*). */
 void mb_bench_report_print_table(const mb_bench_report *report, void *out,
                                  int use_color);

@@ -18,12 +18,17 @@
 #include <unistd.h>
 
 static const char bench_help[] =
-    "Usage: modelbench bench MODEL [OPTIONS]\n"
+    "Usage: modelbench bench MODEL... [OPTIONS]\n"
     "\n"
-    "Benchmarks MODEL under each selected conversion option, each in its own\n"
-    "process: load time, first-inference time, warm-up, then timed\n"
+    "Benchmarks each MODEL under each selected conversion option, each in\n"
+    "its own process: load time, first-inference time, warm-up, then timed\n"
     "iterations (median, p90, p99, throughput), peak memory, and accuracy\n"
     "against the reference interpreter on the same inputs.\n"
+    "\n"
+    "Models: MODEL is an .onnx file or a folder (its .onnx files; with\n"
+    "--recursive those of its sub-folders too); PATH::HASH keeps the models\n"
+    "under PATH whose sha256 starts with HASH (as 'analyze' prints it).\n"
+    "      --recursive            search folders' sub-folders for models\n"
     "\n"
     "Conversions:\n"
     "  -c, --conversions LIST     names and ids, comma-separated, run in this\n"
@@ -135,6 +140,7 @@ enum {
   OPT_LABEL,
   OPT_CACHE_DIR,
   OPT_NO_RECORD,
+  OPT_RECURSIVE,
 };
 
 static const struct option options[] = {
@@ -173,6 +179,7 @@ static const struct option options[] = {
     {"label", required_argument, NULL, OPT_LABEL},
     {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
     {"no-record", no_argument, NULL, OPT_NO_RECORD},
+    {"recursive", no_argument, NULL, OPT_RECURSIVE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -182,8 +189,14 @@ static const char *const cmd = "bench";
 /* Everything the command owns; freed by bench_free. */
 typedef struct bench_cli {
   mb_bench_config config;
-  void *config_storage; /* of --config */
-  const char *model_path;
+  void *config_storage;   /* of --config */
+  const char *model_path; /* the model being benchmarked */
+  char **models;          /* every selected model, in order (malloc) */
+  int n_models;
+  bool recursive;
+  /* Reports of the models done so far (for the files covering them all). */
+  mb_bench_report **reports;
+  int n_reports;
   const char *config_path;
   const char *json_path;
   const char *csv_path, *markdown_path, *html_path;
@@ -399,6 +412,9 @@ static int apply_option(bench_cli *b, int c, char *arg) {
   case OPT_NO_RECORD:
     b->no_record = true;
     return MB_EXIT_OK;
+  case OPT_RECURSIVE:
+    b->recursive = true;
+    return MB_EXIT_OK;
   case OPT_LABEL: {
     mb_error err;
     if (mb__db_check_label(arg, &err) != MB_STATUS_OK)
@@ -611,10 +627,11 @@ static int parse_args(bench_cli *b, int argc, char **argv) {
   }
   if (optind >= argc)
     return mb__cli_usage_error(cmd, "missing MODEL");
-  if (argc - optind > 1)
-    return mb__cli_usage_error(cmd, "unexpected argument '%s'",
-                               argv[optind + 1]);
-  b->model_path = argv[optind];
+  if ((rc = mb__cli_expand_models(cmd, argv + optind, argc - optind,
+                                  b->recursive, &b->models, &b->n_models)) !=
+      MB_EXIT_OK)
+    return rc;
+  b->model_path = b->models[0];
   if (b->config.inputs_dir && b->cli_input_settings)
     return mb__cli_usage_error(cmd, "--shape, --batch-size and --input-range "
                                     "only apply to generated inputs, not "
@@ -739,9 +756,20 @@ static void on_result(void *user, const mb_bench_result *result) {
   partial.baseline_result =
       b->config.baseline < b->n_results ? MB_MAX(b->config.baseline, 0) : -1;
   mb_error err;
-  if (mb_bench_report_write_json(&partial, b->json_path, &err) !=
-          MB_STATUS_OK &&
-      !b->json_warned) {
+  mb_status status = MB_STATUS_OUT_OF_MEMORY;
+  const mb_bench_report **all =
+      malloc(sizeof *all * (size_t)(b->n_reports + 1));
+  if (all) {
+    for (int i = 0; i < b->n_reports; i++)
+      all[i] = b->reports[i];
+    all[b->n_reports] = &partial;
+    status =
+        mb_bench_reports_write_json(all, b->n_reports + 1, b->json_path, &err);
+    free(all);
+  } else {
+    mb__error(&err, status, "out of memory writing %s", b->json_path);
+  }
+  if (status != MB_STATUS_OK && !b->json_warned) {
     clear_progress(b);
     mb__cli_fail(NULL, &err);
     b->json_warned = true;
@@ -799,18 +827,42 @@ static void print_details(const bench_cli *b, const mb_bench_report *report) {
   }
 }
 
-static int run(bench_cli *b) {
+/* The report files (--json, --csv, --markdown, --html) over the models
+ * done so far. Returns an exit code. */
+static int write_reports(bench_cli *b) {
+  static const struct {
+    size_t path_offset;
+    mb_status (*write)(const mb_bench_report *const *, int, const char *,
+                       mb_error *);
+  } writers[] = {
+      {offsetof(bench_cli, json_path), mb_bench_reports_write_json},
+      {offsetof(bench_cli, csv_path), mb_bench_reports_write_csv},
+      {offsetof(bench_cli, markdown_path), mb_bench_reports_write_markdown},
+      {offsetof(bench_cli, html_path), mb_bench_reports_write_html},
+  };
+  int rc = MB_EXIT_OK;
+  mb_error err;
+  if (b->n_reports == 0)
+    return rc;
+  for (size_t i = 0; i < MB_ARRAY_COUNT(writers); i++) {
+    const char *path =
+        *(const char *const *)((const char *)b + writers[i].path_offset);
+    if (path && writers[i].write((const mb_bench_report *const *)b->reports,
+                                 b->n_reports, path, &err) != MB_STATUS_OK)
+      rc = mb__cli_fail(NULL, &err);
+  }
+  return rc;
+}
+
+/* Benchmarks b->model_path; on success appends its report to b->reports.
+ * Returns an exit code. */
+static int run_model(bench_cli *b, bool color_allowed) {
   mb_bench_report *report = NULL;
   mb_error err;
   memset(&err, 0, sizeof err);
-  const char *no_color = getenv("NO_COLOR");
-  bool color_allowed = !(no_color && no_color[0]);
-  b->progress_tty = isatty(STDERR_FILENO);
-  b->color = b->progress_tty && color_allowed;
-  b->config.on_progress = on_progress;
-  b->config.on_result = on_result;
-  b->config.user = b;
-  mb__log_set_level((mb_log_level)b->config.log_level);
+  for (int i = 0; i < b->n_results; i++)
+    free_result_copy(&b->results[i]);
+  b->n_results = 0;
 
   mb_status status =
       mb_benchmark_model(b->model_path, &b->config, &report, &err);
@@ -823,6 +875,15 @@ static int run(bench_cli *b) {
                ? MB_EXIT_USAGE
                : MB_EXIT_FAILURE;
   }
+  mb_bench_report **grown =
+      realloc(b->reports, sizeof *grown * (size_t)(b->n_reports + 1));
+  if (!grown) {
+    mb_bench_report_free(report);
+    mb__cli_error(b->model_path, "out of memory");
+    return MB_EXIT_FAILURE;
+  }
+  b->reports = grown;
+  b->reports[b->n_reports++] = report;
   mb_bench_report_print_table(report, stdout,
                               isatty(STDOUT_FILENO) && color_allowed);
   fflush(stdout);
@@ -833,27 +894,6 @@ static int run(bench_cli *b) {
   if (rec.summary[0])
     printf("\n%s\n", rec.summary);
   fflush(stdout);
-  if (b->json_path &&
-      mb_bench_report_write_json(report, b->json_path, &err) != MB_STATUS_OK)
-    rc = mb__cli_fail(NULL, &err);
-  {
-    const mb_bench_report *reports[] = {report};
-    static const struct {
-      size_t path_offset;
-      mb_status (*write)(const mb_bench_report *const *, int, const char *,
-                         mb_error *);
-    } writers[] = {
-        {offsetof(bench_cli, csv_path), mb_bench_reports_write_csv},
-        {offsetof(bench_cli, markdown_path), mb_bench_reports_write_markdown},
-        {offsetof(bench_cli, html_path), mb_bench_reports_write_html},
-    };
-    for (size_t i = 0; i < MB_ARRAY_COUNT(writers); i++) {
-      const char *path =
-          *(const char *const *)((const char *)b + writers[i].path_offset);
-      if (path && writers[i].write(reports, 1, path, &err) != MB_STATUS_OK)
-        rc = mb__cli_fail(NULL, &err);
-    }
-  }
   if (!b->no_record) {
     int64_t run_id = 0;
     char db_path[PATH_MAX];
@@ -869,11 +909,47 @@ static int run(bench_cli *b) {
   for (int i = 0; i < report->n_results; i++)
     if (is_failure(b, &report->results[i]))
       rc = MB_EXIT_FAILURE;
-  mb_bench_report_free(report);
+  return rc;
+}
+
+static int run(bench_cli *b) {
+  const char *no_color = getenv("NO_COLOR");
+  bool color_allowed = !(no_color && no_color[0]);
+  b->progress_tty = isatty(STDERR_FILENO);
+  b->color = b->progress_tty && color_allowed;
+  b->config.on_progress = on_progress;
+  b->config.on_result = on_result;
+  b->config.user = b;
+  mb__log_set_level((mb_log_level)b->config.log_level);
+
+  /* One model: exit codes as before. Several: each model's failure is
+   * reported and the others still run; the worst exit code wins. */
+  int rc = MB_EXIT_OK;
+  for (int m = 0; m < b->n_models; m++) {
+    b->model_path = b->models[m];
+    if (b->n_models > 1)
+      printf("%s[%d/%d] %s\n", m ? "\n" : "", m + 1, b->n_models,
+             b->model_path);
+    fflush(stdout);
+    int model_rc = run_model(b, color_allowed);
+    if (model_rc == MB_EXIT_USAGE && b->n_models == 1)
+      return model_rc;
+    if (model_rc != MB_EXIT_OK)
+      rc = MB_MAX(rc, MB_EXIT_FAILURE);
+    if (write_reports(b) != MB_EXIT_OK)
+      rc = MB_MAX(rc, MB_EXIT_FAILURE);
+  }
+  if (b->n_models > 1)
+    printf("\n%d model%s benchmarked, %d failed to load or run\n", b->n_reports,
+           b->n_reports == 1 ? "" : "s", b->n_models - b->n_reports);
   return rc;
 }
 
 static void bench_free(bench_cli *b) {
+  for (int i = 0; i < b->n_reports; i++)
+    mb_bench_report_free(b->reports[i]);
+  free(b->reports);
+  mb__cli_free_names(b->models, b->n_models);
   for (int i = 0; i < b->n_results; i++)
     free_result_copy(&b->results[i]);
   free(b->results);

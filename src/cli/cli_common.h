@@ -99,6 +99,15 @@ void mb__cli_free_names(char **names, int count);
 bool mb__cli_is_dir(const char *path);
 bool mb__cli_file_exists(const char *path);
 
+/* The models named by specs (argv entries): a file; a folder's *.onnx
+ * files, sorted (sub-folders too with `recursive`); "PATH::HASH" keeps the
+ * models under PATH whose sha256 starts with HASH (4 to 64 hex digits).
+ * *paths_out: malloc'd array of *n_out malloc'd paths (free with
+ * mb__cli_free_names). Prints errors; returns an exit code (usage error
+ * when a folder holds no model or a filter matches none). */
+int mb__cli_expand_models(const char *cmd, char *const *specs, int n_specs,
+                          bool recursive, char ***paths_out, int *n_out);
+
 /* Monotonic clock in seconds. */
 double mb__cli_now(void);
 

@@ -558,6 +558,15 @@ mb_status mb__run_load_json(const char *path, mb_db_run **run_out,
   mb_db_run *run = l.run;
   const mb_json_value *root = &doc->root;
   const mb_json_value *results = mb__json_find(root, "results");
+  const mb_json_value *reports = mb__json_find(root, "reports");
+  if (!results && reports && reports->type == MB_JSON_ARRAY) {
+    status = mb__error(err, MB_STATUS_PARSE,
+                       "%s: holds the reports of %zu models; compare takes "
+                       "one model's run (bench it alone with --json, or "
+                       "compare run ids from 'modelbench history')",
+                       path, reports->count);
+    goto done;
+  }
   if (!results || results->type != MB_JSON_ARRAY) {
     status = mb__error(err, MB_STATUS_PARSE,
                        "%s: not a modelbench bench report (no \"results\" "

@@ -319,14 +319,43 @@ static void write_report(mb_json *j, const mb_bench_report *r) {
   mb__json_object_end(j);
 }
 
+/* Several models' reports: {"schema_version", "tool", "version",
+ * "reports": [report, ...]}. */
+static void write_reports(mb_json *j, const mb_bench_report *const *reports,
+                          int n) {
+  mb__json_object_begin(j);
+  mb__json_kv_int(j, "schema_version", MB_JSON_SCHEMA_VERSION);
+  mb__json_kv_string(j, "tool", "modelbench");
+  mb__json_kv_string(j, "version", MB_VERSION_STRING);
+  mb__json_key(j, "reports");
+  mb__json_array_begin(j);
+  for (int i = 0; i < n; i++)
+    write_report(j, reports[i]);
+  mb__json_array_end(j);
+  mb__json_object_end(j);
+}
+
 mb_status mb_bench_report_write_json(const mb_bench_report *report,
                                      const char *path, mb_error *err) {
+  const mb_bench_report *reports[] = {report};
+  if (!report)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "JSON report: no report given");
+  return mb_bench_reports_write_json(reports, 1, path, err);
+}
+
+mb_status mb_bench_reports_write_json(const mb_bench_report *const *reports,
+                                      int n, const char *path, mb_error *err) {
   mb_status status = MB_STATUS_OK;
   char *tmp = NULL;
   FILE *f = NULL;
-  if (!report || !path || !path[0])
+  if (!reports || n < 1 || !path || !path[0])
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                      "JSON report: no report or no path given");
+  for (int i = 0; i < n; i++)
+    if (!reports[i])
+      return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                       "JSON report: report %d is missing", i);
 
   /* The temporary file sits beside the target so that rename() stays on
    * one file system and is atomic. */
@@ -344,7 +373,10 @@ mb_status mb_bench_report_write_json(const mb_bench_report *report,
   }
   mb_json j;
   mb__json_init(&j, f, true);
-  write_report(&j, report);
+  if (n == 1)
+    write_report(&j, reports[0]);
+  else
+    write_reports(&j, reports, n);
   if (fflush(f) != 0 || ferror(f)) {
     status = mb__error(err, MB_STATUS_IO, "cannot write JSON report %s: %s",
                        tmp, strerror(errno));
