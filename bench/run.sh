@@ -4,8 +4,14 @@
 # (bench_harness: overhead per iteration around a no-op runtime, fidelity of
 # the ORT_CPU median against a standalone loop, reference vs ORT_CPU_NO_OPT).
 #   bench/run.sh BUILD_DIR [extra bench_reference options]
+# Then the runtimes side by side on PyTorch-exported models (ResNet-18,
+# MobileNetV2, EfficientNet-B0, ShuffleNetV2, a transformer encoder, a
+# GPT-style decoder, BERT): every CPU conversion of tier 2 at batch 1 and 2
+# threads, one `modelbench bench` run per model, baseline ORT_CPU.
 # MB_BENCH_THREADS (default 1,2) picks the thread counts; MB_BENCH_HARNESS=0
-# skips the harness benchmark, MB_BENCH_ROUNDS (default 3) sets its rounds.
+# skips the harness benchmark, MB_BENCH_ROUNDS (default 3) sets its rounds;
+# MB_BENCH_RUNTIMES=0 skips the runtimes comparison (it needs
+# /usr/bin/python3 with torch, torchvision and onnx to export the models).
 set -euo pipefail
 
 build=${1:-build}
@@ -40,4 +46,35 @@ if [ "${MB_BENCH_HARNESS:-1}" != 0 ]; then
   fi
   "$bin/bench_harness" --rounds "${MB_BENCH_ROUNDS:-3}" "$build/models/mlp.onnx" \
     "$models/resnet18.onnx" "$models/mobilenetv2.onnx"
+fi
+
+if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ]; then
+  echo
+  torch_models=$build/torch_models
+  exporter=$(dirname "$0")/../tools/export_torch_models.py
+  if [ ! -f "$torch_models/resnet18/model.onnx" ]; then
+    if ! /usr/bin/python3 -c "import torch, torchvision, onnx" 2>/dev/null; then
+      echo "runtimes comparison skipped: /usr/bin/python3 lacks torch/torchvision/onnx (make test installs them)"
+      exit 0
+    fi
+    mkdir -p "$torch_models"
+    /usr/bin/python3 "$exporter" "$torch_models" >"$torch_models/export.log" 2>&1
+  fi
+  echo "Runtimes side by side: batch 1 (the exported sequence models: their test inputs), 2 threads"
+  for name in resnet18 mobilenet_v2 efficientnet_b0 shufflenet_v2_x1_0 \
+    transformer_encoder_op17 gpt_decoder bert_encoder; do
+    dir=$torch_models/$name
+    [ -f "$dir/model.onnx" ] || continue
+    echo
+    echo "== $name"
+    # The sequence models have dynamic sequence lengths: their exported
+    # test inputs fix them.
+    inputs=()
+    case $name in
+    transformer_* | gpt_* | bert_*) inputs=(--inputs "$dir") ;;
+    esac
+    "$bin/modelbench" bench "$dir/model.onnx" "${inputs[@]}" --tier 2 \
+      --baseline ORT_CPU --threads 2 --no-record \
+      --json "$torch_models/$name.bench.json" || true
+  done
 fi

@@ -42,7 +42,7 @@ typedef struct mb_engine_options {
 typedef struct mb_segment_desc {
   const mb_engine_graph *eg;
   int n_nodes;
-  const int *nodes; /* node indices, ascending (topological) */
+  const int *nodes; /* node indices in execution (topological) order */
   int n_inputs;
   const int *inputs; /* value indices, the order of run()'s inputs */
   int n_outputs;
@@ -90,10 +90,7 @@ typedef struct mb_engine {
   void (*release)(void *compiled);
 } mb_engine;
 
-#define MB_ENGINE_LIST(X)                                                      \
-  X(xnnpack)                                                                   \
-  X(onednn)
-
+/* MB_ENGINE_LIST lives in runtime/runtime.h (the runtime list uses it). */
 #define MB_X(name) extern const mb_engine mb__engine_##name;
 MB_ENGINE_LIST(MB_X)
 #undef MB_X

@@ -630,6 +630,11 @@ static mb_status session_options_apply(ort_session *s,
                                                         : ORT_SEQUENTIAL),
            err, "cannot set the execution mode")))
     return status;
+  if (options->save_optimized_path &&
+      (status = ort_check(ort->SetOptimizedModelFilePath(
+                              s->options, options->save_optimized_path),
+                          err, "cannot set the optimised model path")))
+    return status;
   if (options->profile_path) {
     if (!(s->profile_path = mb__strdup(options->profile_path)))
       return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");

@@ -33,6 +33,9 @@ typedef struct mb_runtime_options {
   int no_fallback; /* hybrid: unsupported nodes are an error */
   int profile;     /* prepare for per-node profiling (engines' primitives
                       need it at compile time; ORT at session creation) */
+  /* Build cache: where a runtime with a serialised form writes it while
+   * preparing (ORT: the model after its graph optimisations), or NULL. */
+  const char *save_optimized_path;
 } mb_runtime_options;
 
 typedef struct mb_runtime {
@@ -66,12 +69,17 @@ typedef struct mb_runtime {
   mb_status (*profile_collect)(void *session, mb_profile *out, mb_error *err);
 } mb_runtime;
 
-/* One line per adapter file. */
+/* Native engines (runtime/engine.h): one line per engine file. Each one
+ * is also a runtime, the hybrid runtime of runtime/hybrid.c over it. */
+#define MB_ENGINE_LIST(X)                                                      \
+  X(xnnpack)                                                                   \
+  X(onednn)
+
+/* One line per adapter file, then one hybrid runtime per engine. */
 #define MB_RUNTIME_LIST(X)                                                     \
   X(reference)                                                                 \
   X(onnxruntime)                                                               \
-  X(xnnpack)                                                                   \
-  X(onednn)
+  MB_ENGINE_LIST(X)
 
 #define MB_X(name) extern const mb_runtime mb__runtime_##name;
 MB_RUNTIME_LIST(MB_X)
