@@ -454,8 +454,9 @@ typedef mb_status (*mb_data_loader_fn)(void *user, int64_t sample,
                                        mb_tensor **inputs_out, mb_error *err);
 
 struct mb_bench_result;
-/* Progress and streaming callbacks (may be NULL). phase: "load", "warmup",
- * "measure", "accuracy", "done". */
+/* Progress and streaming callbacks (may be NULL). phase: "build" (the
+ * build cache step), "load", "warmup", "measure", "accuracy", "segments"
+ * (hybrid conversions' untimed per-segment pass), "done". */
 typedef void (*mb_bench_progress_fn)(void *user, int conversion_i,
                                      int n_conversions, const char *conversion,
                                      const char *phase, int64_t iterations,
@@ -494,9 +495,19 @@ typedef struct mb_bench_config {
   const char *inputs_dir;       /* folder of test_data_set_* or .npy; or NULL */
   mb_data_loader_fn loader;     /* C API data loader, or NULL */
   void *loader_user;
-  int no_fallback;     /* hybrid conversions: a node the engine cannot run is
-                          an error (listing them) instead of running on the
-                          reference interpreter */
+  int no_fallback; /* hybrid conversions: a node the engine cannot run is
+                      an error (listing them) instead of running on the
+                      reference interpreter */
+  /* The build cache (converted models, runtimes' serialised forms,
+   * partition plans): build_cache 1 uses it (the CLI's default), 0 does not
+   * (the library's default). cache_dir: NULL for $MODELBENCH_CACHE_DIR or
+   * ~/.cache/modelbench. rebuild: 0 if needed, 1 always, 2 never (a
+   * conversion without a valid build fails). lean_cache: drop artifacts
+   * after use, keep state and logs. */
+  int build_cache;
+  const char *cache_dir;
+  int rebuild;
+  int lean_cache;
   const char *log_dir; /* per-conversion logs; NULL: a temp folder */
   int log_level;       /* mb_log_level of the CLI: 3 = debug */
   mb_bench_progress_fn on_progress;
@@ -576,6 +587,13 @@ typedef struct mb_bench_result {
    * where the time went, from a short untimed pass after the benchmark. */
   int n_segments;
   struct mb_segment_stats *segments; /* n_segments entries, or NULL */
+  /* Build cache (config->build_cache): cache_hit 1 when the build came from
+   * the cache, 0 when built now, -1 when no cache was used; build_ms the
+   * time spent building (0 on a hit, < 0 unknown). */
+  int cache_hit;
+  double build_ms;
+  char build_id[160];     /* the cache's id of the build, "" when none */
+  char build_reason[160]; /* why it was built ("new", ...), "hit", "" */
 } mb_bench_result;
 
 /* One segment of a hybrid conversion: a maximal run of nodes on one

@@ -99,20 +99,21 @@ json.dump(d, open(sys.argv[2], 'w'), indent=1)
 run 0 bench "$model" "${fast[@]}" --json "$tmp/a.json" || exit 1
 run 0 bench "$model" "${fast[@]}" --json "$tmp/b.json" || exit 1
 
-# The same model twice: no regression beyond 300%. Two real runs differ by
-# machine noise, which under ASan beside other tests on 2 cores reaches
-# tens of percent; the exact no-change case is a run against itself below.
-if run 0 compare "$tmp/a.json" "$tmp/b.json" --fail-on-regression 300; then
+# The same model twice: no regression beyond 1000%. Two real runs differ by
+# machine noise, which on a loaded 2-core machine under ASan reaches
+# several-fold; the exact no-change case is a run against itself below.
+if run 0 compare "$tmp/a.json" "$tmp/b.json" --fail-on-regression 1000; then
   expect_in "$tmp/out" "REFERENCE" "compare table"
   expect_in "$tmp/out" "MEDIAN A ms" "compare table header"
-  expect_in "$tmp/out" "no regression above 300%" "compare summary"
+  expect_in "$tmp/out" "no regression above 1000%" "compare summary"
 fi
-# A deliberately slowed run (the test-only hook sleeps 100 ms inside every
+# A deliberately slowed run (the test-only hook sleeps 500 ms inside every
 # timed inference of REFERENCE, a model of a few ms): a regression far
 # beyond the noise allowance above, so compare exits 1 naming it.
-MODELBENCH_TEST_DELAY_MS=REFERENCE=100 run 0 bench "$model" "${fast[@]}" \
+MODELBENCH_TEST_DELAY_MS=REFERENCE=500 run 0 bench "$model" -c REFERENCE \
+  --warmup 1 --warmup-time 0 --min-iterations 8 --min-time 0 \
   --json "$tmp/delayed.json" --no-record
-if run 1 compare "$tmp/a.json" "$tmp/delayed.json" --fail-on-regression 300
+if run 1 compare "$tmp/a.json" "$tmp/delayed.json" --fail-on-regression 1000
 then
   expect_in "$tmp/err" "regression: REFERENCE is" "compare flags a slowed run"
 fi
@@ -279,7 +280,7 @@ import json, sys
 assert len(json.load(open(sys.argv[1]))["runs"]) == 1
 ' "$tmp/out"
   # Stored runs compare by id, and with a file.
-  run 0 compare "$resnet_id" "$tmp/a.json" --fail-on-regression 300 &&
+  run 0 compare "$resnet_id" "$tmp/a.json" --fail-on-regression 1000 &&
     expect_in "$tmp/out" "A: run $resnet_id" "compare by run id"
   run 1 compare "$resnet_id" "$tmp/slow.json" --fail-on-regression 25 &&
     expect_in "$tmp/err" "REFERENCE" "regression against a stored run"

@@ -48,8 +48,8 @@ static void on_result(void *user, const mb_bench_result *r) {
 static void on_progress(void *user, int i, int n, const char *conversion,
                         const char *phase, int64_t iterations,
                         double elapsed_s) {
-  static const char *const phases[] = {"load", "warmup", "measure", "accuracy",
-                                       "done"};
+  static const char *const phases[] = {
+      "build", "load", "warmup", "measure", "accuracy", "segments", "done"};
   observed *o = user;
   int known = 0;
   for (size_t k = 0; k < MB_ARRAY_COUNT(phases); k++)

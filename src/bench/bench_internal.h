@@ -72,6 +72,7 @@ double mb__cpu_time(void);
 
 typedef struct mb_bench_job {
   const mb_model *model;   /* parsed once in the parent */
+  const char *model_path;  /* as given; recorded with cached builds */
   const void *model_bytes; /* the model file's bytes */
   size_t model_size;
   const mb_bench_config *config; /* effective, validated */
@@ -91,6 +92,31 @@ typedef struct mb_progress_sink {
              double elapsed_s);
   void *ctx;
 } mb_progress_sink;
+
+/* ---- the build step (build.c) ---- */
+
+typedef struct mb_worker_build {
+  struct mb_build *build; /* held (locked) until mb__worker_build_done */
+  void *bytes;            /* a model to prepare from instead, or NULL */
+  size_t size;
+} mb_worker_build;
+
+/* Before prepare, when config->build_cache: finds or makes the
+ * conversion's build in the cache and fills result->cache_hit, build_ms,
+ * build_id, build_reason. It may switch options (ORT: optimisations off)
+ * and give wb->bytes to prepare from (ORT's optimised model). Trouble with
+ * the cache is a warning on result, never a failure, except a missing
+ * build under --rebuild never (MB_STATUS_NOT_FOUND). job, def, rt:
+ * borrowed. wb: caller storage, released with mb__worker_build_done after
+ * prepare. */
+struct mb_conversion_def;
+mb_status mb__worker_build(const mb_bench_job *job,
+                           const struct mb_conversion_def *def,
+                           const mb_runtime *rt, mb_runtime_options *options,
+                           mb_bench_result *result, mb_worker_build *wb,
+                           mb_error *err);
+/* --lean-cache drops the artifacts; then the lock is released. */
+void mb__worker_build_done(mb_worker_build *wb, const mb_bench_config *c);
 
 /* ---- measurement (measure.c) ---- */
 

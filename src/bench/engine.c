@@ -509,6 +509,8 @@ static void result_init(engine *e, int position, mb_bench_result *r) {
   snprintf(r->runtime, sizeof r->runtime, "%s", def->runtime);
   r->batch_size = e->job.batch_size;
   r->max_abs_err = -1.0;
+  r->cache_hit = -1;
+  r->build_ms = -1.0;
 }
 
 static mb_status run_conversion(engine *e, int position, mb_bench_result *r,
@@ -755,6 +757,7 @@ static mb_status load_inputs(engine *e, const char *model_path, mb_error *err) {
     return status;
   job->model = e->model;
   job->model_bytes = e->model_bytes;
+  job->model_path = model_path;
   job->config = &e->config;
   job->n_inputs = mb_model_input_count(e->model);
   job->n_outputs = mb_model_output_count(e->model);

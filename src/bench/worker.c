@@ -134,6 +134,10 @@ void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
   mb__wire_put_str(w, r->runtime);
   mb__wire_put_str(w, r->runtime_version);
   mb__wire_put_f64(w, r->load_ms);
+  mb__wire_put_u32(w, (uint32_t)(r->cache_hit + 1));
+  mb__wire_put_f64(w, r->build_ms);
+  mb__wire_put_str(w, r->build_id);
+  mb__wire_put_str(w, r->build_reason);
   mb__wire_put_f64(w, r->first_run_ms);
   mb__wire_put(w, &r->latency_ms, sizeof r->latency_ms); /* plain doubles */
   mb__wire_put_i64(w, r->iterations);
@@ -180,6 +184,10 @@ mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
   mb__wire_get_str_buf(w, r->runtime, sizeof r->runtime);
   mb__wire_get_str_buf(w, r->runtime_version, sizeof r->runtime_version);
   r->load_ms = mb__wire_get_f64(w);
+  r->cache_hit = (int)mb__wire_get_u32(w) - 1;
+  r->build_ms = mb__wire_get_f64(w);
+  mb__wire_get_str_buf(w, r->build_id, sizeof r->build_id);
+  mb__wire_get_str_buf(w, r->build_reason, sizeof r->build_reason);
   r->first_run_ms = mb__wire_get_f64(w);
   mb__wire_get(w, &r->latency_ms, sizeof r->latency_ms);
   r->iterations = mb__wire_get_i64(w);
@@ -603,10 +611,14 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
   void *session = NULL;
   mb_error err = {MB_STATUS_OK, ""};
   mb_conversion_info info;
+  mb_worker_build wb;
   mb_status status;
 
+  memset(&wb, 0, sizeof wb);
   result->status = MB_BENCH_OK;
   result->max_abs_err = -1.0;
+  result->cache_hit = -1;
+  result->build_ms = -1.0;
   if (!def) {
     fail_result(result, MB_BENCH_ERROR, "conversion index out of range");
     goto done;
@@ -653,11 +665,18 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
       .example_inputs = (const mb_tensor *const *)job->samples[0],
       .no_fallback = c->no_fallback,
   };
+  report(progress, "build");
+  if ((status = mb__worker_build(job, def, rt, &options, result, &wb, &err))) {
+    fail_result(result, MB_BENCH_ERROR, err.message);
+    goto done;
+  }
   report(progress, "load");
   double t0 = mb__now();
-  status = rt->prepare(job->model, job->model_bytes, job->model_size, &options,
-                       &session, &err);
+  status = rt->prepare(job->model, wb.bytes ? wb.bytes : job->model_bytes,
+                       wb.bytes ? wb.size : job->model_size, &options, &session,
+                       &err);
   result->load_ms = (mb__now() - t0) * 1e3;
+  mb__worker_build_done(&wb, c);
   if (status) {
     mb__error_prefix(&err, status, "preparing %s", def->name);
     fail_result(result, MB_BENCH_ERROR, err.message);
@@ -683,6 +702,7 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
   mb__result_add_stat_warnings(result, &job->machine);
 
 done:
+  mb__worker_build_done(&wb, c);
   result->peak_rss_mb = mb__peak_rss_mb();
   send_result(send_fd, result);
   if (session)

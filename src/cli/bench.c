@@ -88,6 +88,12 @@ static const char bench_help[] =
     "                             (default $MODELBENCH_CACHE_DIR or\n"
     "                             ~/.cache/modelbench)\n"
     "      --no-record            do not store the run in the database\n"
+    "      --rebuild WHEN         build cache: if-needed (default: reuse a\n"
+    "                             valid build), always, or never (fail a\n"
+    "                             conversion without a valid build)\n"
+    "      --lean-cache           keep builds' state and logs, drop their\n"
+    "                             artifacts\n"
+    "      --no-cache             neither read nor write the build cache\n"
     "      --log-dir DIR          keep per-conversion logs in DIR\n"
     "      --log-level LEVEL      error, warn, info or debug (env\n"
     "                             MODELBENCH_LOG); debug shows runtime logs\n"
@@ -141,6 +147,9 @@ enum {
   OPT_CACHE_DIR,
   OPT_NO_RECORD,
   OPT_RECURSIVE,
+  OPT_REBUILD,
+  OPT_LEAN_CACHE,
+  OPT_NO_CACHE,
 };
 
 static const struct option options[] = {
@@ -180,6 +189,9 @@ static const struct option options[] = {
     {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
     {"no-record", no_argument, NULL, OPT_NO_RECORD},
     {"recursive", no_argument, NULL, OPT_RECURSIVE},
+    {"rebuild", required_argument, NULL, OPT_REBUILD},
+    {"lean-cache", no_argument, NULL, OPT_LEAN_CACHE},
+    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -408,6 +420,26 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     return parse_seconds("--predicted-ms", arg, 0, true, &b->predicted_ms);
   case OPT_CACHE_DIR:
     b->cache_dir = arg;
+    cfg->cache_dir = arg;
+    return MB_EXIT_OK;
+  case OPT_REBUILD: {
+    static const char *const policies[] = {"if-needed", "always", "never"};
+    for (int i = 0; i < (int)MB_ARRAY_COUNT(policies); i++)
+      if (strcmp(arg, policies[i]) == 0 ||
+          (i == 0 && strcmp(arg, "if_needed") == 0)) {
+        cfg->rebuild = i;
+        return MB_EXIT_OK;
+      }
+    return mb__cli_usage_error(cmd,
+                               "--rebuild '%s': expected if-needed, "
+                               "always or never",
+                               arg);
+  }
+  case OPT_LEAN_CACHE:
+    cfg->lean_cache = 1;
+    return MB_EXIT_OK;
+  case OPT_NO_CACHE:
+    cfg->build_cache = 0;
     return MB_EXIT_OK;
   case OPT_NO_RECORD:
     b->no_record = true;
@@ -968,6 +1000,7 @@ int mb__cli_bench(int argc, char **argv) {
   bench_cli b;
   memset(&b, 0, sizeof b);
   mb_bench_config_init(&b.config);
+  b.config.build_cache = 1; /* the CLI keeps builds; the library opts in */
   int rc = parse_args(&b, argc, argv);
   if (rc == MB_EXIT_OK)
     rc = run(&b);

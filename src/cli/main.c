@@ -19,6 +19,8 @@ static const mb_cli_command commands[] = {
      mb__cli_history},
     {"compare", "compare two runs: per-conversion change and significance",
      mb__cli_compare},
+    {"cache", "list, inspect, report on and clean the build cache",
+     mb__cli_cache},
 };
 
 static void usage(FILE *out) {

@@ -253,6 +253,15 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
   mb__json_kv_string(j, "precision", result_precision(r));
   kv_string_or_null(j, "runtime", r->runtime);
   kv_string_or_null(j, "runtime_version", r->runtime_version);
+  mb__json_key(j, "cache_hit");
+  if (r->cache_hit >= 0)
+    mb__json_bool(j, r->cache_hit != 0);
+  else
+    mb__json_null(j);
+  kv_measured(j, "build_ms", r->build_ms,
+              r->cache_hit >= 0 && r->build_ms >= 0);
+  kv_string_or_null(j, "build_id", r->build_id);
+  kv_string_or_null(j, "build_reason", r->build_reason);
   kv_measured(j, "load_ms", r->load_ms, ok || r->load_ms > 0);
   kv_measured(j, "first_run_ms", r->first_run_ms, ok || r->first_run_ms > 0);
   write_latency(j, r);

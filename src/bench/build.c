@@ -1,0 +1,283 @@
+/* The build step of one conversion, in the worker, with the build cache
+ * (src/cache/build_cache.h): what a conversion prepares once per model and
+ * can keep between runs.
+ *
+ *   ORT conversions with graph optimisations: ONNX Runtime's optimised
+ *     model (SessionOptions' optimized model file path), which later runs
+ *     load with optimisations off, as ORT documents for offline
+ *     optimisation. Keyed by the machine too: the NCHWc layouts it picks
+ *     depend on the CPU.
+ *   hybrid conversions (XNNPACK, ONEDNN): the partition plan. Neither
+ *     engine has a serialised form in the Debian versions, so their compile
+ *     stays in prepare (load_ms).
+ *   everything else: nothing to build; the state still records the run.
+ *
+ * Trouble with the cache itself (unwritable folder, ORT unable to save a
+ * model over 2 GB) never fails a conversion: it runs without the cache and
+ * says so in a warning. Only --rebuild never without a valid build fails
+ * it. */
+#include "analysis/json.h"
+#include "bench/bench_internal.h"
+#include "cache/build_cache.h"
+#include "conversions/conversion.h"
+#include "db/cache_dir.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define ORT_ARTIFACT "ort_optimized.onnx"
+#define PARTITION_ARTIFACT "partition.json"
+
+static const char *const opt_level_names[] = {"disabled", "basic", "extended",
+                                              "all"};
+
+static const char *opt_level_name(mb_graph_opt_level level) {
+  return (unsigned)level < MB_ARRAY_COUNT(opt_level_names)
+             ? opt_level_names[level]
+             : "?";
+}
+
+/* What the conversion builds, X(kind): one row per runtime kind. */
+typedef enum build_kind {
+  BUILD_NOTHING,
+  BUILD_ORT_OPTIMIZED,
+  BUILD_PARTITION,
+} build_kind;
+
+static build_kind kind_of(const mb_conversion_def *def, const mb_runtime *rt) {
+  if (rt->hybrid)
+    return BUILD_PARTITION;
+  if (strcmp(def->runtime, "onnxruntime") == 0 &&
+      def->opt_level != MB_GRAPH_OPT_DISABLED)
+    return BUILD_ORT_OPTIMIZED;
+  return BUILD_NOTHING;
+}
+
+/* Name of graph input i ("" when unknown). */
+static const char *input_name(const mb_model *model, int i) {
+  mb_value_info info;
+  return mb_model_input_info(model, i, &info, NULL) == MB_STATUS_OK && info.name
+             ? info.name
+             : "";
+}
+
+/* The input signature of sample 0. */
+static mb_status input_signature(const mb_bench_job *job, char **out,
+                                 mb_error *err) {
+  mb_input_shape shapes[64];
+  mb_dtype dtypes[64];
+  int n = MB_MIN(job->n_inputs, (int)MB_ARRAY_COUNT(shapes));
+  for (int i = 0; i < n; i++) {
+    const mb_tensor *t = job->samples[0][i];
+    shapes[i].name = input_name(job->model, i);
+    shapes[i].rank = t->rank;
+    memcpy(shapes[i].dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+    dtypes[i] = t->dtype;
+  }
+  return mb__build_input_signature(n, shapes, dtypes, out, err);
+}
+
+/* Writes the partition plan of a hybrid conversion as JSON. */
+static mb_status write_partition(const mb_bench_job *job,
+                                 const mb_conversion_def *def, const char *path,
+                                 mb_error *err) {
+  mb_input_shape shapes[64];
+  int n = MB_MIN(job->n_inputs, (int)MB_ARRAY_COUNT(shapes));
+  for (int i = 0; i < n; i++) {
+    const mb_tensor *t = job->samples[0][i];
+    shapes[i].name = input_name(job->model, i);
+    shapes[i].rank = t->rank;
+    memcpy(shapes[i].dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+  }
+  mb_shape_spec spec = {0, n, shapes};
+  mb_partition *p = NULL;
+  mb_status status = mb_model_partition(job->model, def->runtime,
+                                        def->precision, &spec, &p, err);
+  if (status)
+    return status;
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    mb_partition_free(p);
+    return mb__error(err, MB_STATUS_IO, "cannot write %s: %s", path,
+                     strerror(errno));
+  }
+  mb_json j;
+  mb__json_init(&j, f, true);
+  mb__json_object_begin(&j);
+  mb__json_kv_string(&j, "runtime", p->runtime);
+  mb__json_kv_int(&j, "nodes", p->n_nodes);
+  mb__json_kv_int(&j, "native_nodes", p->n_native_nodes);
+  mb__json_kv_int(&j, "folded_nodes", p->n_folded);
+  mb__json_key(&j, "segments");
+  mb__json_array_begin(&j);
+  for (int i = 0; i < p->n_segments; i++) {
+    mb__json_object_begin(&j);
+    mb__json_kv_string(&j, "runtime", p->segments[i].runtime);
+    mb__json_kv_int(&j, "nodes", p->segments[i].n_nodes);
+    mb__json_kv_string(&j, "first_node", p->segments[i].first_node);
+    mb__json_kv_string(&j, "last_node", p->segments[i].last_node);
+    mb__json_object_end(&j);
+  }
+  mb__json_array_end(&j);
+  mb__json_key(&j, "unsupported");
+  mb__json_array_begin(&j);
+  for (int i = 0; i < p->n_unsupported; i++)
+    mb__json_string(&j, p->unsupported[i]);
+  mb__json_array_end(&j);
+  mb__json_object_end(&j);
+  fputc('\n', f);
+  mb_partition_free(p);
+  if (fclose(f) != 0)
+    return mb__error(err, MB_STATUS_IO, "cannot write %s: %s", path,
+                     strerror(errno));
+  return MB_STATUS_OK;
+}
+
+/* ORT: a throwaway session that saves the optimised model. */
+static mb_status build_ort(const mb_bench_job *job, const mb_runtime *rt,
+                           const mb_runtime_options *options, const char *path,
+                           mb_error *err) {
+  mb_runtime_options o = *options;
+  void *session = NULL;
+  o.save_optimized_path = path;
+  o.profile = 0;
+  o.profile_path = NULL;
+  mb_status status = rt->prepare(job->model, job->model_bytes, job->model_size,
+                                 &o, &session, err);
+  if (session)
+    rt->release(session);
+  if (!status && access(path, R_OK) != 0)
+    status = mb__error(err, MB_STATUS_IO,
+                       "onnxruntime did not write its optimised model");
+  return status;
+}
+
+/* Switches the run to the cached ORT model: its bytes, optimisations off
+ * (they are already applied). */
+static mb_status use_ort_artifact(mb_worker_build *wb,
+                                  mb_runtime_options *options, mb_error *err) {
+  char path[PATH_MAX];
+  if (!mb__build_path(wb->build, ORT_ARTIFACT, path, sizeof path))
+    return mb__error(err, MB_STATUS_INTERNAL, "bad artifact path");
+  mb_status status = mb__read_file(path, &wb->bytes, &wb->size, err);
+  if (!status)
+    options->opt_level = MB_GRAPH_OPT_DISABLED;
+  return status;
+}
+
+static void warn(mb_bench_result *result, const char *what,
+                 const mb_error *err) {
+  mb__result_add_warning(result, "build cache: %s: %s (ran without it)", what,
+                         err->message);
+}
+
+mb_status mb__worker_build(const mb_bench_job *job,
+                           const mb_conversion_def *def, const mb_runtime *rt,
+                           mb_runtime_options *options, mb_bench_result *result,
+                           mb_worker_build *wb, mb_error *err) {
+  const mb_bench_config *c = job->config;
+  char cache_dir[PATH_MAX], machine[512], opts[256], path[PATH_MAX];
+  char *inputs = NULL;
+  mb_error e = {MB_STATUS_OK, ""};
+  mb_status status = MB_STATUS_OK;
+  memset(wb, 0, sizeof *wb);
+  result->cache_hit = -1;
+  result->build_ms = -1.0;
+  if (!c->build_cache)
+    return MB_STATUS_OK;
+  build_kind kind = kind_of(def, rt);
+  if (mb__cache_dir(c->cache_dir, cache_dir, sizeof cache_dir, &e)) {
+    warn(result, "no cache folder", &e);
+    return MB_STATUS_OK;
+  }
+  if (input_signature(job, &inputs, &e)) {
+    warn(result, "input signature", &e);
+    return MB_STATUS_OK;
+  }
+  snprintf(opts, sizeof opts, "opt_level=%s;precision=%s%s",
+           opt_level_name(def->opt_level), mb_precision_name(def->precision),
+           rt->hybrid && c->no_fallback ? ";no_fallback" : "");
+  mb_build_key key = {
+      .model_path = job->model_path,
+      .model_sha256 = mb_model_sha256(job->model),
+      .inputs = inputs,
+      .conversion = def->name,
+      .steps = def->name,
+      .options = opts,
+      .runtime = def->runtime,
+      .runtime_version = result->runtime_version,
+      .machine =
+          mb__build_machine_string(&job->machine, machine, sizeof machine),
+  };
+  mb_rebuild_policy policy = c->rebuild == 1   ? MB_REBUILD_ALWAYS
+                             : c->rebuild == 2 ? MB_REBUILD_NEVER
+                                               : MB_REBUILD_IF_NEEDED;
+  status = mb__build_open(cache_dir, &key, policy, &wb->build, &e);
+  free(inputs);
+  if (status == MB_STATUS_NOT_FOUND && policy == MB_REBUILD_NEVER)
+    return mb__error(err, status, "build cache: %s", e.message);
+  if (status) {
+    warn(result, "cannot open the build", &e);
+    return MB_STATUS_OK;
+  }
+  snprintf(result->build_id, sizeof result->build_id, "%s",
+           mb__build_id(wb->build));
+  snprintf(result->build_reason, sizeof result->build_reason, "%s",
+           mb__build_reason(wb->build));
+  if (mb__build_hit(wb->build)) {
+    result->cache_hit = 1;
+    result->build_ms = 0.0;
+    if (kind == BUILD_ORT_OPTIMIZED && use_ort_artifact(wb, options, &e)) {
+      warn(result, "cannot read the cached ORT model", &e);
+      options->opt_level = def->opt_level;
+    }
+    if (mb__build_mark_hit(wb->build, &e))
+      warn(result, "cannot record the hit", &e);
+    return MB_STATUS_OK;
+  }
+
+  /* A miss: build now. */
+  result->cache_hit = 0;
+  double t0 = mb__now();
+  status = MB_STATUS_OK;
+  const char *artifact = kind == BUILD_ORT_OPTIMIZED ? ORT_ARTIFACT
+                         : kind == BUILD_PARTITION   ? PARTITION_ARTIFACT
+                                                     : NULL;
+  const char *stage = kind == BUILD_ORT_OPTIMIZED ? "optimize"
+                      : kind == BUILD_PARTITION   ? "partition"
+                                                  : "record";
+  if (artifact && !mb__build_path(wb->build, artifact, path, sizeof path))
+    status = mb__error(&e, MB_STATUS_INTERNAL, "bad artifact path");
+  if (!status && kind == BUILD_ORT_OPTIMIZED)
+    status = build_ort(job, rt, options, path, &e);
+  if (!status && kind == BUILD_PARTITION)
+    status = write_partition(job, def, path, &e);
+  if (!status && artifact)
+    status = mb__build_add_artifact(wb->build, artifact, &e);
+  double ms = (mb__now() - t0) * 1e3;
+  mb__build_stage(wb->build, stage, ms, NULL);
+  mb_error fe = {MB_STATUS_OK, ""};
+  if (mb__build_finish(wb->build, status, status ? e.message : NULL, ms, &fe) &&
+      !status)
+    warn(result, "cannot record the build", &fe);
+  result->build_ms = ms;
+  if (status) {
+    warn(result, "build failed", &e);
+    return MB_STATUS_OK;
+  }
+  if (kind == BUILD_ORT_OPTIMIZED && use_ort_artifact(wb, options, &e)) {
+    warn(result, "cannot read the ORT model just built", &e);
+    options->opt_level = def->opt_level;
+  }
+  return MB_STATUS_OK;
+}
+
+void mb__worker_build_done(mb_worker_build *wb, const mb_bench_config *c) {
+  if (wb->build && c->lean_cache)
+    mb__build_lean(wb->build, NULL);
+  mb__build_close(wb->build);
+  free(wb->bytes);
+  memset(wb, 0, sizeof *wb);
+}

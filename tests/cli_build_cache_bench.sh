@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# The build cache seen from `bench`: a second identical run takes every
+# build from the cache (cache_hit true, build_ms 0); changing the model, an
+# input shape or a build option rebuilds exactly what changed; --rebuild
+# always/never, --lean-cache, --no-cache; two concurrent runs on one cache
+# both succeed; `cache report` covers the runs.
+#
+# Environment (set by ctest): MB_CLI, MB_TEST_MODELS.
+set -u
+
+cli=${MB_CLI:?set MB_CLI to the modelbench binary}
+models=${MB_TEST_MODELS:?set MB_TEST_MODELS to the bundled models folder}
+python=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export MODELBENCH_CACHE_DIR=$tmp/cache
+failures=0
+checks=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+show() {
+  sed 's/^/    /' "$@" | head -30
+}
+
+run() {
+  local code=$1
+  shift
+  checks=$((checks + 1))
+  "$cli" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$tmp/err"; then
+    fail "modelbench $*: sanitizer report"
+    show "$tmp/err"
+    return 1
+  fi
+  if [ "$rc" -ne "$code" ]; then
+    fail "modelbench $*: exit $rc, expected $code"
+    show "$tmp/err" "$tmp/out"
+    return 1
+  fi
+  return 0
+}
+
+expect_in() {
+  checks=$((checks + 1))
+  if ! grep -qF -- "$2" "$1"; then
+    fail "$3: '$2' not found"
+    show "$1"
+    return 1
+  fi
+}
+
+py() {
+  local what=$1
+  shift
+  checks=$((checks + 1))
+  if ! "$python" -c "$@" >"$tmp/py" 2>&1; then
+    fail "$what"
+    show "$tmp/py"
+    return 1
+  fi
+}
+
+fast=(--warmup 1 --warmup-time 0 --min-iterations 3 --min-time 0)
+# The conversions whose builds differ: nothing to build (REFERENCE), ORT's
+# optimised model (ORT_CPU), a partition plan (XNNPACK) when available.
+convs=REFERENCE,ORT_CPU_NO_OPT
+for c in ORT_CPU XNNPACK ONEDNN; do
+  if "$cli" list --json | "$python" -c '
+import json, sys
+rows = {c["name"]: c for c in json.load(sys.stdin)["conversions"]}
+sys.exit(0 if rows[sys.argv[1]]["available"] else 1)' "$c"; then
+    convs=$convs,$c
+  fi
+done
+cp "$models/small_cnn.onnx" "$tmp/model.onnx"
+
+# hits FILE EXPECTED: EXPECTED is "NAME=hit|built|none,..." per conversion.
+hits() {
+  py "cache hits in $1 ($2)" '
+import json, sys
+want = dict(kv.split("=") for kv in sys.argv[2].split(","))
+for r in json.load(open(sys.argv[1]))["results"]:
+    name = r["conversion"]
+    if name not in want:
+        continue
+    w = want[name]
+    assert r["status"] == "ok", r
+    if w == "hit":
+        assert r["cache_hit"] is True and r["build_ms"] == 0, r
+        assert r["build_reason"] == "hit", r
+    elif w == "none":
+        assert r["cache_hit"] is None and r["build_ms"] is None, r
+    else:
+        assert r["cache_hit"] is False and r["build_ms"] >= 0, r
+        assert w == "built" or w in r["build_reason"], (w, r["build_reason"])
+    assert r["cache_hit"] is None or r["build_id"], r
+' "$1" "$2"
+}
+
+every() { # every STATE: STATE for each conversion of $convs
+  local out="" c
+  for c in ${convs//,/ }; do out=$out${out:+,}$c=$1; done
+  echo "$out"
+}
+
+run 0 bench "$tmp/model.onnx" -c "$convs" "${fast[@]}" --json "$tmp/1.json" &&
+  hits "$tmp/1.json" "$(every new)"
+run 0 bench "$tmp/model.onnx" -c "$convs" "${fast[@]}" --json "$tmp/2.json" &&
+  hits "$tmp/2.json" "$(every hit)"
+# A build option of the hybrid runtimes only: --no-fallback rebuilds
+# XNNPACK/ONEDNN and nothing else.
+expect=$(every hit)
+expect=${expect//XNNPACK=hit/XNNPACK=build options changed}
+expect=${expect//ONEDNN=hit/ONEDNN=build options changed}
+run 0 bench "$tmp/model.onnx" -c "$convs" "${fast[@]}" --no-fallback \
+  --json "$tmp/5.json" && hits "$tmp/5.json" "$expect"
+# Another input shape: every build again (the key's input signature); a
+# build folder holds the latest build of its model and conversion.
+run 0 bench "$tmp/model.onnx" -c "$convs" "${fast[@]}" --batch-size 2 \
+  --json "$tmp/4.json" && hits "$tmp/4.json" "$(every 'input signature')"
+run 0 bench "$tmp/model.onnx" -c "$convs" "${fast[@]}" --batch-size 2 \
+  --json "$tmp/4b.json" && hits "$tmp/4b.json" "$(every hit)"
+# An edited model (one weight byte changed): every build again.
+"$python" - "$tmp/model.onnx" <<'PY'
+import sys
+import onnx
+from onnx import numpy_helper
+m = onnx.load(sys.argv[1])
+t = m.graph.initializer[0]
+a = numpy_helper.to_array(t).copy()
+a.flat[0] += 1.0
+t.CopyFrom(numpy_helper.from_array(a, t.name))
+onnx.save(m, sys.argv[1])
+PY
+run 0 bench "$tmp/model.onnx" -c "$convs" "${fast[@]}" --batch-size 2 \
+  --json "$tmp/6.json" && hits "$tmp/6.json" "$(every built)"
+# --rebuild always builds again; --rebuild never uses what is there and
+# fails a conversion without a build; --no-cache leaves the cache alone.
+run 0 bench "$tmp/model.onnx" -c "$convs" "${fast[@]}" --batch-size 2 \
+  --rebuild always --json "$tmp/7.json" && hits "$tmp/7.json" "$(every always)"
+run 0 bench "$tmp/model.onnx" -c "$convs" "${fast[@]}" --batch-size 2 \
+  --rebuild never --json "$tmp/8.json" && hits "$tmp/8.json" "$(every hit)"
+if run 1 bench "$tmp/model.onnx" -c REFERENCE "${fast[@]}" --rebuild never \
+  --batch-size 3 --json "$tmp/9.json"; then
+  py "--rebuild never without a build" '
+import json, sys
+(r,) = json.load(open(sys.argv[1]))["results"]
+assert r["status"] == "error" and "build cache" in r["error"], r
+' "$tmp/9.json"
+fi
+run 0 bench "$tmp/model.onnx" -c "$convs" "${fast[@]}" --no-cache \
+  --json "$tmp/10.json" && hits "$tmp/10.json" "$(every none)"
+run 2 bench "$tmp/model.onnx" --rebuild sometimes &&
+  expect_in "$tmp/err" "--rebuild 'sometimes'" "a bad --rebuild"
+# --lean-cache: state kept, artifacts dropped, so the next run builds.
+run 0 bench "$tmp/model.onnx" -c "$convs" "${fast[@]}" --batch-size 2 \
+  --lean-cache --json "$tmp/11.json" && hits "$tmp/11.json" "$(every hit)"
+if [[ $convs == *ORT_CPU,* || $convs == *ORT_CPU ]]; then
+  run 0 bench "$tmp/model.onnx" -c ORT_CPU "${fast[@]}" --batch-size 2 \
+    --json "$tmp/12.json" &&
+    hits "$tmp/12.json" "ORT_CPU=lean"
+fi
+
+# Two concurrent runs on one cache, on a model neither has built: both
+# succeed, every build ends up ok, nothing is torn.
+cp "$models/mlp.onnx" "$tmp/fresh.onnx"
+"$cli" bench "$tmp/fresh.onnx" -c "$convs" "${fast[@]}" \
+  --json "$tmp/c1.json" >"$tmp/c1.out" 2>&1 &
+p1=$!
+"$cli" bench "$tmp/fresh.onnx" -c "$convs" "${fast[@]}" \
+  --json "$tmp/c2.json" >"$tmp/c2.out" 2>&1 &
+p2=$!
+wait $p1
+r1=$?
+wait $p2
+r2=$?
+checks=$((checks + 1))
+if [ $r1 -ne 0 ] || [ $r2 -ne 0 ]; then
+  fail "concurrent runs: exit $r1 and $r2"
+  show "$tmp/c1.out" "$tmp/c2.out"
+fi
+py "concurrent runs" '
+import json, sys
+a = json.load(open(sys.argv[1]))["results"]
+b = json.load(open(sys.argv[2]))["results"]
+for x, y in zip(a, b):
+    assert x["status"] == "ok" and y["status"] == "ok", (x, y)
+    assert x["build_id"] == y["build_id"], (x, y)
+    # One built it, the other found it built (or both built it one after
+    # the other when a hit was impossible): never two failures.
+    assert x["cache_hit"] is not None and y["cache_hit"] is not None
+' "$tmp/c1.json" "$tmp/c2.json"
+if run 0 cache list --json; then
+  py "cache list after everything" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+builds = d["builds"] if isinstance(d, dict) else d
+assert builds, d
+for b in builds:
+    status = b.get("status") or b.get("state", {}).get("status")
+    assert status in ("ok", "failed"), b
+' "$tmp/out"
+fi
+if run 0 cache report -o "$tmp/report.csv"; then
+  py "cache report" '
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert rows, rows
+assert all(any(v for v in r.values()) for r in rows)
+' "$tmp/report.csv"
+fi
+
+echo "$checks checks, $failures failures"
+[ "$failures" -eq 0 ]
