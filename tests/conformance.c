@@ -1,8 +1,10 @@
 /* mb-conformance: runs the ONNX backend test suite (Debian libonnx-testdata)
- * through the public API on the reference interpreter.
+ * through the public API on the reference interpreter, or through a hybrid
+ * runtime's adapter (--runtime xnnpack, onednn) via the internal runtime
+ * interface.
  *
- *   mb-conformance DIR... [--filter SUBSTR] [--min-pass N] [--timeout S]
- *                         [--jobs N] [--verbose] [--no-fork]
+ *   mb-conformance DIR... [--runtime NAME] [--filter SUBSTR] [--min-pass N]
+ *                         [--timeout S] [--jobs N] [--verbose] [--no-fork]
  *
  * DIR is the data root (with node/, pytorch-converted/, pytorch-operator/,
  * simple/), one of those category folders, or a single test folder holding
@@ -17,8 +19,19 @@
  * A test is SKIPPED when the model or a test data file uses something the
  * library reports as MB_STATUS_UNSUPPORTED at load/session creation time
  * (an operator it does not implement, a sequence/optional tensor); any other
- * error or an output beyond tolerance makes it FAILED. */
-#include "core/ir.h"
+ * error or an output beyond tolerance makes it FAILED.
+ *
+ * With a hybrid runtime, each test data set is prepared for its own input
+ * shapes (the engines compile for concrete shapes) with fallback on, so the
+ * nodes the engine refuses run on the reference interpreter. A test is
+ * SKIPPED when the reference interpreter lacks one of its operators (the
+ * fallback needs them all), when mb_model_partition says no node runs on
+ * the engine (the run would test only the reference), or when the run
+ * refuses the data with MB_STATUS_UNSUPPORTED, as above; a mismatch or any
+ * other error, an engine's refusal at prepare included, is FAILED. When the
+ * runtime is not available here, the program says why and exits with
+ * status 77 (ctest's SKIP_RETURN_CODE). */
+#include "runtime/runtime.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -63,7 +76,12 @@ typedef enum result_kind {
 static const char *const kind_names[KIND_COUNT] = {"PASSED", "FAILED",
                                                    "SKIPPED"};
 
+/* Exit status when the runtime asked for is not available here. */
+#define EXIT_UNAVAILABLE 77
+#define MAX_MODEL_INPUTS 64
+
 typedef struct options {
+  const mb_runtime *runtime; /* NULL: the reference through the public API */
   const char *filter;
   long min_pass;
   int timeout_s;
@@ -355,10 +373,74 @@ static const char *info_shape(const mb_value_info *info, char *buf,
   return mb__shape_str(info->rank, dims, buf, size);
 }
 
-/* Runs one test_data_set folder; leaves r untouched when it passes. */
+/* Runs the model through hybrid runtime rt, prepared for the shapes of
+ * these inputs, into actual[] (mb_model_output_count slots). Sets *skip,
+ * with the reason in err, when the test is a skip: mb_model_partition finds
+ * no node the engine runs, or the run refuses the data with
+ * MB_STATUS_UNSUPPORTED as the reference does. A refusal at prepare is an
+ * error: the engine has accepted the nodes it is given. */
+static mb_status run_hybrid(const mb_runtime *rt, const mb_model *model,
+                            mb_tensor **inputs, int n_in, mb_tensor **actual,
+                            bool *skip, mb_error *err) {
+  mb_input_shape shapes[MAX_MODEL_INPUTS];
+  mb_partition *p = NULL;
+  void *session = NULL;
+  mb_status status;
+  *skip = false;
+  if (n_in > MAX_MODEL_INPUTS) {
+    *skip = true;
+    return mb__error(err, MB_STATUS_UNSUPPORTED, "more than %d inputs",
+                     MAX_MODEL_INPUTS);
+  }
+  for (int i = 0; i < n_in; i++) {
+    mb_value_info info;
+    if ((status = mb_model_input_info(model, i, &info, err)))
+      return status;
+    shapes[i].name = info.name;
+    shapes[i].rank = inputs[i]->rank;
+    memcpy(shapes[i].dims, inputs[i]->dims, sizeof shapes[i].dims);
+  }
+  mb_shape_spec spec = {0, n_in, shapes};
+  if ((status = mb_model_partition(model, rt->name, MB_PRECISION_FP32, &spec,
+                                   &p, err)))
+    return mb__error_prefix(err, status, "partition");
+  if (p->n_native_nodes == 0) {
+    *skip = true;
+    if (p->n_unsupported)
+      mb__error(err, MB_STATUS_UNSUPPORTED, "no node runs on %s: %s", rt->name,
+                p->unsupported[0]);
+    else
+      mb__error(err, MB_STATUS_UNSUPPORTED,
+                "no node runs on %s: every node is a constant", rt->name);
+    mb_partition_free(p);
+    return MB_STATUS_UNSUPPORTED;
+  }
+  mb_partition_free(p);
+  /* A model without inputs still has its (empty) example inputs: NULL
+   * would mean none were given. */
+  static const mb_tensor *const no_inputs[1] = {NULL};
+  mb_runtime_options rt_options = {
+      .threads = 1,
+      .precision = MB_PRECISION_FP32,
+      .example_inputs = n_in ? (const mb_tensor *const *)inputs : no_inputs,
+  };
+  if ((status = rt->prepare(model, NULL, 0, &rt_options, &session, err)))
+    return mb__error_prefix(err, status, "prepare");
+  status = rt->run(session, (const mb_tensor *const *)inputs, err);
+  if (status) {
+    *skip = status == MB_STATUS_UNSUPPORTED;
+    mb__error_prefix(err, status, "run");
+  } else if ((status = rt->fetch_outputs(session, actual, err)))
+    mb__error_prefix(err, status, "fetch_outputs");
+  rt->release(session);
+  return status;
+}
+
+/* Runs one test_data_set folder; leaves r untouched when it passes.
+ * runtime: NULL for the reference interpreter's session. */
 static void run_set(const char *test_dir, const char *set,
                     const mb_model *model, mb_session *session,
-                    child_result *r) {
+                    const mb_runtime *runtime, child_result *r) {
   char dir[PATH_MAX];
   mb_tensor **inputs = NULL, **expected = NULL, **actual = NULL;
   int n_in = 0, n_out = 0;
@@ -413,9 +495,17 @@ static void run_set(const char *test_dir, const char *set,
     set_result(r, FAILED, "out of memory");
     goto done;
   }
-  status = mb_session_run(session, n_in, (const mb_tensor *const *)inputs,
-                          n_out, actual, &err);
-  if (status == MB_STATUS_UNSUPPORTED) {
+  bool skip = false;
+  if (runtime)
+    status = run_hybrid(runtime, model, inputs, n_in, actual, &skip, &err);
+  else
+    status = mb_session_run(session, n_in, (const mb_tensor *const *)inputs,
+                            n_out, actual, &err);
+  if (skip) {
+    set_result(r, SKIPPED, "%s", err.message);
+    goto done;
+  }
+  if (status == MB_STATUS_UNSUPPORTED && !runtime) {
     /* Some limits show only with the data (training-mode Dropout with a
      * random ratio); an honest refusal is a skip, never a wrong result. */
     set_result(r, SKIPPED, "run: %s", err.message);
@@ -470,7 +560,7 @@ done:
 
 /* Runs one test; `ops` receives the operator list once the model loads
  * (the parent learns it even if the test later crashes). */
-static void run_test(const test *t, child_result *r,
+static void run_test(const test *t, const options *o, child_result *r,
                      void (*send_ops)(const char *ops, void *user),
                      void *user) {
   char path[PATH_MAX], ops[OPS_SIZE];
@@ -512,7 +602,7 @@ static void run_test(const test *t, child_result *r,
     goto done;
   }
   for (int i = 0; i < n_sets && r->kind == PASSED; i++)
-    run_set(t->dir, sets[i], model, session, r);
+    run_set(t->dir, sets[i], model, session, o->runtime, r);
 
 done:
   free_names(sets, n_sets);
@@ -581,7 +671,8 @@ static double now_s(void) {
 }
 
 /* The child side: reads test indices, one per line, until EOF. */
-static void worker_main(const test_list *tests, int cmd_fd, int res_fd) {
+static void worker_main(const test_list *tests, const options *o, int cmd_fd,
+                        int res_fd) {
   FILE *in = fdopen(cmd_fd, "r");
   char line[32], result[MESSAGE_SIZE + 8];
   while (in && fgets(line, sizeof line, in)) {
@@ -589,7 +680,7 @@ static void worker_main(const test_list *tests, int cmd_fd, int res_fd) {
     if (i < 0 || i >= tests->count)
       break;
     child_result cr;
-    run_test(&tests->items[i], &cr, send_ops_fd, &res_fd);
+    run_test(&tests->items[i], o, &cr, send_ops_fd, &res_fd);
     snprintf(result, sizeof result, "R %c %s", kind_names[cr.kind][0],
              cr.message);
     one_line(result);
@@ -604,7 +695,7 @@ static void worker_main(const test_list *tests, int cmd_fd, int res_fd) {
 }
 
 static bool worker_start(worker *w, worker *all, int n_workers,
-                         const test_list *tests) {
+                         const test_list *tests, const options *o) {
   int cmd[2], res[2];
   if (pipe(cmd) != 0)
     return false;
@@ -630,7 +721,7 @@ static bool worker_start(worker *w, worker *all, int n_workers,
       }
     close(cmd[1]);
     close(res[0]);
-    worker_main(tests, cmd[0], res[1]);
+    worker_main(tests, o, cmd[0], res[1]);
   }
   close(cmd[0]);
   close(res[1]);
@@ -719,7 +810,7 @@ static int run_all(const test_list *tests, const options *o, outcome *out) {
     for (int i = 0; i < n_workers; i++) {
       worker *w = &workers[i];
       if (w->test < 0 && next < tests->count) {
-        if (w->pid == 0 && !worker_start(w, workers, n_workers, tests)) {
+        if (w->pid == 0 && !worker_start(w, workers, n_workers, tests, o)) {
           fprintf(stderr, "mb-conformance: cannot start a worker: %s\n",
                   strerror(errno));
           exit(2);
@@ -864,12 +955,15 @@ static int compare_by_key(const void *pa, const void *pb) {
 
 static void usage(FILE *out) {
   fprintf(out,
-          "Usage: mb-conformance DIR... [--filter SUBSTR] [--min-pass N]\n"
-          "                     [--timeout SECONDS] [--jobs N] [--verbose]\n"
-          "                     [--no-fork]\n"
+          "Usage: mb-conformance DIR... [--runtime NAME] [--filter SUBSTR]\n"
+          "                     [--min-pass N] [--timeout SECONDS] [--jobs N]\n"
+          "                     [--verbose] [--no-fork]\n"
           "DIR: the libonnx-testdata data root, a category folder (node/...)\n"
-          "or one test folder. Exit status 1 when a test fails or fewer than\n"
-          "--min-pass tests pass, 2 on a usage error.\n");
+          "or one test folder. --runtime: reference (the default), or a\n"
+          "hybrid runtime (xnnpack, onednn) to run the models through.\n"
+          "Exit status 1 when a test fails or fewer than --min-pass tests\n"
+          "pass, 2 on a usage error, %d when the runtime is not available.\n",
+          EXIT_UNAVAILABLE);
 }
 
 static bool parse_long(const char *s, long min, long max, long *out) {
@@ -883,7 +977,8 @@ static bool parse_long(const char *s, long min, long max, long *out) {
 }
 
 int main(int argc, char **argv) {
-  options o = {NULL, 0, 60, 1, false, false};
+  options o = {NULL, NULL, 0, 60, 1, false, false};
+  const char *runtime = "reference";
   test_list tests = {NULL, 0, 0};
   counter_list reasons = {NULL, 0, 0}, ops = {NULL, 0, 0};
   int totals[KIND_COUNT] = {0, 0, 0};
@@ -896,7 +991,10 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--filter") == 0 && next) {
+    if (strcmp(a, "--runtime") == 0 && next) {
+      runtime = next;
+      i++;
+    } else if (strcmp(a, "--filter") == 0 && next) {
       o.filter = next;
       i++;
     } else if (strcmp(a, "--min-pass") == 0 &&
@@ -932,6 +1030,27 @@ int main(int argc, char **argv) {
     free(dirs);
     return 2;
   }
+  if (strcmp(runtime, "reference") != 0) {
+    /* Probed before any worker forks: the probes start no thread pools. */
+    const mb_runtime *rt = mb__runtime_find(runtime);
+    mb_runtime_info info = {.name = runtime};
+    if (!rt || !rt->hybrid) {
+      fprintf(stderr,
+              "mb-conformance: --runtime %s: not the reference or a hybrid "
+              "runtime\n",
+              runtime);
+      free(dirs);
+      return 2;
+    }
+    rt->probe(&info);
+    if (!info.available) {
+      printf("mb-conformance: %s is not available here: %s\n", runtime,
+             info.reason);
+      free(dirs);
+      return EXIT_UNAVAILABLE;
+    }
+    o.runtime = rt;
+  }
   for (int i = 0; i < n_dirs; i++)
     if (add_dir(&tests, dirs[i], &o) != 0)
       rc = 2;
@@ -949,7 +1068,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN); /* a dead worker must not kill the parent */
   if (o.no_fork) {
     for (int i = 0; i < tests.count; i++)
-      run_test(&tests.items[i], &out[i].r, send_ops_local, out[i].ops);
+      run_test(&tests.items[i], &o, &out[i].r, send_ops_local, out[i].ops);
   } else {
     totals[FAILED] += run_all(&tests, &o, out);
   }
@@ -996,8 +1115,8 @@ int main(int argc, char **argv) {
       printf("  %4d  %s\n", reasons.items[i].counts[SKIPPED],
              reasons.items[i].key);
   }
-  printf("\n%d passed, %d failed, %d skipped\n", totals[PASSED], totals[FAILED],
-         totals[SKIPPED]);
+  printf("\n%d passed, %d failed, %d skipped (%s)\n", totals[PASSED],
+         totals[FAILED], totals[SKIPPED], runtime);
   if (totals[FAILED] > 0 || totals[PASSED] < o.min_pass) {
     if (totals[PASSED] < o.min_pass)
       fprintf(stderr, "mb-conformance: %d passed, fewer than --min-pass %ld\n",

@@ -3830,16 +3830,19 @@ done:
   return status;
 }
 
+/* A segment output that is a constant keeps its own element type (the
+ * Shape of a static tensor is an int64 graph output); everything else is
+ * float32. */
 static mb_status check_tensor(const dn_io *io, const mb_tensor *t,
                               const char *what, int index, mb_error *err) {
-  if (!t || t->dtype != MB_DTYPE_FLOAT || t->rank != io->rank ||
+  mb_dtype dtype = io->constant ? io->constant->dtype : MB_DTYPE_FLOAT;
+  if (!t || t->dtype != dtype || t->rank != io->rank ||
       memcmp(t->dims, io->dims, (size_t)io->rank * sizeof *io->dims) != 0 ||
       t->nbytes != io->nbytes || (io->nbytes && !t->data)) {
     char want[96];
     return mb__error(err, MB_STATUS_SHAPE,
-                     "onednn: segment %s %d is not a float32 tensor of shape "
-                     "%s",
-                     what, index,
+                     "onednn: segment %s %d is not a %s tensor of shape %s",
+                     what, index, mb_dtype_name(dtype),
                      mb__shape_str(io->rank, io->dims, want, sizeof want));
   }
   return MB_STATUS_OK;

@@ -1131,6 +1131,26 @@ static mb_status value_id(build_ctx *b, int v, uint32_t *id_out) {
   return MB_STATUS_OK;
 }
 
+/* Is value v read by a node of the segment? */
+static bool read_in_segment(const build_ctx *b, int v) {
+  const mb_segment_desc *d = b->seg_desc;
+  for (int i = 0; i < d->n_nodes; i++) {
+    const mb_node *n = &b->eg->graph->nodes[d->nodes[i]];
+    for (int j = 0; j < n->n_inputs; j++)
+      if (n->inputs[j] == v)
+        return true;
+  }
+  return false;
+}
+
+/* The fp16 rewrite of XNNPACK git20220216 asserts that every external
+ * value a node reads is an external input, so in fp16 a segment output
+ * also read inside the segment stays internal and copy_outputs_fp16
+ * copies it out. */
+static bool copied_out(const build_ctx *b, int v) {
+  return b->fp16 && read_in_segment(b, v);
+}
+
 /* Defines value v written by the current node: external when it is a
  * segment output. */
 static mb_status output_id(build_ctx *b, int v, uint32_t *id_out) {
@@ -1139,7 +1159,7 @@ static mb_status output_id(build_ctx *b, int v, uint32_t *id_out) {
   size_t r = segment_dims(s->rank, s->dims, d);
   uint32_t external = XNN_INVALID_VALUE_ID, flags = 0;
   int slot = b->output_slot[v];
-  if (slot >= 0) {
+  if (slot >= 0 && !copied_out(b, v)) {
     external = b->seg->outputs[slot].id = b->next_external++;
     flags = XNN_VALUE_FLAG_EXTERNAL_OUTPUT;
   }
@@ -2100,6 +2120,27 @@ static const char *segment_label(const mb_segment_desc *d, char *buf,
   return buf;
 }
 
+/* The external copies of the outputs output_id kept internal (see
+ * copied_out): a reshape to the same shape, which the fp16 rewrite takes. */
+static mb_status copy_outputs_fp16(build_ctx *b) {
+  for (int j = 0; j < b->seg->n_outputs; j++) {
+    io_slot *io = &b->seg->outputs[j];
+    int v = io->value;
+    size_t d[XNN_RANK_MAX];
+    uint32_t y;
+    if (io->constant || io->id != XNN_INVALID_VALUE_ID ||
+        b->ids[v] == XNN_INVALID_VALUE_ID)
+      continue;
+    size_t r = segment_dims(b->eg->shapes[v].rank, b->eg->shapes[v].dims, d);
+    io->id = b->next_external++;
+    XNN_CALL(b, xnn_define_tensor_value(b->subgraph, xnn_datatype_fp32, r, d,
+                                        NULL, io->id,
+                                        XNN_VALUE_FLAG_EXTERNAL_OUTPUT, &y));
+    XNN_CALL(b, xnn_define_static_reshape(b->subgraph, r, d, b->ids[v], y, 0));
+  }
+  return MB_STATUS_OK;
+}
+
 static mb_status xnn_compile(const mb_segment_desc *segment,
                              const mb_engine_options *options,
                              void **compiled_out, mb_error *err) {
@@ -2176,6 +2217,8 @@ static mb_status xnn_compile(const mb_segment_desc *segment,
       goto fail;
     work += node_work(eg, n);
   }
+  if (b.fp16 && (status = copy_outputs_fp16(&b)))
+    goto fail;
   /* Every non-constant output must have been written. */
   for (int j = 0; j < b.seg->n_outputs; j++) {
     io_slot *io = &b.seg->outputs[j];
