@@ -1105,13 +1105,16 @@ static mb_status int_conv_compute(mb_op_ctx *ctx, const int_conv_layout *l,
              0, g->out_size / MB_MAX(g->out[g->nsp - 1], 1), (float *)col);
       for (int64_t m = 0; m < g->c_out_group; m++) {
         int64_t oc = grp * g->c_out_group + m;
-        int32_t *out = acc + (n * g->c_out + oc) * g->out_size;
+        /* unsigned arithmetic: the int32 accumulation wraps around on
+         * overflow instead of being undefined */
+        uint32_t *out = (uint32_t *)(acc + (n * g->c_out + oc) * g->out_size);
         const int32_t *wr = wi + oc * k;
         memset(out, 0, sizeof(int32_t) * (size_t)g->out_size);
         for (int64_t p = 0; p < k; p++) {
           const int32_t *cr = col + p * g->out_size;
+          uint32_t wv = (uint32_t)wr[p];
           for (int64_t j = 0; j < g->out_size; j++)
-            out[j] += wr[p] * cr[j];
+            out[j] += wv * (uint32_t)cr[j];
         }
       }
     }
@@ -1190,12 +1193,13 @@ static mb_status qlinear_conv_run(mb_op_ctx *ctx) {
     for (int64_t oc = 0; oc < g.c_out; oc++) {
       float wsv = ((const float *)ws->data)[ws->numel == 1 ? 0 : oc];
       float scale = xs * wsv / ys;
-      int32_t bias = b ? ((const int32_t *)b->data)[oc] : 0;
+      int64_t bias = b ? ((const int32_t *)b->data)[oc] : 0;
       int64_t base = (n * g.c_out + oc) * g.out_size;
       for (int64_t i = 0; i < g.out_size; i++) {
-        /* round half to even, as the ONNX reference does */
+        /* round half to even, as the ONNX reference does; fmaxf/fminf also
+         * saturate NaN (from a zero or non-finite scale) */
         float r = nearbyintf((float)(acc[base + i] + bias) * scale) + zero;
-        int32_t q = (int32_t)MB_MAX((float)lo, MB_MIN((float)hi, r));
+        int32_t q = (int32_t)fmaxf((float)lo, fminf((float)hi, r));
         if (y->dtype == MB_DTYPE_UINT8)
           ((uint8_t *)y->data)[base + i] = (uint8_t)q;
         else

@@ -369,13 +369,15 @@ static mb_status int_matmul_compute(mb_op_ctx *ctx, const int_matmul_layout *l,
     const int32_t *am = ai + ao * g->m * g->k, *bm = bi + bo * g->k * g->n;
     int32_t *ym = acc + bt * g->m * g->n;
     for (int64_t i = 0; i < g->m; i++) {
-      int32_t *yr = ym + i * g->n;
+      /* unsigned arithmetic: the int32 accumulation wraps around on
+       * overflow (as the spec allows) instead of being undefined */
+      uint32_t *yr = (uint32_t *)(ym + i * g->n);
       memset(yr, 0, sizeof(int32_t) * (size_t)g->n);
       for (int64_t p = 0; p < g->k; p++) {
-        int32_t av = am[i * g->k + p];
+        uint32_t av = (uint32_t)am[i * g->k + p];
         const int32_t *br = bm + p * g->n;
         for (int64_t j = 0; j < g->n; j++)
-          yr[j] += av * br[j];
+          yr[j] += av * (uint32_t)br[j];
       }
     }
   }
@@ -400,18 +402,44 @@ static mb_status matmul_integer_run(mb_op_ctx *ctx) {
                             ctx->outputs[0]->data);
 }
 
-static mb_status qlinear_matmul_check(mb_op_ctx *ctx, matmul_geom *g) {
+/* Scales: a_scale per tensor or per row of A (m values), b_scale per
+ * tensor or per column of B (n values, what ONNX Runtime's quantiser emits
+ * for per-channel weights), y_scale per tensor. Each is float32, or from
+ * opset 21 float16/bfloat16 (all three of one type). */
+static mb_status qlinear_matmul_check(mb_op_ctx *ctx, int version,
+                                      matmul_geom *g) {
   mb_status status = check_io(ctx, 8, 8);
   if (status || (status = int_matmul_check(ctx, &qlinear_matmul_layout, g)))
     return status;
-  static const int scales[] = {1, 4, 6};
+  static const struct {
+    int input;
+    const char *name, *per;
+  } scales[] = {{1, "a_scale", "row of A"},
+                {4, "b_scale", "column of B"},
+                {6, "y_scale", NULL}};
+  mb_dtype dt = ctx->inputs[1]->dtype;
+  if (dt != MB_DTYPE_FLOAT &&
+      !(version >= 21 && (dt == MB_DTYPE_FLOAT16 || dt == MB_DTYPE_BFLOAT16)))
+    return mb__op_error(
+        ctx, MB_STATUS_UNSUPPORTED, "a_scale has type %s; opset %d takes %s",
+        mb_dtype_name(dt), version,
+        version >= 21 ? "float32, float16 or bfloat16" : "float32");
   for (size_t i = 0; i < MB_ARRAY_COUNT(scales); i++) {
-    const mb_tensor *s = ctx->inputs[scales[i]];
-    if (s->dtype != MB_DTYPE_FLOAT || s->numel != 1)
-      return mb__op_error(ctx, MB_STATUS_UNSUPPORTED,
-                          "only float32 scalar scales are supported (input "
-                          "%d is %s with %lld values)",
-                          scales[i], mb_dtype_name(s->dtype),
+    const mb_tensor *s = ctx->inputs[scales[i].input];
+    int64_t count = i == 0 ? g->m : i == 1 ? g->n : 1;
+    if (s->dtype != dt)
+      return mb__op_error(
+          ctx, MB_STATUS_SHAPE, "%s has type %s but a_scale has type %s",
+          scales[i].name, mb_dtype_name(s->dtype), mb_dtype_name(dt));
+    if (s->numel != 1 && s->numel != count && scales[i].per)
+      return mb__op_error(ctx, MB_STATUS_SHAPE,
+                          "%s has %lld values; expected 1 or %lld (one per "
+                          "%s)",
+                          scales[i].name, (long long)s->numel, (long long)count,
+                          scales[i].per);
+    if (s->numel != 1 && !scales[i].per)
+      return mb__op_error(ctx, MB_STATUS_SHAPE,
+                          "%s has %lld values; expected 1", scales[i].name,
                           (long long)s->numel);
   }
   const mb_tensor *yz = ctx->inputs[7];
@@ -421,42 +449,67 @@ static mb_status qlinear_matmul_check(mb_op_ctx *ctx, matmul_geom *g) {
   return MB_STATUS_OK;
 }
 
-static mb_status qlinear_matmul_infer(mb_op_ctx *ctx) {
+static mb_status qlinear_matmul_infer(mb_op_ctx *ctx, int version) {
   matmul_geom g;
-  mb_status status = qlinear_matmul_check(ctx, &g);
+  mb_status status = qlinear_matmul_check(ctx, version, &g);
   if (status)
     return status;
   return mb__tensor_set_shape(ctx->outputs[0], ctx->inputs[7]->dtype,
                               g.out_rank, g.out_dims, ctx->err);
 }
 
-static mb_status qlinear_matmul_run(mb_op_ctx *ctx) {
+static mb_status qlinear_matmul_run(mb_op_ctx *ctx, int version) {
   matmul_geom g;
   mb_tensor *y = ctx->outputs[0];
-  mb_status status = qlinear_matmul_check(ctx, &g);
+  mb_status status = qlinear_matmul_check(ctx, version, &g);
   if (status || y->numel == 0)
     return status;
+  const mb_tensor *as = ctx->inputs[1], *bs = ctx->inputs[4];
+  size_t n_scales = (size_t)(as->numel + bs->numel);
   int32_t *acc = mb__op_scratch(ctx, 2, sizeof(int32_t) * (size_t)y->numel);
-  if (!acc)
+  float *sv = mb__op_scratch(ctx, 3, sizeof(float) * n_scales);
+  if (!acc || !sv)
     return MB_STATUS_OUT_OF_MEMORY;
   if ((status = int_matmul_compute(ctx, &qlinear_matmul_layout, &g, acc)))
     return status;
-  float scale = *(const float *)ctx->inputs[1]->data *
-                *(const float *)ctx->inputs[4]->data /
-                *(const float *)ctx->inputs[6]->data;
+  float *a_scale = sv, *b_scale = sv + as->numel;
+  for (int64_t i = 0; i < as->numel; i++)
+    a_scale[i] = (float)mb__tensor_get_f64(as, i);
+  for (int64_t i = 0; i < bs->numel; i++)
+    b_scale[i] = (float)mb__tensor_get_f64(bs, i);
+  float y_scale = (float)mb__tensor_get_f64(ctx->inputs[6], 0);
   int32_t zero = mb__get_8bit(ctx->inputs[7], 0);
   float lo = y->dtype == MB_DTYPE_UINT8 ? 0.0f : -128.0f;
   float hi = y->dtype == MB_DTYPE_UINT8 ? 255.0f : 127.0f;
   for (int64_t i = 0; i < y->numel; i++) {
-    /* round half to even, as the ONNX reference does */
+    int64_t col = i % g.n, row = (i / g.n) % g.m;
+    /* a_scale * b_scale / y_scale in float32, as ONNX Runtime computes the
+     * multiplier */
+    float scale = a_scale[as->numel == 1 ? 0 : row] *
+                  b_scale[bs->numel == 1 ? 0 : col] / y_scale;
+    /* round half to even, as the ONNX reference does; fmaxf/fminf also
+     * saturate NaN (from a zero or non-finite scale) */
     float r = nearbyintf((float)acc[i] * scale) + (float)zero;
-    int32_t q = (int32_t)MB_MAX(lo, MB_MIN(hi, r));
+    int32_t q = (int32_t)fmaxf(lo, fminf(hi, r));
     if (y->dtype == MB_DTYPE_UINT8)
       ((uint8_t *)y->data)[i] = (uint8_t)q;
     else
       ((int8_t *)y->data)[i] = (int8_t)q;
   }
   return MB_STATUS_OK;
+}
+
+static mb_status qlinear_matmul_infer_v10(mb_op_ctx *ctx) {
+  return qlinear_matmul_infer(ctx, 10);
+}
+static mb_status qlinear_matmul_run_v10(mb_op_ctx *ctx) {
+  return qlinear_matmul_run(ctx, 10);
+}
+static mb_status qlinear_matmul_infer_v21(mb_op_ctx *ctx) {
+  return qlinear_matmul_infer(ctx, 21);
+}
+static mb_status qlinear_matmul_run_v21(mb_op_ctx *ctx) {
+  return qlinear_matmul_run(ctx, 21);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -733,7 +786,10 @@ const mb_op_def mb__ops_gemm[] = {
     {"", "MatMul", 1, matmul_infer, matmul_run, 0},
     {"", "Gemm", 1, gemm_infer, gemm_run, 0},
     {"", "MatMulInteger", 10, matmul_integer_infer, matmul_integer_run, 0},
-    {"", "QLinearMatMul", 10, qlinear_matmul_infer, qlinear_matmul_run, 0},
+    {"", "QLinearMatMul", 10, qlinear_matmul_infer_v10, qlinear_matmul_run_v10,
+     0},
+    {"", "QLinearMatMul", 21, qlinear_matmul_infer_v21, qlinear_matmul_run_v21,
+     0},
     {"", "Einsum", 12, einsum_infer, einsum_run, 0},
 };
 MB_OP_TABLE_END(gemm);

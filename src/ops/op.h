@@ -208,7 +208,8 @@ void mb__sgemm(struct mb_threadpool *pool, bool trans_a, bool trans_b,
   X(norm)                                                                      \
   X(shape)                                                                     \
   X(tensor)                                                                    \
-  X(resize)
+  X(resize)                                                                    \
+  X(quantize)
 
 #define MB_X(family)                                                           \
   extern const mb_op_def mb__ops_##family[];                                   \
