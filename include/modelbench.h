@@ -484,8 +484,12 @@ typedef struct mb_bench_config {
   /* n_conversions entries or NULL: an entry > 0 replaces timeout_seconds
    * for the conversion at the same position. */
   const double *conversion_timeouts;
-  uint64_t seed;          /* input generation; default 0 */
-  double rtol, atol;      /* accuracy tolerance vs the reference */
+  uint64_t seed;     /* input generation; default 0 */
+  double rtol, atol; /* accuracy tolerance vs the reference */
+  /* Reduced-precision conversions (fp16, bf16, int8) are judged by
+   * 1 - cosine similarity per output instead of rtol/atol: above max_error
+   * the result is flagged inaccurate. <= 0: 1e-3 (cosine >= 0.999). */
+  double max_error;
   int n_conversions;      /* 0: the default set */
   const int *conversions; /* registry indices, in run order */
   int baseline;           /* index into conversions; -1: the first */
@@ -508,6 +512,10 @@ typedef struct mb_bench_config {
   const char *cache_dir;
   int rebuild;
   int lean_cache;
+  /* INT8_STATIC conversions calibrate on the user's inputs (inputs_dir,
+   * loader) or else on this many generated batches (<= 0: 100), seeded
+   * apart from the evaluation inputs. */
+  int calibration_samples;
   const char *log_dir; /* per-conversion logs; NULL: a temp folder */
   int log_level;       /* mb_log_level of the CLI: 3 = debug */
   mb_bench_progress_fn on_progress;
@@ -551,6 +559,11 @@ typedef struct mb_latency_stats {
 typedef struct mb_output_accuracy {
   char name[128];
   double max_abs_err, max_rel_err, cosine;
+  /* Classifier-shaped outputs (float [rows, classes >= 2]): the share of
+   * rows whose top-1 class matches the reference's, over top1_rows rows;
+   * -1 when the output is not classifier-shaped. */
+  double top1_agreement;
+  int64_t top1_rows;
 } mb_output_accuracy;
 
 /* The result of one conversion. Owned by its mb_bench_report. */
@@ -590,6 +603,7 @@ typedef struct mb_bench_result {
   /* Build cache (config->build_cache): cache_hit 1 when the build came from
    * the cache, 0 when built now, -1 when no cache was used; build_ms the
    * time spent building (0 on a hit, < 0 unknown). */
+  int inaccurate; /* reduced precision beyond max_error (see config) */
   int cache_hit;
   double build_ms;
   char build_id[160];     /* the cache's id of the build, "" when none */
@@ -700,6 +714,17 @@ mb_status mb_profile_model(const char *model_path, const char *conversion,
                            const mb_bench_config *config,
                            mb_profile **profile_out, mb_error *err);
 void mb_profile_free(mb_profile *profile);
+
+/* Writes the model as conversion `conversion` converts it (OPTIMIZE+,
+ * FP16+, INT8_DYNAMIC+, INT8_STATIC+ ...: the row's steps; a conversion
+ * without steps writes the model unchanged) to out_path: the artifact to
+ * deploy. config: borrowed, may be NULL; its input settings (shapes, batch
+ * size, ranges, seed, inputs_dir, calibration_samples) are those of bench.
+ * summary: caller buffer (may be NULL) for one line on what changed. */
+mb_status mb_convert_model_file(const char *model_path, const char *conversion,
+                                const mb_bench_config *config,
+                                const char *out_path, char *summary,
+                                size_t summary_size, mb_error *err);
 
 /* ---- hybrid partitions ---- */
 typedef struct mb_partition_segment {

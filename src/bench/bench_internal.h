@@ -99,6 +99,7 @@ typedef struct mb_worker_build {
   struct mb_build *build; /* held (locked) until mb__worker_build_done */
   void *bytes;            /* a model to prepare from instead, or NULL */
   size_t size;
+  mb_model *model; /* the converted model (conversions with steps), or NULL */
 } mb_worker_build;
 
 /* Before prepare, when config->build_cache: finds or makes the
@@ -115,8 +116,22 @@ mb_status mb__worker_build(const mb_bench_job *job,
                            const mb_runtime *rt, mb_runtime_options *options,
                            mb_bench_result *result, mb_worker_build *wb,
                            mb_error *err);
-/* --lean-cache drops the artifacts; then the lock is released. */
+/* After prepare: --lean-cache drops the artifacts, then the lock is
+ * released. The converted model stays (the session borrows it). */
 void mb__worker_build_done(mb_worker_build *wb, const mb_bench_config *c);
+/* After the session is released: frees the converted model and bytes. */
+void mb__worker_build_free(mb_worker_build *wb);
+/* Applies def->steps (graph passes, quantisation with calibration) to a
+ * copy of job->model: the serialised result in *bytes_out (malloc, caller
+ * frees), a one-line summary, and for static quantisation the parameters
+ * written to quant_path when non-NULL. job->samples[0] gives the input
+ * shapes; with config->inputs_dir or a loader, job->samples also serve as
+ * calibration data. */
+mb_status mb__convert_for_job(const mb_bench_job *job,
+                              const struct mb_conversion_def *def,
+                              const char *quant_path, void **bytes_out,
+                              size_t *size_out, char *summary, size_t ssize,
+                              mb_error *err);
 
 /* ---- measurement (measure.c) ---- */
 

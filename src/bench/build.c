@@ -2,6 +2,11 @@
  * (src/cache/build_cache.h): what a conversion prepares once per model and
  * can keep between runs.
  *
+ *   conversions with steps (OPTIMIZE+, FP16+, INT8_DYNAMIC+, INT8_STATIC+):
+ *     the converted model (graph passes of src/passes, quantisation with
+ *     calibration on generated or the user's inputs), plus the
+ *     quantisation parameters. The runtime prepares from the converted
+ *     model. This happens with or without the cache; the cache keeps it.
  *   ORT conversions with graph optimisations: ONNX Runtime's optimised
  *     model (SessionOptions' optimized model file path), which later runs
  *     load with optimisations off, as ORT documents for offline
@@ -21,6 +26,8 @@
 #include "cache/build_cache.h"
 #include "conversions/conversion.h"
 #include "db/cache_dir.h"
+#include "passes/passes.h"
+#include "passes/quantize.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -29,6 +36,9 @@
 
 #define ORT_ARTIFACT "ort_optimized.onnx"
 #define PARTITION_ARTIFACT "partition.json"
+#define CONVERTED_ARTIFACT "model.onnx"
+#define QUANT_ARTIFACT "quant_params.json"
+#define DEFAULT_CALIBRATION_SAMPLES 100
 
 static const char *const opt_level_names[] = {"disabled", "basic", "extended",
                                               "all"};
@@ -44,9 +54,12 @@ typedef enum build_kind {
   BUILD_NOTHING,
   BUILD_ORT_OPTIMIZED,
   BUILD_PARTITION,
+  BUILD_CONVERT,
 } build_kind;
 
 static build_kind kind_of(const mb_conversion_def *def, const mb_runtime *rt) {
+  if (def->steps && def->steps[0])
+    return BUILD_CONVERT;
   if (rt->hybrid)
     return BUILD_PARTITION;
   if (strcmp(def->runtime, "onnxruntime") == 0 &&
@@ -167,6 +180,162 @@ static mb_status use_ort_artifact(mb_worker_build *wb,
   return status;
 }
 
+/* ---- model conversion ---- */
+
+/* Calibration batches: the user's inputs when they gave some (--inputs),
+ * else config->calibration_samples generated batches (seeded apart from
+ * the evaluation inputs, same shapes and ranges). *batches_out: n arrays
+ * of n_inputs tensors; *owned_out: whether they must be freed. */
+static mb_status calibration_batches(const mb_bench_job *job,
+                                     mb_tensor ****batches_out, int *n_out,
+                                     bool *owned_out, mb_error *err) {
+  const mb_bench_config *c = job->config;
+  *batches_out = NULL;
+  *n_out = 0;
+  *owned_out = false;
+  if (c->inputs_dir || c->loader) {
+    *batches_out = job->samples;
+    *n_out = (int)job->n_samples;
+    return MB_STATUS_OK;
+  }
+  int n = c->calibration_samples > 0 ? c->calibration_samples
+                                     : DEFAULT_CALIBRATION_SAMPLES;
+  mb_input_shape shapes[64];
+  int n_inputs = MB_MIN(job->n_inputs, (int)MB_ARRAY_COUNT(shapes));
+  for (int i = 0; i < n_inputs; i++) {
+    const mb_tensor *t = job->samples[0][i];
+    shapes[i].name = input_name(job->model, i);
+    shapes[i].rank = t->rank;
+    memcpy(shapes[i].dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+  }
+  mb_shape_spec spec = {0, n_inputs, shapes};
+  mb_tensor ***batches = calloc((size_t)n, sizeof *batches);
+  if (!batches)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "calibration batches");
+  *batches_out = batches;
+  *owned_out = true;
+  for (int b = 0; b < n; b++) {
+    if (!(batches[b] = calloc((size_t)job->n_inputs + 1, sizeof **batches)))
+      return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "calibration batches");
+    *n_out = b + 1;
+    mb_status status = mb_inputs_generate(
+        job->model, &spec, c->seed + 0x5eed0000u + (unsigned)b, c->n_ranges,
+        c->ranges, batches[b], err);
+    if (status)
+      return status;
+  }
+  return MB_STATUS_OK;
+}
+
+static void free_batches(mb_tensor ***batches, int n, int n_inputs,
+                         bool owned) {
+  if (!owned)
+    return;
+  for (int b = 0; b < n; b++) {
+    for (int i = 0; batches[b] && i < n_inputs; i++)
+      mb_tensor_free(batches[b][i]);
+    free(batches[b]);
+  }
+  free(batches);
+}
+
+/* Applies def->steps to a copy of the model: graph passes (src/passes) and
+ * the quantisation steps. Writes the converted model's bytes to *bytes_out
+ * (malloc) and, for static quantisation, the parameters to quant_path when
+ * given. */
+mb_status mb__convert_for_job(const mb_bench_job *job,
+                              const mb_conversion_def *def,
+                              const char *quant_path, void **bytes_out,
+                              size_t *size_out, char *summary, size_t ssize,
+                              mb_error *err) {
+  mb_input_shape shapes[64];
+  int n_inputs = MB_MIN(job->n_inputs, (int)MB_ARRAY_COUNT(shapes));
+  for (int i = 0; i < n_inputs; i++) {
+    const mb_tensor *t = job->samples[0][i];
+    shapes[i].name = input_name(job->model, i);
+    shapes[i].rank = t->rank;
+    memcpy(shapes[i].dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+  }
+  mb_pass_options po = {.n_input_shapes = n_inputs, .input_shapes = shapes};
+  mb_quant_options qo = {.threads = job->config->threads};
+  mb_pass_stats stats;
+  mb_quant_stats qs;
+  mb_quant_params *params = NULL;
+  mb_tensor ***batches = NULL;
+  int n_batches = 0;
+  bool owned = false;
+  mb_model *model = NULL;
+  char steps[256], *save = NULL;
+  mb_status status;
+  memset(&stats, 0, sizeof stats);
+  memset(&qs, 0, sizeof qs);
+  summary[0] = '\0';
+  snprintf(steps, sizeof steps, "%s", def->steps);
+  if ((status = mb__model_clone(job->model, &model, err)))
+    return status;
+  for (char *step = strtok_r(steps, ",", &save); step && !status;
+       step = strtok_r(NULL, ",", &save)) {
+    size_t used = strlen(summary);
+    if (strcmp(step, "quantize_dynamic") == 0) {
+      status = mb__quantize_dynamic(model, &qo, &qs, err);
+    } else if (strcmp(step, "quantize_static") == 0) {
+      status = calibration_batches(job, &batches, &n_batches, &owned, err);
+      if (!status)
+        status = mb__calibrate(model, (const mb_tensor *const *const *)batches,
+                               n_batches, &qo, &params, err);
+      if (!status)
+        status = mb__quantize_static(model, params, &qo, &qs, err);
+      if (!status && quant_path)
+        status = mb__quant_params_write_json(params, quant_path, err);
+    } else {
+      status = mb__passes_run(model, step, &po, &stats, err);
+      if (!status)
+        snprintf(summary + used, ssize - used, "%s%s: %d -> %d nodes",
+                 used ? "; " : "", step, stats.nodes_before, stats.nodes_after);
+      continue;
+    }
+    if (!status)
+      snprintf(summary + used, ssize - used,
+               "%s%s: %d nodes quantised, %d left in float%s", used ? "; " : "",
+               step, qs.nodes_quantized, qs.nodes_skipped, n_batches ? "" : "");
+    if (!status && n_batches) {
+      used = strlen(summary);
+      snprintf(summary + used, ssize - used, " (%d calibration batches, %s)",
+               n_batches, owned ? "generated" : "the given inputs");
+    }
+  }
+  if (!status)
+    status = mb__model_serialize(model, bytes_out, size_out, err);
+  if (status)
+    mb__error_prefix(err, status, "converting (%s)", def->steps);
+  free_batches(batches, n_batches, job->n_inputs, owned);
+  mb__quant_params_free(params);
+  mb_model_free(model);
+  return status;
+}
+
+/* Makes wb->model from wb->bytes (the converted model). */
+static mb_status load_converted(mb_worker_build *wb, mb_error *err) {
+  return mb_model_load_memory(wb->bytes, wb->size, NULL, &wb->model, err);
+}
+
+/* Converting without the cache: in memory only. */
+static mb_status convert_uncached(const mb_bench_job *job,
+                                  const mb_conversion_def *def,
+                                  mb_bench_result *result, mb_worker_build *wb,
+                                  mb_error *err) {
+  char summary[256];
+  double t0 = mb__now();
+  mb_status status = mb__convert_for_job(job, def, NULL, &wb->bytes, &wb->size,
+                                         summary, sizeof summary, err);
+  if (!status)
+    status = load_converted(wb, err);
+  result->build_ms = (mb__now() - t0) * 1e3;
+  if (!status && summary[0])
+    mb__log(MB_LOG_INFO, "%s: %s", def->name, summary);
+  return status;
+}
+
 static void warn(mb_bench_result *result, const char *what,
                  const mb_error *err) {
   mb__result_add_warning(result, "build cache: %s: %s (ran without it)", what,
@@ -185,20 +354,34 @@ mb_status mb__worker_build(const mb_bench_job *job,
   memset(wb, 0, sizeof *wb);
   result->cache_hit = -1;
   result->build_ms = -1.0;
-  if (!c->build_cache)
-    return MB_STATUS_OK;
   build_kind kind = kind_of(def, rt);
+  if (!c->build_cache)
+    return kind == BUILD_CONVERT ? convert_uncached(job, def, result, wb, err)
+                                 : MB_STATUS_OK;
   if (mb__cache_dir(c->cache_dir, cache_dir, sizeof cache_dir, &e)) {
     warn(result, "no cache folder", &e);
-    return MB_STATUS_OK;
+    return kind == BUILD_CONVERT ? convert_uncached(job, def, result, wb, err)
+                                 : MB_STATUS_OK;
   }
   if (input_signature(job, &inputs, &e)) {
     warn(result, "input signature", &e);
-    return MB_STATUS_OK;
+    return kind == BUILD_CONVERT ? convert_uncached(job, def, result, wb, err)
+                                 : MB_STATUS_OK;
   }
-  snprintf(opts, sizeof opts, "opt_level=%s;precision=%s%s",
+  /* Options that change what is built: calibration inputs for static
+   * quantisation (generated: how many and the seed; given: the data). */
+  bool calibrates = def->steps && strstr(def->steps, "quantize_static");
+  char calib[96] = "";
+  if (calibrates && !(c->inputs_dir || c->loader))
+    snprintf(calib, sizeof calib, ";calibration=%d generated, seed %llu",
+             c->calibration_samples > 0 ? c->calibration_samples
+                                        : DEFAULT_CALIBRATION_SAMPLES,
+             (unsigned long long)c->seed);
+  else if (calibrates)
+    snprintf(calib, sizeof calib, ";calibration=given inputs");
+  snprintf(opts, sizeof opts, "opt_level=%s;precision=%s%s%s",
            opt_level_name(def->opt_level), mb_precision_name(def->precision),
-           rt->hybrid && c->no_fallback ? ";no_fallback" : "");
+           rt->hybrid && c->no_fallback ? ";no_fallback" : "", calib);
   mb_build_key key = {
       .model_path = job->model_path,
       .model_sha256 = mb_model_sha256(job->model),
@@ -220,7 +403,8 @@ mb_status mb__worker_build(const mb_bench_job *job,
     return mb__error(err, status, "build cache: %s", e.message);
   if (status) {
     warn(result, "cannot open the build", &e);
-    return MB_STATUS_OK;
+    return kind == BUILD_CONVERT ? convert_uncached(job, def, result, wb, err)
+                                 : MB_STATUS_OK;
   }
   snprintf(result->build_id, sizeof result->build_id, "%s",
            mb__build_id(wb->build));
@@ -233,6 +417,16 @@ mb_status mb__worker_build(const mb_bench_job *job,
       warn(result, "cannot read the cached ORT model", &e);
       options->opt_level = def->opt_level;
     }
+    if (kind == BUILD_CONVERT) {
+      if (!mb__build_path(wb->build, CONVERTED_ARTIFACT, path, sizeof path) ||
+          mb__read_file(path, &wb->bytes, &wb->size, &e) ||
+          load_converted(wb, &e)) {
+        warn(result, "cannot load the cached converted model", &e);
+        free(wb->bytes);
+        wb->bytes = NULL;
+        return convert_uncached(job, def, result, wb, err);
+      }
+    }
     if (mb__build_mark_hit(wb->build, &e))
       warn(result, "cannot record the hit", &e);
     return MB_STATUS_OK;
@@ -244,9 +438,11 @@ mb_status mb__worker_build(const mb_bench_job *job,
   status = MB_STATUS_OK;
   const char *artifact = kind == BUILD_ORT_OPTIMIZED ? ORT_ARTIFACT
                          : kind == BUILD_PARTITION   ? PARTITION_ARTIFACT
+                         : kind == BUILD_CONVERT     ? CONVERTED_ARTIFACT
                                                      : NULL;
   const char *stage = kind == BUILD_ORT_OPTIMIZED ? "optimize"
                       : kind == BUILD_PARTITION   ? "partition"
+                      : kind == BUILD_CONVERT     ? "convert"
                                                   : "record";
   if (artifact && !mb__build_path(wb->build, artifact, path, sizeof path))
     status = mb__error(&e, MB_STATUS_INTERNAL, "bad artifact path");
@@ -254,6 +450,23 @@ mb_status mb__worker_build(const mb_bench_job *job,
     status = build_ort(job, rt, options, path, &e);
   if (!status && kind == BUILD_PARTITION)
     status = write_partition(job, def, path, &e);
+  if (!status && kind == BUILD_CONVERT) {
+    char qpath[PATH_MAX], summary[256];
+    const char *q = calibrates && mb__build_path(wb->build, QUANT_ARTIFACT,
+                                                 qpath, sizeof qpath)
+                        ? qpath
+                        : NULL;
+    status = mb__convert_for_job(job, def, q, &wb->bytes, &wb->size, summary,
+                                 sizeof summary, &e);
+    if (!status)
+      status = mb__write_file(path, wb->bytes, wb->size, &e);
+    if (!status && q)
+      status = mb__build_add_artifact(wb->build, QUANT_ARTIFACT, &e);
+    if (!status)
+      status = load_converted(wb, &e);
+    if (!status && summary[0])
+      mb__log(MB_LOG_INFO, "%s: %s", def->name, summary);
+  }
   if (!status && artifact)
     status = mb__build_add_artifact(wb->build, artifact, &e);
   double ms = (mb__now() - t0) * 1e3;
@@ -263,6 +476,11 @@ mb_status mb__worker_build(const mb_bench_job *job,
       !status)
     warn(result, "cannot record the build", &fe);
   result->build_ms = ms;
+  if (status && kind == BUILD_CONVERT) {
+    /* The conversion itself failed: that is the conversion's error. */
+    *err = e;
+    return status;
+  }
   if (status) {
     warn(result, "build failed", &e);
     return MB_STATUS_OK;
@@ -278,6 +496,12 @@ void mb__worker_build_done(mb_worker_build *wb, const mb_bench_config *c) {
   if (wb->build && c->lean_cache)
     mb__build_lean(wb->build, NULL);
   mb__build_close(wb->build);
+  wb->build = NULL;
+}
+
+void mb__worker_build_free(mb_worker_build *wb) {
+  mb__build_close(wb->build);
+  mb_model_free(wb->model);
   free(wb->bytes);
   memset(wb, 0, sizeof *wb);
 }

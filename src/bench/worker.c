@@ -134,6 +134,7 @@ void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
   mb__wire_put_str(w, r->runtime);
   mb__wire_put_str(w, r->runtime_version);
   mb__wire_put_f64(w, r->load_ms);
+  mb__wire_put_u32(w, (uint32_t)r->inaccurate);
   mb__wire_put_u32(w, (uint32_t)(r->cache_hit + 1));
   mb__wire_put_f64(w, r->build_ms);
   mb__wire_put_str(w, r->build_id);
@@ -153,6 +154,8 @@ void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
     mb__wire_put_f64(w, r->accuracy[i].max_abs_err);
     mb__wire_put_f64(w, r->accuracy[i].max_rel_err);
     mb__wire_put_f64(w, r->accuracy[i].cosine);
+    mb__wire_put_f64(w, r->accuracy[i].top1_agreement);
+    mb__wire_put_i64(w, r->accuracy[i].top1_rows);
   }
   mb__wire_put_f64(w, r->max_abs_err);
   mb__wire_put_f64(w, r->speedup_vs_baseline);
@@ -184,6 +187,7 @@ mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
   mb__wire_get_str_buf(w, r->runtime, sizeof r->runtime);
   mb__wire_get_str_buf(w, r->runtime_version, sizeof r->runtime_version);
   r->load_ms = mb__wire_get_f64(w);
+  r->inaccurate = (int)mb__wire_get_u32(w);
   r->cache_hit = (int)mb__wire_get_u32(w) - 1;
   r->build_ms = mb__wire_get_f64(w);
   mb__wire_get_str_buf(w, r->build_id, sizeof r->build_id);
@@ -210,6 +214,8 @@ mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
       r->accuracy[i].max_abs_err = mb__wire_get_f64(w);
       r->accuracy[i].max_rel_err = mb__wire_get_f64(w);
       r->accuracy[i].cosine = mb__wire_get_f64(w);
+      r->accuracy[i].top1_agreement = mb__wire_get_f64(w);
+      r->accuracy[i].top1_rows = mb__wire_get_i64(w);
     }
   } else if (n_outputs > 0) {
     w->failed = 1;
@@ -462,10 +468,41 @@ static void fail_result(mb_bench_result *result, mb_bench_status status,
   result->error[strcspn(result->error, "\r\n")] = '\0';
 }
 
-/* Runs sample 0 again and compares every output with the reference. */
+/* Top-1 agreement of a classifier-shaped output ([rows, classes], float32,
+ * classes >= 2) with the reference; -1 when not classifier-shaped. */
+static double top1_agreement(const mb_tensor *got, const mb_tensor *want,
+                             int64_t *rows_out) {
+  *rows_out = 0;
+  if (got->dtype != MB_DTYPE_FLOAT || want->dtype != MB_DTYPE_FLOAT ||
+      got->rank != 2 || want->rank != 2 || got->dims[1] < 2 ||
+      got->dims[0] < 1 || got->numel != want->numel)
+    return -1.0;
+  const float *a = got->data, *b = want->data;
+  int64_t rows = got->dims[0], classes = got->dims[1], same = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t ia = 0, ib = 0;
+    for (int64_t c = 1; c < classes; c++) {
+      if (a[r * classes + c] > a[r * classes + ia])
+        ia = c;
+      if (b[r * classes + c] > b[r * classes + ib])
+        ib = c;
+    }
+    same += ia == ib;
+  }
+  *rows_out = rows;
+  return (double)same / (double)rows;
+}
+
+/* Runs sample 0 again and compares every output with the reference:
+ * fp32 conversions by rtol/atol, reduced precision by 1 - cosine against
+ * config->max_error (flagging the result inaccurate), plus top-1
+ * agreement for classifier-shaped outputs. */
 static mb_status check_accuracy(const mb_runtime *rt, void *session,
                                 const mb_bench_job *job,
+                                const mb_conversion_def *def,
                                 mb_bench_result *result, mb_error *err) {
+  bool reduced = def->precision != MB_PRECISION_FP32;
+  double max_error = job->config->max_error > 0 ? job->config->max_error : 1e-3;
   mb_status status;
   mb_tensor **outputs = NULL;
   if (!job->reference) {
@@ -523,8 +560,19 @@ static mb_status check_accuracy(const mb_runtime *rt, void *session,
     acc->max_abs_err = cmp.max_abs_err;
     acc->max_rel_err = cmp.max_rel_err;
     acc->cosine = cmp.cosine;
+    acc->top1_agreement = top1_agreement(outputs[i], expected, &acc->top1_rows);
     result->max_abs_err = MB_MAX(result->max_abs_err, cmp.max_abs_err);
-    if (cmp.n_bad > 0)
+    if (reduced) {
+      if (!(1.0 - cmp.cosine <= max_error)) {
+        result->inaccurate = 1;
+        mb__result_add_warning(result,
+                               "inaccurate: output '%s' has cosine %.6f "
+                               "with the reference (1 - cosine %.2g > "
+                               "--max-error %g)",
+                               acc->name, cmp.cosine, 1.0 - cmp.cosine,
+                               max_error);
+      }
+    } else if (cmp.n_bad > 0)
       mb__result_add_warning(result,
                              "output '%s': %lld of %lld values differ from "
                              "the reference beyond rtol %g, atol %g",
@@ -672,9 +720,9 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
   }
   report(progress, "load");
   double t0 = mb__now();
-  status = rt->prepare(job->model, wb.bytes ? wb.bytes : job->model_bytes,
-                       wb.bytes ? wb.size : job->model_size, &options, &session,
-                       &err);
+  status = rt->prepare(
+      wb.model ? wb.model : job->model, wb.bytes ? wb.bytes : job->model_bytes,
+      wb.bytes ? wb.size : job->model_size, &options, &session, &err);
   result->load_ms = (mb__now() - t0) * 1e3;
   mb__worker_build_done(&wb, c);
   if (status) {
@@ -688,7 +736,7 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
     goto done;
   }
   report(progress, "accuracy");
-  if ((status = check_accuracy(rt, session, job, result, &err))) {
+  if ((status = check_accuracy(rt, session, job, def, result, &err))) {
     fail_result(result, MB_BENCH_ERROR, err.message);
     goto done;
   }
@@ -707,6 +755,7 @@ done:
   send_result(send_fd, result);
   if (session)
     rt->release(session);
+  mb__worker_build_free(&wb);
 }
 
 mb_status mb__worker_reference(const mb_bench_job *job, mb_tensor **outputs_out,

@@ -61,6 +61,10 @@ static const char bench_help[] =
     "      --no-isolate           run conversions in this process\n"
     "      --fail-fast            stop at the first failed conversion\n"
     "      --rtol X, --atol X     accuracy tolerance (default 1e-3, 1e-4)\n"
+    "      --max-error X          reduced precision (fp16, bf16, int8): flag\n"
+    "                             a conversion inaccurate when 1 - cosine\n"
+    "                             with the reference exceeds X (default\n"
+    "                             1e-3); fp32 uses --rtol/--atol\n"
     "\n"
     "Inputs:\n"
     "      --batch-size N         size of a dynamic first dim (default 1)\n"
@@ -69,6 +73,9 @@ static const char bench_help[] =
     "                             (integers: both ends included)\n"
     "      --n-samples N          distinct input batches (default 1)\n"
     "      --seed N               seed of generated inputs (default 0)\n"
+    "      --calibration-samples N  INT8_STATIC conversions calibrate on N\n"
+    "                             generated batches (default 100), or on\n"
+    "                             the --inputs data when given\n"
     "      --inputs DIR           real inputs: test_data_set_*/input_N.pb,\n"
     "                             or NAME.npy / input_N.npy files (in DIR or\n"
     "                             one sub-folder per sample)\n"
@@ -150,6 +157,8 @@ enum {
   OPT_REBUILD,
   OPT_LEAN_CACHE,
   OPT_NO_CACHE,
+  OPT_CALIBRATION_SAMPLES,
+  OPT_MAX_ERROR,
 };
 
 static const struct option options[] = {
@@ -192,6 +201,8 @@ static const struct option options[] = {
     {"rebuild", required_argument, NULL, OPT_REBUILD},
     {"lean-cache", no_argument, NULL, OPT_LEAN_CACHE},
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+    {"calibration-samples", required_argument, NULL, OPT_CALIBRATION_SAMPLES},
+    {"max-error", required_argument, NULL, OPT_MAX_ERROR},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -441,6 +452,11 @@ static int apply_option(bench_cli *b, int c, char *arg) {
   case OPT_NO_CACHE:
     cfg->build_cache = 0;
     return MB_EXIT_OK;
+  case OPT_MAX_ERROR:
+    return parse_seconds("--max-error", arg, 0, true, &cfg->max_error);
+  case OPT_CALIBRATION_SAMPLES:
+    return parse_int("--calibration-samples", arg, 1, 100000,
+                     &cfg->calibration_samples);
   case OPT_NO_RECORD:
     b->no_record = true;
     return MB_EXIT_OK;

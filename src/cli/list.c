@@ -31,7 +31,7 @@ static int print_conversions(bool json, int tier) {
     mb__json_key(&j, "conversions");
     mb__json_array_begin(&j);
   } else {
-    printf("%-4s %-20s %-12s %-6s %-9s %-7s %-4s %s\n", "ID", "NAME", "RUNTIME",
+    printf("%-4s %-22s %-12s %-6s %-9s %-7s %-4s %s\n", "ID", "NAME", "RUNTIME",
            "DEVICE", "PRECISION", "DEFAULT", "TIER", "AVAILABLE");
   }
   for (int i = 0; i < n; i++) {
@@ -54,7 +54,7 @@ static int print_conversions(bool json, int tier) {
       mb__json_kv_string(&j, "description", info.description);
       mb__json_object_end(&j);
     } else {
-      printf("%-4d %-20s %-12s %-6s %-9s %-7s %-4d %s%s%s\n", info.id,
+      printf("%-4d %-22s %-12s %-6s %-9s %-7s %-4d %s%s%s\n", info.id,
              info.name, info.runtime, mb_device_name(info.device),
              mb_precision_name(info.precision),
              info.in_default_set ? "yes" : "no", info.tier,

@@ -21,6 +21,8 @@ static const mb_cli_command commands[] = {
      mb__cli_compare},
     {"cache", "list, inspect, report on and clean the build cache",
      mb__cli_cache},
+    {"convert", "write the model a conversion produces (FP16, INT8, ...)",
+     mb__cli_convert},
 };
 
 static void usage(FILE *out) {

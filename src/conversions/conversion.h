@@ -1,7 +1,8 @@
 /* The conversion registry: one table row per conversion option. A name is a
  * list of steps joined by '+', applied left to right; the last step names
- * the runtime (REFERENCE, ORT_CPU, ORT_CPU_NO_OPT, ...). Later issues add
- * steps before the runtime (FP16+, INT8_STATIC+, OPTIMIZE+) as passes. */
+ * the runtime (REFERENCE, ORT_CPU, ORT_CPU_NO_OPT, ...); the steps before
+ * it (OPTIMIZE+, FP16+, INT8_DYNAMIC+, INT8_STATIC+) are the row's `steps`,
+ * applied to the model by the worker's build step (bench/build.c). */
 #ifndef MB_CONVERSIONS_CONVERSION_H
 #define MB_CONVERSIONS_CONVERSION_H
 
@@ -23,6 +24,10 @@ typedef struct mb_conversion_def {
    * options (one fp32 option per runtime plus its reduced-precision one);
    * 3 (or 0): everything else. Tier N runs every row with tier <= N. */
   int tier;
+  /* Model conversion applied at build time, before the runtime prepares:
+   * comma-separated graph passes of src/passes ("optimize", "to_fp16") and
+   * "quantize_dynamic" / "quantize_static"; NULL: the model as given. */
+  const char *steps;
 } mb_conversion_def;
 
 /* Row `index` (0 .. mb_conversion_count()-1), or NULL. */

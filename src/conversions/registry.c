@@ -86,6 +86,36 @@ static const mb_conversion_def builtin[] = {
      MB_GRAPH_OPT_EXTENDED, 0,
      "ONNX Runtime, CPU execution provider, extended graph optimisations", NULL,
      3},
+    {6, "OPTIMIZE+REFERENCE", "reference", MB_DEVICE_CPU, MB_PRECISION_FP32,
+     MB_GRAPH_OPT_DISABLED, 0,
+     "our graph passes (constant folding, Identity/dead-node removal, "
+     "BatchNormalization folding, shape simplification), then the reference "
+     "interpreter",
+     NULL, 3, "optimize"},
+    {10, "FP16+ORT_CPU", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_FP16,
+     MB_GRAPH_OPT_ALL, 0,
+     "weights and activations in float16 (sensitive ops kept float32), "
+     "float32 inputs and outputs, on ONNX Runtime",
+     NULL, 3, "optimize,to_fp16"},
+    {11, "FP16+REFERENCE", "reference", MB_DEVICE_CPU, MB_PRECISION_FP16,
+     MB_GRAPH_OPT_DISABLED, 0,
+     "the FP16 model on the reference interpreter (its accuracy without ORT)",
+     NULL, 3, "optimize,to_fp16"},
+    {20, "INT8_DYNAMIC+ORT_CPU", "onnxruntime", MB_DEVICE_CPU,
+     MB_PRECISION_INT8, MB_GRAPH_OPT_ALL, 0,
+     "MatMul/Gemm weights int8 per channel, activations quantised at run "
+     "time (DynamicQuantizeLinear + MatMulInteger), on ONNX Runtime",
+     NULL, 3, "optimize,quantize_dynamic"},
+    {21, "INT8_STATIC+ORT_CPU", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_INT8,
+     MB_GRAPH_OPT_ALL, 0,
+     "QDQ int8 from calibration (uint8 activations per tensor, int8 weights "
+     "per channel), on ONNX Runtime's int8 kernels",
+     NULL, 2, "optimize,quantize_static"},
+    {22, "INT8_STATIC+REFERENCE", "reference", MB_DEVICE_CPU, MB_PRECISION_INT8,
+     MB_GRAPH_OPT_DISABLED, 0,
+     "the INT8_STATIC model on the reference interpreter (its accuracy "
+     "without ORT)",
+     NULL, 3, "optimize,quantize_static"},
     {30, "XNNPACK", "xnnpack", MB_DEVICE_CPU, MB_PRECISION_FP32,
      MB_GRAPH_OPT_DISABLED, 0,
      "XNNPACK subgraphs (NHWC), other nodes on the reference interpreter", NULL,

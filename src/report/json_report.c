@@ -212,12 +212,14 @@ static void write_accuracy(mb_json *j, const mb_bench_result *r) {
     return;
   }
   /* Aggregates over outputs: the worst of each measure. */
-  double abs_err = 0, rel_err = 0, cosine = 1;
+  double abs_err = 0, rel_err = 0, cosine = 1, top1 = -1;
   for (int i = 0; i < r->n_outputs && r->accuracy; i++) {
     const mb_output_accuracy *a = &r->accuracy[i];
     abs_err = worst_max(abs_err, a->max_abs_err);
     rel_err = worst_max(rel_err, a->max_rel_err);
     cosine = -worst_max(-cosine, -a->cosine);
+    if (a->top1_agreement >= 0)
+      top1 = top1 < 0 ? a->top1_agreement : MB_MIN(top1, a->top1_agreement);
   }
   if (r->max_abs_err >= 0)
     abs_err = r->max_abs_err;
@@ -225,6 +227,7 @@ static void write_accuracy(mb_json *j, const mb_bench_result *r) {
   mb__json_kv_double(j, "max_abs_err", abs_err);
   mb__json_kv_double(j, "max_rel_err", rel_err);
   mb__json_kv_double(j, "cosine", cosine);
+  kv_measured(j, "top1_agreement", top1, top1 >= 0);
   mb__json_key(j, "outputs");
   mb__json_array_begin(j);
   for (int i = 0; i < r->n_outputs && r->accuracy; i++) {
@@ -234,6 +237,8 @@ static void write_accuracy(mb_json *j, const mb_bench_result *r) {
     mb__json_kv_double(j, "max_abs_err", a->max_abs_err);
     mb__json_kv_double(j, "max_rel_err", a->max_rel_err);
     mb__json_kv_double(j, "cosine", a->cosine);
+    kv_measured(j, "top1_agreement", a->top1_agreement, a->top1_agreement >= 0);
+    mb__json_kv_int(j, "top1_rows", a->top1_agreement >= 0 ? a->top1_rows : 0);
     mb__json_object_end(j);
   }
   mb__json_array_end(j);
@@ -253,6 +258,7 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
   mb__json_kv_string(j, "precision", result_precision(r));
   kv_string_or_null(j, "runtime", r->runtime);
   kv_string_or_null(j, "runtime_version", r->runtime_version);
+  mb__json_kv_bool(j, "inaccurate", r->inaccurate != 0);
   mb__json_key(j, "cache_hit");
   if (r->cache_hit >= 0)
     mb__json_bool(j, r->cache_hit != 0);

@@ -241,7 +241,9 @@ bool mb__report_is_accurate(const mb_bench_result *r) {
   /* No outputs compared: nothing is known to be wrong. */
   if (r->n_outputs <= 0)
     return true;
-  return !isnan(cosine) && cosine >= MB_REPORT_MIN_COSINE;
+  /* Flagged by the worker against the run's --max-error, or below the
+   * cosine recommendations always ask for. */
+  return !isnan(cosine) && !r->inaccurate && cosine >= MB_REPORT_MIN_COSINE;
 }
 
 /* ---- order ---- */

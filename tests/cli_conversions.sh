@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Model conversions end to end: OPTIMIZE+, FP16+, INT8_DYNAMIC+ and
+# INT8_STATIC+ conversions benchmark with status ok on the bundled models,
+# judged against the reference with --max-error (inaccurate flag) and
+# top-1 agreement for classifier outputs; `modelbench convert` writes
+# models that onnx.checker accepts and that bench runs again.
+#
+# Environment (set by ctest): MB_CLI, MB_TEST_MODELS.
+set -u
+
+cli=${MB_CLI:?set MB_CLI to the modelbench binary}
+models=${MB_TEST_MODELS:?set MB_TEST_MODELS to the bundled models folder}
+python=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export MODELBENCH_CACHE_DIR=$tmp/cache
+failures=0
+checks=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+show() {
+  sed 's/^/    /' "$@" | head -30
+}
+
+run() {
+  local code=$1
+  shift
+  checks=$((checks + 1))
+  "$cli" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$tmp/err"; then
+    fail "modelbench $*: sanitizer report"
+    show "$tmp/err"
+    return 1
+  fi
+  if [ "$rc" -ne "$code" ]; then
+    fail "modelbench $*: exit $rc, expected $code"
+    show "$tmp/err" "$tmp/out"
+    return 1
+  fi
+  return 0
+}
+
+expect_in() {
+  checks=$((checks + 1))
+  if ! grep -qF -- "$2" "$1"; then
+    fail "$3: '$2' not found"
+    show "$1"
+    return 1
+  fi
+}
+
+py() {
+  local what=$1
+  shift
+  checks=$((checks + 1))
+  if ! "$python" -c "$@" >"$tmp/py" 2>&1; then
+    fail "$what"
+    show "$tmp/py"
+    return 1
+  fi
+}
+
+fast=(--warmup 1 --warmup-time 0 --min-iterations 3 --min-time 0 --no-record
+  --calibration-samples 4)
+ort=0
+"$cli" list --json | "$python" -c '
+import json, sys
+rows = {c["name"]: c for c in json.load(sys.stdin)["conversions"]}
+sys.exit(0 if rows["ORT_CPU"]["available"] else 1)' && ort=1
+convs=OPTIMIZE+REFERENCE,FP16+REFERENCE,INT8_STATIC+REFERENCE
+[ $ort = 1 ] &&
+  convs=$convs,FP16+ORT_CPU,INT8_DYNAMIC+ORT_CPU,INT8_STATIC+ORT_CPU
+
+# Every conversion runs on every bundled model; fp32 ones stay exact,
+# reduced ones within the default --max-error (cosine >= 0.999) on these
+# small models, and the MLP's [8, 10] logits give top-1 agreement.
+for m in mlp small_cnn resnet_blocks transformer_block; do
+  if run 0 bench "$models/$m.onnx" -c "$convs" "${fast[@]}" --batch-size 8 \
+    --json "$tmp/$m.json"; then
+    py "conversions on $m" '
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    assert r["status"] == "ok", r
+    acc = r["accuracy"]
+    if r["precision"] == "fp32":
+        assert acc["max_abs_err"] <= 1e-4, (r["conversion"], acc)
+    assert r["inaccurate"] is False, (r["conversion"], acc, r["warnings"])
+    assert acc["cosine"] >= 0.999, (r["conversion"], acc)
+    if sys.argv[2] in ("mlp", "small_cnn"):
+        (o,) = acc["outputs"]
+        assert o["top1_rows"] == 8, o
+        assert 0 <= o["top1_agreement"] <= 1, o
+    assert r["build_ms"] is not None and r["build_ms"] >= 0, r
+' "$tmp/$m.json" "$m"
+  fi
+done
+# A tight --max-error flags the reduced-precision ones inaccurate (and the
+# recommendation skips them); fp32 is judged by rtol/atol.
+if run 0 bench "$models/small_cnn.onnx" -c REFERENCE,FP16+REFERENCE \
+  "${fast[@]}" --max-error 1e-12 --json "$tmp/tight.json"; then
+  py "--max-error flags" '
+import json, sys
+rows = {r["conversion"]: r for r in json.load(open(sys.argv[1]))["results"]}
+assert rows["REFERENCE"]["inaccurate"] is False
+f = rows["FP16+REFERENCE"]
+assert f["inaccurate"] is True, f
+assert any(w.startswith("inaccurate:") for w in f["warnings"]), f["warnings"]
+' "$tmp/tight.json"
+  expect_in "$tmp/out" "Deploy REFERENCE" "the inaccurate option is not recommended"
+fi
+run 2 bench "$models/mlp.onnx" --max-error 0 && expect_in "$tmp/err" \
+  "--max-error" "--max-error 0"
+
+# ---- convert ----
+for c in OPTIMIZE+REFERENCE FP16+REFERENCE INT8_STATIC+REFERENCE \
+  INT8_DYNAMIC+ORT_CPU; do
+  out=$tmp/${c//+/_}.onnx
+  if run 0 convert "$models/resnet_blocks.onnx" -c "$c" -o "$out" \
+    --calibration-samples 4; then
+    expect_in "$tmp/out" "wrote $out" "convert $c"
+    py "onnx.checker on $c" '
+import sys
+try:
+    import onnx
+except ImportError:
+    sys.exit(0)
+onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)
+' "$out"
+    # The written model runs, and matches the original's reference closely.
+    run 0 bench "$out" -c REFERENCE "${fast[@]}"
+  fi
+done
+if run 0 analyze "$tmp/INT8_STATIC_REFERENCE.onnx" --json; then
+  py "the static model is QDQ" '
+import json, sys
+ops = {o["op_type"] for o in json.load(open(sys.argv[1]))["operators"]}
+assert {"QuantizeLinear", "DequantizeLinear"} <= ops, ops
+' "$tmp/out"
+fi
+run 0 convert "$models/mlp.onnx" -c REFERENCE -o "$tmp/same.onnx" &&
+  expect_in "$tmp/out" "no conversion steps" "a conversion without steps"
+run 2 convert "$models/mlp.onnx" -c NOPE -o "$tmp/x.onnx"
+run 2 convert "$models/mlp.onnx" -c FP16+REFERENCE &&
+  expect_in "$tmp/err" "missing -o" "convert without -o"
+run 2 convert -c FP16+REFERENCE -o "$tmp/x.onnx" &&
+  expect_in "$tmp/err" "missing MODEL" "convert without a model"
+run 1 convert "$tmp/missing.onnx" -c FP16+REFERENCE -o "$tmp/x.onnx"
+run 1 convert "$models/mlp.onnx" -c FP16+REFERENCE -o "$tmp/no/such/dir/x.onnx"
+run 0 convert --help && expect_in "$tmp/out" "Usage: modelbench convert" \
+  "convert --help"
+
+echo "$checks checks, $failures failures"
+[ "$failures" -eq 0 ]
