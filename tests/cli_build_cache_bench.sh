@@ -14,56 +14,8 @@ python=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export MODELBENCH_CACHE_DIR=$tmp/cache
-failures=0
-checks=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-show() {
-  sed 's/^/    /' "$@" | head -30
-}
-
-run() {
-  local code=$1
-  shift
-  checks=$((checks + 1))
-  "$cli" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$tmp/err"; then
-    fail "modelbench $*: sanitizer report"
-    show "$tmp/err"
-    return 1
-  fi
-  if [ "$rc" -ne "$code" ]; then
-    fail "modelbench $*: exit $rc, expected $code"
-    show "$tmp/err" "$tmp/out"
-    return 1
-  fi
-  return 0
-}
-
-expect_in() {
-  checks=$((checks + 1))
-  if ! grep -qF -- "$2" "$1"; then
-    fail "$3: '$2' not found"
-    show "$1"
-    return 1
-  fi
-}
-
-py() {
-  local what=$1
-  shift
-  checks=$((checks + 1))
-  if ! "$python" -c "$@" >"$tmp/py" 2>&1; then
-    fail "$what"
-    show "$tmp/py"
-    return 1
-  fi
-}
+# shellcheck source=tests/shell_lib.sh
+. "$(dirname "$0")/shell_lib.sh"
 
 fast=(--warmup 1 --warmup-time 0 --min-iterations 3 --min-time 0)
 # The conversions whose builds differ: nothing to build (REFERENCE), ORT's

@@ -16,66 +16,9 @@ python=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export MODELBENCH_CACHE_DIR=$tmp/cache
-failures=0
-checks=0
-fast=(--warmup 1 --warmup-time 0 --min-iterations 5 --min-time 0
-  --no-record)
+# shellcheck source=tests/shell_lib.sh
+. "$(dirname "$0")/shell_lib.sh"
 
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-show() {
-  sed 's/^/    /' "$@" | head -30
-}
-
-run() {
-  local code=$1
-  shift
-  checks=$((checks + 1))
-  "$cli" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$tmp/err"; then
-    fail "modelbench $*: sanitizer report"
-    show "$tmp/err"
-    return 1
-  fi
-  if [ "$rc" -ne "$code" ]; then
-    fail "modelbench $*: exit $rc, expected $code"
-    show "$tmp/err" "$tmp/out"
-    return 1
-  fi
-  return 0
-}
-
-expect_in() {
-  checks=$((checks + 1))
-  if ! grep -qF -- "$2" "$1"; then
-    fail "$3: '$2' not found"
-    show "$1"
-    return 1
-  fi
-}
-
-py() {
-  local what=$1
-  shift
-  checks=$((checks + 1))
-  if ! "$python" -c "$@" >"$tmp/py" 2>&1; then
-    fail "$what"
-    show "$tmp/py"
-    return 1
-  fi
-}
-
-# available NAME: is conversion NAME available here?
-available() {
-  "$cli" list --json | "$python" -c '
-import json, sys
-rows = {c["name"]: c for c in json.load(sys.stdin)["conversions"]}
-sys.exit(0 if rows[sys.argv[1]]["available"] else 1)' "$1"
-}
 
 # ---- tiers ----
 for tier in 1 2 3; do

@@ -76,19 +76,39 @@ static const char *input_name(const mb_model *model, int i) {
              : "";
 }
 
-/* The input signature of sample 0. */
-static mb_status input_signature(const mb_bench_job *job, char **out,
-                                 mb_error *err) {
-  mb_input_shape shapes[64];
-  mb_dtype dtypes[64];
-  int n = MB_MIN(job->n_inputs, (int)MB_ARRAY_COUNT(shapes));
-  for (int i = 0; i < n; i++) {
+/* Most graph inputs a build handles (the key, passes and calibration see
+ * sample 0's shapes). */
+#define MAX_INPUTS 64
+
+/* Sample 0's concrete input shapes (and dtypes when non-NULL): the shapes
+ * every build step works with. Fails on more than MAX_INPUTS inputs. */
+static mb_status sample_shapes(const mb_bench_job *job, mb_input_shape *shapes,
+                               mb_dtype *dtypes, int *n_out, mb_error *err) {
+  if (job->n_inputs > MAX_INPUTS)
+    return mb__error(err, MB_STATUS_UNSUPPORTED,
+                     "building: %d graph inputs, at most %d are supported",
+                     job->n_inputs, MAX_INPUTS);
+  for (int i = 0; i < job->n_inputs; i++) {
     const mb_tensor *t = job->samples[0][i];
     shapes[i].name = input_name(job->model, i);
     shapes[i].rank = t->rank;
     memcpy(shapes[i].dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
-    dtypes[i] = t->dtype;
+    if (dtypes)
+      dtypes[i] = t->dtype;
   }
+  *n_out = job->n_inputs;
+  return MB_STATUS_OK;
+}
+
+/* The input signature of sample 0. */
+static mb_status input_signature(const mb_bench_job *job, char **out,
+                                 mb_error *err) {
+  mb_input_shape shapes[MAX_INPUTS];
+  mb_dtype dtypes[MAX_INPUTS];
+  int n;
+  mb_status status = sample_shapes(job, shapes, dtypes, &n, err);
+  if (status)
+    return status;
   return mb__build_input_signature(n, shapes, dtypes, out, err);
 }
 
@@ -96,18 +116,15 @@ static mb_status input_signature(const mb_bench_job *job, char **out,
 static mb_status write_partition(const mb_bench_job *job,
                                  const mb_conversion_def *def, const char *path,
                                  mb_error *err) {
-  mb_input_shape shapes[64];
-  int n = MB_MIN(job->n_inputs, (int)MB_ARRAY_COUNT(shapes));
-  for (int i = 0; i < n; i++) {
-    const mb_tensor *t = job->samples[0][i];
-    shapes[i].name = input_name(job->model, i);
-    shapes[i].rank = t->rank;
-    memcpy(shapes[i].dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
-  }
+  mb_input_shape shapes[MAX_INPUTS];
+  int n;
+  mb_status status = sample_shapes(job, shapes, NULL, &n, err);
+  if (status)
+    return status;
   mb_shape_spec spec = {0, n, shapes};
   mb_partition *p = NULL;
-  mb_status status = mb_model_partition(job->model, def->runtime,
-                                        def->precision, &spec, &p, err);
+  status = mb_model_partition(job->model, def->runtime, def->precision, &spec,
+                              &p, err);
   if (status)
     return status;
   FILE *f = fopen(path, "w");
@@ -200,14 +217,11 @@ static mb_status calibration_batches(const mb_bench_job *job,
   }
   int n = c->calibration_samples > 0 ? c->calibration_samples
                                      : DEFAULT_CALIBRATION_SAMPLES;
-  mb_input_shape shapes[64];
-  int n_inputs = MB_MIN(job->n_inputs, (int)MB_ARRAY_COUNT(shapes));
-  for (int i = 0; i < n_inputs; i++) {
-    const mb_tensor *t = job->samples[0][i];
-    shapes[i].name = input_name(job->model, i);
-    shapes[i].rank = t->rank;
-    memcpy(shapes[i].dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
-  }
+  mb_input_shape shapes[MAX_INPUTS];
+  int n_inputs;
+  mb_status status = sample_shapes(job, shapes, NULL, &n_inputs, err);
+  if (status)
+    return status;
   mb_shape_spec spec = {0, n_inputs, shapes};
   mb_tensor ***batches = calloc((size_t)n, sizeof *batches);
   if (!batches)
@@ -218,9 +232,9 @@ static mb_status calibration_batches(const mb_bench_job *job,
     if (!(batches[b] = calloc((size_t)job->n_inputs + 1, sizeof **batches)))
       return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "calibration batches");
     *n_out = b + 1;
-    mb_status status = mb_inputs_generate(
-        job->model, &spec, c->seed + 0x5eed0000u + (unsigned)b, c->n_ranges,
-        c->ranges, batches[b], err);
+    status = mb_inputs_generate(job->model, &spec,
+                                c->seed + 0x5eed0000u + (unsigned)b,
+                                c->n_ranges, c->ranges, batches[b], err);
     if (status)
       return status;
   }
@@ -248,14 +262,11 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
                               const char *quant_path, void **bytes_out,
                               size_t *size_out, char *summary, size_t ssize,
                               mb_error *err) {
-  mb_input_shape shapes[64];
-  int n_inputs = MB_MIN(job->n_inputs, (int)MB_ARRAY_COUNT(shapes));
-  for (int i = 0; i < n_inputs; i++) {
-    const mb_tensor *t = job->samples[0][i];
-    shapes[i].name = input_name(job->model, i);
-    shapes[i].rank = t->rank;
-    memcpy(shapes[i].dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
-  }
+  mb_input_shape shapes[MAX_INPUTS];
+  int n_inputs;
+  mb_status status = sample_shapes(job, shapes, NULL, &n_inputs, err);
+  if (status)
+    return status;
   mb_pass_options po = {.n_input_shapes = n_inputs, .input_shapes = shapes};
   mb_quant_options qo = {.threads = job->config->threads};
   mb_pass_stats stats;
@@ -266,7 +277,6 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
   bool owned = false;
   mb_model *model = NULL;
   char steps[256], *save = NULL;
-  mb_status status;
   memset(&stats, 0, sizeof stats);
   memset(&qs, 0, sizeof qs);
   summary[0] = '\0';

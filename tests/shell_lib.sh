@@ -1,0 +1,67 @@
+# Helpers shared by the CLI test scripts (tests/cli_*.sh source it; it is
+# not a test itself). The script sets `cli` (the modelbench binary),
+# `python` and `tmp` (a scratch folder) first; checks and failures are
+# counted in `checks` and `failures`, and the script ends with
+#   echo "$checks checks, $failures failures"; [ "$failures" -eq 0 ]
+failures=0
+checks=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+show() {
+  sed 's/^/    /' "$@" | head -30
+}
+
+# run CODE ARGS...: runs the CLI with stdout/stderr in $tmp/out, $tmp/err;
+# checks the exit code and that no sanitizer spoke. Returns 1 on failure.
+run() {
+  local code=$1
+  shift
+  checks=$((checks + 1))
+  "$cli" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$tmp/err"; then
+    fail "modelbench $*: sanitizer report"
+    show "$tmp/err"
+    return 1
+  fi
+  if [ "$rc" -ne "$code" ]; then
+    fail "modelbench $*: exit $rc, expected $code"
+    show "$tmp/err" "$tmp/out"
+    return 1
+  fi
+  return 0
+}
+
+# expect_in FILE NEEDLE DESCRIPTION
+expect_in() {
+  checks=$((checks + 1))
+  if ! grep -qF -- "$2" "$1"; then
+    fail "$3: '$2' not found"
+    show "$1"
+    return 1
+  fi
+}
+
+# py DESCRIPTION SCRIPT ARGS...: a Python check; a failure is counted.
+py() {
+  local what=$1
+  shift
+  checks=$((checks + 1))
+  if ! "$python" -c "$@" >"$tmp/py" 2>&1; then
+    fail "$what"
+    show "$tmp/py"
+    return 1
+  fi
+}
+
+# available NAME: is conversion NAME available here?
+available() {
+  "$cli" list --json | "$python" -c '
+import json, sys
+rows = {c["name"]: c for c in json.load(sys.stdin)["conversions"]}
+sys.exit(0 if rows[sys.argv[1]]["available"] else 1)' "$1"
+}
