@@ -51,6 +51,18 @@ for r in json.load(open(sys.argv[1]))["results"]:
 ' "$tmp/$m.json" "$m"
   fi
 done
+# Accuracy covers every evaluation sample: --n-samples 5 of batch 3 gives
+# top-1 agreement over 15 rows (and the worst error over the samples).
+if run 0 bench "$models/mlp.onnx" -c REFERENCE,FP16+REFERENCE "${fast[@]}" \
+  --n-samples 5 --batch-size 3 --json "$tmp/samples.json"; then
+  py "accuracy over several samples" '
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    (o,) = r["accuracy"]["outputs"]
+    assert o["top1_rows"] == 15, o
+    assert r["accuracy"]["top1_agreement"] == o["top1_agreement"], r
+' "$tmp/samples.json"
+fi
 # A tight --max-error flags the reduced-precision ones inaccurate (and the
 # recommendation skips them); fp32 is judged by rtol/atol.
 if run 0 bench "$models/small_cnn.onnx" -c REFERENCE,FP16+REFERENCE \

@@ -78,9 +78,13 @@ typedef struct mb_bench_job {
   const mb_bench_config *config; /* effective, validated */
   int n_inputs, n_outputs;
   int64_t n_samples;
-  mb_tensor ***samples;  /* [n_samples][n_inputs], all materialised */
-  int batch_size;        /* of one sample, for throughput */
-  mb_tensor **reference; /* n_outputs reference outputs or NULL */
+  mb_tensor ***samples; /* [n_samples][n_inputs], all materialised */
+  int batch_size;       /* of one sample, for throughput */
+  /* Reference outputs of the first n_reference samples (at most
+   * MB_MAX_EVAL_SAMPLES): n_reference * n_outputs tensors, sample-major,
+   * or NULL. Accuracy is checked on every one of them. */
+  mb_tensor **reference;
+  int n_reference;
   char reference_note[MB_ERROR_MESSAGE_SIZE]; /* why NULL, else "" */
   mb_machine_info machine;
 } mb_bench_job;
@@ -153,7 +157,12 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
                                const mb_progress_sink *progress, int send_fd,
                                mb_bench_result *result);
 
-/* Runs the reference interpreter on sample 0. outputs_out: n_outputs slots
+/* Samples the accuracy check covers (--n-samples beyond it are timed
+ * only). */
+#define MB_MAX_EVAL_SAMPLES 64
+
+/* Runs the reference interpreter on the first job->n_reference samples.
+ * outputs_out: n_reference * n_outputs slots (sample-major)
  * receiving new tensors. */
 mb_status mb__worker_reference(const mb_bench_job *job, mb_tensor **outputs_out,
                                mb_error *err);

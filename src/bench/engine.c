@@ -155,8 +155,9 @@ static void dispatch(engine *e, uint32_t type, mb_wire *payload,
   case MB_MSG_TENSORS:
     if (out->tensors && !out->have_tensors)
       out->have_tensors =
-          mb__wire_get_tensors(payload, e->job.n_outputs, out->tensors, &err) ==
-          MB_STATUS_OK;
+          mb__wire_get_tensors(payload,
+                               e->job.n_outputs * MB_MAX(e->job.n_reference, 1),
+                               out->tensors, &err) == MB_STATUS_OK;
     if (!out->have_tensors) {
       out->have_error = 1;
       snprintf(out->error, sizeof out->error, "%s", err.message);
@@ -389,15 +390,15 @@ static mb_bench_status describe_end(const engine *e, const child_outcome *out,
 
 static void reference_body(engine *e, void *arg, int fd) {
   mb_error err = {MB_STATUS_OK, ""};
-  mb_tensor **outputs =
-      calloc((size_t)MB_MAX(e->job.n_outputs, 1), sizeof *outputs);
+  int n = e->job.n_outputs * MB_MAX(e->job.n_reference, 1);
+  mb_tensor **outputs = calloc((size_t)MB_MAX(n, 1), sizeof *outputs);
   mb_wire w = {0};
   mb_status status = outputs
                          ? mb__worker_reference(&e->job, outputs, &err)
                          : mb__error(&err, MB_STATUS_OUT_OF_MEMORY,
                                      "cannot allocate the reference outputs");
   if (!status) {
-    mb__wire_put_tensors(&w, e->job.n_outputs, outputs);
+    mb__wire_put_tensors(&w, n, outputs);
     if (!w.failed && w.size <= MB_MSG_MAX_PAYLOAD)
       mb__msg_send(fd, MB_MSG_TENSORS, w.data, (uint32_t)w.size);
   } else {
@@ -419,7 +420,9 @@ static void free_tensors(mb_tensor **tensors, int n) {
 static mb_status compute_reference(engine *e, mb_error *err) {
   mb_bench_job *job = &e->job;
   char unsupported[256];
-  int n = job->n_outputs;
+  /* Accuracy covers the first samples, up to MB_MAX_EVAL_SAMPLES. */
+  job->n_reference = (int)MB_MIN(job->n_samples, MB_MAX_EVAL_SAMPLES);
+  int n = job->n_outputs * MB_MAX(job->n_reference, 1);
   mb_tensor **outputs = calloc((size_t)MB_MAX(n, 1), sizeof *outputs);
   if (!outputs)
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
@@ -465,8 +468,8 @@ static mb_status compute_reference(engine *e, mb_error *err) {
   /* Outputs carry the graph's output names for the accuracy entries. */
   for (int i = 0; i < n; i++) {
     mb_value_info info;
-    if (!outputs[i]->name &&
-        mb_model_output_info(e->model, i, &info, NULL) == MB_STATUS_OK)
+    if (!outputs[i]->name && mb_model_output_info(e->model, i % job->n_outputs,
+                                                  &info, NULL) == MB_STATUS_OK)
       outputs[i]->name = mb__strdup(info.name);
   }
   job->reference = outputs;
@@ -827,7 +830,7 @@ static void engine_cleanup(engine *e) {
     free(job->samples[s]);
   }
   free(job->samples);
-  free_tensors(job->reference, job->n_outputs);
+  free_tensors(job->reference, job->n_outputs * MB_MAX(job->n_reference, 1));
   if (e->source)
     mb__input_source_close(e->source);
   mb_model_free(e->model);

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -468,15 +469,16 @@ static void fail_result(mb_bench_result *result, mb_bench_status status,
   result->error[strcspn(result->error, "\r\n")] = '\0';
 }
 
-/* Top-1 agreement of a classifier-shaped output ([rows, classes], float32,
- * classes >= 2) with the reference; -1 when not classifier-shaped. */
-static double top1_agreement(const mb_tensor *got, const mb_tensor *want,
-                             int64_t *rows_out) {
+/* Rows of a classifier-shaped output ([rows, classes], float32, classes
+ * >= 2) whose top-1 class matches the reference's; -1 when the output is
+ * not classifier-shaped. *rows_out: the rows compared. */
+static int64_t top1_matches(const mb_tensor *got, const mb_tensor *want,
+                            int64_t *rows_out) {
   *rows_out = 0;
   if (got->dtype != MB_DTYPE_FLOAT || want->dtype != MB_DTYPE_FLOAT ||
       got->rank != 2 || want->rank != 2 || got->dims[1] < 2 ||
       got->dims[0] < 1 || got->numel != want->numel)
-    return -1.0;
+    return -1;
   const float *a = got->data, *b = want->data;
   int64_t rows = got->dims[0], classes = got->dims[1], same = 0;
   for (int64_t r = 0; r < rows; r++) {
@@ -490,7 +492,7 @@ static double top1_agreement(const mb_tensor *got, const mb_tensor *want,
     same += ia == ib;
   }
   *rows_out = rows;
-  return (double)same / (double)rows;
+  return same;
 }
 
 /* Runs sample 0 again and compares every output with the reference:
@@ -518,68 +520,109 @@ static mb_status check_accuracy(const mb_runtime *rt, void *session,
                            rt->name);
     return MB_STATUS_OK;
   }
-  if ((status =
-           rt->run(session, (const mb_tensor *const *)job->samples[0], err)))
-    return mb__error_prefix(err, status, "accuracy run");
-  outputs = calloc((size_t)MB_MAX(job->n_outputs, 1), sizeof *outputs);
-  result->accuracy =
-      calloc((size_t)MB_MAX(job->n_outputs, 1), sizeof *result->accuracy);
-  if (!outputs || !result->accuracy) {
+  int n_out = job->n_outputs, n_ref = MB_MAX(job->n_reference, 1);
+  outputs = calloc((size_t)MB_MAX(n_out, 1), sizeof *outputs);
+  result->accuracy = calloc((size_t)MB_MAX(n_out, 1), sizeof *result->accuracy);
+  int64_t *bad = calloc((size_t)MB_MAX(n_out, 1), sizeof *bad);
+  int64_t *top1_same = calloc((size_t)MB_MAX(n_out, 1), sizeof *top1_same);
+  if (!outputs || !result->accuracy || !bad || !top1_same) {
+    free(bad);
+    free(top1_same);
     status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
                        "cannot allocate the accuracy check");
     goto done;
   }
-  result->n_outputs = job->n_outputs;
-  if ((status = rt->fetch_outputs(session, outputs, err))) {
-    mb__error_prefix(err, status, "fetching outputs");
-    goto done;
-  }
+  result->n_outputs = n_out;
   result->max_abs_err = 0.0;
-  for (int i = 0; i < job->n_outputs; i++) {
-    const mb_tensor *expected = job->reference[i];
-    mb_output_accuracy *acc = &result->accuracy[i];
-    mb_compare_result cmp;
-    snprintf(acc->name, sizeof acc->name, "%s",
-             expected->name ? expected->name : "");
-    if ((status = mb_tensor_compare(outputs[i], expected, job->config->rtol,
-                                    job->config->atol, &cmp, err))) {
-      mb__error_prefix(err, status, "output '%s'", acc->name);
-      goto done;
+  for (int i = 0; i < n_out; i++) {
+    result->accuracy[i].cosine = 1.0;
+    result->accuracy[i].top1_agreement = -1.0;
+  }
+  /* Every sample with reference outputs; per output the worst error and
+   * cosine over them, top-1 agreement over all their rows. */
+  for (int k = 0; k < n_ref; k++) {
+    if ((status = rt->run(session, (const mb_tensor *const *)job->samples[k],
+                          err))) {
+      mb__error_prefix(err, status, "accuracy run (sample %d)", k);
+      goto sample_done;
     }
-    if (!cmp.shape_match) {
-      char got[160], want[160];
-      status = mb__error(
-          err, MB_STATUS_MISMATCH,
-          "output '%s' is %s%s but the reference interpreter gives %s%s",
-          acc->name, mb_dtype_name(outputs[i]->dtype),
-          mb__shape_str(outputs[i]->rank, outputs[i]->dims, got, sizeof got),
-          mb_dtype_name(expected->dtype),
-          mb__shape_str(expected->rank, expected->dims, want, sizeof want));
-      goto done;
+    if ((status = rt->fetch_outputs(session, outputs, err))) {
+      mb__error_prefix(err, status, "fetching outputs");
+      goto sample_done;
     }
-    acc->max_abs_err = cmp.max_abs_err;
-    acc->max_rel_err = cmp.max_rel_err;
-    acc->cosine = cmp.cosine;
-    acc->top1_agreement = top1_agreement(outputs[i], expected, &acc->top1_rows);
-    result->max_abs_err = MB_MAX(result->max_abs_err, cmp.max_abs_err);
+    for (int i = 0; i < n_out; i++) {
+      const mb_tensor *expected = job->reference[k * n_out + i];
+      mb_output_accuracy *acc = &result->accuracy[i];
+      mb_compare_result cmp;
+      snprintf(acc->name, sizeof acc->name, "%s",
+               expected->name ? expected->name : "");
+      if ((status = mb_tensor_compare(outputs[i], expected, job->config->rtol,
+                                      job->config->atol, &cmp, err))) {
+        mb__error_prefix(err, status, "output '%s'", acc->name);
+        goto sample_done;
+      }
+      if (!cmp.shape_match) {
+        char got[160], want[160];
+        status = mb__error(
+            err, MB_STATUS_MISMATCH,
+            "output '%s' is %s%s but the reference interpreter gives %s%s",
+            acc->name, mb_dtype_name(outputs[i]->dtype),
+            mb__shape_str(outputs[i]->rank, outputs[i]->dims, got, sizeof got),
+            mb_dtype_name(expected->dtype),
+            mb__shape_str(expected->rank, expected->dims, want, sizeof want));
+        goto sample_done;
+      }
+      /* NaN errors must stick: compare so that NaN wins. */
+      if (k == 0 || !(cmp.max_abs_err <= acc->max_abs_err))
+        acc->max_abs_err = cmp.max_abs_err;
+      if (k == 0 || !(cmp.max_rel_err <= acc->max_rel_err))
+        acc->max_rel_err = cmp.max_rel_err;
+      if (k == 0 || !(cmp.cosine >= acc->cosine))
+        acc->cosine = cmp.cosine;
+      bad[i] += cmp.n_bad;
+      int64_t rows, same = top1_matches(outputs[i], expected, &rows);
+      if (same >= 0) {
+        top1_same[i] += same;
+        acc->top1_rows += rows;
+        acc->top1_agreement = (double)top1_same[i] / (double)acc->top1_rows;
+      }
+    }
+  sample_done:
+    for (int i = 0; i < n_out; i++) {
+      mb_tensor_free(outputs[i]);
+      outputs[i] = NULL;
+    }
+    if (status)
+      break;
+  }
+  for (int i = 0; !status && i < n_out; i++) {
+    const mb_output_accuracy *acc = &result->accuracy[i];
+    result->max_abs_err = MB_MAX(result->max_abs_err, acc->max_abs_err);
+    if (isnan(acc->max_abs_err))
+      result->max_abs_err = acc->max_abs_err;
     if (reduced) {
-      if (!(1.0 - cmp.cosine <= max_error)) {
+      if (!(1.0 - acc->cosine <= max_error)) {
         result->inaccurate = 1;
         mb__result_add_warning(result,
                                "inaccurate: output '%s' has cosine %.6f "
                                "with the reference (1 - cosine %.2g > "
                                "--max-error %g)",
-                               acc->name, cmp.cosine, 1.0 - cmp.cosine,
+                               acc->name, acc->cosine, 1.0 - acc->cosine,
                                max_error);
       }
-    } else if (cmp.n_bad > 0)
+    } else if (bad[i] > 0) {
       mb__result_add_warning(result,
                              "output '%s': %lld of %lld values differ from "
                              "the reference beyond rtol %g, atol %g",
-                             acc->name, (long long)cmp.n_bad,
-                             (long long)expected->numel, job->config->rtol,
-                             job->config->atol);
+                             acc->name, (long long)bad[i],
+                             (long long)(job->reference[i]->numel * n_ref),
+                             job->config->rtol, job->config->atol);
+    }
   }
+  free(bad);
+  free(top1_same);
+  if (status)
+    goto done;
   result->has_accuracy = 1;
 
 done:
@@ -766,7 +809,8 @@ mb_status mb__worker_reference(const mb_bench_job *job, mb_tensor **outputs_out,
                                 .device = MB_DEVICE_CPU};
   void *session = NULL;
   mb_status status;
-  for (int i = 0; i < job->n_outputs; i++)
+  int n = MB_MAX(job->n_reference, 1);
+  for (int i = 0; i < n * job->n_outputs; i++)
     outputs_out[i] = NULL;
   if (!rt)
     return mb__error(err, MB_STATUS_INTERNAL,
@@ -774,9 +818,14 @@ mb_status mb__worker_reference(const mb_bench_job *job, mb_tensor **outputs_out,
   if ((status = rt->prepare(job->model, job->model_bytes, job->model_size,
                             &options, &session, err)))
     return status;
-  status = rt->run(session, (const mb_tensor *const *)job->samples[0], err);
-  if (!status)
-    status = rt->fetch_outputs(session, outputs_out, err);
+  for (int k = 0; k < n && !status; k++) {
+    status = rt->run(session, (const mb_tensor *const *)job->samples[k], err);
+    if (!status)
+      status =
+          rt->fetch_outputs(session, outputs_out + k * job->n_outputs, err);
+    if (status && n > 1)
+      mb__error_prefix(err, status, "sample %d", k);
+  }
   rt->release(session);
   return status;
 }
