@@ -90,6 +90,20 @@ typedef struct mb_engine {
   void (*release)(void *compiled);
 } mb_engine;
 
+/* The context of one supports_node / compile check in an engine: the
+ * node, its graph, the model's opset and where the reason goes. */
+typedef struct mb_engine_check {
+  const mb_engine_graph *eg;
+  const mb_node *n;
+  int64_t opset;
+  char *reason; /* caller's buffer, may be NULL */
+  size_t size;
+} mb_engine_check;
+
+/* Writes "<op_type>: <message>" into c->reason (when there is one) and
+ * returns 0, so a check can `return mb__engine_reject(c, "...")`. */
+int mb__engine_reject(mb_engine_check *c, const char *fmt, ...) MB_PRINTF(2, 3);
+
 /* MB_ENGINE_LIST lives in runtime/runtime.h (the runtime list uses it). */
 #define MB_X(name) extern const mb_engine mb__engine_##name;
 MB_ENGINE_LIST(MB_X)

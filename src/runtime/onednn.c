@@ -56,6 +56,7 @@ static void dn_probe(mb_runtime_info *info) {
 
 static int dn_supports_precision(mb_precision precision, char *reason,
                                  size_t size) {
+  (void)precision;
   if (reason && size)
     snprintf(reason, size, "%s", DN_REASON_UNBUILT);
   return 0;
@@ -64,6 +65,9 @@ static int dn_supports_precision(mb_precision precision, char *reason,
 static int dn_supports_node(const mb_engine_graph *eg, int node,
                             const mb_engine_options *options, char *reason,
                             size_t size) {
+  (void)eg;
+  (void)node;
+  (void)options;
   if (reason && size)
     snprintf(reason, size, "%s", DN_REASON_UNBUILT);
   return 0;
@@ -72,19 +76,30 @@ static int dn_supports_node(const mb_engine_graph *eg, int node,
 static mb_status dn_compile(const mb_segment_desc *segment,
                             const mb_engine_options *options,
                             void **compiled_out, mb_error *err) {
+  (void)segment;
+  (void)options;
+  (void)compiled_out;
   return mb__error(err, MB_STATUS_UNAVAILABLE, "onednn: %s", DN_REASON_UNBUILT);
 }
 
 static mb_status dn_run(void *compiled, const mb_tensor *const *inputs,
                         mb_tensor *const *outputs, mb_error *err) {
+  (void)compiled;
+  (void)inputs;
+  (void)outputs;
   return mb__error(err, MB_STATUS_UNAVAILABLE, "onednn: %s", DN_REASON_UNBUILT);
 }
 
 static int dn_node_profile(void *compiled, mb_engine_node_time *out, int max) {
+  (void)compiled;
+  (void)out;
+  (void)max;
   return 0;
 }
 
-static void dn_release(void *compiled) {}
+static void dn_release(void *compiled) {
+  (void)compiled;
+}
 
 #else /* MB_HAVE_DNNL */
 
@@ -244,111 +259,94 @@ static bool node_is_folded(const mb_engine_graph *eg, const mb_node *n) {
 /* Checks shared by supports_node and compile                                */
 /* ------------------------------------------------------------------------ */
 
-/* The context of one check: the node, its graph, and where the reason
- * goes. Checks return 1 (accepted) or 0 through reject(). */
-typedef struct check_ctx {
-  const mb_engine_graph *eg;
-  const mb_node *n;
-  int64_t opset;
-  char *reason;
-  size_t size;
-} check_ctx;
-
-static int reject(check_ctx *c, const char *fmt, ...) MB_PRINTF(2, 3);
-static int reject(check_ctx *c, const char *fmt, ...) {
-  if (c->reason && c->size) {
-    int k = snprintf(c->reason, c->size, "%s: ", c->n->op_type);
-    if (k >= 0 && (size_t)k < c->size) {
-      va_list ap;
-      va_start(ap, fmt);
-      vsnprintf(c->reason + k, c->size - (size_t)k, fmt, ap);
-      va_end(ap);
-    }
-  }
-  return 0;
-}
+/* Checks take an mb_engine_check (engine.h) and return 1 (accepted) or
+ * 0 through mb__engine_reject. */
 
 /* Input i is a float32 tensor of known, non-empty shape within the rank
  * limit; must_be_constant: 1 constant, -1 not constant, 0 either. */
-static int check_float_input(check_ctx *c, int i, int must_be_constant) {
+static int check_float_input(mb_engine_check *c, int i, int must_be_constant) {
   int v = node_input(c->n, i), rank;
   int64_t dims[MB_MAX_RANK];
   mb_dtype dt;
   if (v < 0)
-    return reject(c, "input %d is missing", i);
+    return mb__engine_reject(c, "input %d is missing", i);
   const mb_tensor *k = constant_of(c->eg, v);
   if (!value_shape(c->eg, v, &rank, dims, &dt))
-    return reject(c, "input %d has no static shape", i);
+    return mb__engine_reject(c, "input %d has no static shape", i);
   if (dt != MB_DTYPE_FLOAT)
-    return reject(c, "input %d is %s (only float32 runs on oneDNN)", i,
-                  mb_dtype_name(dt));
+    return mb__engine_reject(c, "input %d is %s (only float32 runs on oneDNN)",
+                             i, mb_dtype_name(dt));
   if (rank > DN_RANK_MAX)
-    return reject(c, "input %d has rank %d (at most %d)", i, rank, DN_RANK_MAX);
+    return mb__engine_reject(c, "input %d has rank %d (at most %d)", i, rank,
+                             DN_RANK_MAX);
   if (dims_numel(rank, dims) <= 0)
-    return reject(c, "input %d is empty", i);
+    return mb__engine_reject(c, "input %d is empty", i);
   if (must_be_constant > 0 && !k)
-    return reject(c, "input %d is not a constant", i);
+    return mb__engine_reject(c, "input %d is not a constant", i);
   if (must_be_constant < 0 && k)
-    return reject(c, "input %d is a constant (expected an activation)", i);
+    return mb__engine_reject(
+        c, "input %d is a constant (expected an activation)", i);
   return 1;
 }
 
 /* Output 0 is a float32 tensor of known, non-empty shape; the others are
  * omitted. */
-static int check_outputs(check_ctx *c) {
+static int check_outputs(mb_engine_check *c) {
   int v = node_output(c->n, 0);
   if (v < 0)
-    return reject(c, "output 0 is missing");
+    return mb__engine_reject(c, "output 0 is missing");
   const mb_shape_info *s = &c->eg->shapes[v];
   if (!s->known)
-    return reject(c, "output has no static shape");
+    return mb__engine_reject(c, "output has no static shape");
   if (s->dtype != MB_DTYPE_FLOAT)
-    return reject(c, "output is %s (only float32 runs on oneDNN)",
-                  mb_dtype_name(s->dtype));
+    return mb__engine_reject(c, "output is %s (only float32 runs on oneDNN)",
+                             mb_dtype_name(s->dtype));
   if (s->rank > DN_RANK_MAX)
-    return reject(c, "output has rank %d (at most %d)", s->rank, DN_RANK_MAX);
+    return mb__engine_reject(c, "output has rank %d (at most %d)", s->rank,
+                             DN_RANK_MAX);
   if (dims_numel(s->rank, s->dims) <= 0)
-    return reject(c, "output is empty");
+    return mb__engine_reject(c, "output is empty");
   for (int i = 1; i < c->n->n_outputs; i++)
     if (c->n->outputs[i] >= 0)
-      return reject(c, "optional output %d is not supported", i);
+      return mb__engine_reject(c, "optional output %d is not supported", i);
   return 1;
 }
 
-static const mb_shape_info *out_shape(check_ctx *c) {
+static const mb_shape_info *out_shape(mb_engine_check *c) {
   return &c->eg->shapes[c->n->outputs[0]];
 }
 
 /* A float scalar constant (numel 1) at input i, or `def` when omitted. */
-static int scalar_input(check_ctx *c, int i, float def, float *out) {
+static int scalar_input(mb_engine_check *c, int i, float def, float *out) {
   int v = node_input(c->n, i);
   *out = def;
   if (v < 0)
     return 1;
   const mb_tensor *k = constant_of(c->eg, v);
   if (!k)
-    return reject(c, "input %d is not a constant", i);
+    return mb__engine_reject(c, "input %d is not a constant", i);
   if (k->numel != 1 || k->dtype != MB_DTYPE_FLOAT)
-    return reject(c, "input %d is not a float32 scalar", i);
+    return mb__engine_reject(c, "input %d is not a float32 scalar", i);
   *out = ((const float *)k->data)[0];
   return 1;
 }
 
 /* Integer constant (int32/int64) at input i into out (at most max values);
  * returns the count, or -1 (rejected). */
-static int64_t int_input(check_ctx *c, int i, int64_t *out, int64_t max) {
+static int64_t int_input(mb_engine_check *c, int i, int64_t *out, int64_t max) {
   int v = node_input(c->n, i);
   const mb_tensor *k = v >= 0 ? constant_of(c->eg, v) : NULL;
   if (!k) {
-    reject(c, "input %d is not a constant", i);
+    mb__engine_reject(c, "input %d is not a constant", i);
     return -1;
   }
   if (k->dtype != MB_DTYPE_INT64 && k->dtype != MB_DTYPE_INT32) {
-    reject(c, "input %d is %s, expected int64", i, mb_dtype_name(k->dtype));
+    mb__engine_reject(c, "input %d is %s, expected int64", i,
+                      mb_dtype_name(k->dtype));
     return -1;
   }
   if (k->numel > max) {
-    reject(c, "input %d has %lld values", i, (long long)k->numel);
+    mb__engine_reject(c, "input %d has %lld values", i, (long long)k->numel);
     return -1;
   }
   for (int64_t j = 0; j < k->numel; j++)
@@ -402,7 +400,7 @@ static const struct unary_row {
 /* The eltwise primitives computing unary node c->n (input 0 -> output 0):
  * fills ops[0..1] and returns their count, or 0 (rejected). Does not check
  * the data input itself. */
-static int unary_get(check_ctx *c, eltwise_op *ops) {
+static int unary_get(mb_engine_check *c, eltwise_op *ops) {
   const mb_node *n = c->n;
   for (size_t i = 0; i < MB_ARRAY_COUNT(unary_rows); i++) {
     const struct unary_row *r = &unary_rows[i];
@@ -437,32 +435,33 @@ static int unary_get(check_ctx *c, eltwise_op *ops) {
   if (op_is(n, "Pow")) {
     float p;
     if (!scalar_input(c, 1, 1.0f, &p))
-      return reject(c, "the exponent must be a float32 scalar constant");
+      return mb__engine_reject(
+          c, "the exponent must be a float32 scalar constant");
     if (node_input(n, 1) < 0)
-      return reject(c, "the exponent is missing");
+      return mb__engine_reject(c, "the exponent is missing");
     ops[0] = (eltwise_op){dnnl_eltwise_pow, 1.0f, p};
     return 1;
   }
   if (op_is(n, "Gelu")) {
     const char *approx = mb__node_attr_string(n, "approximate", "none");
     if (strcmp(approx, "none") && strcmp(approx, "tanh"))
-      return reject(c, "approximate='%s' is not supported", approx);
+      return mb__engine_reject(c, "approximate='%s' is not supported", approx);
     ops[0] = (eltwise_op){strcmp(approx, "tanh") ? dnnl_eltwise_gelu_erf
                                                  : dnnl_eltwise_gelu_tanh,
                           0.0f, 0.0f};
     return 1;
   }
-  return reject(c, "not an elementwise operator");
+  return mb__engine_reject(c, "not an elementwise operator");
 }
 
-static int check_unary(check_ctx *c) {
+static int check_unary(mb_engine_check *c) {
   eltwise_op ops[2];
   return check_float_input(c, 0, 0) && check_outputs(c) && unary_get(c, ops);
 }
 
 /* Erf has no oneDNN algorithm: alone it runs as the engine's own loop on
  * plain float32 data; inside x*0.5*(1+erf(x/sqrt 2)) it becomes GELU. */
-static int check_erf(check_ctx *c) {
+static int check_erf(mb_engine_check *c) {
   return check_float_input(c, 0, 0) && check_outputs(c);
 }
 
@@ -497,16 +496,17 @@ typedef struct binary_params {
   eltwise_op elt;
 } binary_params;
 
-static int binary_get(check_ctx *c, binary_params *p) {
+static int binary_get(mb_engine_check *c, binary_params *p) {
   const mb_node *n = c->n;
   const struct binary_row *row = binary_find(n);
   int ra, rb;
   int64_t a[MB_MAX_RANK], b[MB_MAX_RANK], pa[MB_MAX_RANK], pb[MB_MAX_RANK];
   memset(p, 0, sizeof *p);
   if (!row)
-    return reject(c, "not a binary operator");
+    return mb__engine_reject(c, "not a binary operator");
   if (n->n_inputs != 2)
-    return reject(c, "%d inputs (only 2 run on oneDNN)", n->n_inputs);
+    return mb__engine_reject(c, "%d inputs (only 2 run on oneDNN)",
+                             n->n_inputs);
   if (!check_float_input(c, 0, 0) || !check_float_input(c, 1, 0) ||
       !check_outputs(c))
     return 0;
@@ -516,9 +516,9 @@ static int binary_get(check_ctx *c, binary_params *p) {
   const mb_tensor *ka = constant_of(c->eg, n->inputs[0]);
   const mb_tensor *kb = constant_of(c->eg, n->inputs[1]);
   if (ka && kb)
-    return reject(c, "both inputs are constant");
+    return mb__engine_reject(c, "both inputs are constant");
   if (ra > y->rank || rb > y->rank)
-    return reject(c, "input rank above the output's");
+    return mb__engine_reject(c, "input rank above the output's");
   dims_pad(ra, a, y->rank, pa);
   dims_pad(rb, b, y->rank, pb);
   bool a_full = memcmp(pa, y->dims, (size_t)y->rank * sizeof *pa) == 0;
@@ -526,7 +526,7 @@ static int binary_get(check_ctx *c, binary_params *p) {
   for (int d = 0; d < y->rank; d++)
     if ((pa[d] != y->dims[d] && pa[d] != 1) ||
         (pb[d] != y->dims[d] && pb[d] != 1))
-      return reject(c, "inputs do not broadcast to the output");
+      return mb__engine_reject(c, "inputs do not broadcast to the output");
   p->alg = row->alg;
   /* An activation as src0 keeps its layout for the output. */
   bool prefer_b = b_full && !kb && ka;
@@ -560,10 +560,10 @@ static int binary_get(check_ctx *c, binary_params *p) {
     p->expand0 = true;
     return 1;
   }
-  return reject(c, "the first input would need broadcasting");
+  return mb__engine_reject(c, "the first input would need broadcasting");
 }
 
-static int check_binary(check_ctx *c) {
+static int check_binary(mb_engine_check *c) {
   binary_params p;
   return binary_get(c, &p);
 }
@@ -607,23 +607,23 @@ static bool attr_ints(const mb_node *n, const char *name, int count,
 
 /* Resolves strides, dilations, pads and auto_pad of node c->n; w->nsp,
  * in, out (the inferred output) and kernel are set by the caller. */
-static int window_resolve(check_ctx *c, window *w) {
+static int window_resolve(mb_engine_check *c, window *w) {
   const mb_node *n = c->n;
   int64_t pads[6];
   int k = w->nsp;
   if (!attr_ints(n, "strides", k, 1, 1, w->stride))
-    return reject(c, "strides must be %d values >= 1", k);
+    return mb__engine_reject(c, "strides must be %d values >= 1", k);
   if (!attr_ints(n, "dilations", k, 1, 1, w->dilation))
-    return reject(c, "dilations must be %d values >= 1", k);
+    return mb__engine_reject(c, "dilations must be %d values >= 1", k);
   if (!attr_ints(n, "pads", 2 * k, 0, 0, pads))
-    return reject(c, "pads must be %d values >= 0", 2 * k);
+    return mb__engine_reject(c, "pads must be %d values >= 0", 2 * k);
   const char *ap = mb__node_attr_string(n, "auto_pad", "NOTSET");
   int mode = -1;
   for (int i = 0; i < (int)MB_ARRAY_COUNT(auto_pad_names); i++)
     if (strcmp(ap, auto_pad_names[i]) == 0)
       mode = i;
   if (mode < 0)
-    return reject(c, "auto_pad '%s' is not supported", ap);
+    return mb__engine_reject(c, "auto_pad '%s' is not supported", ap);
   w->extended = false;
   for (int d = 0; d < k; d++) {
     int64_t extent = (w->kernel[d] - 1) * w->dilation[d] + 1;
@@ -645,14 +645,14 @@ static int window_resolve(check_ctx *c, window *w) {
        * padding that gives exactly `out` windows. */
       int64_t pr = (out - 1) * s + extent - in - w->pad_l[d];
       if (pr < 0)
-        return reject(c, "output size %lld does not fit the window",
-                      (long long)out);
+        return mb__engine_reject(c, "output size %lld does not fit the window",
+                                 (long long)out);
       if (pr > w->pad_r[d])
         w->extended = true;
       w->pad_r[d] = pr;
     }
     if (out < 1)
-      return reject(c, "empty output");
+      return mb__engine_reject(c, "empty output");
   }
   return 1;
 }
@@ -663,7 +663,7 @@ typedef struct conv_params {
   bool bias;
 } conv_params;
 
-static int conv_get(check_ctx *c, conv_params *p) {
+static int conv_get(mb_engine_check *c, conv_params *p) {
   const mb_node *n = c->n;
   int xr, wr;
   int64_t x[MB_MAX_RANK];
@@ -672,19 +672,20 @@ static int conv_get(check_ctx *c, conv_params *p) {
       !check_outputs(c))
     return 0;
   if (n->n_inputs > 3)
-    return reject(c, "too many inputs");
+    return mb__engine_reject(c, "too many inputs");
   value_shape(c->eg, n->inputs[0], &xr, x, NULL);
   const mb_tensor *w = constant_of(c->eg, n->inputs[1]);
   const mb_shape_info *y = out_shape(c);
   wr = w->rank;
   if (xr < 3 || xr > 5 || wr != xr || y->rank != xr)
-    return reject(c, "only 1-D, 2-D and 3-D convolutions (input rank %d)", xr);
+    return mb__engine_reject(
+        c, "only 1-D, 2-D and 3-D convolutions (input rank %d)", xr);
   if (node_input(n, 2) >= 0) {
     if (!check_float_input(c, 2, 1))
       return 0;
     const mb_tensor *bias = constant_of(c->eg, n->inputs[2]);
     if (bias->rank != 1 || bias->dims[0] != w->dims[0])
-      return reject(c, "bias shape does not match the weights");
+      return mb__engine_reject(c, "bias shape does not match the weights");
     p->bias = true;
   }
   p->groups = mb__node_attr_int(n, "group", 1);
@@ -692,17 +693,17 @@ static int conv_get(check_ctx *c, conv_params *p) {
   p->c_out = w->dims[0];
   if (p->groups < 1 || p->c_in % p->groups != 0 || p->c_out % p->groups != 0 ||
       w->dims[1] != p->c_in / p->groups)
-    return reject(c, "weights do not match the input and group");
+    return mb__engine_reject(c, "weights do not match the input and group");
   if (y->dims[1] != p->c_out || y->dims[0] != x[0])
-    return reject(c, "output shape does not match the weights");
+    return mb__engine_reject(c, "output shape does not match the weights");
   p->w.nsp = xr - 2;
   const int64_t *ks;
   int64_t nks = mb__node_attr_ints(n, "kernel_shape", &ks);
   if (nks >= 0 && nks != p->w.nsp)
-    return reject(c, "kernel_shape disagrees with the weights");
+    return mb__engine_reject(c, "kernel_shape disagrees with the weights");
   for (int d = 0; d < p->w.nsp; d++) {
     if (nks >= 0 && ks[d] != w->dims[2 + d])
-      return reject(c, "kernel_shape disagrees with the weights");
+      return mb__engine_reject(c, "kernel_shape disagrees with the weights");
     p->w.in[d] = x[2 + d];
     p->w.out[d] = y->dims[2 + d];
     p->w.kernel[d] = w->dims[2 + d];
@@ -710,7 +711,7 @@ static int conv_get(check_ctx *c, conv_params *p) {
   return window_resolve(c, &p->w);
 }
 
-static int check_conv(check_ctx *c) {
+static int check_conv(mb_engine_check *c) {
   conv_params p;
   return conv_get(c, &p);
 }
@@ -720,7 +721,7 @@ typedef struct pool_params {
   dnnl_alg_kind_t alg;
 } pool_params;
 
-static int pool_get(check_ctx *c, pool_params *p) {
+static int pool_get(mb_engine_check *c, pool_params *p) {
   const mb_node *n = c->n;
   int xr;
   int64_t x[MB_MAX_RANK];
@@ -732,7 +733,8 @@ static int pool_get(check_ctx *c, pool_params *p) {
   value_shape(c->eg, n->inputs[0], &xr, x, NULL);
   const mb_shape_info *y = out_shape(c);
   if (xr < 3 || xr > 5 || y->rank != xr)
-    return reject(c, "only 1-D, 2-D and 3-D pooling (input rank %d)", xr);
+    return mb__engine_reject(c, "only 1-D, 2-D and 3-D pooling (input rank %d)",
+                             xr);
   p->w.nsp = xr - 2;
   for (int d = 0; d < p->w.nsp; d++) {
     p->w.in[d] = x[2 + d];
@@ -744,36 +746,37 @@ static int pool_get(check_ctx *c, pool_params *p) {
       p->w.stride[d] = p->w.dilation[d] = 1;
       p->w.pad_l[d] = p->w.pad_r[d] = 0;
       if (p->w.out[d] != 1)
-        return reject(c, "global pooling output is not 1");
+        return mb__engine_reject(c, "global pooling output is not 1");
     }
     p->alg = average ? dnnl_pooling_avg_exclude_padding : dnnl_pooling_max;
     return 1;
   }
   if (!attr_ints(n, "kernel_shape", p->w.nsp, 0, 1, p->w.kernel) ||
       mb__node_attr_ints(n, "kernel_shape", &(const int64_t *){NULL}) < 0)
-    return reject(c, "kernel_shape must be %d values >= 1", p->w.nsp);
+    return mb__engine_reject(c, "kernel_shape must be %d values >= 1",
+                             p->w.nsp);
   if (!window_resolve(c, &p->w))
     return 0;
   for (int d = 0; d < p->w.nsp; d++) {
     int64_t extent = (p->w.kernel[d] - 1) * p->w.dilation[d] + 1;
     if (p->w.pad_l[d] >= extent || p->w.pad_r[d] >= extent)
-      return reject(c, "padding as large as the window");
+      return mb__engine_reject(c, "padding as large as the window");
   }
   if (average) {
     bool include = mb__node_attr_int(n, "count_include_pad", 0) != 0;
     if (include && p->w.extended)
-      return reject(c, "ceil_mode with count_include_pad");
+      return mb__engine_reject(c, "ceil_mode with count_include_pad");
     p->alg = include ? dnnl_pooling_avg_include_padding
                      : dnnl_pooling_avg_exclude_padding;
   } else {
     if (mb__node_attr_int(n, "storage_order", 0) != 0 && node_output(n, 1) >= 0)
-      return reject(c, "storage_order is not supported");
+      return mb__engine_reject(c, "storage_order is not supported");
     p->alg = dnnl_pooling_max;
   }
   return 1;
 }
 
-static int check_pool(check_ctx *c) {
+static int check_pool(mb_engine_check *c) {
   pool_params p;
   return pool_get(c, &p);
 }
@@ -792,7 +795,7 @@ typedef struct mm_params {
   bool c_is_bias; /* C broadcasts along rows: a oneDNN bias [1, N] */
 } mm_params;
 
-static int mm_get(check_ctx *c, mm_params *p) {
+static int mm_get(mb_engine_check *c, mm_params *p) {
   const mb_node *n = c->n;
   bool gemm = op_is(n, "Gemm");
   int ra, rb;
@@ -807,24 +810,25 @@ static int mm_get(check_ctx *c, mm_params *p) {
   value_shape(c->eg, n->inputs[1], &rb, b, NULL);
   const mb_shape_info *y = out_shape(c);
   if (ra < 2 || rb < 2)
-    return reject(c, "1-D operands are not supported");
+    return mb__engine_reject(c, "1-D operands are not supported");
   if (constant_of(c->eg, n->inputs[0]) && constant_of(c->eg, n->inputs[1]))
-    return reject(c, "both inputs are constant");
+    return mb__engine_reject(c, "both inputs are constant");
   p->rank = MB_MAX(ra, rb);
   if (y->rank != p->rank)
-    return reject(c, "output rank %d differs from the inputs'", y->rank);
+    return mb__engine_reject(c, "output rank %d differs from the inputs'",
+                             y->rank);
   dims_pad(ra, a, p->rank, p->a_dims);
   dims_pad(rb, b, p->rank, p->b_dims);
   memcpy(p->y_dims, y->dims, (size_t)p->rank * sizeof *p->y_dims);
   if (gemm) {
     if (ra != 2 || rb != 2)
-      return reject(c, "inputs must be 2-D");
+      return mb__engine_reject(c, "inputs must be 2-D");
     p->trans_a = mb__node_attr_int(n, "transA", 0) != 0;
     p->trans_b = mb__node_attr_int(n, "transB", 0) != 0;
     p->alpha = mb__node_attr_float(n, "alpha", 1.0f);
     p->beta = mb__node_attr_float(n, "beta", 1.0f);
     if (p->alpha == 0.0f)
-      return reject(c, "alpha is 0");
+      return mb__engine_reject(c, "alpha is 0");
   }
   int r = p->rank;
   int64_t m = p->a_dims[r - (p->trans_a ? 1 : 2)];
@@ -832,32 +836,32 @@ static int mm_get(check_ctx *c, mm_params *p) {
   int64_t kb = p->b_dims[r - (p->trans_b ? 1 : 2)];
   int64_t nn = p->b_dims[r - (p->trans_b ? 2 : 1)];
   if (k != kb || y->dims[r - 2] != m || y->dims[r - 1] != nn)
-    return reject(c, "operand shapes do not match");
+    return mb__engine_reject(c, "operand shapes do not match");
   for (int d = 0; d < r - 2; d++) {
     int64_t x = p->a_dims[d], w = p->b_dims[d];
     if ((x != w && x != 1 && w != 1) || y->dims[d] != MB_MAX(x, w))
-      return reject(c, "batch dimensions do not broadcast");
+      return mb__engine_reject(c, "batch dimensions do not broadcast");
   }
   if (gemm && node_input(n, 2) >= 0) {
     int rc;
     int64_t cd[MB_MAX_RANK], pc[2];
     if (!check_float_input(c, 2, 1))
-      return reject(c, "C must be a float32 constant");
+      return mb__engine_reject(c, "C must be a float32 constant");
     value_shape(c->eg, n->inputs[2], &rc, cd, NULL);
     if (rc > 2)
-      return reject(c, "C has rank %d", rc);
+      return mb__engine_reject(c, "C has rank %d", rc);
     dims_pad(rc, cd, 2, pc);
     if ((pc[0] != 1 && pc[0] != m) || (pc[1] != 1 && pc[1] != nn))
-      return reject(c, "C does not broadcast to the output");
+      return mb__engine_reject(c, "C does not broadcast to the output");
     p->c = 2;
     p->c_is_bias = pc[0] == 1;
     if (!p->c_is_bias && p->beta != 1.0f)
-      return reject(c, "C of shape [M, N] with beta != 1");
+      return mb__engine_reject(c, "C of shape [M, N] with beta != 1");
   }
   return 1;
 }
 
-static int check_mm(check_ctx *c) {
+static int check_mm(mb_engine_check *c) {
   mm_params p;
   return mm_get(c, &p);
 }
@@ -870,7 +874,7 @@ typedef struct softmax_params {
   bool coerce_2d; /* opset < 13: over the flattened [axis:] */
 } softmax_params;
 
-static int softmax_get(check_ctx *c, softmax_params *p) {
+static int softmax_get(mb_engine_check *c, softmax_params *p) {
   int r;
   int64_t x[MB_MAX_RANK];
   if (!check_float_input(c, 0, 0) || !check_outputs(c))
@@ -879,13 +883,13 @@ static int softmax_get(check_ctx *c, softmax_params *p) {
   int64_t def = c->opset < 13 ? 1 : -1;
   p->axis = norm_axis(mb__node_attr_int(c->n, "axis", def), MB_MAX(r, 1));
   if (p->axis < 0)
-    return reject(c, "axis out of range");
+    return mb__engine_reject(c, "axis out of range");
   p->log = op_is(c->n, "LogSoftmax");
   p->coerce_2d = c->opset < 13 && r > 0 && p->axis != r - 1;
   return 1;
 }
 
-static int check_softmax(check_ctx *c) {
+static int check_softmax(mb_engine_check *c) {
   softmax_params p;
   return softmax_get(c, &p);
 }
@@ -896,7 +900,7 @@ typedef struct lnorm_params {
   bool bias;
 } lnorm_params;
 
-static int lnorm_get(check_ctx *c, lnorm_params *p) {
+static int lnorm_get(mb_engine_check *c, lnorm_params *p) {
   int r;
   int64_t x[MB_MAX_RANK];
   if (!check_float_input(c, 0, 0) || !check_float_input(c, 1, 1) ||
@@ -905,52 +909,54 @@ static int lnorm_get(check_ctx *c, lnorm_params *p) {
   value_shape(c->eg, c->n->inputs[0], &r, x, NULL);
   int axis = norm_axis(mb__node_attr_int(c->n, "axis", -1), r);
   if (axis < 0)
-    return reject(c, "axis out of range");
+    return mb__engine_reject(c, "axis out of range");
   if (mb__node_attr_int(c->n, "stash_type", 1) != 1)
-    return reject(c, "stash_type must be 1 (float32)");
+    return mb__engine_reject(c, "stash_type must be 1 (float32)");
   p->outer = dims_numel(axis, x);
   p->inner = dims_numel(r - axis, x + axis);
   p->epsilon = mb__node_attr_float(c->n, "epsilon", 1e-5f);
   if (constant_of(c->eg, c->n->inputs[1])->numel != p->inner)
-    return reject(c, "scale does not match the normalized shape");
+    return mb__engine_reject(c, "scale does not match the normalized shape");
   p->bias = node_input(c->n, 2) >= 0;
   if (p->bias && (!check_float_input(c, 2, 1) ||
                   constant_of(c->eg, c->n->inputs[2])->numel != p->inner))
-    return reject(c, "bias must be a constant of the normalized shape");
+    return mb__engine_reject(c,
+                             "bias must be a constant of the normalized shape");
   return 1;
 }
 
-static int check_lnorm(check_ctx *c) {
+static int check_lnorm(mb_engine_check *c) {
   lnorm_params p;
   return lnorm_get(c, &p);
 }
 
-static int check_batchnorm(check_ctx *c) {
+static int check_batchnorm(mb_engine_check *c) {
   int r;
   int64_t x[MB_MAX_RANK];
   if (!check_float_input(c, 0, -1) || !check_outputs(c))
     return 0;
   if (c->n->n_inputs != 5)
-    return reject(c, "expected 5 inputs");
+    return mb__engine_reject(c, "expected 5 inputs");
   value_shape(c->eg, c->n->inputs[0], &r, x, NULL);
   if (r < 2 || r > 5)
-    return reject(c, "input rank %d (2 to 5 run on oneDNN)", r);
+    return mb__engine_reject(c, "input rank %d (2 to 5 run on oneDNN)", r);
   for (int i = 1; i < 5; i++) {
     if (!check_float_input(c, i, 1))
       return 0;
     if (constant_of(c->eg, c->n->inputs[i])->numel != x[1])
-      return reject(c, "input %d does not have one value per channel", i);
+      return mb__engine_reject(
+          c, "input %d does not have one value per channel", i);
   }
   if (mb__node_attr_int(c->n, "training_mode", 0) != 0)
-    return reject(c, "training_mode is not supported");
+    return mb__engine_reject(c, "training_mode is not supported");
   if (c->opset < 9 && mb__node_attr_int(c->n, "spatial", 1) != 1)
-    return reject(c, "spatial=0 is not supported");
+    return mb__engine_reject(c, "spatial=0 is not supported");
   return 1;
 }
 
 /* ---- data movement ------------------------------------------------------ */
 
-static int transpose_get(check_ctx *c, int *perm) {
+static int transpose_get(mb_engine_check *c, int *perm) {
   int r;
   int64_t x[MB_MAX_RANK];
   const int64_t *p;
@@ -959,46 +965,47 @@ static int transpose_get(check_ctx *c, int *perm) {
   value_shape(c->eg, c->n->inputs[0], &r, x, NULL);
   int64_t k = mb__node_attr_ints(c->n, "perm", &p);
   if (k >= 0 && k != r)
-    return reject(c, "perm has %lld entries for rank %d", (long long)k, r);
+    return mb__engine_reject(c, "perm has %lld entries for rank %d",
+                             (long long)k, r);
   int seen = 0;
   for (int i = 0; i < r; i++) {
     int64_t a = k >= 0 ? p[i] : r - 1 - i;
     if (a < 0 || a >= r || (seen & (1 << a)))
-      return reject(c, "perm is not a permutation");
+      return mb__engine_reject(c, "perm is not a permutation");
     seen |= 1 << a;
     perm[i] = (int)a;
   }
   return 1;
 }
 
-static int check_transpose(check_ctx *c) {
+static int check_transpose(mb_engine_check *c) {
   int perm[MB_MAX_RANK];
   return transpose_get(c, perm);
 }
 
 /* Reshape, Flatten, Squeeze, Unsqueeze: the output shape is known, the
  * data is reinterpreted in a plain layout. */
-static int check_reshape(check_ctx *c) {
+static int check_reshape(mb_engine_check *c) {
   return check_float_input(c, 0, 0) && check_outputs(c);
 }
 
-static int check_identity(check_ctx *c) {
+static int check_identity(mb_engine_check *c) {
   if (!check_float_input(c, 0, 0) || !check_outputs(c))
     return 0;
   if (op_is(c->n, "Dropout") && node_input(c->n, 2) >= 0) {
     const mb_tensor *t = constant_of(c->eg, c->n->inputs[2]);
     if (!t || t->numel != 1 || mb__tensor_get_f64(t, 0) != 0.0)
-      return reject(c, "training_mode must be a constant false");
+      return mb__engine_reject(c, "training_mode must be a constant false");
   }
   return 1;
 }
 
-static int check_concat(check_ctx *c) {
+static int check_concat(mb_engine_check *c) {
   int r;
   int64_t x[MB_MAX_RANK];
   if (c->n->n_inputs < 1 || c->n->n_inputs > DN_MAX_CONCAT)
-    return reject(c, "%d inputs (1 to %d run on oneDNN)", c->n->n_inputs,
-                  DN_MAX_CONCAT);
+    return mb__engine_reject(c, "%d inputs (1 to %d run on oneDNN)",
+                             c->n->n_inputs, DN_MAX_CONCAT);
   for (int i = 0; i < c->n->n_inputs; i++)
     if (!check_float_input(c, i, 0))
       return 0;
@@ -1006,7 +1013,7 @@ static int check_concat(check_ctx *c) {
     return 0;
   value_shape(c->eg, c->n->inputs[0], &r, x, NULL);
   if (norm_axis(mb__node_attr_int(c->n, "axis", 0), r) < 0)
-    return reject(c, "axis out of range");
+    return mb__engine_reject(c, "axis out of range");
   return 1;
 }
 
@@ -1028,7 +1035,7 @@ typedef struct reduce_params {
   int64_t kept_dims[DN_RANK_MAX]; /* input dims with reduced axes set to 1 */
 } reduce_params;
 
-static int reduce_get(check_ctx *c, reduce_params *p) {
+static int reduce_get(mb_engine_check *c, reduce_params *p) {
   const mb_node *n = c->n;
   const struct reduce_row *row = NULL;
   int64_t x[MB_MAX_RANK], axes[DN_RANK_MAX];
@@ -1037,7 +1044,7 @@ static int reduce_get(check_ctx *c, reduce_params *p) {
     if (op_is(n, reduce_rows[i].op))
       row = &reduce_rows[i];
   if (!row)
-    return reject(c, "not a reduction");
+    return mb__engine_reject(c, "not a reduction");
   if (!check_float_input(c, 0, -1) || !check_outputs(c))
     return 0;
   value_shape(c->eg, n->inputs[0], &p->rank, x, NULL);
@@ -1048,12 +1055,12 @@ static int reduce_get(check_ctx *c, reduce_params *p) {
         (n_axes = int_input(c, 1, axes, DN_RANK_MAX)) < 0)
       return 0;
     if (n_axes == 0 && mb__node_attr_int(n, "noop_with_empty_axes", 0))
-      return reject(c, "noop_with_empty_axes is not supported");
+      return mb__engine_reject(c, "noop_with_empty_axes is not supported");
   } else {
     const int64_t *a;
     n_axes = mb__node_attr_ints(n, "axes", &a);
     if (n_axes > DN_RANK_MAX)
-      return reject(c, "too many axes");
+      return mb__engine_reject(c, "too many axes");
     for (int64_t i = 0; i < n_axes; i++)
       axes[i] = a[i];
     n_axes = MB_MAX(n_axes, 0);
@@ -1064,18 +1071,18 @@ static int reduce_get(check_ctx *c, reduce_params *p) {
   for (int64_t i = 0; i < n_axes; i++) {
     int a = norm_axis(axes[i], p->rank);
     if (a < 0)
-      return reject(c, "axis out of range");
+      return mb__engine_reject(c, "axis out of range");
     p->kept_dims[a] = 1;
   }
   if (p->rank < 1)
-    return reject(c, "scalar input");
+    return mb__engine_reject(c, "scalar input");
   if (dims_numel(p->rank, p->kept_dims) !=
       dims_numel(out_shape(c)->rank, out_shape(c)->dims))
-    return reject(c, "output shape does not match the axes");
+    return mb__engine_reject(c, "output shape does not match the axes");
   return 1;
 }
 
-static int check_reduce(check_ctx *c) {
+static int check_reduce(mb_engine_check *c) {
   reduce_params p;
   return reduce_get(c, &p);
 }
@@ -1086,7 +1093,7 @@ typedef struct slice_params {
   int64_t start[DN_RANK_MAX], step[DN_RANK_MAX];
 } slice_params;
 
-static int slice_get(check_ctx *c, slice_params *p) {
+static int slice_get(mb_engine_check *c, slice_params *p) {
   const mb_node *n = c->n;
   int64_t x[MB_MAX_RANK], starts[DN_RANK_MAX], axes[DN_RANK_MAX],
       steps[DN_RANK_MAX];
@@ -1096,16 +1103,16 @@ static int slice_get(check_ctx *c, slice_params *p) {
   value_shape(c->eg, n->inputs[0], &p->rank, x, NULL);
   const mb_shape_info *y = out_shape(c);
   if (y->rank != p->rank)
-    return reject(c, "output rank differs");
+    return mb__engine_reject(c, "output rank differs");
   if (c->opset < 10) {
     const int64_t *a;
     ns = mb__node_attr_ints(n, "starts", &a);
     if (ns < 0 || ns > DN_RANK_MAX)
-      return reject(c, "bad starts");
+      return mb__engine_reject(c, "bad starts");
     memcpy(starts, a, (size_t)ns * sizeof *a);
     na = mb__node_attr_ints(n, "axes", &a);
     if (na > DN_RANK_MAX)
-      return reject(c, "bad axes");
+      return mb__engine_reject(c, "bad axes");
     if (na > 0)
       memcpy(axes, a, (size_t)na * sizeof *a);
     nst = -1;
@@ -1121,7 +1128,7 @@ static int slice_get(check_ctx *c, slice_params *p) {
       return 0;
   }
   if ((na >= 0 && na != ns) || (nst >= 0 && nst != ns))
-    return reject(c, "starts, axes and steps differ in length");
+    return mb__engine_reject(c, "starts, axes and steps differ in length");
   for (int i = 0; i < p->rank; i++) {
     p->start[i] = 0;
     p->step[i] = 1;
@@ -1130,9 +1137,9 @@ static int slice_get(check_ctx *c, slice_params *p) {
     int a = norm_axis(na >= 0 ? axes[i] : i, p->rank);
     int64_t st = nst >= 0 ? steps[i] : 1, s = starts[i];
     if (a < 0)
-      return reject(c, "axis out of range");
+      return mb__engine_reject(c, "axis out of range");
     if (st < 1)
-      return reject(c, "only positive steps");
+      return mb__engine_reject(c, "only positive steps");
     if (s < 0)
       s += x[a];
     p->start[a] = MB_MAX(0, MB_MIN(s, x[a]));
@@ -1140,16 +1147,16 @@ static int slice_get(check_ctx *c, slice_params *p) {
   }
   for (int i = 0; i < p->rank; i++)
     if (y->dims[i] > 0 && p->start[i] + (y->dims[i] - 1) * p->step[i] >= x[i])
-      return reject(c, "output shape does not match the slice");
+      return mb__engine_reject(c, "output shape does not match the slice");
   return 1;
 }
 
-static int check_slice(check_ctx *c) {
+static int check_slice(mb_engine_check *c) {
   slice_params p;
   return slice_get(c, &p);
 }
 
-static int check_split(check_ctx *c) {
+static int check_split(mb_engine_check *c) {
   int r;
   int64_t x[MB_MAX_RANK], total = 0;
   if (!check_float_input(c, 0, 0))
@@ -1157,18 +1164,18 @@ static int check_split(check_ctx *c) {
   value_shape(c->eg, c->n->inputs[0], &r, x, NULL);
   int axis = norm_axis(mb__node_attr_int(c->n, "axis", 0), r);
   if (axis < 0)
-    return reject(c, "axis out of range");
+    return mb__engine_reject(c, "axis out of range");
   for (int i = 0; i < c->n->n_outputs; i++) {
     int v = c->n->outputs[i];
     if (v < 0)
-      return reject(c, "output %d is omitted", i);
+      return mb__engine_reject(c, "output %d is omitted", i);
     const mb_shape_info *s = &c->eg->shapes[v];
     if (!s->known || s->dtype != MB_DTYPE_FLOAT || s->rank != r)
-      return reject(c, "output %d has no static float32 shape", i);
+      return mb__engine_reject(c, "output %d has no static float32 shape", i);
     total += s->dims[axis];
   }
   if (total != x[axis])
-    return reject(c, "outputs do not cover the input");
+    return mb__engine_reject(c, "outputs do not cover the input");
   return 1;
 }
 
@@ -1960,9 +1967,9 @@ static mb_status rep_view(lctx *l, const dn_rep *r,
 /* Lowering: one function per kind of node                                   */
 /* ------------------------------------------------------------------------ */
 
-static check_ctx lower_check_ctx(lctx *l, const mb_node *n, char *reason,
-                                 size_t size) {
-  return (check_ctx){l->eg, n, l->opset, reason, size};
+static mb_engine_check lower_check_ctx(lctx *l, const mb_node *n, char *reason,
+                                       size_t size) {
+  return (mb_engine_check){l->eg, n, l->opset, reason, size};
 }
 
 /* supports_node accepted the node, so its parameters read back; when they
@@ -1977,7 +1984,7 @@ static mb_status recheck_failed(lctx *l, const char *reason) {
 #define DN_PARAMS(l, n, getter, params)                                        \
   do {                                                                         \
     char reason_[256] = "";                                                    \
-    check_ctx c_ = lower_check_ctx((l), (n), reason_, sizeof reason_);         \
+    mb_engine_check c_ = lower_check_ctx((l), (n), reason_, sizeof reason_);   \
     if (!getter(&c_, (params)))                                                \
       return recheck_failed((l), reason_);                                     \
   } while (0)
@@ -2036,7 +2043,7 @@ static mb_status lower_unary(lctx *l, const mb_node *n) {
   int n_ops = 0;
   {
     char reason[256] = "";
-    check_ctx c = lower_check_ctx(l, n, reason, sizeof reason);
+    mb_engine_check c = lower_check_ctx(l, n, reason, sizeof reason);
     if (!(n_ops = unary_get(&c, ops)))
       return recheck_failed(l, reason);
   }
@@ -2651,7 +2658,7 @@ static mb_status lower_batchnorm(lctx *l, const mb_node *n) {
   int rank;
   {
     char reason[256] = "";
-    check_ctx c = lower_check_ctx(l, n, reason, sizeof reason);
+    mb_engine_check c = lower_check_ctx(l, n, reason, sizeof reason);
     if (!check_batchnorm(&c))
       return recheck_failed(l, reason);
   }
@@ -2896,7 +2903,7 @@ static mb_status lower_concat(lctx *l, const mb_node *n) {
   int64_t x[MB_MAX_RANK];
   {
     char reason[256] = "";
-    check_ctx c = lower_check_ctx(l, n, reason, sizeof reason);
+    mb_engine_check c = lower_check_ctx(l, n, reason, sizeof reason);
     if (!check_concat(&c))
       return recheck_failed(l, reason);
   }
@@ -3058,7 +3065,7 @@ static mb_status lower_split(lctx *l, const mb_node *n) {
   int64_t x[MB_MAX_RANK], start[DN_RANK_MAX] = {0}, step[DN_RANK_MAX];
   {
     char reason[256] = "";
-    check_ctx c = lower_check_ctx(l, n, reason, sizeof reason);
+    mb_engine_check c = lower_check_ctx(l, n, reason, sizeof reason);
     if (!check_split(&c))
       return recheck_failed(l, reason);
   }
@@ -3088,7 +3095,7 @@ typedef enum dn_head_kind {
 
 typedef struct dn_op_row {
   const char *op_type;
-  int (*check)(check_ctx *c);
+  int (*check)(mb_engine_check *c);
   mb_status (*lower)(lctx *l, const mb_node *n); /* NULL for heads */
   dn_head_kind head;
 } dn_op_row;
@@ -3368,7 +3375,7 @@ static bool match_link(lctx *l, int cur, dn_head_kind head, bool has_bias,
   post_nodes(post, 1, cons);
   post->out_value = out;
   char reason[8];
-  check_ctx c = lower_check_ctx(l, n, reason, sizeof reason);
+  mb_engine_check c = lower_check_ctx(l, n, reason, sizeof reason);
   if (op_find(n) && op_find(n)->check == check_unary && n->inputs[0] == cur) {
     post->kind = DN_POST_ELTWISE;
     return (post->n_ops = unary_get(&c, post->ops)) > 0;
@@ -3617,14 +3624,14 @@ static int dn_supports_node(const mb_engine_graph *eg, int node,
                             const mb_engine_options *options, char *reason,
                             size_t size) {
   const mb_node *n = &eg->graph->nodes[node];
-  check_ctx c = {eg, n, mb__model_opset(eg->model, ""), reason, size};
+  mb_engine_check c = {eg, n, mb__model_opset(eg->model, ""), reason, size};
   if (reason && size)
     reason[0] = '\0';
   if (node_is_folded(eg, n))
     return 1;
   const dn_op_row *row = op_find(n);
   if (!row)
-    return reject(&c, "not supported by the oneDNN engine");
+    return mb__engine_reject(&c, "not supported by the oneDNN engine");
   return row->check(&c);
 }
 

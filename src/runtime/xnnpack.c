@@ -52,6 +52,7 @@ static void xnn_probe(mb_runtime_info *info) {
 
 static int xnn_supports_precision(mb_precision precision, char *reason,
                                   size_t size) {
+  (void)precision;
   if (reason && size)
     snprintf(reason, size, "%s", XNN_REASON_UNBUILT);
   return 0;
@@ -60,6 +61,9 @@ static int xnn_supports_precision(mb_precision precision, char *reason,
 static int xnn_supports_node(const mb_engine_graph *eg, int node,
                              const mb_engine_options *options, char *reason,
                              size_t size) {
+  (void)eg;
+  (void)node;
+  (void)options;
   if (reason && size)
     snprintf(reason, size, "%s", XNN_REASON_UNBUILT);
   return 0;
@@ -68,17 +72,25 @@ static int xnn_supports_node(const mb_engine_graph *eg, int node,
 static mb_status xnn_compile(const mb_segment_desc *segment,
                              const mb_engine_options *options,
                              void **compiled_out, mb_error *err) {
+  (void)segment;
+  (void)options;
+  (void)compiled_out;
   return mb__error(err, MB_STATUS_UNAVAILABLE, "xnnpack: %s",
                    XNN_REASON_UNBUILT);
 }
 
 static mb_status xnn_run(void *compiled, const mb_tensor *const *inputs,
                          mb_tensor *const *outputs, mb_error *err) {
+  (void)compiled;
+  (void)inputs;
+  (void)outputs;
   return mb__error(err, MB_STATUS_UNAVAILABLE, "xnnpack: %s",
                    XNN_REASON_UNBUILT);
 }
 
-static void xnn_release(void *compiled) {}
+static void xnn_release(void *compiled) {
+  (void)compiled;
+}
 
 #else /* MB_HAVE_XNNPACK */
 
@@ -270,87 +282,67 @@ static int64_t shape_numel(int rank, const int64_t *dims) {
 /* supports_node helpers                                                     */
 /* ------------------------------------------------------------------------ */
 
-/* The context of one check: the node, its graph, and where the reason
- * goes. Checks return 1 (accepted) or 0 through reject(). */
-typedef struct check_ctx {
-  const mb_engine_graph *eg;
-  const mb_node *n;
-  int64_t opset;
-  char *reason;
-  size_t size;
-} check_ctx;
+/* Checks take an mb_engine_check (engine.h) and return 1 (accepted) or
+ * 0 through mb__engine_reject. */
 
-static int reject(check_ctx *c, const char *fmt, ...) MB_PRINTF(2, 3);
-static int reject(check_ctx *c, const char *fmt, ...) {
-  if (c->reason && c->size) {
-    int k = snprintf(c->reason, c->size, "%s: ", c->n->op_type);
-    if (k >= 0 && (size_t)k < c->size) {
-      va_list ap;
-      va_start(ap, fmt);
-      vsnprintf(c->reason + k, c->size - (size_t)k, fmt, ap);
-      va_end(ap);
-    }
-  }
-  return 0;
-}
-
-static const mb_shape_info *shape_of(check_ctx *c, int v) {
+static const mb_shape_info *shape_of(mb_engine_check *c, int v) {
   return &c->eg->shapes[v];
 }
 
 /* Input i is a float32 tensor of known shape within XNNPACK's rank limit;
  * must_be_constant: 1 constant, -1 not constant, 0 either. */
-static int check_float_input(check_ctx *c, int i, int must_be_constant) {
+static int check_float_input(mb_engine_check *c, int i, int must_be_constant) {
   int v = node_input(c->n, i);
   if (v < 0)
-    return reject(c, "input %d is missing", i);
+    return mb__engine_reject(c, "input %d is missing", i);
   const mb_shape_info *s = shape_of(c, v);
   const mb_tensor *k = constant_of(c->eg, v);
   if (!s->known && !k)
-    return reject(c, "input %d has no static shape", i);
+    return mb__engine_reject(c, "input %d has no static shape", i);
   mb_dtype dt = k ? k->dtype : s->dtype;
   int rank = k ? k->rank : s->rank;
   if (dt != MB_DTYPE_FLOAT)
-    return reject(c, "input %d is %s (only float32 runs on XNNPACK)", i,
-                  mb_dtype_name(dt));
+    return mb__engine_reject(c, "input %d is %s (only float32 runs on XNNPACK)",
+                             i, mb_dtype_name(dt));
   if (rank > XNN_RANK_MAX)
-    return reject(c, "input %d has rank %d (XNNPACK allows %d)", i, rank,
-                  XNN_RANK_MAX);
+    return mb__engine_reject(c, "input %d has rank %d (XNNPACK allows %d)", i,
+                             rank, XNN_RANK_MAX);
   int64_t numel = k ? k->numel : shape_numel(s->rank, s->dims);
   if (numel <= 0)
-    return reject(c, "input %d is empty", i);
+    return mb__engine_reject(c, "input %d is empty", i);
   if (must_be_constant > 0 && !k)
-    return reject(c, "input %d is not a constant", i);
+    return mb__engine_reject(c, "input %d is not a constant", i);
   if (must_be_constant < 0 && k)
-    return reject(c, "input %d is a constant (expected an activation)", i);
+    return mb__engine_reject(
+        c, "input %d is a constant (expected an activation)", i);
   return 1;
 }
 
 /* Output 0 is a float32 tensor of known, non-empty shape; optional
  * outputs (MaxPool's Indices, Dropout's mask, ...) are omitted. */
-static int check_outputs(check_ctx *c) {
+static int check_outputs(mb_engine_check *c) {
   int v = node_output(c->n, 0);
   if (v < 0)
-    return reject(c, "output 0 is missing");
+    return mb__engine_reject(c, "output 0 is missing");
   const mb_shape_info *s = shape_of(c, v);
   if (!s->known)
-    return reject(c, "output has no static shape");
+    return mb__engine_reject(c, "output has no static shape");
   if (s->dtype != MB_DTYPE_FLOAT)
-    return reject(c, "output is %s (only float32 runs on XNNPACK)",
-                  mb_dtype_name(s->dtype));
+    return mb__engine_reject(c, "output is %s (only float32 runs on XNNPACK)",
+                             mb_dtype_name(s->dtype));
   if (s->rank > XNN_RANK_MAX)
-    return reject(c, "output has rank %d (XNNPACK allows %d)", s->rank,
-                  XNN_RANK_MAX);
+    return mb__engine_reject(c, "output has rank %d (XNNPACK allows %d)",
+                             s->rank, XNN_RANK_MAX);
   if (shape_numel(s->rank, s->dims) <= 0)
-    return reject(c, "output is empty");
+    return mb__engine_reject(c, "output is empty");
   for (int i = 1; i < c->n->n_outputs; i++)
     if (c->n->outputs[i] >= 0)
-      return reject(c, "optional output %d is not supported", i);
+      return mb__engine_reject(c, "optional output %d is not supported", i);
   return 1;
 }
 
 /* Input 0 as activation and output 0: the common case of unary nodes. */
-static int check_unary(check_ctx *c) {
+static int check_unary(mb_engine_check *c) {
   return check_float_input(c, 0, -1) && check_outputs(c);
 }
 
@@ -376,35 +368,36 @@ static bool attr_ints(const mb_node *n, const char *name, int count,
 }
 
 /* A scalar float constant (numel 1) at input i, or `def` when omitted. */
-static int scalar_input(check_ctx *c, int i, float def, float *out) {
+static int scalar_input(mb_engine_check *c, int i, float def, float *out) {
   int v = node_input(c->n, i);
   *out = def;
   if (v < 0)
     return 1;
   const mb_tensor *k = constant_of(c->eg, v);
   if (!k)
-    return reject(c, "input %d is not a constant", i);
+    return mb__engine_reject(c, "input %d is not a constant", i);
   if (k->numel != 1 || k->dtype != MB_DTYPE_FLOAT)
-    return reject(c, "input %d is not a float32 scalar", i);
+    return mb__engine_reject(c, "input %d is not a float32 scalar", i);
   *out = ((const float *)k->data)[0];
   return 1;
 }
 
 /* Reads an integer constant (int32/int64) at input i into out (at most
  * max values); returns the count or -1 (rejected). */
-static int64_t int_input(check_ctx *c, int i, int64_t *out, int64_t max) {
+static int64_t int_input(mb_engine_check *c, int i, int64_t *out, int64_t max) {
   int v = node_input(c->n, i);
   const mb_tensor *k = constant_of(c->eg, v);
   if (!k) {
-    reject(c, "input %d is not a constant", i);
+    mb__engine_reject(c, "input %d is not a constant", i);
     return -1;
   }
   if (k->dtype != MB_DTYPE_INT64 && k->dtype != MB_DTYPE_INT32) {
-    reject(c, "input %d is %s, expected int64", i, mb_dtype_name(k->dtype));
+    mb__engine_reject(c, "input %d is %s, expected int64", i,
+                      mb_dtype_name(k->dtype));
     return -1;
   }
   if (k->numel > max) {
-    reject(c, "input %d has %lld values", i, (long long)k->numel);
+    mb__engine_reject(c, "input %d has %lld values", i, (long long)k->numel);
     return -1;
   }
   for (int64_t j = 0; j < k->numel; j++)
@@ -449,23 +442,23 @@ typedef struct window2d {
 /* Resolves strides, dilations, pads, auto_pad and ceil_mode of node n over
  * input spatial dims in[2] with kernel[2] already set; checks the output
  * size against the inferred shape `out_dims` (rank 4). */
-static int window_resolve(check_ctx *c, window2d *w, bool pool,
+static int window_resolve(mb_engine_check *c, window2d *w, bool pool,
                           const int64_t *out_dims) {
   int64_t pads[4];
   const mb_node *n = c->n;
   if (!attr_ints(n, "strides", 2, 1, 1, w->stride))
-    return reject(c, "strides must be 2 values >= 1");
+    return mb__engine_reject(c, "strides must be 2 values >= 1");
   if (!attr_ints(n, "dilations", 2, 1, 1, w->dilation))
-    return reject(c, "dilations must be 2 values >= 1");
+    return mb__engine_reject(c, "dilations must be 2 values >= 1");
   if (!attr_ints(n, "pads", 4, 0, 0, pads))
-    return reject(c, "pads must be 4 values >= 0");
+    return mb__engine_reject(c, "pads must be 4 values >= 0");
   const char *ap = mb__node_attr_string(n, "auto_pad", "NOTSET");
   int mode = -1;
   for (int i = 0; i < (int)MB_ARRAY_COUNT(auto_pad_names); i++)
     if (strcmp(ap, auto_pad_names[i]) == 0)
       mode = i;
   if (mode < 0)
-    return reject(c, "auto_pad '%s' is not supported", ap);
+    return mb__engine_reject(c, "auto_pad '%s' is not supported", ap);
   bool ceil_mode = pool && mb__node_attr_int(n, "ceil_mode", 0) != 0;
   for (int d = 0; d < 2; d++) {
     int64_t extent = (w->kernel[d] - 1) * w->dilation[d] + 1;
@@ -495,19 +488,20 @@ static int window_resolve(check_ctx *c, window2d *w, bool pool,
     }
     }
     if (w->out[d] < 1)
-      return reject(c, "kernel larger than the padded input");
+      return mb__engine_reject(c, "kernel larger than the padded input");
     int64_t need = (w->out[d] - 1) * s + extent;
     int64_t have = in + w->pad_begin[d] + w->pad_end[d];
     if (need > have)
       w->pad_extra[d] = need - have;
     if (pool && (w->pad_begin[d] >= extent || w->pad_end[d] >= extent))
-      return reject(c, "padding as large as the window");
+      return mb__engine_reject(c, "padding as large as the window");
     if (w->out[d] != out_dims[2 + d])
-      return reject(c, "output size %lld differs from the inferred %lld",
-                    (long long)w->out[d], (long long)out_dims[2 + d]);
+      return mb__engine_reject(
+          c, "output size %lld differs from the inferred %lld",
+          (long long)w->out[d], (long long)out_dims[2 + d]);
     if (!fits_u32(w->pad_begin[d]) ||
         !fits_u32(w->pad_end[d] + w->pad_extra[d]))
-      return reject(c, "padding out of range");
+      return mb__engine_reject(c, "padding out of range");
   }
   return 1;
 }
@@ -518,39 +512,40 @@ typedef struct conv_params {
   bool depthwise;
 } conv_params;
 
-static int conv_params_get(check_ctx *c, conv_params *p) {
+static int conv_params_get(mb_engine_check *c, conv_params *p) {
   const mb_node *n = c->n;
   memset(p, 0, sizeof *p);
   if (!check_float_input(c, 0, -1) || !check_float_input(c, 1, 1) ||
       !check_outputs(c))
     return 0;
   if (n->n_inputs > 3)
-    return reject(c, "too many inputs");
+    return mb__engine_reject(c, "too many inputs");
   const mb_shape_info *x = shape_of(c, n->inputs[0]);
   const mb_tensor *w = constant_of(c->eg, n->inputs[1]);
   const mb_shape_info *y = shape_of(c, n->outputs[0]);
   if (x->rank != 4 || w->rank != 4 || y->rank != 4)
-    return reject(c, "only 2-D convolutions (input rank %d)", x->rank);
+    return mb__engine_reject(c, "only 2-D convolutions (input rank %d)",
+                             x->rank);
   int b = node_input(n, 2);
   if (b >= 0) {
     if (!check_float_input(c, 2, 1))
       return 0;
     const mb_tensor *bias = constant_of(c->eg, b);
     if (bias->rank != 1 || bias->dims[0] != w->dims[0])
-      return reject(c, "bias shape does not match the weights");
+      return mb__engine_reject(c, "bias shape does not match the weights");
   }
   p->groups = mb__node_attr_int(n, "group", 1);
   p->c_in = x->dims[1];
   p->c_out = w->dims[0];
   if (p->groups < 1 || p->c_in % p->groups != 0 || p->c_out % p->groups != 0 ||
       w->dims[1] != p->c_in / p->groups)
-    return reject(c, "weights do not match the input and group");
+    return mb__engine_reject(c, "weights do not match the input and group");
   if (y->dims[1] != p->c_out || y->dims[0] != x->dims[0])
-    return reject(c, "output shape does not match the weights");
+    return mb__engine_reject(c, "output shape does not match the weights");
   const int64_t *ks;
   int64_t nks = mb__node_attr_ints(n, "kernel_shape", &ks);
   if (nks >= 0 && (nks != 2 || ks[0] != w->dims[2] || ks[1] != w->dims[3]))
-    return reject(c, "kernel_shape disagrees with the weights");
+    return mb__engine_reject(c, "kernel_shape disagrees with the weights");
   p->w.in[0] = x->dims[2];
   p->w.in[1] = x->dims[3];
   p->w.kernel[0] = w->dims[2];
@@ -559,10 +554,10 @@ static int conv_params_get(check_ctx *c, conv_params *p) {
     return 0;
   for (int d = 0; d < 2; d++)
     if (p->w.pad_extra[d])
-      return reject(c, "padding does not cover the windows");
+      return mb__engine_reject(c, "padding does not cover the windows");
   p->depthwise = p->groups > 1 && p->groups == p->c_in;
   if (!fits_u32(p->groups) || !fits_u32(p->c_in) || !fits_u32(p->c_out))
-    return reject(c, "channel count out of range");
+    return mb__engine_reject(c, "channel count out of range");
   return 1;
 }
 
@@ -573,7 +568,7 @@ typedef struct pool_params {
   bool identity;          /* a 1x1 window, stride 1, no pads */
 } pool_params;
 
-static int pool_params_get(check_ctx *c, pool_params *p, bool average) {
+static int pool_params_get(mb_engine_check *c, pool_params *p, bool average) {
   const mb_node *n = c->n;
   memset(p, 0, sizeof *p);
   p->average = average;
@@ -582,15 +577,15 @@ static int pool_params_get(check_ctx *c, pool_params *p, bool average) {
   const mb_shape_info *x = shape_of(c, n->inputs[0]);
   const mb_shape_info *y = shape_of(c, n->outputs[0]);
   if (x->rank != 4 || y->rank != 4)
-    return reject(c, "only 2-D pooling (input rank %d)", x->rank);
+    return mb__engine_reject(c, "only 2-D pooling (input rank %d)", x->rank);
   if (!attr_ints(n, "kernel_shape", 2, 0, 1, p->w.kernel) || !p->w.kernel[0])
-    return reject(c, "kernel_shape must be 2 values >= 1");
+    return mb__engine_reject(c, "kernel_shape must be 2 values >= 1");
   p->w.in[0] = x->dims[2];
   p->w.in[1] = x->dims[3];
   if (!window_resolve(c, &p->w, true, y->dims))
     return 0;
   if (average && (p->w.dilation[0] != 1 || p->w.dilation[1] != 1))
-    return reject(c, "dilated average pooling");
+    return mb__engine_reject(c, "dilated average pooling");
   p->count_include_pad =
       average && mb__node_attr_int(n, "count_include_pad", 0) != 0;
   bool padded = false;
@@ -600,7 +595,7 @@ static int pool_params_get(check_ctx *c, pool_params *p, bool average) {
     /* XNNPACK refuses 1-element windows; with stride 1 and no padding the
      * pool is a copy. */
     if (padded || p->w.stride[0] != 1 || p->w.stride[1] != 1)
-      return reject(c, "1x1 window with strides or padding");
+      return mb__engine_reject(c, "1x1 window with strides or padding");
     p->identity = true;
   }
   return 1;
@@ -610,38 +605,38 @@ static int pool_params_get(check_ctx *c, pool_params *p, bool average) {
 /* Per-op checks                                                             */
 /* ------------------------------------------------------------------------ */
 
-static int check_conv(check_ctx *c) {
+static int check_conv(mb_engine_check *c) {
   conv_params p;
   return conv_params_get(c, &p);
 }
 
-static int check_maxpool(check_ctx *c) {
+static int check_maxpool(mb_engine_check *c) {
   pool_params p;
   return pool_params_get(c, &p, false);
 }
 
-static int check_avgpool(check_ctx *c) {
+static int check_avgpool(mb_engine_check *c) {
   pool_params p;
   return pool_params_get(c, &p, true);
 }
 
-static int check_global_pool(check_ctx *c) {
+static int check_global_pool(mb_engine_check *c) {
   if (!check_unary(c))
     return 0;
   const mb_shape_info *x = shape_of(c, c->n->inputs[0]);
   if (x->rank != 4)
-    return reject(c, "only 2-D pooling (input rank %d)", x->rank);
+    return mb__engine_reject(c, "only 2-D pooling (input rank %d)", x->rank);
   if (strcmp(c->n->op_type, "GlobalMaxPool") == 0 &&
       x->dims[2] * x->dims[3] == 1)
-    return reject(c, "a 1x1 input (a copy)");
+    return mb__engine_reject(c, "a 1x1 input (a copy)");
   return 1;
 }
 
 /* Elementwise binary: the layout rules of broadcasting. */
-static int check_binary(check_ctx *c) {
+static int check_binary(mb_engine_check *c) {
   const mb_node *n = c->n;
   if (n->n_inputs != 2)
-    return reject(c, "%d inputs (2 supported)", n->n_inputs);
+    return mb__engine_reject(c, "%d inputs (2 supported)", n->n_inputs);
   if (!check_float_input(c, 0, 0) || !check_float_input(c, 1, 0) ||
       !check_outputs(c))
     return 0;
@@ -655,20 +650,22 @@ static int check_binary(check_ctx *c) {
     }
     const mb_shape_info *s = shape_of(c, v);
     if (is_nhwc(s->rank) && !is_nhwc(y->rank))
-      return reject(c, "a rank-4 input broadcast to rank %d", y->rank);
+      return mb__engine_reject(c, "a rank-4 input broadcast to rank %d",
+                               y->rank);
     if (is_nhwc(y->rank) && !is_nhwc(s->rank) &&
         shape_numel(s->rank, s->dims) != 1)
-      return reject(c,
-                    "input %d of rank %d broadcast against rank 4 (NHWC "
-                    "inside the segment)",
-                    i, s->rank);
+      return mb__engine_reject(
+          c,
+          "input %d of rank %d broadcast against rank 4 (NHWC "
+          "inside the segment)",
+          i, s->rank);
   }
   if (n_const == 2)
-    return reject(c, "both inputs constant");
+    return mb__engine_reject(c, "both inputs constant");
   return 1;
 }
 
-static int check_clip(check_ctx *c) {
+static int check_clip(mb_engine_check *c) {
   if (!check_unary(c))
     return 0;
   float lo = -INFINITY, hi = INFINITY;
@@ -680,35 +677,36 @@ static int check_clip(check_ctx *c) {
     return 0;
   }
   if (!(lo < hi))
-    return reject(c, "min %g is not below max %g", (double)lo, (double)hi);
+    return mb__engine_reject(c, "min %g is not below max %g", (double)lo,
+                             (double)hi);
   return 1;
 }
 
-static int check_prelu(check_ctx *c) {
+static int check_prelu(mb_engine_check *c) {
   if (!check_float_input(c, 0, -1) || !check_float_input(c, 1, 1) ||
       !check_outputs(c))
     return 0;
   const mb_shape_info *x = shape_of(c, c->n->inputs[0]);
   const mb_tensor *slope = constant_of(c->eg, c->n->inputs[1]);
   if (x->rank < 2)
-    return reject(c, "input of rank %d", x->rank);
+    return mb__engine_reject(c, "input of rank %d", x->rank);
   if (slope->numel == 1)
     return 1;
   /* XNNPACK's PReLU takes one slope per channel, which is the last dim
    * inside the segment: dim 1 for rank 4 (NHWC) and rank 2. */
   int channel_axis = is_nhwc(x->rank) ? 1 : x->rank - 1;
   if (slope->rank > x->rank)
-    return reject(c, "slope of higher rank than the input");
+    return mb__engine_reject(c, "slope of higher rank than the input");
   for (int i = 0; i < slope->rank; i++) {
     int axis = x->rank - slope->rank + i;
     int64_t want = axis == channel_axis ? x->dims[axis] : 1;
     if (slope->dims[i] != want)
-      return reject(c, "slope is not per channel");
+      return mb__engine_reject(c, "slope is not per channel");
   }
   return 1;
 }
 
-static int check_softmax(check_ctx *c) {
+static int check_softmax(mb_engine_check *c) {
   if (!check_unary(c))
     return 0;
   const mb_shape_info *x = shape_of(c, c->n->inputs[0]);
@@ -716,26 +714,26 @@ static int check_softmax(check_ctx *c) {
   if (axis < 0)
     axis += x->rank;
   if (axis < 0 || axis >= x->rank)
-    return reject(c, "axis out of range");
+    return mb__engine_reject(c, "axis out of range");
   if (c->opset >= 13) {
     int last = is_nhwc(x->rank) ? 1 : x->rank - 1;
     if (axis != last)
-      return reject(c, "softmax over axis %lld of a rank-%d tensor%s",
-                    (long long)axis, x->rank,
-                    is_nhwc(x->rank) ? " (NHWC inside the segment)" : "");
+      return mb__engine_reject(
+          c, "softmax over axis %lld of a rank-%d tensor%s", (long long)axis,
+          x->rank, is_nhwc(x->rank) ? " (NHWC inside the segment)" : "");
     return 1;
   }
   /* Before opset 13: over the flattened dims [axis, rank), contiguous in
    * NHWC too when they include H, W and C together. */
   if (is_nhwc(x->rank) && axis > 1)
-    return reject(c, "softmax over dims from %lld of a rank-4 tensor",
-                  (long long)axis);
+    return mb__engine_reject(
+        c, "softmax over dims from %lld of a rank-4 tensor", (long long)axis);
   return 1;
 }
 
 /* Reshape, Flatten, Squeeze, Unsqueeze: a static reshape to the inferred
  * output shape, valid when no rank-4 side is reordered by NHWC. */
-static int check_reshape(check_ctx *c) {
+static int check_reshape(mb_engine_check *c) {
   /* The shape or axes input need not be constant: the output shape is
    * static, and that is all the lowering reads. */
   if (!check_float_input(c, 0, -1) || !check_outputs(c))
@@ -747,22 +745,23 @@ static int check_reshape(check_ctx *c) {
     return 1;
   if ((is_nhwc(x->rank) && !layouts_agree(x->dims)) ||
       (is_nhwc(y->rank) && !layouts_agree(y->dims)))
-    return reject(c, "reshape of a rank-4 tensor with C > 1 and H*W > 1 "
-                     "(NHWC inside the segment)");
+    return mb__engine_reject(
+        c, "reshape of a rank-4 tensor with C > 1 and H*W > 1 "
+           "(NHWC inside the segment)");
   return 1;
 }
 
-static int check_identity(check_ctx *c) {
+static int check_identity(mb_engine_check *c) {
   if (!check_unary(c))
     return 0;
   if (strcmp(c->n->op_type, "Dropout") == 0) {
     if (c->opset < 7 && mb__node_attr_int(c->n, "is_test", 0) == 0)
-      return reject(c, "training mode");
+      return mb__engine_reject(c, "training mode");
     int t = node_input(c->n, 2);
     if (t >= 0) {
       const mb_tensor *k = constant_of(c->eg, t);
       if (!k || k->numel != 1 || mb__tensor_get_f64(k, 0) != 0)
-        return reject(c, "training_mode is not a constant false");
+        return mb__engine_reject(c, "training_mode is not a constant false");
     }
   }
   return 1;
@@ -773,7 +772,7 @@ typedef struct pad_params {
   float value;
 } pad_params;
 
-static int pad_params_get(check_ctx *c, pad_params *p) {
+static int pad_params_get(mb_engine_check *c, pad_params *p) {
   const mb_node *n = c->n;
   if (!check_float_input(c, 0, -1) || !check_outputs(c))
     return 0;
@@ -782,12 +781,12 @@ static int pad_params_get(check_ctx *c, pad_params *p) {
   int64_t pads[2 * MB_MAX_RANK];
   const char *mode = mb__node_attr_string(n, "mode", "constant");
   if (strcmp(mode, "constant") != 0)
-    return reject(c, "mode '%s' (constant only)", mode);
+    return mb__engine_reject(c, "mode '%s' (constant only)", mode);
   p->value = 0.0f;
   if (c->opset < 11) {
     const int64_t *v;
     if (mb__node_attr_ints(n, "pads", &v) != 2 * r)
-      return reject(c, "pads must have %d values", 2 * r);
+      return mb__engine_reject(c, "pads must have %d values", 2 * r);
     memcpy(pads, v, (size_t)(2 * r) * sizeof *v);
     p->value = mb__node_attr_float(n, "value", 0.0f);
   } else {
@@ -807,13 +806,13 @@ static int pad_params_get(check_ctx *c, pad_params *p) {
       n_axes = (int)k;
     }
     if (count != 2 * n_axes)
-      return reject(c, "pads has %lld values for %d axes", (long long)count,
-                    n_axes);
+      return mb__engine_reject(c, "pads has %lld values for %d axes",
+                               (long long)count, n_axes);
     int64_t full[2 * MB_MAX_RANK] = {0};
     for (int i = 0; i < n_axes; i++) {
       int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
       if (a < 0 || a >= r)
-        return reject(c, "axis out of range");
+        return mb__engine_reject(c, "axis out of range");
       full[a] = pads[i];
       full[r + a] = pads[n_axes + i];
     }
@@ -821,34 +820,34 @@ static int pad_params_get(check_ctx *c, pad_params *p) {
   }
   for (int i = 0; i < r; i++) {
     if (pads[i] < 0 || pads[r + i] < 0)
-      return reject(c, "negative pads (cropping)");
+      return mb__engine_reject(c, "negative pads (cropping)");
     p->begin[i] = pads[i];
     p->end[i] = pads[r + i];
   }
   return 1;
 }
 
-static int check_pad(check_ctx *c) {
+static int check_pad(mb_engine_check *c) {
   pad_params p;
   return pad_params_get(c, &p);
 }
 
-static int check_batchnorm(check_ctx *c) {
+static int check_batchnorm(mb_engine_check *c) {
   if (!check_float_input(c, 0, -1) || !check_outputs(c))
     return 0;
   if (c->n->n_inputs != 5)
-    return reject(c, "%d inputs", c->n->n_inputs);
+    return mb__engine_reject(c, "%d inputs", c->n->n_inputs);
   if (mb__node_attr_int(c->n, "training_mode", 0) != 0)
-    return reject(c, "training mode");
+    return mb__engine_reject(c, "training mode");
   const mb_shape_info *x = shape_of(c, c->n->inputs[0]);
   if (x->rank < 2)
-    return reject(c, "input of rank %d", x->rank);
+    return mb__engine_reject(c, "input of rank %d", x->rank);
   for (int i = 1; i < 5; i++) {
     if (!check_float_input(c, i, 1))
       return 0;
     const mb_tensor *k = constant_of(c->eg, c->n->inputs[i]);
     if (k->rank != 1 || k->dims[0] != x->dims[1])
-      return reject(c, "input %d is not one value per channel", i);
+      return mb__engine_reject(c, "input %d is not one value per channel", i);
   }
   return 1;
 }
@@ -860,7 +859,7 @@ typedef struct fc_params {
   int bias_kind; /* 0 none, 1 per output feature, 2 added after */
 } fc_params;
 
-static int fc_params_get(check_ctx *c, fc_params *p) {
+static int fc_params_get(mb_engine_check *c, fc_params *p) {
   const mb_node *n = c->n;
   bool gemm = strcmp(n->op_type, "Gemm") == 0;
   memset(p, 0, sizeof *p);
@@ -871,33 +870,33 @@ static int fc_params_get(check_ctx *c, fc_params *p) {
   const mb_tensor *b = constant_of(c->eg, n->inputs[1]);
   const mb_shape_info *y = shape_of(c, n->outputs[0]);
   if (b->rank != 2)
-    return reject(c, "weights of rank %d (2 supported)", b->rank);
+    return mb__engine_reject(c, "weights of rank %d (2 supported)", b->rank);
   p->alpha = p->beta = 1.0f;
   if (gemm) {
     if (a->rank != 2)
-      return reject(c, "input of rank %d", a->rank);
+      return mb__engine_reject(c, "input of rank %d", a->rank);
     if (mb__node_attr_int(n, "transA", 0) != 0)
-      return reject(c, "transA = 1");
+      return mb__engine_reject(c, "transA = 1");
     p->trans_b = mb__node_attr_int(n, "transB", 0) != 0;
     p->alpha = mb__node_attr_float(n, "alpha", 1.0f);
     p->beta = mb__node_attr_float(n, "beta", 1.0f);
   } else if (n->n_inputs != 2) {
-    return reject(c, "%d inputs", n->n_inputs);
+    return mb__engine_reject(c, "%d inputs", n->n_inputs);
   } else if (a->rank != 2 && a->rank != 3) {
-    return reject(c, "input of rank %d (2 or 3 supported)", a->rank);
+    return mb__engine_reject(c, "input of rank %d (2 or 3 supported)", a->rank);
   }
   p->k = p->trans_b ? b->dims[1] : b->dims[0];
   p->n = p->trans_b ? b->dims[0] : b->dims[1];
   if (a->dims[a->rank - 1] != p->k || y->rank != a->rank ||
       y->dims[y->rank - 1] != p->n)
-    return reject(c, "shapes do not match");
+    return mb__engine_reject(c, "shapes do not match");
   int cv = node_input(n, 2);
   if (gemm && cv >= 0 && p->beta != 0.0f) {
     if (!check_float_input(c, 2, 1))
       return 0;
     const mb_tensor *k = constant_of(c->eg, cv);
     if (k->rank > 2)
-      return reject(c, "C of rank %d", k->rank);
+      return mb__engine_reject(c, "C of rank %d", k->rank);
     bool per_n = k->numel == 1 || k->dims[k->rank - 1] == p->n;
     bool one_row = k->rank < 2 || k->dims[0] == 1;
     p->bias_kind = per_n && one_row ? 1 : 2;
@@ -905,31 +904,31 @@ static int fc_params_get(check_ctx *c, fc_params *p) {
   return 1;
 }
 
-static int check_fc(check_ctx *c) {
+static int check_fc(mb_engine_check *c) {
   fc_params p;
   return fc_params_get(c, &p);
 }
 
-static int check_hardsigmoid(check_ctx *c) {
+static int check_hardsigmoid(mb_engine_check *c) {
   return check_unary(c);
 }
 
-static int check_depth_to_space(check_ctx *c) {
+static int check_depth_to_space(mb_engine_check *c) {
   if (!check_unary(c))
     return 0;
   const mb_shape_info *x = shape_of(c, c->n->inputs[0]);
   if (x->rank != 4)
-    return reject(c, "input of rank %d", x->rank);
+    return mb__engine_reject(c, "input of rank %d", x->rank);
   const char *mode = mb__node_attr_string(c->n, "mode", "DCR");
   if (strcmp(mode, "DCR") != 0)
-    return reject(c, "mode %s (DCR only)", mode);
+    return mb__engine_reject(c, "mode %s (DCR only)", mode);
   int64_t bs = mb__node_attr_int(c->n, "blocksize", 0);
   if (bs < 2 || bs > 1024 || x->dims[1] % (bs * bs) != 0)
-    return reject(c, "blocksize %lld", (long long)bs);
+    return mb__engine_reject(c, "blocksize %lld", (long long)bs);
   return 1;
 }
 
-static int check_leaky_relu(check_ctx *c) {
+static int check_leaky_relu(mb_engine_check *c) {
   return check_unary(c);
 }
 
@@ -937,26 +936,26 @@ static int check_leaky_relu(check_ctx *c) {
  * resize, whose coordinate modes are TensorFlow's. Only the ONNX modes that
  * map exactly are accepted, and only when the coordinate scale is
  * input / output size, which is XNNPACK's. */
-static int resize_flags(check_ctx *c, uint32_t *flags) {
+static int resize_flags(mb_engine_check *c, uint32_t *flags) {
   const mb_node *n = c->n;
   if (!check_float_input(c, 0, -1) || !check_outputs(c))
     return 0;
   const mb_shape_info *x = shape_of(c, n->inputs[0]);
   const mb_shape_info *y = shape_of(c, n->outputs[0]);
   if (x->rank != 4 || y->rank != 4)
-    return reject(c, "input of rank %d (4 supported)", x->rank);
+    return mb__engine_reject(c, "input of rank %d (4 supported)", x->rank);
   if (x->dims[0] != y->dims[0] || x->dims[1] != y->dims[1])
-    return reject(c, "resizes N or C");
+    return mb__engine_reject(c, "resizes N or C");
   const char *mode = mb__node_attr_string(n, "mode", "nearest");
   if (strcmp(mode, "linear") != 0)
-    return reject(c, "mode '%s' (linear only)", mode);
+    return mb__engine_reject(c, "mode '%s' (linear only)", mode);
   if (mb__node_attr_int(n, "antialias", 0) != 0)
-    return reject(c, "antialias");
+    return mb__engine_reject(c, "antialias");
   if (mb__node_attr(n, "axes"))
-    return reject(c, "the axes attribute");
+    return mb__engine_reject(c, "the axes attribute");
   if (strcmp(mb__node_attr_string(n, "keep_aspect_ratio_policy", "stretch"),
              "stretch") != 0)
-    return reject(c, "keep_aspect_ratio_policy other than stretch");
+    return mb__engine_reject(c, "keep_aspect_ratio_policy other than stretch");
   const char *coord =
       c->opset < 11 ? "asymmetric"
                     : mb__node_attr_string(n, "coordinate_transformation_mode",
@@ -970,7 +969,7 @@ static int resize_flags(check_ctx *c, uint32_t *flags) {
   else if (strcmp(coord, "asymmetric") == 0)
     *flags = XNN_FLAG_TENSORFLOW_LEGACY_MODE;
   else
-    return reject(c, "coordinate_transformation_mode '%s'", coord);
+    return mb__engine_reject(c, "coordinate_transformation_mode '%s'", coord);
   int scales_at = c->opset < 11 ? 1 : 2;
   for (int i = 1; i < n->n_inputs; i++) {
     int v = n->inputs[i];
@@ -978,22 +977,23 @@ static int resize_flags(check_ctx *c, uint32_t *flags) {
     if (v < 0 || (k && k->numel == 0))
       continue;
     if (!k)
-      return reject(c, "input %d is not a constant", i);
+      return mb__engine_reject(c, "input %d is not a constant", i);
     if (i != scales_at)
       continue;
     /* Given scales set the coordinate scale: it must be out / in. */
     if (k->numel != 4 || k->dtype != MB_DTYPE_FLOAT)
-      return reject(c, "scales are not 4 floats");
+      return mb__engine_reject(c, "scales are not 4 floats");
     for (int d = 0; d < 4; d++) {
       double sc = mb__tensor_get_f64(k, d);
       if ((double)x->dims[d] * sc != (double)y->dims[d])
-        return reject(c, "scale %g does not give a whole output size", sc);
+        return mb__engine_reject(
+            c, "scale %g does not give a whole output size", sc);
     }
   }
   return 1;
 }
 
-static int check_resize(check_ctx *c) {
+static int check_resize(mb_engine_check *c) {
   uint32_t flags;
   return resize_flags(c, &flags);
 }
@@ -1221,8 +1221,9 @@ static mb_status scalar_id(build_ctx *b, float value, uint32_t *id_out) {
 
 /* A check context for the node being lowered (its checks re-read the
  * parameters; they succeeded in supports_node). */
-static check_ctx lower_check_ctx(build_ctx *b, char *reason, size_t size) {
-  check_ctx c = {b->eg, b->node, b->opset, reason, size};
+static mb_engine_check lower_check_ctx(build_ctx *b, char *reason,
+                                       size_t size) {
+  mb_engine_check c = {b->eg, b->node, b->opset, reason, size};
   return c;
 }
 
@@ -1236,7 +1237,7 @@ static mb_status recheck_failed(build_ctx *b, const char *reason) {
 
 static mb_status lower_conv(build_ctx *b) {
   char reason[256];
-  check_ctx c = lower_check_ctx(b, reason, sizeof reason);
+  mb_engine_check c = lower_check_ctx(b, reason, sizeof reason);
   conv_params p;
   if (!conv_params_get(&c, &p))
     return recheck_failed(b, reason);
@@ -1337,7 +1338,7 @@ static mb_status define_fc(build_ctx *b, const fc_params *p, uint32_t x,
 
 static mb_status lower_fc(build_ctx *b) {
   char reason[256];
-  check_ctx c = lower_check_ctx(b, reason, sizeof reason);
+  mb_engine_check c = lower_check_ctx(b, reason, sizeof reason);
   fc_params p;
   if (!fc_params_get(&c, &p))
     return recheck_failed(b, reason);
@@ -1512,7 +1513,7 @@ static mb_status lower_relu(build_ctx *b) {
 
 static mb_status lower_clip(build_ctx *b) {
   char reason[256];
-  check_ctx c = lower_check_ctx(b, reason, sizeof reason);
+  mb_engine_check c = lower_check_ctx(b, reason, sizeof reason);
   float lo = -INFINITY, hi = INFINITY;
   if (b->opset < 11) {
     lo = mb__node_attr_float(b->node, "min", -INFINITY);
@@ -1607,7 +1608,7 @@ static mb_status lower_reshape(build_ctx *b) {
 
 static mb_status lower_pool(build_ctx *b) {
   char reason[256];
-  check_ctx c = lower_check_ctx(b, reason, sizeof reason);
+  mb_engine_check c = lower_check_ctx(b, reason, sizeof reason);
   const mb_node *n = b->node;
   bool average = strcmp(n->op_type, "AveragePool") == 0;
   pool_params p;
@@ -1723,7 +1724,7 @@ static mb_status lower_softmax(build_ctx *b) {
 
 static mb_status lower_pad(build_ctx *b) {
   char reason[256];
-  check_ctx c = lower_check_ctx(b, reason, sizeof reason);
+  mb_engine_check c = lower_check_ctx(b, reason, sizeof reason);
   pad_params p;
   if (!pad_params_get(&c, &p))
     return recheck_failed(b, reason);
@@ -1784,7 +1785,7 @@ static mb_status lower_batchnorm(build_ctx *b) {
 
 static mb_status lower_resize(build_ctx *b) {
   char reason[256];
-  check_ctx c = lower_check_ctx(b, reason, sizeof reason);
+  mb_engine_check c = lower_check_ctx(b, reason, sizeof reason);
   uint32_t flags, x, y;
   mb_status status;
   if (!resize_flags(&c, &flags))
@@ -1818,7 +1819,7 @@ static mb_status lower_depth_to_space(build_ctx *b) {
 
 typedef struct xnn_op_row {
   const char *op_type;
-  int (*check)(check_ctx *c);
+  int (*check)(mb_engine_check *c);
   mb_status (*lower)(build_ctx *b);
   /* XNN_FLAG_FORCE_FP16_INFERENCE aborts the process on this node (the
    * Debian build keeps assertions): compile() refuses fp16 instead. */
@@ -1926,14 +1927,14 @@ static int xnn_supports_node(const mb_engine_graph *eg, int node,
                              const mb_engine_options *options, char *reason,
                              size_t size) {
   const mb_node *n = &eg->graph->nodes[node];
-  check_ctx c = {eg, n, mb__model_opset(eg->model, ""), reason, size};
+  mb_engine_check c = {eg, n, mb__model_opset(eg->model, ""), reason, size};
   if (reason && size)
     reason[0] = '\0';
   if (node_is_folded(eg, n))
     return 1;
   const xnn_op_row *row = op_find(n);
   if (!row)
-    return reject(&c, "not supported by the XNNPACK engine");
+    return mb__engine_reject(&c, "not supported by the XNNPACK engine");
   return row->check(&c);
 }
 
@@ -2075,8 +2076,8 @@ static const char *fp16_culprits(const mb_segment_desc *d, char *buf,
     if (ok && row->lower == lower_fc) {
       /* A C that varies along M is added by a binary node afterwards. */
       char reason[8];
-      check_ctx c = {eg, n, mb__model_opset(eg->model, ""), reason,
-                     sizeof reason};
+      mb_engine_check c = {eg, n, mb__model_opset(eg->model, ""), reason,
+                           sizeof reason};
       fc_params p;
       ok = fc_params_get(&c, &p) && p.bias_kind != 2;
     }
@@ -2198,7 +2199,7 @@ static mb_status xnn_compile(const mb_segment_desc *segment,
       goto fail;
     }
     char reason[256];
-    check_ctx c = {eg, n, b.opset, reason, sizeof reason};
+    mb_engine_check c = {eg, n, b.opset, reason, sizeof reason};
     if (!row->check(&c)) {
       status = recheck_failed(&b, reason);
       goto fail;
