@@ -148,20 +148,31 @@ assert c["change_pct"] == 0 and c["p_value"] == 1, c
 ' "$tmp/out"
 fi
 
-# ---- a doctored report: every latency 1.5x ----
-doctor "$tmp/a.json" "$tmp/slow.json" '
+# ---- doctored reports: a quiet base, and every latency of it 1.5x ----
+# The base replaces a.json's measured samples (whose noise under ASan on a
+# loaded machine can make a real 1.5x insignificant) with a steady series
+# of 40 samples around 1 ms, so the statistics below are deterministic.
+doctor "$tmp/a.json" "$tmp/base.json" '
+import statistics
+for r in d["results"]:
+    r["samples_ms"] = [1.0 + 0.002 * (i % 10) for i in range(40)]
+    s = r["samples_ms"]
+    r["iterations"] = len(s)
+    r["latency_ms"].update(mean=statistics.mean(s), median=statistics.median(s),
+                           min=min(s), max=max(s), stddev=statistics.stdev(s))'
+doctor "$tmp/base.json" "$tmp/slow.json" '
 for r in d["results"]:
     r["samples_ms"] = [s * 1.5 for s in r["samples_ms"]]
     for k, v in r["latency_ms"].items():
         if v is not None and k != "cv":
             r["latency_ms"][k] = v * 1.5'
 # +50% exactly: a regression past a 25% threshold, named on stderr.
-if run 1 compare "$tmp/a.json" "$tmp/slow.json" --fail-on-regression 25; then
+if run 1 compare "$tmp/base.json" "$tmp/slow.json" --fail-on-regression 25; then
   expect_in "$tmp/err" "regression: REFERENCE is 50.0% slower" \
     "compare names the regression"
   expect_in "$tmp/out" "slower" "compare verdict"
 fi
-if run 1 compare "$tmp/a.json" "$tmp/slow.json" --fail-on-regression 25 \
+if run 1 compare "$tmp/base.json" "$tmp/slow.json" --fail-on-regression 25 \
   --json; then
   py "compare --json of a regression" '
 import json, sys
@@ -176,12 +187,12 @@ assert d["fail_on_regression_pct"] == 25
 fi
 # Without the flag a slowdown is reported, not a failure; the other way
 # round it is faster.
-run 0 compare "$tmp/a.json" "$tmp/slow.json" &&
+run 0 compare "$tmp/base.json" "$tmp/slow.json" &&
   expect_in "$tmp/out" "slower" "compare without --fail-on-regression"
-run 0 compare "$tmp/slow.json" "$tmp/a.json" --fail-on-regression 25 &&
+run 0 compare "$tmp/slow.json" "$tmp/base.json" --fail-on-regression 25 &&
   expect_in "$tmp/out" "faster" "compare the other way round"
 # A threshold above the change lets it pass.
-run 0 compare "$tmp/a.json" "$tmp/slow.json" --fail-on-regression 60
+run 0 compare "$tmp/base.json" "$tmp/slow.json" --fail-on-regression 60
 
 # ---- added, removed, failed ----
 doctor "$tmp/a.json" "$tmp/renamed.json" '
