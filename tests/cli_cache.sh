@@ -19,48 +19,8 @@ trap 'rm -rf "$tmp"' EXIT
 cache=$tmp/cache
 export MODELBENCH_CACHE_DIR=$tmp/env-cache
 export HOME=$tmp/home
-failures=0
-checks=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-show() {
-  sed 's/^/    /' "$@" | head -30
-}
-
-# run CODE ARGS...: runs the CLI with stdout/stderr in $tmp/out, $tmp/err;
-# checks the exit code and that no sanitizer spoke. Returns 1 on failure.
-run() {
-  local code=$1
-  shift
-  checks=$((checks + 1))
-  "$cli" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$tmp/err"; then
-    fail "modelbench $*: sanitizer report"
-    show "$tmp/err"
-    return 1
-  fi
-  if [ "$rc" -ne "$code" ]; then
-    fail "modelbench $*: exit $rc, expected $code"
-    show "$tmp/err" "$tmp/out"
-    return 1
-  fi
-  return 0
-}
-
-# expect_in FILE NEEDLE DESCRIPTION
-expect_in() {
-  checks=$((checks + 1))
-  if ! grep -qF -- "$2" "$1"; then
-    fail "$3: '$2' not found"
-    show "$1"
-    return 1
-  fi
-}
+# shellcheck source=tests/shell_lib.sh
+. "$(dirname "$0")/shell_lib.sh"
 
 # expect_not_in FILE NEEDLE DESCRIPTION
 expect_not_in() {
@@ -68,26 +28,6 @@ expect_not_in() {
   if grep -qF -- "$2" "$1"; then
     fail "$3: '$2' found"
     show "$1"
-    return 1
-  fi
-}
-
-# usage_error NEEDLE ARGS...: exit 2 with NEEDLE on stderr.
-usage_error() {
-  local needle=$1
-  shift
-  run 2 "$@" || return
-  expect_in "$tmp/err" "$needle" "modelbench $*"
-}
-
-# py DESCRIPTION SCRIPT ARGS...: runs a Python check, failing on an error.
-py() {
-  local what=$1
-  shift
-  checks=$((checks + 1))
-  if ! "$python" -c "$@" >"$tmp/py" 2>&1; then
-    fail "$what"
-    show "$tmp/py"
     return 1
   fi
 }

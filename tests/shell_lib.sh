@@ -46,6 +46,14 @@ expect_in() {
   fi
 }
 
+# usage_error NEEDLE ARGS...: exit 2 with NEEDLE on stderr.
+usage_error() {
+  local needle=$1
+  shift
+  run 2 "$@" || return
+  expect_in "$tmp/err" "$needle" "modelbench $*"
+}
+
 # py DESCRIPTION SCRIPT ARGS...: a Python check; a failure is counted.
 py() {
   local what=$1
