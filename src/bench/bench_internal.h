@@ -104,6 +104,10 @@ typedef struct mb_worker_build {
   void *bytes;            /* a model to prepare from instead, or NULL */
   size_t size;
   mb_model *model; /* the converted model (conversions with steps), or NULL */
+  /* Static quantisation parameters for the engines' int8 (conversions
+   * with the quant_params step), or NULL. options->quant_params points
+   * here. */
+  struct mb_quant_params *params;
 } mb_worker_build;
 
 /* Before prepare, when config->build_cache: finds or makes the
@@ -127,15 +131,21 @@ void mb__worker_build_done(mb_worker_build *wb, const mb_bench_config *c);
 void mb__worker_build_free(mb_worker_build *wb);
 /* Applies def->steps (graph passes, quantisation with calibration) to a
  * copy of job->model: the serialised result in *bytes_out (malloc, caller
- * frees), a one-line summary, and for static quantisation the parameters
- * written to quant_path when non-NULL. job->samples[0] gives the input
+ * frees), a one-line summary, and for static quantisation (quantize_static
+ * or quant_params) the parameters written to quant_path when non-NULL and
+ * returned in *params_out when that is non-NULL (caller frees with
+ * mb__quant_params_free; NULL when no step made any). The quant_params
+ * step calibrates and works out the parameters a quantize_static would
+ * use, on a copy, leaving the model float: the native engines quantise
+ * with them themselves. job->samples[0] gives the input
  * shapes; with config->inputs_dir or a loader, job->samples also serve as
  * calibration data. */
 mb_status mb__convert_for_job(const mb_bench_job *job,
                               const struct mb_conversion_def *def,
-                              const char *quant_path, void **bytes_out,
-                              size_t *size_out, char *summary, size_t ssize,
-                              mb_error *err);
+                              const char *quant_path,
+                              struct mb_quant_params **params_out,
+                              void **bytes_out, size_t *size_out, char *summary,
+                              size_t ssize, mb_error *err);
 
 /* ---- measurement (measure.c) ---- */
 

@@ -259,7 +259,8 @@ static void free_batches(mb_tensor ***batches, int n, int n_inputs,
  * given. */
 mb_status mb__convert_for_job(const mb_bench_job *job,
                               const mb_conversion_def *def,
-                              const char *quant_path, void **bytes_out,
+                              const char *quant_path,
+                              mb_quant_params **params_out, void **bytes_out,
                               size_t *size_out, char *summary, size_t ssize,
                               mb_error *err) {
   mb_input_shape shapes[MAX_INPUTS];
@@ -275,8 +276,10 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
   mb_tensor ***batches = NULL;
   int n_batches = 0;
   bool owned = false;
-  mb_model *model = NULL;
+  mb_model *model = NULL, *copy = NULL;
   char steps[256], *save = NULL;
+  if (params_out)
+    *params_out = NULL;
   memset(&stats, 0, sizeof stats);
   memset(&qs, 0, sizeof qs);
   summary[0] = '\0';
@@ -288,13 +291,23 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
     size_t used = strlen(summary);
     if (strcmp(step, "quantize_dynamic") == 0) {
       status = mb__quantize_dynamic(model, &qo, &qs, err);
-    } else if (strcmp(step, "quantize_static") == 0) {
+    } else if (strcmp(step, "quantize_static") == 0 ||
+               strcmp(step, "quant_params") == 0) {
+      /* quant_params: the same calibration and quantisation, on a copy. */
+      bool keep_float = strcmp(step, "quant_params") == 0;
+      mb__quant_params_free(params);
+      params = NULL;
       status = calibration_batches(job, &batches, &n_batches, &owned, err);
       if (!status)
         status = mb__calibrate(model, (const mb_tensor *const *const *)batches,
                                n_batches, &qo, &params, err);
+      if (!status && keep_float)
+        status = mb__model_clone(model, &copy, err);
       if (!status)
-        status = mb__quantize_static(model, params, &qo, &qs, err);
+        status = mb__quantize_static(keep_float ? copy : model, params, &qo,
+                                     &qs, err);
+      mb_model_free(copy);
+      copy = NULL;
       if (!status && quant_path)
         status = mb__quant_params_write_json(params, quant_path, err);
     } else {
@@ -319,9 +332,24 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
   if (status)
     mb__error_prefix(err, status, "converting (%s)", def->steps);
   free_batches(batches, n_batches, job->n_inputs, owned);
+  if (!status && params_out) {
+    *params_out = params;
+    params = NULL;
+  }
   mb__quant_params_free(params);
   mb_model_free(model);
   return status;
+}
+
+/* Does the conversion calibrate (static quantisation)? */
+static bool calibrating(const mb_conversion_def *def) {
+  return def->steps && (strstr(def->steps, "quantize_static") ||
+                        strstr(def->steps, "quant_params"));
+}
+
+/* Does its runtime need the parameters (the engines' own int8)? */
+static bool needs_params(const mb_conversion_def *def) {
+  return def->steps && strstr(def->steps, "quant_params");
 }
 
 /* Makes wb->model from wb->bytes (the converted model). */
@@ -332,14 +360,17 @@ static mb_status load_converted(mb_worker_build *wb, mb_error *err) {
 /* Converting without the cache: in memory only. */
 static mb_status convert_uncached(const mb_bench_job *job,
                                   const mb_conversion_def *def,
+                                  mb_runtime_options *options,
                                   mb_bench_result *result, mb_worker_build *wb,
                                   mb_error *err) {
   char summary[256];
   double t0 = mb__now();
-  mb_status status = mb__convert_for_job(job, def, NULL, &wb->bytes, &wb->size,
-                                         summary, sizeof summary, err);
+  mb_status status =
+      mb__convert_for_job(job, def, NULL, &wb->params, &wb->bytes, &wb->size,
+                          summary, sizeof summary, err);
   if (!status)
     status = load_converted(wb, err);
+  options->quant_params = wb->params;
   result->build_ms = (mb__now() - t0) * 1e3;
   if (!status && summary[0])
     mb__log(MB_LOG_INFO, "%s: %s", def->name, summary);
@@ -366,21 +397,24 @@ mb_status mb__worker_build(const mb_bench_job *job,
   result->build_ms = -1.0;
   build_kind kind = kind_of(def, rt);
   if (!c->build_cache)
-    return kind == BUILD_CONVERT ? convert_uncached(job, def, result, wb, err)
-                                 : MB_STATUS_OK;
+    return kind == BUILD_CONVERT
+               ? convert_uncached(job, def, options, result, wb, err)
+               : MB_STATUS_OK;
   if (mb__cache_dir(c->cache_dir, cache_dir, sizeof cache_dir, &e)) {
     warn(result, "no cache folder", &e);
-    return kind == BUILD_CONVERT ? convert_uncached(job, def, result, wb, err)
-                                 : MB_STATUS_OK;
+    return kind == BUILD_CONVERT
+               ? convert_uncached(job, def, options, result, wb, err)
+               : MB_STATUS_OK;
   }
   if (input_signature(job, &inputs, &e)) {
     warn(result, "input signature", &e);
-    return kind == BUILD_CONVERT ? convert_uncached(job, def, result, wb, err)
-                                 : MB_STATUS_OK;
+    return kind == BUILD_CONVERT
+               ? convert_uncached(job, def, options, result, wb, err)
+               : MB_STATUS_OK;
   }
   /* Options that change what is built: calibration inputs for static
    * quantisation (generated: how many and the seed; given: the data). */
-  bool calibrates = def->steps && strstr(def->steps, "quantize_static");
+  bool calibrates = calibrating(def);
   char calib[96] = "";
   if (calibrates && !(c->inputs_dir || c->loader))
     snprintf(calib, sizeof calib, ";calibration=%d generated, seed %llu",
@@ -413,8 +447,9 @@ mb_status mb__worker_build(const mb_bench_job *job,
     return mb__error(err, status, "build cache: %s", e.message);
   if (status) {
     warn(result, "cannot open the build", &e);
-    return kind == BUILD_CONVERT ? convert_uncached(job, def, result, wb, err)
-                                 : MB_STATUS_OK;
+    return kind == BUILD_CONVERT
+               ? convert_uncached(job, def, options, result, wb, err)
+               : MB_STATUS_OK;
   }
   snprintf(result->build_id, sizeof result->build_id, "%s",
            mb__build_id(wb->build));
@@ -428,14 +463,21 @@ mb_status mb__worker_build(const mb_bench_job *job,
       options->opt_level = def->opt_level;
     }
     if (kind == BUILD_CONVERT) {
+      char qpath[PATH_MAX];
       if (!mb__build_path(wb->build, CONVERTED_ARTIFACT, path, sizeof path) ||
           mb__read_file(path, &wb->bytes, &wb->size, &e) ||
-          load_converted(wb, &e)) {
+          load_converted(wb, &e) ||
+          (needs_params(def) &&
+           (!mb__build_path(wb->build, QUANT_ARTIFACT, qpath, sizeof qpath) ||
+            mb__quant_params_read_json(qpath, &wb->params, &e)))) {
         warn(result, "cannot load the cached converted model", &e);
         free(wb->bytes);
         wb->bytes = NULL;
-        return convert_uncached(job, def, result, wb, err);
+        mb_model_free(wb->model);
+        wb->model = NULL;
+        return convert_uncached(job, def, options, result, wb, err);
       }
+      options->quant_params = wb->params;
     }
     if (mb__build_mark_hit(wb->build, &e))
       warn(result, "cannot record the hit", &e);
@@ -466,8 +508,9 @@ mb_status mb__worker_build(const mb_bench_job *job,
                                                  qpath, sizeof qpath)
                         ? qpath
                         : NULL;
-    status = mb__convert_for_job(job, def, q, &wb->bytes, &wb->size, summary,
-                                 sizeof summary, &e);
+    status = mb__convert_for_job(job, def, q, &wb->params, &wb->bytes,
+                                 &wb->size, summary, sizeof summary, &e);
+    options->quant_params = wb->params;
     if (!status)
       status = mb__write_file(path, wb->bytes, wb->size, &e);
     if (!status && q)
@@ -511,6 +554,7 @@ void mb__worker_build_done(mb_worker_build *wb, const mb_bench_config *c) {
 
 void mb__worker_build_free(mb_worker_build *wb) {
   mb__build_close(wb->build);
+  mb__quant_params_free(wb->params);
   mb_model_free(wb->model);
   free(wb->bytes);
   memset(wb, 0, sizeof *wb);

@@ -19,7 +19,7 @@ mb_status mb_convert_model_file(const char *model_path, const char *conversion,
   size_t size = 0;
   int64_t n_samples = 0;
   int index, n_inputs = 0;
-  char line[256] = "";
+  char line[512] = "", *qpath = NULL;
   mb_status status;
   if (!config) {
     mb_bench_config_init(&defaults);
@@ -71,10 +71,28 @@ mb_status mb_convert_model_file(const char *model_path, const char *conversion,
   job.n_outputs = mb_model_output_count(model);
   job.n_samples = n_samples;
   job.samples = samples;
-  if ((status = mb__convert_for_job(&job, def, NULL, &bytes, &size, line,
+  /* Engines' int8 (the quant_params step): the float model plus the
+   * parameters they quantise with, beside it as OUT.quant_params.json. */
+  if (def->steps && strstr(def->steps, "quant_params")) {
+    size_t len = strlen(out_path);
+    if (len > 5 && strcmp(out_path + len - 5, ".onnx") == 0)
+      len -= 5;
+    if (!(qpath = malloc(len + sizeof ".quant_params.json"))) {
+      status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+      goto done;
+    }
+    snprintf(qpath, len + sizeof ".quant_params.json", "%.*s.quant_params.json",
+             (int)len, out_path);
+  }
+  if ((status = mb__convert_for_job(&job, def, qpath, NULL, &bytes, &size, line,
                                     sizeof line, err)))
     goto done;
   status = mb__write_file(out_path, bytes, size, err);
+  if (!status && qpath) {
+    size_t used = strlen(line);
+    snprintf(line + used, sizeof line - used,
+             "; float model, quantisation parameters in %s", qpath);
+  }
 done:
   if (summary && summary_size)
     snprintf(summary, summary_size, "%s", status ? "" : line);
@@ -85,6 +103,7 @@ done:
   }
   free(samples);
   free(inputs);
+  free(qpath);
   if (source)
     mb__input_source_close(source);
   free(bytes);

@@ -54,7 +54,7 @@ int mb__cli_convert(int argc, char **argv) {
   mb_cli_shapes shapes;
   mb_bench_config config;
   mb_error err;
-  char summary[256];
+  char summary[512];
   int rc = MB_EXIT_OK, c, index;
   int64_t v;
   memset(&shapes, 0, sizeof shapes);

@@ -62,7 +62,9 @@ const char *mb_bench_status_name(mb_bench_status status) {
                                                size);                          \
   }
 MB_X(xnnpack, FP16)
+MB_X(xnnpack, INT8)
 MB_X(onednn, BF16)
+MB_X(onednn, INT8)
 #undef MB_X
 
 /* ---- the table ---- */
@@ -124,6 +126,11 @@ static const mb_conversion_def builtin[] = {
      MB_GRAPH_OPT_DISABLED, 0,
      "XNNPACK forced to fp16 inference, fp32 inputs and outputs",
      check_xnnpack_FP16, 2},
+    {32, "INT8_STATIC+XNNPACK", "xnnpack", MB_DEVICE_CPU, MB_PRECISION_INT8,
+     MB_GRAPH_OPT_DISABLED, 0,
+     "XNNPACK qs8: Conv/Gemm/MatMul in int8 (per-channel weights) with "
+     "INT8_STATIC's calibrated parameters, other nodes fp32",
+     check_xnnpack_INT8, 2, "optimize,quant_params"},
     {40, "ONEDNN", "onednn", MB_DEVICE_CPU, MB_PRECISION_FP32,
      MB_GRAPH_OPT_DISABLED, 0,
      "oneDNN primitives in blocked layouts with fused post-ops, other nodes "
@@ -134,6 +141,12 @@ static const mb_conversion_def builtin[] = {
      "oneDNN computing in bf16 (AVX-512 BF16 or AMX), fp32 inputs and "
      "outputs",
      check_onednn_BF16, 2},
+    {42, "INT8_STATIC+ONEDNN", "onednn", MB_DEVICE_CPU, MB_PRECISION_INT8,
+     MB_GRAPH_OPT_DISABLED, 0,
+     "oneDNN int8 (VNNI/AMX where present): Conv/Gemm/MatMul on uint8 "
+     "activations and int8 per-channel weights with INT8_STATIC's "
+     "calibrated parameters, fp32 between them",
+     check_onednn_INT8, 2, "optimize,quant_params"},
 };
 
 #define MB_MAX_EXTRA_CONVERSIONS 32

@@ -11,6 +11,7 @@
 #include "passes/quantize.h"
 
 #include "analysis/json.h"
+#include "core/json_parse.h"
 
 #include <errno.h>
 #include <float.h>
@@ -240,6 +241,146 @@ mb_status mb__quant_params_write_json(const mb_quant_params *params,
   if (status)
     remove(tmp);
   free(tmp);
+  return status;
+}
+
+/* The index of `name` in names[0..n), or -1. */
+static int name_index(const char *const *names, int n, const char *name) {
+  for (int i = 0; name && i < n; i++)
+    if (strcmp(names[i], name) == 0)
+      return i;
+  return -1;
+}
+
+/* A member of `o` of type `type`, or NULL with err set (naming path). */
+static const mb_json_value *member(const mb_json_value *o, const char *key,
+                                   mb_json_type type, const char *path,
+                                   mb_error *err) {
+  const mb_json_value *v = mb__json_find(o, key);
+  if (!v || v->type != type) {
+    mb__error(err, MB_STATUS_PARSE, "%s:%d:%d: \"%s\" must be a %s", path,
+              o->line, o->column, key, mb__json_type_name(type));
+    return NULL;
+  }
+  return v;
+}
+
+static mb_status read_tensor(const mb_json_value *o, mb_quant_params *params,
+                             const char *path, mb_error *err) {
+  const mb_json_value *name = member(o, "name", MB_JSON_STRING, path, err);
+  const mb_json_value *kind =
+      name ? member(o, "kind", MB_JSON_STRING, path, err) : NULL;
+  const mb_json_value *dtype =
+      kind ? member(o, "dtype", MB_JSON_STRING, path, err) : NULL;
+  const mb_json_value *scales =
+      dtype ? member(o, "scales", MB_JSON_ARRAY, path, err) : NULL;
+  const mb_json_value *zps =
+      scales ? member(o, "zero_points", MB_JSON_ARRAY, path, err) : NULL;
+  if (!zps)
+    return err->status;
+  int k = name_index(kind_names, MB_QUANT_KIND_COUNT, kind->string);
+  mb_dtype dt = mb_dtype_from_name(dtype->string);
+  if (k < 0 ||
+      (dt != MB_DTYPE_UINT8 && dt != MB_DTYPE_INT8 && dt != MB_DTYPE_INT32) ||
+      scales->count == 0 || scales->count != zps->count ||
+      scales->count > (size_t)INT32_MAX)
+    return mb__error(err, MB_STATUS_PARSE,
+                     "%s:%d:%d: tensor \"%s\": bad kind, dtype or scales", path,
+                     o->line, o->column, name->string);
+  int i = mb__quant_params_add(params, name->string, (mb_quant_kind)k, err);
+  if (i < 0)
+    return err->status;
+  mb_quant_param *p = &params->tensors[i];
+  mb_status status = param_set_channels(p, (int64_t)scales->count, err);
+  if (status)
+    return status;
+  p->kind = (mb_quant_kind)k;
+  p->dtype = dt;
+  const mb_json_value *v;
+  p->min = (v = mb__json_find(o, "min")) && v->type == MB_JSON_NUMBER
+               ? v->number
+               : 0.0;
+  p->max = (v = mb__json_find(o, "max")) && v->type == MB_JSON_NUMBER
+               ? v->number
+               : 0.0;
+  p->count = (v = mb__json_find(o, "count")) && v->is_integer ? v->integer : 0;
+  p->axis =
+      (v = mb__json_find(o, "axis")) && v->is_integer ? (int)v->integer : -1;
+  p->applied = (v = mb__json_find(o, "applied")) && v->type == MB_JSON_BOOL &&
+               v->boolean;
+  for (size_t c = 0; c < scales->count; c++) {
+    const mb_json_value *s = &scales->items[c], *z = &zps->items[c];
+    if (s->type != MB_JSON_NUMBER || !(s->number > 0) || !z->is_integer ||
+        z->integer < INT32_MIN || z->integer > INT32_MAX)
+      return mb__error(err, MB_STATUS_PARSE,
+                       "%s:%d:%d: tensor \"%s\": scales must be positive "
+                       "numbers and zero points integers",
+                       path, s->line, s->column, name->string);
+    p->scales[c] = (float)s->number;
+    p->zero_points[c] = (int32_t)z->integer;
+  }
+  return MB_STATUS_OK;
+}
+
+mb_status mb__quant_params_read_json(const char *path,
+                                     mb_quant_params **params_out,
+                                     mb_error *err) {
+  mb_json_doc *doc = NULL;
+  mb_quant_params *params = NULL;
+  const mb_json_value *root, *v;
+  mb_status status;
+  *params_out = NULL;
+  if ((status = mb__json_parse_file(path, &doc, err)))
+    return status;
+  root = &doc->root;
+  if (!(v = mb__json_find(root, "format")) || v->type != MB_JSON_STRING ||
+      strcmp(v->string, "modelbench-quant-params") != 0 ||
+      !(v = mb__json_find(root, "version")) || !v->is_integer ||
+      v->integer != 1) {
+    status = mb__error(err, MB_STATUS_PARSE,
+                       "%s: not modelbench quantisation parameters "
+                       "(format \"modelbench-quant-params\", version 1)",
+                       path);
+    goto done;
+  }
+  if (!(params = calloc(1, sizeof *params))) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+    goto done;
+  }
+  v = mb__json_find(root, "calibration");
+  int i = name_index(calibration_names, MB_QUANT_CALIBRATION_COUNT,
+                     v && v->type == MB_JSON_STRING ? v->string : NULL);
+  params->calibration =
+      i < 0 ? MB_QUANT_CALIBRATION_MINMAX : (mb_quant_calibration)i;
+  v = mb__json_find(root, "percentile");
+  params->percentile = v && v->type == MB_JSON_NUMBER ? v->number : 0.0;
+  v = mb__json_find(root, "activations");
+  i = name_index(activations_names, MB_QUANT_ACTIVATIONS_COUNT,
+                 v && v->type == MB_JSON_STRING ? v->string : NULL);
+  params->activations =
+      i < 0 ? MB_QUANT_ACTIVATIONS_UINT8 : (mb_quant_activations)i;
+  v = mb__json_find(root, "samples");
+  params->samples = v && v->is_integer ? (int)v->integer : 0;
+  const mb_json_value *tensors =
+      member(root, "tensors", MB_JSON_ARRAY, path, err);
+  if (!tensors) {
+    status = err->status;
+    goto done;
+  }
+  for (size_t t = 0; t < tensors->count && !status; t++) {
+    if (tensors->items[t].type != MB_JSON_OBJECT)
+      status = mb__error(err, MB_STATUS_PARSE,
+                         "%s:%d:%d: each tensor must be an object", path,
+                         tensors->items[t].line, tensors->items[t].column);
+    else
+      status = read_tensor(&tensors->items[t], params, path, err);
+  }
+done:
+  mb__json_doc_free(doc);
+  if (status)
+    mb__quant_params_free(params);
+  else
+    *params_out = params;
   return status;
 }
 

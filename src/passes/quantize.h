@@ -172,6 +172,15 @@ void mb__quant_params_free(mb_quant_params *params);
 mb_status mb__quant_params_write_json(const mb_quant_params *params,
                                       const char *path, mb_error *err);
 
+/* Reads what mb__quant_params_write_json wrote. path: borrowed.
+ * *params_out: release with mb__quant_params_free. Fails with
+ * MB_STATUS_IO for an unreadable file and MB_STATUS_PARSE (with line and
+ * column) for anything else than that format: a user-edited file gets a
+ * message, never a crash. */
+mb_status mb__quant_params_read_json(const char *path,
+                                     mb_quant_params **params_out,
+                                     mb_error *err);
+
 /* Scale and zero point for the range [rmin, rmax] (widened to include 0):
  * UINT8 asymmetric over [0, 255], or symmetric over [-127, 127] for INT8.
  * An empty or degenerate range gives scale 1, zero point 0. */

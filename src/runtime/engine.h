@@ -32,8 +32,15 @@ typedef struct mb_engine_graph {
 
 typedef struct mb_engine_options {
   int threads;            /* >= 1: the engine's own thread pool */
-  mb_precision precision; /* FP32; FP16 (XNNPACK); BF16 (oneDNN) */
+  mb_precision precision; /* FP32; FP16 (XNNPACK); BF16 (oneDNN); INT8 */
   int profile;            /* time each primitive (extra syncs) */
+  /* INT8: calibrated ranges and the weight scales of the static
+   * quantisation (the same parameters INT8_STATIC+ORT_CPU's QDQ model was
+   * made with), keyed by the float model's tensor names. A Conv, Gemm or
+   * MatMul runs on int8 when its weight has a WEIGHT entry and its input
+   * an activation entry; every other node stays float32. Borrowed for
+   * compile(); NULL outside INT8. */
+  const struct mb_quant_params *quant;
 } mb_engine_options;
 
 /* One segment: nodes in topological order; every value it reads that is

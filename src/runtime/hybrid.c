@@ -422,6 +422,11 @@ static mb_status hybrid_prepare(const mb_engine *engine, const mb_model *model,
     return mb__error(err, MB_STATUS_UNSUPPORTED, "%s cannot compute in %s: %s",
                      engine->name, mb_precision_name(options->precision),
                      reason[0] ? reason : "not supported");
+  if (options->precision == MB_PRECISION_INT8 && !options->quant_params)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "%s in int8 needs quantisation parameters (a conversion "
+                     "with the quant_params step calibrates them)",
+                     engine->name);
   if (!(hs = calloc(1, sizeof *hs)))
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot allocate session");
   hs->engine = engine;
@@ -429,6 +434,7 @@ static mb_status hybrid_prepare(const mb_engine *engine, const mb_model *model,
   hs->options.threads = MB_MAX(options->threads, 1);
   hs->options.precision = options->precision;
   hs->options.profile = options->profile;
+  hs->options.quant = options->quant_params;
   if ((status = analyze(model, engine, &hs->options, options->example_inputs,
                         &hs->hg, err)))
     goto fail;

@@ -36,6 +36,10 @@ typedef struct mb_runtime_options {
   /* Build cache: where a runtime with a serialised form writes it while
    * preparing (ORT: the model after its graph optimisations), or NULL. */
   const char *save_optimized_path;
+  /* INT8 on the native engines: the static quantisation parameters
+   * (passes/quantize.h) of this model, from its build; borrowed for
+   * prepare. NULL otherwise. */
+  const struct mb_quant_params *quant_params;
 } mb_runtime_options;
 
 typedef struct mb_runtime {
