@@ -80,6 +80,68 @@ fi
 run 2 bench "$models/mlp.onnx" --max-error 0 && expect_in "$tmp/err" \
   "--max-error" "--max-error 0"
 
+# ---- the engines' int8: the same calibration, cached beside the model ----
+for c in INT8_STATIC+ONEDNN INT8_STATIC+XNNPACK; do
+  available "$c" || continue
+  for m in small_cnn resnet_blocks mlp; do
+    if run 0 bench "$models/$m.onnx" -c "$c" "${fast[@]}" --batch-size 2 \
+      --json "$tmp/q.json"; then
+      py "$c on $m" '
+import json, sys
+(r,) = json.load(open(sys.argv[1]))["results"]
+assert r["status"] == "ok", r
+assert r["precision"] == "int8", r
+acc = r["accuracy"]
+assert acc["cosine"] >= 0.99, acc
+assert 0 < acc["max_abs_err"], acc  # int8 really ran
+assert r["cache_hit"] is False, r
+' "$tmp/q.json"
+    fi
+  done
+  # Second run: the float model and quant_params.json come from the cache.
+  if run 0 bench "$models/mlp.onnx" -c "$c" "${fast[@]}" --batch-size 2 \
+    --json "$tmp/q2.json"; then
+    py "$c cache hit" '
+import json, sys
+(a,) = json.load(open(sys.argv[1]))["results"]
+(b,) = json.load(open(sys.argv[2]))["results"]
+assert b["cache_hit"] is True and b["status"] == "ok", b
+assert b["accuracy"]["max_abs_err"] == a["accuracy"]["max_abs_err"], (a, b)
+' "$tmp/q.json" "$tmp/q2.json"
+  fi
+  # A damaged parameters file: a warning, rebuilt in memory, still ok.
+  f=$(find "$MODELBENCH_CACHE_DIR" -path "*/mlp-*/$c-*/quant_params.json" |
+    head -1)
+  if [ -z "$f" ]; then
+    fail "$c: no cached quant_params.json"
+  else
+    echo '{"format": 1' >"$f"
+    if run 0 bench "$models/mlp.onnx" -c "$c" "${fast[@]}" --batch-size 2 \
+      --json "$tmp/q3.json"; then
+      py "$c with damaged cached parameters" '
+import json, sys
+(r,) = json.load(open(sys.argv[1]))["results"]
+assert r["status"] == "ok", r
+assert any("cannot load the cached converted model" in w
+           for w in r["warnings"]), r["warnings"]
+' "$tmp/q3.json"
+    fi
+  fi
+  out=$tmp/${c//+/_}.onnx
+  if run 0 convert "$models/small_cnn.onnx" -c "$c" -o "$out" \
+    --calibration-samples 4; then
+    expect_in "$tmp/out" "quantisation parameters in $tmp/${c//+/_}.quant_params.json" \
+      "convert $c names the parameters"
+    py "convert $c writes the parameters" '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["format"] == "modelbench-quant-params", p
+kinds = {t["kind"] for t in p["tensors"]}
+assert {"activation", "weight"} <= kinds, kinds
+' "$tmp/${c//+/_}.quant_params.json"
+  fi
+done
+
 # ---- convert ----
 for c in OPTIMIZE+REFERENCE FP16+REFERENCE INT8_STATIC+REFERENCE \
   INT8_DYNAMIC+ORT_CPU; do

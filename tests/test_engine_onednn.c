@@ -8,6 +8,8 @@
  * per-primitive profile), what supports_node must reject, and run-time
  * errors. Everything is skipped (and passes) when the engine's probe says
  * it is unavailable. */
+#include "passes/passes.h"
+#include "passes/quantize.h"
 #include "runtime/engine.h"
 #include "test.h"
 
@@ -1651,6 +1653,228 @@ TEST(folded_constants) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* INT8                                                                      */
+/* ------------------------------------------------------------------------ */
+
+#define INT8_BATCHES 8
+
+/* What the quant_params build step makes: c's model calibrated on
+ * INT8_BATCHES random batches (the prepared inputs first), then the static
+ * quantisation worked out on a copy, which adds the weight scales. */
+static int int8_params(gcase *c, prepared *p, const mb_quant_options *qo,
+                       mb_quant_params **out) {
+  mb_tensor *extra[INT8_BATCHES][8];
+  const mb_tensor *const *batches[INT8_BATCHES];
+  mb_model *copy = NULL;
+  int rc = 1;
+  memset(extra, 0, sizeof extra);
+  batches[0] = (const mb_tensor *const *)p->inputs;
+  for (int b = 1; b < INT8_BATCHES; b++) {
+    for (int i = 0; i < p->n_inputs; i++) {
+      const mb_tensor *t = p->inputs[i];
+      ASSERT_OK(
+          mb_tensor_create(t->dtype, t->rank, t->dims, &extra[b][i], &c->err),
+          &c->err);
+      for (int64_t k = 0; k < t->numel; k++)
+        mb__tensor_set_f64(extra[b][i], k, c->lo + (c->hi - c->lo) * rnd01());
+    }
+    batches[b] = (const mb_tensor *const *)extra[b];
+  }
+  if (mb__calibrate(c->model, batches, INT8_BATCHES, qo, out, &c->err) ||
+      mb__model_clone(c->model, &copy, &c->err) ||
+      mb__quantize_static(copy, *out, qo, NULL, &c->err)) {
+    fprintf(stderr, "  quantisation failed: %s\n", c->err.message);
+    goto done;
+  }
+  rc = 0;
+done:
+  mb_model_free(copy);
+  for (int b = 1; b < INT8_BATCHES; b++)
+    for (int i = 0; i < p->n_inputs; i++)
+      mb_tensor_free(extra[b][i]);
+  return rc;
+}
+
+/* Compiles the whole graph in INT8 with `params` and runs it twice on the
+ * prepared inputs; each output's normalised error against the fp32
+ * reference goes into err_out[] (the worst of the two runs). */
+static int int8_run(gcase *c, prepared *p, const mb_quant_params *params,
+                    mb_tensor **ref, double *err_out, double *cos_out) {
+  mb_engine_options eo = {2, MB_PRECISION_INT8, 0, params};
+  void *compiled = NULL;
+  mb_tensor *outs[8] = {0};
+  int rc = 1;
+  ASSERT_OK(engine->compile(&p->desc, &eo, &compiled, &c->err), &c->err);
+  if (make_outputs(p, outs))
+    goto done;
+  for (int j = 0; j < p->desc.n_outputs; j++) {
+    err_out[j] = 0;
+    cos_out[j] = 1;
+  }
+  for (int r = 0; r < 2; r++) {
+    for (int j = 0; j < p->desc.n_outputs; j++)
+      memset(outs[j]->data, 0xff, outs[j]->nbytes); /* NaN */
+    if (engine->run(compiled, (const mb_tensor *const *)p->inputs, outs,
+                    &c->err)) {
+      fprintf(stderr, "  run failed: %s\n", c->err.message);
+      goto done;
+    }
+    for (int j = 0; j < p->desc.n_outputs; j++) {
+      err_out[j] = fmax(err_out[j], normalised_error(outs[j], ref[j]));
+      cos_out[j] = fmin(cos_out[j], cosine(outs[j], ref[j]));
+    }
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < p->desc.n_outputs; j++)
+    mb_tensor_free(outs[j]);
+  engine->release(compiled);
+  return rc;
+}
+
+/* c's graph in INT8 against fp32: close (cosine >= 0.999, normalised
+ * error <= 0.05) yet not fp32-exact (> 1e-6: int8 really ran). With
+ * per_tensor_weights the weights get one scale. Frees the case. */
+static int check_int8(gcase *c, int per_tensor_weights) {
+  prepared p;
+  mb_tensor *ref[8] = {0};
+  mb_quant_params *params = NULL;
+  mb_quant_options qo = {.per_tensor_weights = per_tensor_weights};
+  double e[8], cs[8];
+  int rc = 1;
+  if (prepare(c, &p) || run_reference(c, &p, ref) ||
+      int8_params(c, &p, &qo, &params) || int8_run(c, &p, params, ref, e, cs))
+    goto done;
+  for (int j = 0; j < p.desc.n_outputs; j++) {
+    if (!(cs[j] >= 0.999) || !(e[j] <= 0.05) || !(e[j] > 1e-6)) {
+      fprintf(stderr,
+              "  output %d: int8 cosine %.6f, normalised error %g (want "
+              ">= 0.999 and in (1e-6, 0.05])\n",
+              j, cs[j], e[j]);
+      goto done;
+    }
+  }
+  rc = 0;
+done:
+  mb__quant_params_free(params);
+  for (int j = 0; j < 8; j++)
+    mb_tensor_free(ref[j]);
+  prepared_free(&p);
+  gc_free(c);
+  return rc;
+}
+
+/* Conv (signed input: a source zero point) -> Relu -> Conv (unsigned:
+ * none) with biases, plus a depthwise Conv and a residual Add; biases are
+ * large enough that a mis-scaled int8 bias shows. */
+static void build_int8_convs(gcase *c) {
+  int64_t x[4] = {1, 8, 12, 12}, w1[4] = {16, 8, 3, 3}, w2[4] = {16, 16, 3, 3};
+  int64_t wd[4] = {16, 1, 3, 3}, b[1] = {16};
+  const int64_t pads[4] = {1, 1, 1, 1};
+  gc_init(c, 13);
+  gc_input(c, "x", 4, x);
+  gc_const(c, "w1", 4, w1, NULL, -0.3f, 0.3f);
+  gc_const(c, "b1", 1, b, NULL, -1, 1);
+  gc_const(c, "w2", 4, w2, NULL, -0.2f, 0.2f);
+  gc_const(c, "b2", 1, b, NULL, -1, 1);
+  gc_const(c, "wd", 4, wd, NULL, -0.5f, 0.5f);
+  gc_const(c, "bd", 1, b, NULL, -1, 1);
+  gc_node(c, "Conv", "x,w1,b1", "c1");
+  gc_ints(c, "pads", 4, pads);
+  gc_node(c, "Relu", "c1", "r1");
+  gc_node(c, "Conv", "r1,w2,b2", "c2");
+  gc_ints(c, "pads", 4, pads);
+  gc_node(c, "Conv", "c2,wd,bd", "d");
+  gc_int(c, "group", 16);
+  gc_ints(c, "pads", 4, pads);
+  gc_node(c, "Add", "d,r1", "s");
+  gc_node(c, "Relu", "s", "y");
+  gc_output(c, "y");
+}
+
+TEST(int8_convolutions) {
+  SKIP_UNLESS_AVAILABLE();
+  for (int per_tensor = 0; per_tensor < 2; per_tensor++) {
+    gcase c;
+    build_int8_convs(&c);
+    if (check_int8(&c, per_tensor))
+      TEST_FAIL_("int8 convolutions (per-tensor weights %d) failed",
+                 per_tensor);
+  }
+  return 0;
+}
+
+TEST(int8_gemm_and_matmul) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  int64_t a[2] = {6, 24}, bt[2] = {10, 24}, cb[1] = {10};
+  gc_init(&c, 13); /* Gemm, transB, alpha, bias C */
+  gc_input(&c, "a", 2, a);
+  gc_const(&c, "b", 2, bt, NULL, -1, 1);
+  gc_const(&c, "c", 1, cb, NULL, -4, 4);
+  gc_node(&c, "Gemm", "a,b,c", "y");
+  gc_int(&c, "transB", 1);
+  gc_float(&c, "alpha", 0.5f);
+  gc_output(&c, "y");
+  if (check_int8(&c, 0))
+    TEST_FAIL_("int8 Gemm failed");
+
+  int64_t a3[3] = {2, 5, 24}, w[2] = {24, 9}, n[1] = {9};
+  gc_init(&c, 13); /* MatMul [2,5,24] x [24,9] + bias -> Relu */
+  gc_input(&c, "a", 3, a3);
+  gc_const(&c, "w", 2, w, NULL, -1, 1);
+  gc_const(&c, "bias", 1, n, NULL, -4, 4);
+  gc_node(&c, "MatMul", "a,w", "t");
+  gc_node(&c, "Add", "t,bias", "u");
+  gc_node(&c, "Relu", "u", "y");
+  gc_output(&c, "y");
+  if (check_int8(&c, 0))
+    TEST_FAIL_("int8 MatMul failed");
+  return 0;
+}
+
+/* Nodes without calibration entries run in fp32 (as exact as FP32), and
+ * INT8 without any parameters is an error, not a crash. */
+TEST(int8_without_parameters) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  prepared p;
+  mb_tensor *ref[8] = {0};
+  mb_quant_params empty;
+  double e[8], cs[8];
+  memset(&empty, 0, sizeof empty);
+  build_int8_convs(&c);
+  int rc = 1;
+  if (prepare(&c, &p) || run_reference(&c, &p, ref) ||
+      int8_run(&c, &p, &empty, ref, e, cs))
+    goto done;
+  if (!(e[0] <= 1e-4)) {
+    fprintf(stderr, "  uncalibrated nodes: normalised error %g > 1e-4\n", e[0]);
+    goto done;
+  }
+  {
+    mb_engine_options eo = {1, MB_PRECISION_INT8, 0, NULL};
+    void *compiled = NULL;
+    mb_status st = engine->compile(&p.desc, &eo, &compiled, &c.err);
+    if (st != MB_STATUS_INVALID_ARGUMENT || compiled ||
+        !strstr(c.err.message, "quantisation parameters")) {
+      fprintf(stderr, "  INT8 without parameters: status %d, '%s'\n", st,
+              c.err.message);
+      engine->release(compiled);
+      goto done;
+    }
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < 8; j++)
+    mb_tensor_free(ref[j]);
+  prepared_free(&p);
+  gc_free(&c);
+  ASSERT(rc == 0);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Rejections, precision, profile, errors                                    */
 /* ------------------------------------------------------------------------ */
 
@@ -1904,4 +2128,5 @@ TEST_MAIN(TEST_ENTRY(probe_reports), TEST_ENTRY(conv_variants),
           TEST_ENTRY(segment_of_a_suffix), TEST_ENTRY(folded_constants),
           TEST_ENTRY(rejects_what_it_must), TEST_ENTRY(precisions),
           TEST_ENTRY(bf16_transformer_block), TEST_ENTRY(profile_counts_runs),
-          TEST_ENTRY(run_checks_shapes))
+          TEST_ENTRY(run_checks_shapes), TEST_ENTRY(int8_convolutions),
+          TEST_ENTRY(int8_gemm_and_matmul), TEST_ENTRY(int8_without_parameters))

@@ -40,6 +40,8 @@
  * reorders around them. */
 #include "runtime/engine.h"
 
+#include "passes/quantize.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -1338,19 +1340,33 @@ typedef struct dn_group {
   int last; /* position of its last node, where it is emitted */
 } dn_group;
 
+/* int8 attributes of a primitive: output scales (per channel: mask names
+ * the dst dimension) that dequantise the int32 accumulators, a zero point
+ * of the source given at run time, a constant zero point of the
+ * destination (quantising reorders). */
+typedef struct dn_qattr {
+  int n_scales;
+  int mask;
+  const float *scales;
+  bool src_zp;
+  bool dst_zp;
+  int32_t dst_zp_value;
+} dn_qattr;
+
 typedef struct lctx {
   dn_segment *s;
   const mb_segment_desc *d;
   const mb_engine_graph *eg;
   const mb_graph *g;
   int64_t opset;
-  dnnl_data_type_t act_dt; /* activations inside the segment */
-  int pos;                 /* position being emitted */
-  const mb_node *node;     /* node being lowered: named in errors */
-  int prof;                /* profile entry of what is being lowered */
-  int prof_reorder;        /* the segment's entry for inserted reorders */
-  int *node_pos;           /* per graph node: position, -1 outside */
-  dn_val *vals;            /* per graph value */
+  dnnl_data_type_t act_dt;      /* activations inside the segment */
+  const mb_quant_params *quant; /* INT8: the calibration, else NULL */
+  int pos;                      /* position being emitted */
+  const mb_node *node;          /* node being lowered: named in errors */
+  int prof;                     /* profile entry of what is being lowered */
+  int prof_reorder;             /* the segment's entry for inserted reorders */
+  int *node_pos;                /* per graph node: position, -1 outside */
+  dn_val *vals;                 /* per graph value */
   int n_groups;
   dn_group *groups;
   int *group_of; /* per position: group index, -1 */
@@ -1540,9 +1556,9 @@ static int prof_new(lctx *l, const char *op_type, const char *name) {
 
 /* Attributes every primitive gets: the scratchpad is ours (one buffer
  * shared by the segment, no allocation while running). post_ops: NULL or
- * borrowed. */
+ * borrowed. qa: int8 attributes, or NULL. */
 static mb_status attr_new(lctx *l, const_dnnl_post_ops_t post_ops,
-                          dnnl_primitive_attr_t *attr_out) {
+                          const dn_qattr *qa, dnnl_primitive_attr_t *attr_out) {
   dnnl_primitive_attr_t attr = NULL;
   dnnl_status_t st;
   *attr_out = NULL;
@@ -1550,6 +1566,18 @@ static mb_status attr_new(lctx *l, const_dnnl_post_ops_t post_ops,
   st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   if (st == dnnl_success && post_ops)
     st = dnnl_primitive_attr_set_post_ops(attr, post_ops);
+  if (st == dnnl_success && qa && qa->n_scales > 0)
+    st = dnnl_primitive_attr_set_output_scales(attr, qa->n_scales, qa->mask,
+                                               qa->scales);
+  if (st == dnnl_success && qa && qa->src_zp) {
+    const int32_t runtime = DNNL_RUNTIME_S32_VAL;
+    st =
+        dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &runtime);
+  }
+  if (st == dnnl_success && qa && qa->dst_zp) {
+    const int32_t zp = qa->dst_zp_value;
+    st = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &zp);
+  }
   if (st != dnnl_success) {
     dnnl_primitive_attr_destroy(attr);
     return dn_fail(l, "dnnl_primitive_attr_set_post_ops", st);
@@ -1558,15 +1586,16 @@ static mb_status attr_new(lctx *l, const_dnnl_post_ops_t post_ops,
   return MB_STATUS_OK;
 }
 
-/* primitive_desc_create for op_desc with attributes (post_ops may be
- * NULL). Returns the dnnl status: callers try alternatives on failure. */
-static dnnl_status_t pd_try(lctx *l, const_dnnl_op_desc_t op_desc,
-                            const_dnnl_post_ops_t post_ops,
-                            dnnl_primitive_desc_t *pd_out) {
+/* primitive_desc_create for op_desc with attributes (post_ops and qa may
+ * be NULL). Returns the dnnl status: callers try alternatives on failure. */
+static dnnl_status_t pd_try_q(lctx *l, const_dnnl_op_desc_t op_desc,
+                              const_dnnl_post_ops_t post_ops,
+                              const dn_qattr *qa,
+                              dnnl_primitive_desc_t *pd_out) {
   dnnl_primitive_attr_t attr = NULL;
   mb_error save = *l->err;
   *pd_out = NULL;
-  if (attr_new(l, post_ops, &attr)) {
+  if (attr_new(l, post_ops, qa, &attr)) {
     *l->err = save;
     return dnnl_out_of_memory;
   }
@@ -1576,6 +1605,12 @@ static dnnl_status_t pd_try(lctx *l, const_dnnl_op_desc_t op_desc,
   if (st != dnnl_success)
     *pd_out = NULL;
   return st;
+}
+
+static dnnl_status_t pd_try(lctx *l, const_dnnl_op_desc_t op_desc,
+                            const_dnnl_post_ops_t post_ops,
+                            dnnl_primitive_desc_t *pd_out) {
+  return pd_try_q(l, op_desc, post_ops, NULL, pd_out);
 }
 
 /* Is pd oneDNN's reference (naive C++) implementation? */
@@ -1681,7 +1716,7 @@ static mb_status emit_reorder_as(lctx *l, bool inserted, dnnl_memory_t src,
   dnnl_primitive_desc_t pd = NULL;
   dnnl_primitive_attr_t attr = NULL;
   mb_status status;
-  if ((status = attr_new(l, NULL, &attr)))
+  if ((status = attr_new(l, NULL, NULL, &attr)))
     return status;
   dnnl_status_t st = dnnl_reorder_primitive_desc_create(
       &pd, src_md, l->s->engine, dst_md, l->s->engine, attr);
@@ -1961,6 +1996,147 @@ static mb_status finish_output(lctx *l, int v) {
 static mb_status rep_view(lctx *l, const dn_rep *r,
                           const dnnl_memory_desc_t *md, dnnl_memory_t *out) {
   return mem_new(l, md, r->buf, out);
+}
+
+/* ---- int8 --------------------------------------------------------------- */
+
+/* oneDNN 2.x adds an int8 primitive's bias to the int32 accumulator before
+ * the output scales (dst = oscale * (acc + bias)), so a float bias goes in
+ * divided by the output scale of its channel. (3.x changed this.) */
+#define DN_INT8_BIAS_BEFORE_SCALES 1
+
+/* The calibration entries that make a Conv, Gemm or MatMul reading value
+ * x with constant weight w (of `channels` output channels along `axis` of
+ * w as stored) run in int8: x's activation range and w's int8 symmetric
+ * scales. False (fp32 then) for no entry or a form not taken here. */
+static bool q_entries(lctx *l, int x, int w, int axis, int64_t channels,
+                      const mb_quant_param **xq, const mb_quant_param **wq) {
+  if (!l->quant || x < 0 || w < 0 || constant_of(l->eg, x))
+    return false;
+  const mb_quant_param *a =
+      mb__quant_params_find(l->quant, l->g->values[x].name);
+  const mb_quant_param *b =
+      mb__quant_params_find(l->quant, l->g->values[w].name);
+  if (!a || !b || a->kind != MB_QUANT_KIND_ACTIVATION ||
+      b->kind != MB_QUANT_KIND_WEIGHT ||
+      (a->dtype != MB_DTYPE_UINT8 && a->dtype != MB_DTYPE_INT8) ||
+      b->dtype != MB_DTYPE_INT8 || a->channels != 1 || !(a->scales[0] > 0) ||
+      (b->channels != 1 && (b->channels != channels || b->axis != axis)))
+    return false;
+  for (int64_t c = 0; c < b->channels; c++)
+    if (!(b->scales[c] > 0) || b->zero_points[c] != 0)
+      return false;
+  *xq = a;
+  *wq = b;
+  return true;
+}
+
+static dnnl_data_type_t q_dt(const mb_quant_param *xq) {
+  return xq->dtype == MB_DTYPE_UINT8 ? dnnl_u8 : dnnl_s8;
+}
+
+/* w (float32) as int8 with wq's scales along `axis`: clamp(round(w /
+ * scale), -127, 127), as the static quantiser stores it. Aligned; NULL on
+ * OOM. */
+static int8_t *q_weights(const mb_tensor *w, const mb_quant_param *wq,
+                         int axis) {
+  int64_t inner = 1, ch = wq->channels > 1 ? w->dims[axis] : 1;
+  for (int d = axis + 1; d < w->rank; d++)
+    inner *= w->dims[d];
+  int8_t *q = mb__aligned_alloc((size_t)MB_MAX(w->numel, 1));
+  const float *x = w->data;
+  for (int64_t i = 0; q && i < w->numel; i++) {
+    float v = nearbyintf(x[i] / wq->scales[ch > 1 ? (i / inner) % ch : 0]);
+    q[i] = (int8_t)(v < -127.0f ? -127 : v > 127.0f ? 127 : v);
+  }
+  return q;
+}
+
+/* Output scales x_scale * w_scale[c] (times alpha): one per output
+ * channel, or one. */
+static float *q_out_scales(const mb_quant_param *xq, const mb_quant_param *wq,
+                           float alpha) {
+  float *o = malloc((size_t)wq->channels * sizeof *o);
+  for (int64_t c = 0; o && c < wq->channels; c++)
+    o[c] = alpha * xq->scales[0] * wq->scales[c];
+  return o;
+}
+
+/* A float bias (n values, or NULL) for an int8 primitive with output
+ * scales oscales (n_scales of them). Aligned; NULL on OOM. */
+static float *q_bias(const float *bias, int64_t n, const float *oscales,
+                     int64_t n_scales) {
+  float *b = mb__aligned_alloc((size_t)n * sizeof *b);
+  for (int64_t c = 0; b && c < n; c++) {
+    float v = bias ? bias[c] : 0.0f;
+    b[c] = DN_INT8_BIAS_BEFORE_SCALES ? v / oscales[n_scales > 1 ? c : 0] : v;
+  }
+  return b;
+}
+
+/* Value v quantised with xq into the layout `want` (u8 or s8): a reorder
+ * with output scale 1 / x_scale and the destination zero point, once,
+ * then cached like any representation. */
+static mb_status value_get_q(lctx *l, int v, const dnnl_memory_desc_t *want,
+                             const mb_quant_param *xq, dn_rep **out) {
+  dn_val *x = &l->vals[v];
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_memory_t mem;
+  mb_status status;
+  for (int i = 0; i < x->n_reps; i++)
+    if (md_same(&x->rep[i].md, want)) {
+      *out = &x->rep[i];
+      return MB_STATUS_OK;
+    }
+  if (x->n_reps == 0)
+    return internal(l, "a value is read before it is computed");
+  const dn_rep *src = &x->rep[0];
+  float inv = 1.0f / xq->scales[0];
+  dn_qattr qa = {
+      1, 0, &inv, false, xq->zero_points[0] != 0, xq->zero_points[0]};
+  int buf = buf_take(l, dnnl_memory_desc_get_size(want), x->last_use);
+  if (buf < 0)
+    return oom(l);
+  if ((status = mem_new(l, want, buf, &mem)) ||
+      (status = attr_new(l, NULL, &qa, &attr)))
+    return status;
+  dnnl_status_t st = dnnl_reorder_primitive_desc_create(
+      &pd, &src->md, l->s->engine, want, l->s->engine, attr);
+  dnnl_primitive_attr_destroy(attr);
+  if (st != dnnl_success)
+    return dn_fail(l, "dnnl_reorder_primitive_desc_create(quantise)", st);
+  int prof = l->prof;
+  l->prof = l->prof_reorder;
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src->mem}, {DNNL_ARG_TO, mem}};
+  status = emit(l, pd, 2, args);
+  l->prof = prof;
+  dnnl_primitive_desc_destroy(pd);
+  if (status)
+    return status;
+  return rep_add(l, v, want, mem, buf, out);
+}
+
+/* The run-time source zero point argument of an int8 primitive, appended
+ * to args when xq has a non-zero one. */
+static mb_status q_zp_arg(lctx *l, const mb_quant_param *xq,
+                          dnnl_exec_arg_t *args, int *n_args) {
+  if (xq->zero_points[0] == 0)
+    return MB_STATUS_OK;
+  int32_t *zp = mb__aligned_alloc(sizeof *zp);
+  dnnl_memory_desc_t md;
+  dnnl_memory_t mem;
+  int64_t one = 1;
+  mb_status status;
+  if (!zp)
+    return oom(l);
+  *zp = xq->zero_points[0];
+  DN_TRY(l, md_plain(&md, 1, &one, dnnl_s32));
+  if ((status = const_memory(l, &md, zp, true, &md, &mem, NULL)))
+    return status;
+  args[(*n_args)++] =
+      (dnnl_exec_arg_t){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, mem};
+  return MB_STATUS_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2331,6 +2507,9 @@ static mb_status lower_conv(lctx *l, const dn_group *g) {
   dnnl_dims_t strides, dil, pl, pr;
   int64_t x[MB_MAX_RANK], wd[MB_MAX_RANK + 1];
   int rank, k = g->n_post, wr;
+  const mb_quant_param *xq = NULL, *wq = NULL;
+  float *oscales = NULL;
+  dn_qattr qa;
   DN_PARAMS(l, n, conv_get, &p);
   const mb_tensor *w = constant_of(l->eg, n->inputs[1]);
   const mb_tensor *bias = p.bias ? constant_of(l->eg, n->inputs[2]) : NULL;
@@ -2351,45 +2530,89 @@ static mb_status lower_conv(lctx *l, const dn_group *g) {
   to_dnnl_dims(p.w.nsp, p.w.dilation, -1, dil);
   to_dnnl_dims(p.w.nsp, p.w.pad_l, 0, pl);
   to_dnnl_dims(p.w.nsp, p.w.pad_r, 0, pr);
-  DN_TRY(l, md_any(&src_md, rank, x, dt));
-  DN_TRY(l, md_any(&w_md, wr, wd, dt));
-  DN_TRY(l, md_any(&dst_md, rank, y->dims, dt));
-  DN_TRY(l, md_plain(&w_user, wr, wd, dnnl_f32));
-  DN_TRY(l, md_plain(&b_md, 1, &p.c_out, dnnl_f32));
+  /* int8 first when calibrated (u8/s8 source, s8 weights per output
+   * channel, float32 destination: dequantised by the output scales, so
+   * post-ops and everything after stay float), else or on refusal fp32. */
+  bool q = q_entries(l, n->inputs[0], n->inputs[1], 0, p.c_out, &xq, &wq);
+  if (q) {
+    if (!(oscales = q_out_scales(xq, wq, 1.0f)))
+      return oom(l);
+    qa = (dn_qattr){(int)wq->channels,
+                    wq->channels > 1 ? 1 << 1 : 0,
+                    oscales,
+                    xq->zero_points[0] != 0,
+                    false,
+                    0};
+  }
+  DN_GOTO(l, md_plain(&b_md, 1, &p.c_out, dnnl_f32));
   b_user = b_md;
-  /* The whole chain as post-ops, else ever shorter prefixes. */
-  for (; k >= 0; k--) {
-    dnnl_convolution_desc_t cd;
-    MB_TRY_GOTO(posts_build(l, g->post, k, rank, &po, bin_md));
-    DN_GOTO(l,
-            dnnl_dilated_convolution_forward_desc_init(
-                &cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md,
-                &w_md, bias ? &b_md : NULL, &dst_md, strides, dil, pl, pr));
-    dnnl_status_t st = pd_try(l, &cd, po, &pd);
-    dnnl_post_ops_destroy(po);
-    po = NULL;
-    if (st == dnnl_success && pd_accept(&pd, k == 0))
-      break;
-    if (k == 0) {
-      status = dn_fail(l, "dnnl_primitive_desc_create(convolution)", st);
-      goto done;
+  for (int attempt = q ? 0 : 1; attempt < 2 && !pd; attempt++) {
+    bool int8 = attempt == 0;
+    DN_GOTO(l, md_any(&src_md, rank, x, int8 ? q_dt(xq) : dt));
+    DN_GOTO(l, md_any(&w_md, wr, wd, int8 ? dnnl_s8 : dt));
+    DN_GOTO(l, md_any(&dst_md, rank, y->dims, dt));
+    DN_GOTO(l, md_plain(&w_user, wr, wd, int8 ? dnnl_s8 : dnnl_f32));
+    /* The whole chain as post-ops, else ever shorter prefixes. */
+    for (k = g->n_post; k >= 0; k--) {
+      dnnl_convolution_desc_t cd;
+      MB_TRY_GOTO(posts_build(l, g->post, k, rank, &po, bin_md));
+      DN_GOTO(l, dnnl_dilated_convolution_forward_desc_init(
+                     &cd, dnnl_forward_inference, dnnl_convolution_direct,
+                     &src_md, &w_md, (bias || int8) ? &b_md : NULL, &dst_md,
+                     strides, dil, pl, pr));
+      dnnl_status_t st = pd_try_q(l, &cd, po, int8 ? &qa : NULL, &pd);
+      dnnl_post_ops_destroy(po);
+      po = NULL;
+      /* int8 never settles for oneDNN's reference kernels: fp32 is
+       * faster than those. */
+      if (st == dnnl_success && pd_accept(&pd, k == 0 && !int8))
+        break;
+      if (k == 0 && !int8) {
+        status = dn_fail(l, "dnnl_primitive_desc_create(convolution)", st);
+        goto done;
+      }
     }
+    q = int8 && pd;
   }
   {
     dn_rep *src, *out;
     dnnl_memory_t wmem, bmem = NULL;
     dnnl_exec_arg_t args[DN_MAX_ARGS];
     int n_args = 0;
-    MB_TRY_GOTO(value_get(l, n->inputs[0], DN_WANT_EXACT, dt,
-                          pd_md(pd, dnnl_query_src_md), &src));
+    if (q)
+      MB_TRY_GOTO(
+          value_get_q(l, n->inputs[0], pd_md(pd, dnnl_query_src_md), xq, &src));
+    else
+      MB_TRY_GOTO(value_get(l, n->inputs[0], DN_WANT_EXACT, dt,
+                            pd_md(pd, dnnl_query_src_md), &src));
     dn_rep in = *src;
-    MB_TRY_GOTO(const_memory(l, &w_user, w->data, false,
-                             pd_md(pd, dnnl_query_weights_md), &wmem, NULL));
-    if (bias)
-      MB_TRY_GOTO(const_memory(
-          l, &b_user, bias->data, false,
-          dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1), &bmem,
-          NULL));
+    const dnnl_memory_desc_t *bias_md =
+        dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
+    if (q) {
+      int8_t *wq8 = q_weights(w, wq, 0);
+      float *bq =
+          wq8 ? q_bias(bias ? bias->data : NULL, p.c_out, oscales, wq->channels)
+              : NULL;
+      if (!wq8 || !bq) {
+        mb__aligned_free(wq8);
+        mb__aligned_free(bq);
+        status = oom(l);
+        goto done;
+      }
+      if ((status =
+               const_memory(l, &w_user, wq8, true,
+                            pd_md(pd, dnnl_query_weights_md), &wmem, NULL))) {
+        mb__aligned_free(bq);
+        goto done;
+      }
+      MB_TRY_GOTO(const_memory(l, &b_user, bq, true, bias_md, &bmem, NULL));
+    } else {
+      MB_TRY_GOTO(const_memory(l, &w_user, w->data, false,
+                               pd_md(pd, dnnl_query_weights_md), &wmem, NULL));
+      if (bias)
+        MB_TRY_GOTO(
+            const_memory(l, &b_user, bias->data, false, bias_md, &bmem, NULL));
+    }
     int final = head_final(g->post, k, n->outputs[0]);
     MB_TRY_GOTO(head_dst(l, g->post, k, final, pd_md(pd, dnnl_query_dst_md),
                          in.buf, &out));
@@ -2398,11 +2621,14 @@ static mb_status lower_conv(lctx *l, const dn_group *g) {
     if (bmem)
       args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bmem};
     args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_DST, out->mem};
+    if (q)
+      MB_TRY_GOTO(q_zp_arg(l, xq, args, &n_args));
     MB_TRY_GOTO(posts_args(l, g->post, k, bin_md, args, &n_args));
     MB_TRY_GOTO(emit(l, pd, n_args, args));
   }
   MB_TRY_GOTO(lower_rest(l, g->post, k, g->n_post));
 done:
+  free(oscales);
   if (pd)
     dnnl_primitive_desc_destroy(pd);
   if (po)
@@ -2467,9 +2693,11 @@ static mb_status lower_mm(lctx *l, const dn_group *g) {
   dn_post posts[DN_MAX_POST + 2];
   dnnl_memory_desc_t a_md, b_md, b_user, bias_md, dst_md;
   dnnl_memory_desc_t bin_md[DN_MAX_POST + 2];
-  float *scaled = NULL, *bias_data = NULL;
+  float *scaled = NULL, *bias_data = NULL, *oscales = NULL;
   const float *bias_src = NULL;
-  int n_fixed = 0, k;
+  int n_fixed = 0, k = 0;
+  const mb_quant_param *xq = NULL, *wq = NULL;
+  dn_qattr qa;
   DN_PARAMS(l, n, mm_get, &p);
   int a = n->inputs[0], b = n->inputs[1], r = p.rank;
   const mb_tensor *kb = constant_of(l->eg, b);
@@ -2478,14 +2706,29 @@ static mb_status lower_mm(lctx *l, const dn_group *g) {
   int brank;
   int64_t bdims[MB_MAX_RANK];
   value_dims(l, b, &brank, bdims);
+  /* int8 (constant 2-D weights, A not transposed): u8/s8 A, s8 weights
+   * per column of the output, float32 out through the output scales
+   * (alpha folded into them), so C, bias and post-ops stay float. */
+  bool q = kb && brank == 2 && !p.trans_a &&
+           q_entries(l, a, b, p.trans_b ? 0 : 1, nn, &xq, &wq);
+  if (q) {
+    if (!(oscales = q_out_scales(xq, wq, p.alpha)))
+      return oom(l);
+    qa = (dn_qattr){(int)wq->channels,
+                    wq->channels > 1 ? 1 << (r - 1) : 0,
+                    oscales,
+                    xq->zero_points[0] != 0,
+                    false,
+                    0};
+  }
 
   /* alpha: folded into constant weights, else a linear post-op. */
-  if (p.alpha != 1.0f && kb) {
+  if (p.alpha != 1.0f && kb && !q) {
     if (!(scaled = mb__aligned_alloc((size_t)kb->numel * sizeof *scaled)))
       return oom(l);
     for (int64_t i = 0; i < kb->numel; i++)
       scaled[i] = p.alpha * ((const float *)kb->data)[i];
-  } else if (p.alpha != 1.0f) {
+  } else if (p.alpha != 1.0f && !q) {
     memset(&posts[n_fixed], 0, sizeof posts[0]);
     posts[n_fixed].kind = DN_POST_ELTWISE;
     posts[n_fixed].n_ops = 1;
@@ -2525,45 +2768,77 @@ static mb_status lower_mm(lctx *l, const dn_group *g) {
     DN_GOTO(l, md_plain(&bias_md, r, bd, dnnl_f32));
   }
   DN_GOTO(l, md_plain(&dst_md, r, p.y_dims, dt));
-  DN_GOTO(l, mm_operand_md(&a_md, r, p.a_dims, r, p.trans_a, dt));
-  if (kb)
-    DN_GOTO(l, mm_operand_md(&b_user, brank, bdims, r, p.trans_b, dnnl_f32));
-  for (k = g->n_post; k >= 0; k--) {
-    bool has_bias = bias_data || (k > 0 && bias_src);
-    /* Constant weights in the layout oneDNN prefers, else plain. */
-    for (int plain = kb ? 0 : 1; plain < 2 && !pd; plain++) {
-      dnnl_matmul_desc_t md_desc;
-      int64_t wd[DNNL_MAX_NDIMS];
-      memcpy(wd, b_user.dims, sizeof(int64_t) * (size_t)r);
-      if (kb && !plain)
-        DN_GOTO(l, md_any(&b_md, r, wd, dt));
-      else if (kb)
-        DN_GOTO(l, md_plain(&b_md, r, wd, dt));
-      else
-        DN_GOTO(l, mm_operand_md(&b_md, r, p.b_dims, r, p.trans_b, dt));
-      MB_TRY_GOTO(posts_build(l, posts, n_fixed + k, r, &po, bin_md));
-      DN_GOTO(l, dnnl_matmul_desc_init(&md_desc, &a_md, &b_md,
-                                       has_bias ? &bias_md : NULL, &dst_md));
-      dnnl_status_t st = pd_try(l, &md_desc, po, &pd);
-      dnnl_post_ops_destroy(po);
-      po = NULL;
-      if (st == dnnl_success)
-        pd_accept(&pd, k == 0 && plain == 1);
-      else if (k == 0 && plain == 1) {
-        status = dn_fail(l, "dnnl_primitive_desc_create(matmul)", st);
-        goto done;
+  for (int attempt = q ? 0 : 1; attempt < 2 && !pd; attempt++) {
+    bool int8 = attempt == 0;
+    dnnl_data_type_t wdt = int8 ? dnnl_s8 : dt;
+    DN_GOTO(l, mm_operand_md(&a_md, r, p.a_dims, r, p.trans_a,
+                             int8 ? q_dt(xq) : dt));
+    if (kb)
+      DN_GOTO(l, mm_operand_md(&b_user, brank, bdims, r, p.trans_b,
+                               int8 ? dnnl_s8 : dnnl_f32));
+    for (k = g->n_post; k >= 0; k--) {
+      bool has_bias = bias_data || (k > 0 && bias_src);
+      /* Constant weights in the layout oneDNN prefers, else plain. */
+      for (int plain = kb ? 0 : 1; plain < 2 && !pd; plain++) {
+        dnnl_matmul_desc_t md_desc;
+        int64_t wd[DNNL_MAX_NDIMS];
+        bool last = k == 0 && plain == 1 && !int8;
+        memcpy(wd, b_user.dims, sizeof(int64_t) * (size_t)r);
+        if (kb && !plain)
+          DN_GOTO(l, md_any(&b_md, r, wd, wdt));
+        else if (kb)
+          DN_GOTO(l, md_plain(&b_md, r, wd, wdt));
+        else
+          DN_GOTO(l, mm_operand_md(&b_md, r, p.b_dims, r, p.trans_b, dt));
+        MB_TRY_GOTO(posts_build(l, posts, n_fixed + k, r, &po, bin_md));
+        DN_GOTO(l, dnnl_matmul_desc_init(&md_desc, &a_md, &b_md,
+                                         has_bias ? &bias_md : NULL, &dst_md));
+        dnnl_status_t st = pd_try_q(l, &md_desc, po, int8 ? &qa : NULL, &pd);
+        dnnl_post_ops_destroy(po);
+        po = NULL;
+        if (st == dnnl_success)
+          pd_accept(&pd, last);
+        else if (last) {
+          status = dn_fail(l, "dnnl_primitive_desc_create(matmul)", st);
+          goto done;
+        }
       }
+      if (pd)
+        break;
     }
-    if (pd)
-      break;
+    q = int8 && pd;
   }
   {
     dnnl_memory_t amem, bmem, biasmem = NULL;
     dn_rep *out;
     dnnl_exec_arg_t args[DN_MAX_ARGS];
     int n_args = 0, a_buf;
-    MB_TRY_GOTO(mm_operand(l, a, r, p.trans_a, dt, &a_md, &amem, &a_buf));
-    if (kb) {
+    if (q) {
+      /* A quantised (plain, its own dims), seen as the operand view. */
+      dn_rep *rq;
+      dnnl_memory_desc_t pm;
+      int orank;
+      int64_t odims[MB_MAX_RANK];
+      value_dims(l, a, &orank, odims);
+      DN_GOTO(l, md_plain(&pm, orank, odims, q_dt(xq)));
+      MB_TRY_GOTO(value_get_q(l, a, &pm, xq, &rq));
+      a_buf = rq->buf;
+      if (md_same(&a_md, &rq->md))
+        amem = rq->mem;
+      else
+        MB_TRY_GOTO(rep_view(l, rq, &a_md, &amem));
+    } else {
+      MB_TRY_GOTO(mm_operand(l, a, r, p.trans_a, dt, &a_md, &amem, &a_buf));
+    }
+    if (q) {
+      int8_t *w8 = q_weights(kb, wq, p.trans_b ? 0 : 1);
+      if (!w8) {
+        status = oom(l);
+        goto done;
+      }
+      MB_TRY_GOTO(const_memory(l, &b_user, w8, true,
+                               pd_md(pd, dnnl_query_weights_md), &bmem, NULL));
+    } else if (kb) {
       const float *data = scaled ? scaled : kb->data;
       scaled = NULL; /* taken by const_memory */
       MB_TRY_GOTO(const_memory(l, &b_user, data, data != kb->data,
@@ -2572,7 +2847,17 @@ static mb_status lower_mm(lctx *l, const dn_group *g) {
       int b_buf;
       MB_TRY_GOTO(mm_operand(l, b, r, p.trans_b, dt, &b_md, &bmem, &b_buf));
     }
-    if (bias_data) {
+    if (q && (bias_data || (k > 0 && bias_src))) {
+      /* In the accumulator's scale (DN_INT8_BIAS_BEFORE_SCALES). */
+      float *data =
+          q_bias(bias_data ? bias_data : bias_src, nn, oscales, wq->channels);
+      if (!data) {
+        status = oom(l);
+        goto done;
+      }
+      MB_TRY_GOTO(
+          const_memory(l, &bias_md, data, true, &bias_md, &biasmem, NULL));
+    } else if (bias_data) {
       float *data = bias_data;
       bias_data = NULL;
       MB_TRY_GOTO(
@@ -2589,11 +2874,14 @@ static mb_status lower_mm(lctx *l, const dn_group *g) {
     if (biasmem)
       args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, biasmem};
     args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_DST, out->mem};
+    if (q)
+      MB_TRY_GOTO(q_zp_arg(l, xq, args, &n_args));
     MB_TRY_GOTO(posts_args(l, posts, n_fixed + k, bin_md, args, &n_args));
     MB_TRY_GOTO(emit(l, pd, n_args, args));
   }
   MB_TRY_GOTO(lower_rest(l, g->post, k, g->n_post));
 done:
+  free(oscales);
   mb__aligned_free(scaled);
   mb__aligned_free(bias_data);
   if (pd)
@@ -2910,7 +3198,7 @@ static mb_status lower_concat(lctx *l, const mb_node *n) {
   value_dims(l, n->inputs[0], &rank, x);
   int axis = norm_axis(mb__node_attr_int(n, "axis", 0), rank);
   const mb_shape_info *y = &l->eg->shapes[n->outputs[0]];
-  MB_TRY_GOTO(attr_new(l, NULL, &attr));
+  MB_TRY_GOTO(attr_new(l, NULL, NULL, &attr));
   /* Inputs in their layouts and the output in oneDNN's choice; else plain
    * everywhere. */
   for (int attempt = 0; attempt < 2 && !pd; attempt++) {
@@ -3589,11 +3877,13 @@ static int cpuinfo_has(const char *const *flags, int n) {
 static int dn_supports_precision(mb_precision precision, char *reason,
                                  size_t size) {
   static const char *const bf16_flags[] = {"avx512_bf16", "amx_bf16"};
-  if (precision == MB_PRECISION_FP32)
+  /* int8 runs on every x86-64 oneDNN supports; VNNI or AMX make it fast
+   * (without them it still beats fp32 little, but it is correct). */
+  if (precision == MB_PRECISION_FP32 || precision == MB_PRECISION_INT8)
     return 1;
   if (precision != MB_PRECISION_BF16) {
     if (reason && size)
-      snprintf(reason, size, "oneDNN runs fp32 and bf16 only, not %s",
+      snprintf(reason, size, "oneDNN runs fp32, bf16 and int8 only, not %s",
                mb_precision_name(precision));
     return 0;
   }
@@ -3759,9 +4049,14 @@ static mb_status dn_compile(const mb_segment_desc *d,
   l.act_dt = options->precision == MB_PRECISION_BF16 ? dnnl_bf16 : dnnl_f32;
   l.prof = -1;
   if (options->precision != MB_PRECISION_FP32 &&
-      options->precision != MB_PRECISION_BF16)
+      options->precision != MB_PRECISION_BF16 &&
+      options->precision != MB_PRECISION_INT8)
     return mb__error(err, MB_STATUS_UNSUPPORTED, "onednn: cannot compute in %s",
                      mb_precision_name(options->precision));
+  if (options->precision == MB_PRECISION_INT8 && !options->quant)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "onednn: int8 needs quantisation parameters");
+  l.quant = options->precision == MB_PRECISION_INT8 ? options->quant : NULL;
   if (!(l.s = calloc(1, sizeof *l.s)))
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "onednn: out of memory");
   l.s->threads = MB_MAX(options->threads, 1);
