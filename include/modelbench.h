@@ -512,10 +512,14 @@ typedef struct mb_bench_config {
   const char *cache_dir;
   int rebuild;
   int lean_cache;
-  /* INT8_STATIC conversions calibrate on the user's inputs (inputs_dir,
-   * loader) or else on this many generated batches (<= 0: 100), seeded
-   * apart from the evaluation inputs. */
+  /* Static int8 conversions (INT8_STATIC+...) calibrate on
+   * calibration_dir when set (a folder like inputs_dir: its first
+   * calibration_samples samples, all of them when <= 0), else on the
+   * user's inputs (inputs_dir, loader), else on calibration_samples
+   * generated batches (<= 0: 100), seeded apart from the evaluation
+   * inputs. Calibration data is part of the build key (its sha256). */
   int calibration_samples;
+  const char *calibration_dir;
   const char *log_dir; /* per-conversion logs; NULL: a temp folder */
   int log_level;       /* mb_log_level of the CLI: 3 = debug */
   mb_bench_progress_fn on_progress;

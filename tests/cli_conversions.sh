@@ -80,6 +80,59 @@ fi
 run 2 bench "$models/mlp.onnx" --max-error 0 && expect_in "$tmp/err" \
   "--max-error" "--max-error 0"
 
+# ---- --calibration-inputs: calibrate on other data than the evaluation ----
+"$python" -c '
+import os, sys
+import numpy as np
+rng = np.random.default_rng(7)
+for d, scale in (("calA", 1.0), ("calB", 3.0)):
+    for k in range(3):
+        os.makedirs(f"{sys.argv[1]}/{d}/s{k}", exist_ok=True)
+        x = (rng.standard_normal((2, 784)) * scale).astype(np.float32)
+        np.save(f"{sys.argv[1]}/{d}/s{k}/input.npy", x)
+' "$tmp"
+calib() {
+  run 0 bench "$models/mlp.onnx" -c INT8_STATIC+REFERENCE "${fast[@]}" \
+    --batch-size 2 --calibration-inputs "$@" --json "$tmp/cal.json"
+}
+calib "$tmp/calA" && cp "$tmp/cal.json" "$tmp/calA.json"
+run 0 convert "$models/mlp.onnx" -c INT8_STATIC+REFERENCE -o "$tmp/calA.onnx" --batch-size 2 \
+  --calibration-inputs "$tmp/calA" &&
+  expect_in "$tmp/out" "3 calibration batches, --calibration-inputs" \
+    "convert calibrates on the given folder"
+if calib "$tmp/calA"; then
+  py "same calibration data: a cache hit" '
+import json, sys
+(r,) = json.load(open(sys.argv[1]))["results"]
+assert r["status"] == "ok" and r["cache_hit"] is True, r
+' "$tmp/cal.json"
+fi
+if calib "$tmp/calB"; then
+  py "other calibration data: a rebuild with other ranges" '
+import json, sys
+(a,) = json.load(open(sys.argv[1]))["results"]
+(b,) = json.load(open(sys.argv[2]))["results"]
+assert b["cache_hit"] is False and b["status"] == "ok", b
+assert b["build_id"] != a["build_id"], (a["build_id"], b["build_id"])
+assert b["accuracy"]["max_abs_err"] != a["accuracy"]["max_abs_err"], (a, b)
+' "$tmp/calA.json" "$tmp/cal.json"
+fi
+usage_error "not a folder" bench "$models/mlp.onnx" \
+  --calibration-inputs "$tmp/no-such-dir"
+# Data of the wrong shape: that conversion fails with a message, not a crash.
+mkdir -p "$tmp/calbad/s0"
+"$python" -c 'import numpy as np, sys; np.save(sys.argv[1], np.zeros((2, 5), np.float32))' \
+  "$tmp/calbad/s0/input.npy"
+if run 1 bench "$models/mlp.onnx" -c INT8_STATIC+REFERENCE "${fast[@]}" \
+  --batch-size 2 --calibration-inputs "$tmp/calbad" --json "$tmp/calbad.json"; then
+  py "bad calibration data is the conversion's error" '
+import json, sys
+(r,) = json.load(open(sys.argv[1]))["results"]
+assert r["status"] == "error", r
+assert "calibration inputs" in r["error"], r["error"]
+' "$tmp/calbad.json"
+fi
+
 # ---- the engines' int8: the same calibration, cached beside the model ----
 for c in INT8_STATIC+ONEDNN INT8_STATIC+XNNPACK; do
   available "$c" || continue

@@ -23,6 +23,7 @@
  * it. */
 #include "analysis/json.h"
 #include "bench/bench_internal.h"
+#include "bench/data.h"
 #include "cache/build_cache.h"
 #include "conversions/conversion.h"
 #include "db/cache_dir.h"
@@ -199,10 +200,11 @@ static mb_status use_ort_artifact(mb_worker_build *wb,
 
 /* ---- model conversion ---- */
 
-/* Calibration batches: the user's inputs when they gave some (--inputs),
- * else config->calibration_samples generated batches (seeded apart from
- * the evaluation inputs, same shapes and ranges). *batches_out: n arrays
- * of n_inputs tensors; *owned_out: whether they must be freed. */
+/* Calibration batches: config->calibration_dir when set, else the user's
+ * inputs when they gave some (--inputs), else config->calibration_samples
+ * generated batches (seeded apart from the evaluation inputs, same shapes
+ * and ranges). *batches_out: n arrays of n_inputs tensors; *owned_out:
+ * whether they must be freed (with free_batches, also on failure). */
 static mb_status calibration_batches(const mb_bench_job *job,
                                      mb_tensor ****batches_out, int *n_out,
                                      bool *owned_out, mb_error *err) {
@@ -210,36 +212,62 @@ static mb_status calibration_batches(const mb_bench_job *job,
   *batches_out = NULL;
   *n_out = 0;
   *owned_out = false;
-  if (c->inputs_dir || c->loader) {
+  if (!c->calibration_dir && (c->inputs_dir || c->loader)) {
     *batches_out = job->samples;
     *n_out = (int)job->n_samples;
     return MB_STATUS_OK;
   }
+  mb_input_source *source = NULL;
+  mb_bench_config given = *c;
+  mb_status status = MB_STATUS_OK;
   int n = c->calibration_samples > 0 ? c->calibration_samples
                                      : DEFAULT_CALIBRATION_SAMPLES;
+  if (c->calibration_dir) {
+    given.inputs_dir = c->calibration_dir;
+    given.loader = NULL;
+    given.n_samples =
+        c->calibration_samples > 0 ? c->calibration_samples : INT_MAX;
+    if ((status = mb__input_source_open(job->model, &given, &source, err))) {
+      mb__error_prefix(err, status, "calibration inputs");
+      return status;
+    }
+    n = (int)mb__input_source_count(source);
+  }
   mb_input_shape shapes[MAX_INPUTS];
-  int n_inputs;
-  mb_status status = sample_shapes(job, shapes, NULL, &n_inputs, err);
-  if (status)
+  int n_inputs = 0;
+  if (!source && (status = sample_shapes(job, shapes, NULL, &n_inputs, err)))
     return status;
-  mb_shape_spec spec = {0, n_inputs, shapes};
+  mb_shape_spec spec = {0, source ? 0 : n_inputs, shapes};
   mb_tensor ***batches = calloc((size_t)n, sizeof *batches);
-  if (!batches)
-    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "calibration batches");
+  if (!batches) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "calibration batches");
+    goto done;
+  }
   *batches_out = batches;
   *owned_out = true;
-  for (int b = 0; b < n; b++) {
-    if (!(batches[b] = calloc((size_t)job->n_inputs + 1, sizeof **batches)))
-      return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "calibration batches");
+  for (int b = 0; b < n && !status; b++) {
+    if (!(batches[b] = calloc((size_t)job->n_inputs + 1, sizeof **batches))) {
+      status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "calibration batches");
+      break;
+    }
     *n_out = b + 1;
-    status = mb_inputs_generate(job->model, &spec,
-                                c->seed + 0x5eed0000u + (unsigned)b,
-                                c->n_ranges, c->ranges, batches[b], err);
-    if (status)
-      return status;
+    status = source
+                 ? mb__input_source_get(source, b, batches[b], err)
+                 : mb_inputs_generate(job->model, &spec,
+                                      c->seed + 0x5eed0000u + (unsigned)b,
+                                      c->n_ranges, c->ranges, batches[b], err);
   }
-  return MB_STATUS_OK;
+done:
+  if (source)
+    mb__input_source_close(source);
+  return status;
 }
+
+/* What identifies the calibration data in the build key: how many
+ * generated batches and their seed, or the sha256 of the given data (so
+ * that new data rebuilds). */
+static mb_status calibration_key(const mb_bench_job *job, char *out,
+                                 size_t size, mb_error *err);
 
 static void free_batches(mb_tensor ***batches, int n, int n_inputs,
                          bool owned) {
@@ -324,7 +352,10 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
     if (!status && n_batches) {
       used = strlen(summary);
       snprintf(summary + used, ssize - used, " (%d calibration batches, %s)",
-               n_batches, owned ? "generated" : "the given inputs");
+               n_batches,
+               job->config->calibration_dir ? "--calibration-inputs"
+               : owned                      ? "generated"
+                                            : "the given inputs");
     }
   }
   if (!status)
@@ -338,6 +369,40 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
   }
   mb__quant_params_free(params);
   mb_model_free(model);
+  return status;
+}
+
+static mb_status calibration_key(const mb_bench_job *job, char *out,
+                                 size_t size, mb_error *err) {
+  const mb_bench_config *c = job->config;
+  if (!c->calibration_dir && !(c->inputs_dir || c->loader)) {
+    snprintf(out, size, ";calibration=%d generated, seed %llu",
+             c->calibration_samples > 0 ? c->calibration_samples
+                                        : DEFAULT_CALIBRATION_SAMPLES,
+             (unsigned long long)c->seed);
+    return MB_STATUS_OK;
+  }
+  mb_tensor ***batches = NULL;
+  int n = 0;
+  bool owned = false;
+  mb_status status = calibration_batches(job, &batches, &n, &owned, err);
+  if (!status) {
+    mb_sha256 ctx;
+    uint8_t digest[32];
+    char hex[65];
+    mb__sha256_init(&ctx);
+    for (int b = 0; b < n; b++)
+      for (int i = 0; i < job->n_inputs; i++) {
+        const mb_tensor *t = batches[b][i];
+        mb__sha256_update(&ctx, &t->dtype, sizeof t->dtype);
+        mb__sha256_update(&ctx, t->dims, (size_t)t->rank * sizeof *t->dims);
+        mb__sha256_update(&ctx, t->data, t->nbytes);
+      }
+    mb__sha256_final(&ctx, digest);
+    mb__sha256_hex(digest, hex);
+    snprintf(out, size, ";calibration=%d given batches, sha256 %.16s", n, hex);
+  }
+  free_batches(batches, n, job->n_inputs, owned);
   return status;
 }
 
@@ -415,14 +480,11 @@ mb_status mb__worker_build(const mb_bench_job *job,
   /* Options that change what is built: calibration inputs for static
    * quantisation (generated: how many and the seed; given: the data). */
   bool calibrates = calibrating(def);
-  char calib[96] = "";
-  if (calibrates && !(c->inputs_dir || c->loader))
-    snprintf(calib, sizeof calib, ";calibration=%d generated, seed %llu",
-             c->calibration_samples > 0 ? c->calibration_samples
-                                        : DEFAULT_CALIBRATION_SAMPLES,
-             (unsigned long long)c->seed);
-  else if (calibrates)
-    snprintf(calib, sizeof calib, ";calibration=given inputs");
+  char calib[160] = "";
+  if (calibrates && calibration_key(job, calib, sizeof calib, &e)) {
+    warn(result, "calibration data", &e);
+    return convert_uncached(job, def, options, result, wb, err);
+  }
   snprintf(opts, sizeof opts, "opt_level=%s;precision=%s%s%s",
            opt_level_name(def->opt_level), mb_precision_name(def->precision),
            rt->hybrid && c->no_fallback ? ";no_fallback" : "", calib);

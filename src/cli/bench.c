@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char bench_help[] =
@@ -76,6 +77,10 @@ static const char bench_help[] =
     "      --calibration-samples N  INT8_STATIC conversions calibrate on N\n"
     "                             generated batches (default 100), or on\n"
     "                             the --inputs data when given\n"
+    "      --calibration-inputs DIR  calibrate on this data instead (same\n"
+    "                             layouts as --inputs; the first N with\n"
+    "                             --calibration-samples), so that\n"
+    "                             evaluation data stays unseen\n"
     "      --inputs DIR           real inputs: test_data_set_*/input_N.pb,\n"
     "                             or NAME.npy / input_N.npy files (in DIR or\n"
     "                             one sub-folder per sample)\n"
@@ -158,6 +163,7 @@ enum {
   OPT_LEAN_CACHE,
   OPT_NO_CACHE,
   OPT_CALIBRATION_SAMPLES,
+  OPT_CALIBRATION_INPUTS,
   OPT_MAX_ERROR,
 };
 
@@ -202,6 +208,7 @@ static const struct option options[] = {
     {"lean-cache", no_argument, NULL, OPT_LEAN_CACHE},
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
     {"calibration-samples", required_argument, NULL, OPT_CALIBRATION_SAMPLES},
+    {"calibration-inputs", required_argument, NULL, OPT_CALIBRATION_INPUTS},
     {"max-error", required_argument, NULL, OPT_MAX_ERROR},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -454,6 +461,9 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     return MB_EXIT_OK;
   case OPT_MAX_ERROR:
     return parse_seconds("--max-error", arg, 0, true, &cfg->max_error);
+  case OPT_CALIBRATION_INPUTS:
+    cfg->calibration_dir = arg;
+    return MB_EXIT_OK;
   case OPT_CALIBRATION_SAMPLES:
     return parse_int("--calibration-samples", arg, 1, 100000,
                      &cfg->calibration_samples);
@@ -684,6 +694,12 @@ static int parse_args(bench_cli *b, int argc, char **argv) {
     return mb__cli_usage_error(cmd, "--shape, --batch-size and --input-range "
                                     "only apply to generated inputs, not "
                                     "--inputs");
+  if (b->config.calibration_dir) {
+    struct stat st;
+    if (stat(b->config.calibration_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+      return mb__cli_usage_error(cmd, "--calibration-inputs '%s': not a folder",
+                                 b->config.calibration_dir);
+  }
   if ((rc = merge_inputs(b)) != MB_EXIT_OK)
     return rc;
   if ((rc = resolve_conversions(b, file_baseline_index)) != MB_EXIT_OK)

@@ -24,6 +24,8 @@ static const char convert_help[] =
     "                              INT8_STATIC (default 100)\n"
     "      --inputs DIR            calibrate on real inputs instead (as in\n"
     "                              'bench')\n"
+    "      --calibration-inputs DIR  the same, the first N with\n"
+    "                              --calibration-samples\n"
     "      --seed N                seed of generated inputs (default 0)\n"
     "  -h, --help                  show this help\n"
     "\n"
@@ -34,6 +36,7 @@ enum {
   OPT_SHAPE,
   OPT_CALIBRATION,
   OPT_INPUTS,
+  OPT_CALIBRATION_INPUTS,
   OPT_SEED,
 };
 
@@ -45,6 +48,7 @@ int mb__cli_convert(int argc, char **argv) {
       {"shape", required_argument, NULL, OPT_SHAPE},
       {"calibration-samples", required_argument, NULL, OPT_CALIBRATION},
       {"inputs", required_argument, NULL, OPT_INPUTS},
+      {"calibration-inputs", required_argument, NULL, OPT_CALIBRATION_INPUTS},
       {"seed", required_argument, NULL, OPT_SEED},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -85,6 +89,9 @@ int mb__cli_convert(int argc, char **argv) {
       break;
     case OPT_INPUTS:
       config.inputs_dir = optarg;
+      break;
+    case OPT_CALIBRATION_INPUTS:
+      config.calibration_dir = optarg;
       break;
     case OPT_SEED:
       if (!mb__cli_parse_i64(optarg, 0, INT64_MAX, &v))
