@@ -520,6 +520,10 @@ typedef struct mb_bench_config {
    * inputs. Calibration data is part of the build key (its sha256). */
   int calibration_samples;
   const char *calibration_dir;
+  /* How a calibrated range is taken from what a tensor saw: 0 min/max
+   * (ORT's default), 1 percentile (99.999% of the values, cutting
+   * outliers). */
+  int calibration_method;
   const char *log_dir; /* per-conversion logs; NULL: a temp folder */
   int log_level;       /* mb_log_level of the CLI: 3 = debug */
   mb_bench_progress_fn on_progress;

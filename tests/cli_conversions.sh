@@ -117,6 +117,15 @@ assert b["build_id"] != a["build_id"], (a["build_id"], b["build_id"])
 assert b["accuracy"]["max_abs_err"] != a["accuracy"]["max_abs_err"], (a, b)
 ' "$tmp/calA.json" "$tmp/cal.json"
 fi
+if calib "$tmp/calB" --calibration-method percentile; then
+  py "percentile calibration: its own build" '
+import json, sys
+(r,) = json.load(open(sys.argv[1]))["results"]
+assert r["cache_hit"] is False and r["status"] == "ok", r
+' "$tmp/cal.json"
+fi
+usage_error "expected minmax or percentile" bench "$models/mlp.onnx" \
+  --calibration-method median
 usage_error "not a folder" bench "$models/mlp.onnx" \
   --calibration-inputs "$tmp/no-such-dir"
 # Data of the wrong shape: that conversion fails with a message, not a crash.

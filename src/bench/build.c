@@ -297,7 +297,12 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
   if (status)
     return status;
   mb_pass_options po = {.n_input_shapes = n_inputs, .input_shapes = shapes};
-  mb_quant_options qo = {.threads = job->config->threads};
+  mb_quant_options qo = {
+      .threads = job->config->threads,
+      .calibration = job->config->calibration_method == 1
+                         ? MB_QUANT_CALIBRATION_PERCENTILE
+                         : MB_QUANT_CALIBRATION_MINMAX,
+  };
   mb_pass_stats stats;
   mb_quant_stats qs;
   mb_quant_params *params = NULL;
@@ -480,10 +485,14 @@ mb_status mb__worker_build(const mb_bench_job *job,
   /* Options that change what is built: calibration inputs for static
    * quantisation (generated: how many and the seed; given: the data). */
   bool calibrates = calibrating(def);
-  char calib[160] = "";
+  char calib[200] = "";
   if (calibrates && calibration_key(job, calib, sizeof calib, &e)) {
     warn(result, "calibration data", &e);
     return convert_uncached(job, def, options, result, wb, err);
+  }
+  if (calibrates && c->calibration_method == 1) {
+    size_t used = strlen(calib);
+    snprintf(calib + used, sizeof calib - used, ";method=percentile");
   }
   snprintf(opts, sizeof opts, "opt_level=%s;precision=%s%s%s",
            opt_level_name(def->opt_level), mb_precision_name(def->precision),

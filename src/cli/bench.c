@@ -77,6 +77,8 @@ static const char bench_help[] =
     "      --calibration-samples N  INT8_STATIC conversions calibrate on N\n"
     "                             generated batches (default 100), or on\n"
     "                             the --inputs data when given\n"
+    "      --calibration-method M  minmax (default) or percentile\n"
+    "                             (99.999% of values, outliers cut)\n"
     "      --calibration-inputs DIR  calibrate on this data instead (same\n"
     "                             layouts as --inputs; the first N with\n"
     "                             --calibration-samples), so that\n"
@@ -164,6 +166,7 @@ enum {
   OPT_NO_CACHE,
   OPT_CALIBRATION_SAMPLES,
   OPT_CALIBRATION_INPUTS,
+  OPT_CALIBRATION_METHOD,
   OPT_MAX_ERROR,
 };
 
@@ -209,6 +212,7 @@ static const struct option options[] = {
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
     {"calibration-samples", required_argument, NULL, OPT_CALIBRATION_SAMPLES},
     {"calibration-inputs", required_argument, NULL, OPT_CALIBRATION_INPUTS},
+    {"calibration-method", required_argument, NULL, OPT_CALIBRATION_METHOD},
     {"max-error", required_argument, NULL, OPT_MAX_ERROR},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -464,6 +468,8 @@ static int apply_option(bench_cli *b, int c, char *arg) {
   case OPT_CALIBRATION_INPUTS:
     cfg->calibration_dir = arg;
     return MB_EXIT_OK;
+  case OPT_CALIBRATION_METHOD:
+    return mb__cli_calibration_method(cmd, arg, &cfg->calibration_method);
   case OPT_CALIBRATION_SAMPLES:
     return parse_int("--calibration-samples", arg, 1, 100000,
                      &cfg->calibration_samples);

@@ -388,3 +388,16 @@ int mb__cli_add_range(const char *cmd, const char *flag, char *arg,
   (*ranges)[(*n_ranges)++] = r;
   return MB_EXIT_OK;
 }
+
+int mb__cli_calibration_method(const char *cmd, const char *arg, int *out) {
+  static const char *const names[] = {"minmax", "percentile"};
+  for (int i = 0; i < (int)MB_ARRAY_COUNT(names); i++)
+    if (strcmp(arg, names[i]) == 0) {
+      *out = i;
+      return MB_EXIT_OK;
+    }
+  return mb__cli_usage_error(cmd,
+                             "--calibration-method '%s': expected minmax or "
+                             "percentile",
+                             arg);
+}

@@ -53,6 +53,9 @@ int mb__cli_bad_option(const char *cmd, int c, char **argv);
  * [min, max]. */
 bool mb__cli_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 bool mb__cli_parse_double(const char *s, double *out);
+/* --calibration-method minmax|percentile into *out (0 / 1). Returns
+ * MB_EXIT_OK or a usage error. */
+int mb__cli_calibration_method(const char *cmd, const char *arg, int *out);
 
 /* --shape NAME=D0,D1,... and --batch-size, accumulated into a spec. */
 typedef struct mb_cli_shapes {

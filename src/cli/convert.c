@@ -24,6 +24,7 @@ static const char convert_help[] =
     "                              INT8_STATIC (default 100)\n"
     "      --inputs DIR            calibrate on real inputs instead (as in\n"
     "                              'bench')\n"
+    "      --calibration-method M  minmax (default) or percentile\n"
     "      --calibration-inputs DIR  the same, the first N with\n"
     "                              --calibration-samples\n"
     "      --seed N                seed of generated inputs (default 0)\n"
@@ -37,6 +38,7 @@ enum {
   OPT_CALIBRATION,
   OPT_INPUTS,
   OPT_CALIBRATION_INPUTS,
+  OPT_CALIBRATION_METHOD,
   OPT_SEED,
 };
 
@@ -49,6 +51,7 @@ int mb__cli_convert(int argc, char **argv) {
       {"calibration-samples", required_argument, NULL, OPT_CALIBRATION},
       {"inputs", required_argument, NULL, OPT_INPUTS},
       {"calibration-inputs", required_argument, NULL, OPT_CALIBRATION_INPUTS},
+      {"calibration-method", required_argument, NULL, OPT_CALIBRATION_METHOD},
       {"seed", required_argument, NULL, OPT_SEED},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -92,6 +95,9 @@ int mb__cli_convert(int argc, char **argv) {
       break;
     case OPT_CALIBRATION_INPUTS:
       config.calibration_dir = optarg;
+      break;
+    case OPT_CALIBRATION_METHOD:
+      rc = mb__cli_calibration_method(cmd, optarg, &config.calibration_method);
       break;
     case OPT_SEED:
       if (!mb__cli_parse_i64(optarg, 0, INT64_MAX, &v))
