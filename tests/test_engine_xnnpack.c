@@ -3,8 +3,11 @@
  * groups and broadcasts are built with the IR builder, run once on the
  * reference session and once as a single XNNPACK segment (all nodes, graph
  * inputs in, graph outputs out), and compared by normalised error. Other
- * cases check what supports_node must reject, and fp16. Everything is
+ * cases check what supports_node must reject, fp16, and int8 (against
+ * fp32: close, and on the int8 grid where an int8 op wrote). Everything is
  * skipped (and passes) when the engine's probe says it is unavailable. */
+#include "passes/passes.h"
+#include "passes/quantize.h"
 #include "runtime/engine.h"
 #include "test.h"
 
@@ -407,48 +410,53 @@ typedef struct conv_spec {
   int bias;
 } conv_spec;
 
-static int conv_case(const conv_spec *s) {
-  gcase c;
-  gc_init(&c, 13);
+static void build_conv(gcase *c, const conv_spec *s) {
+  gc_init(c, 13);
   int64_t x[4] = {s->n, s->c_in, s->h, s->w};
   int64_t w[4] = {s->c_out, s->c_in / s->group, s->kh, s->kw};
   int64_t b[1] = {s->c_out};
-  gc_input(&c, "x", 4, x);
-  gc_const(&c, "w", 4, w, NULL, -0.5f, 0.5f);
+  gc_input(c, "x", 4, x);
+  gc_const(c, "w", 4, w, NULL, -0.5f, 0.5f);
   if (s->bias)
-    gc_const(&c, "b", 1, b, NULL, -1, 1);
-  gc_node(&c, "Conv", s->bias ? "x,w,b" : "x,w", "y");
-  gc_int(&c, "group", s->group);
-  gc_ints(&c, "strides", 2, s->stride);
-  gc_ints(&c, "dilations", 2, s->dilation);
+    gc_const(c, "b", 1, b, NULL, -1, 1);
+  gc_node(c, "Conv", s->bias ? "x,w,b" : "x,w", "y");
+  gc_int(c, "group", s->group);
+  gc_ints(c, "strides", 2, s->stride);
+  gc_ints(c, "dilations", 2, s->dilation);
   if (s->auto_pad)
-    gc_str(&c, "auto_pad", s->auto_pad);
+    gc_str(c, "auto_pad", s->auto_pad);
   else
-    gc_ints(&c, "pads", 4, s->pads);
-  gc_output(&c, "y");
+    gc_ints(c, "pads", 4, s->pads);
+  gc_output(c, "y");
+}
+
+static int conv_case(const conv_spec *s) {
+  gcase c;
+  build_conv(&c, s);
   return check_graph(&c);
 }
 
+static const conv_spec conv_specs[] = {
+    /* n c_in h w c_out group kh kw stride dilation pads auto_pad bias */
+    {1, 3, 9, 11, 8, 1, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}, NULL, 1},
+    {2, 5, 10, 7, 6, 1, 3, 2, {2, 2}, {1, 1}, {0, 1, 2, 1}, NULL, 0},
+    {1, 6, 13, 13, 9, 3, 3, 3, {1, 2}, {2, 2}, {2, 1, 2, 0}, NULL, 1},
+    {1, 8, 15, 15, 8, 8, 3, 3, {2, 2}, {1, 1}, {1, 1, 1, 1}, NULL, 1},
+    {2, 4, 9, 8, 8, 4, 5, 3, {1, 1}, {1, 2}, {2, 2, 1, 2}, NULL, 0},
+    {1, 7, 11, 9, 5, 1, 3, 3, {2, 2}, {1, 1}, {0}, "SAME_UPPER", 1},
+    {1, 7, 11, 9, 5, 1, 4, 4, {2, 3}, {1, 1}, {0}, "SAME_LOWER", 1},
+    {1, 4, 10, 10, 4, 4, 3, 3, {2, 2}, {1, 1}, {0}, "SAME_UPPER", 1},
+    {1, 3, 12, 9, 4, 1, 3, 3, {1, 1}, {1, 1}, {0}, "VALID", 1},
+    {1, 16, 8, 8, 32, 1, 1, 1, {2, 2}, {1, 1}, {0, 0, 0, 0}, NULL, 1},
+    {1, 5, 10, 10, 3, 1, 1, 1, {3, 3}, {1, 1}, {0, 0, 0, 0}, NULL, 0},
+    {1, 1, 9, 9, 4, 1, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}, NULL, 1},
+    {1, 12, 6, 6, 12, 12, 3, 3, {1, 1}, {2, 2}, {2, 2, 2, 2}, NULL, 0},
+};
+
 TEST(conv_variants) {
   SKIP_UNLESS_AVAILABLE();
-  static const conv_spec specs[] = {
-      /* n c_in h w c_out group kh kw stride dilation pads auto_pad bias */
-      {1, 3, 9, 11, 8, 1, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}, NULL, 1},
-      {2, 5, 10, 7, 6, 1, 3, 2, {2, 2}, {1, 1}, {0, 1, 2, 1}, NULL, 0},
-      {1, 6, 13, 13, 9, 3, 3, 3, {1, 2}, {2, 2}, {2, 1, 2, 0}, NULL, 1},
-      {1, 8, 15, 15, 8, 8, 3, 3, {2, 2}, {1, 1}, {1, 1, 1, 1}, NULL, 1},
-      {2, 4, 9, 8, 8, 4, 5, 3, {1, 1}, {1, 2}, {2, 2, 1, 2}, NULL, 0},
-      {1, 7, 11, 9, 5, 1, 3, 3, {2, 2}, {1, 1}, {0}, "SAME_UPPER", 1},
-      {1, 7, 11, 9, 5, 1, 4, 4, {2, 3}, {1, 1}, {0}, "SAME_LOWER", 1},
-      {1, 4, 10, 10, 4, 4, 3, 3, {2, 2}, {1, 1}, {0}, "SAME_UPPER", 1},
-      {1, 3, 12, 9, 4, 1, 3, 3, {1, 1}, {1, 1}, {0}, "VALID", 1},
-      {1, 16, 8, 8, 32, 1, 1, 1, {2, 2}, {1, 1}, {0, 0, 0, 0}, NULL, 1},
-      {1, 5, 10, 10, 3, 1, 1, 1, {3, 3}, {1, 1}, {0, 0, 0, 0}, NULL, 0},
-      {1, 1, 9, 9, 4, 1, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}, NULL, 1},
-      {1, 12, 6, 6, 12, 12, 3, 3, {1, 1}, {2, 2}, {2, 2, 2, 2}, NULL, 0},
-  };
-  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
-    if (conv_case(&specs[i]))
+  for (size_t i = 0; i < MB_ARRAY_COUNT(conv_specs); i++) {
+    if (conv_case(&conv_specs[i]))
       TEST_FAIL_("conv spec %zu failed", i);
   }
   return 0;
@@ -458,31 +466,36 @@ TEST(conv_variants) {
 /* Gemm / MatMul                                                             */
 /* ------------------------------------------------------------------------ */
 
+static const struct gemm_spec {
+  int trans_b;
+  float alpha, beta;
+  int c_rank; /* -1: no C */
+  int64_t c_dims[2];
+} gemm_specs[] = {
+    {0, 1, 1, -1, {0}},    {1, 1, 1, 1, {7}},    {0, 0.5f, 2, 2, {1, 7}},
+    {1, 1, 0.25f, 0, {0}}, {0, 1, 1, 2, {5, 7}}, {1, 2, 1, 2, {5, 1}},
+};
+
+static void build_gemm(gcase *c, const struct gemm_spec *s) {
+  gc_init(c, 13);
+  int64_t a[2] = {5, 11};
+  int64_t b[2] = {s->trans_b ? 7 : 11, s->trans_b ? 11 : 7};
+  gc_input(c, "a", 2, a);
+  gc_const(c, "b", 2, b, NULL, -1, 1);
+  if (s->c_rank >= 0)
+    gc_const(c, "c", s->c_rank, s->c_dims, NULL, -1, 1);
+  gc_node(c, "Gemm", s->c_rank >= 0 ? "a,b,c" : "a,b", "y");
+  gc_int(c, "transB", s->trans_b);
+  gc_float(c, "alpha", s->alpha);
+  gc_float(c, "beta", s->beta);
+  gc_output(c, "y");
+}
+
 TEST(gemm_variants) {
   SKIP_UNLESS_AVAILABLE();
-  static const struct {
-    int trans_b;
-    float alpha, beta;
-    int c_rank; /* -1: no C */
-    int64_t c_dims[2];
-  } specs[] = {
-      {0, 1, 1, -1, {0}},    {1, 1, 1, 1, {7}},    {0, 0.5f, 2, 2, {1, 7}},
-      {1, 1, 0.25f, 0, {0}}, {0, 1, 1, 2, {5, 7}}, {1, 2, 1, 2, {5, 1}},
-  };
-  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+  for (size_t i = 0; i < MB_ARRAY_COUNT(gemm_specs); i++) {
     gcase c;
-    gc_init(&c, 13);
-    int64_t a[2] = {5, 11};
-    int64_t b[2] = {specs[i].trans_b ? 7 : 11, specs[i].trans_b ? 11 : 7};
-    gc_input(&c, "a", 2, a);
-    gc_const(&c, "b", 2, b, NULL, -1, 1);
-    if (specs[i].c_rank >= 0)
-      gc_const(&c, "c", specs[i].c_rank, specs[i].c_dims, NULL, -1, 1);
-    gc_node(&c, "Gemm", specs[i].c_rank >= 0 ? "a,b,c" : "a,b", "y");
-    gc_int(&c, "transB", specs[i].trans_b);
-    gc_float(&c, "alpha", specs[i].alpha);
-    gc_float(&c, "beta", specs[i].beta);
-    gc_output(&c, "y");
+    build_gemm(&c, &gemm_specs[i]);
     if (check_graph(&c))
       TEST_FAIL_("gemm spec %zu failed", i);
   }
@@ -1253,7 +1266,7 @@ TEST(precisions) {
   ASSERT(engine->supports_precision(MB_PRECISION_FP16, reason, sizeof reason));
   ASSERT(!engine->supports_precision(MB_PRECISION_BF16, reason, sizeof reason));
   ASSERT_CONTAINS(reason, "bf16");
-  ASSERT(!engine->supports_precision(MB_PRECISION_INT8, reason, sizeof reason));
+  ASSERT(engine->supports_precision(MB_PRECISION_INT8, reason, sizeof reason));
   ASSERT(engine->node_profile == NULL);
   return 0;
 }
@@ -1388,18 +1401,402 @@ TEST(probe_reports) {
   return 0;
 }
 
-TEST_MAIN(TEST_ENTRY(probe_reports), TEST_ENTRY(conv_variants),
-          TEST_ENTRY(gemm_variants), TEST_ENTRY(matmul_rank2_and_rank3),
-          TEST_ENTRY(binary_broadcast_constants),
-          TEST_ENTRY(binary_two_activations), TEST_ENTRY(unary_chain),
-          TEST_ENTRY(hardswish_formula), TEST_ENTRY(clip_forms),
-          TEST_ENTRY(prelu), TEST_ENTRY(high_ranks), TEST_ENTRY(pool_variants),
-          TEST_ENTRY(global_pools), TEST_ENTRY(softmax_axes),
-          TEST_ENTRY(classifier_tail_reshapes), TEST_ENTRY(pad_constant),
-          TEST_ENTRY(batchnorm), TEST_ENTRY(depth_to_space),
-          TEST_ENTRY(resize_linear), TEST_ENTRY(residual_network),
-          TEST_ENTRY(repeated_runs_new_buffers),
-          TEST_ENTRY(folded_constant_node),
-          TEST_ENTRY(segment_of_constants_only),
-          TEST_ENTRY(rejects_what_it_must), TEST_ENTRY(precisions),
-          TEST_ENTRY(fp16_runs_or_says_why), TEST_ENTRY(run_checks_shapes))
+/* ------------------------------------------------------------------------ */
+/* INT8                                                                      */
+/* ------------------------------------------------------------------------ */
+
+#define INT8_BATCHES 8
+
+static double cosine(const mb_tensor *got, const mb_tensor *want) {
+  double dot = 0, na = 0, nb = 0;
+  const float *a = got->data, *b = want->data;
+  for (int64_t i = 0; i < want->numel; i++) {
+    dot += (double)a[i] * b[i];
+    na += (double)a[i] * a[i];
+    nb += (double)b[i] * b[i];
+  }
+  if (na == 0 && nb == 0)
+    return 1;
+  double c = dot / (sqrt(na) * sqrt(nb));
+  return isnan(c) ? -1 : c;
+}
+
+/* What the quant_params build step makes: c's model calibrated on
+ * INT8_BATCHES random batches (the prepared inputs first), then the static
+ * quantisation worked out on a copy, which adds the weight entries. */
+static int int8_params(gcase *c, prepared *p, const mb_quant_options *qo,
+                       mb_quant_params **out) {
+  mb_tensor *extra[INT8_BATCHES][8];
+  const mb_tensor *const *batches[INT8_BATCHES];
+  mb_model *copy = NULL;
+  int rc = 1;
+  memset(extra, 0, sizeof extra);
+  batches[0] = (const mb_tensor *const *)p->inputs;
+  for (int b = 1; b < INT8_BATCHES; b++) {
+    for (int i = 0; i < p->n_inputs; i++) {
+      const mb_tensor *t = p->inputs[i];
+      ASSERT_OK(
+          mb_tensor_create(t->dtype, t->rank, t->dims, &extra[b][i], &c->err),
+          &c->err);
+      for (int64_t k = 0; k < t->numel; k++)
+        mb__tensor_set_f64(extra[b][i], k, c->lo + (c->hi - c->lo) * rnd01());
+    }
+    batches[b] = (const mb_tensor *const *)extra[b];
+  }
+  if (mb__calibrate(c->model, batches, INT8_BATCHES, qo, out, &c->err) ||
+      mb__model_clone(c->model, &copy, &c->err) ||
+      mb__quantize_static(copy, *out, qo, NULL, &c->err)) {
+    fprintf(stderr, "  quantisation failed: %s\n", c->err.message);
+    goto done;
+  }
+  rc = 0;
+done:
+  mb_model_free(copy);
+  for (int b = 1; b < INT8_BATCHES; b++)
+    for (int i = 0; i < p->n_inputs; i++)
+      mb_tensor_free(extra[b][i]);
+  return rc;
+}
+
+/* How far output j is from the grid of its ACTIVATION entry: the largest
+ * distance of y / scale to an integer (0 when an int8 op wrote it; a float
+ * op's results lie anywhere). */
+static double grid_distance(const mb_tensor *y, const mb_quant_param *q) {
+  double worst = 0;
+  const float *d = y->data;
+  for (int64_t i = 0; i < y->numel; i++) {
+    double u = (double)d[i] / q->scales[0];
+    worst = fmax(worst, fabs(u - nearbyint(u)));
+  }
+  return worst;
+}
+
+/* Compiles the whole graph in INT8 with `params` at 1 and 2 threads, runs
+ * each twice on the prepared inputs, and gives per output the worst
+ * normalised error and cosine against the fp32 reference, and the worst
+ * distance from its quantisation grid (grid[j] = -1 without an entry). */
+static int int8_run(gcase *c, prepared *p, const mb_quant_params *params,
+                    mb_tensor **ref, double *err_out, double *cos_out,
+                    double *grid_out) {
+  mb_tensor *outs[8] = {0};
+  void *compiled = NULL;
+  int rc = 1;
+  ASSERT(p->desc.n_outputs <= 8);
+  if (make_outputs(p, outs))
+    goto done;
+  for (int j = 0; j < p->desc.n_outputs; j++) {
+    err_out[j] = 0;
+    cos_out[j] = 1;
+    grid_out[j] = -1;
+  }
+  for (int threads = 1; threads <= 2; threads++) {
+    mb_engine_options eo = {threads, MB_PRECISION_INT8, 0, params};
+    mb_status s = engine->compile(&p->desc, &eo, &compiled, &c->err);
+    if (s) {
+      fprintf(stderr, "  compile failed: %s\n", c->err.message);
+      goto done;
+    }
+    for (int r = 0; r < 2; r++) {
+      for (int j = 0; j < p->desc.n_outputs; j++)
+        memset(outs[j]->data, 0xff, outs[j]->nbytes); /* NaN */
+      if (engine->run(compiled, (const mb_tensor *const *)p->inputs, outs,
+                      &c->err)) {
+        fprintf(stderr, "  run failed: %s\n", c->err.message);
+        goto done;
+      }
+      for (int j = 0; j < p->desc.n_outputs; j++) {
+        const mb_quant_param *q = mb__quant_params_find(
+            params, p->eg.graph->values[p->desc.outputs[j]].name);
+        err_out[j] = fmax(err_out[j], normalised_error(outs[j], ref[j]));
+        cos_out[j] = fmin(cos_out[j], cosine(outs[j], ref[j]));
+        if (q && q->kind == MB_QUANT_KIND_ACTIVATION)
+          grid_out[j] = fmax(grid_out[j], grid_distance(outs[j], q));
+      }
+    }
+    engine->release(compiled);
+    compiled = NULL;
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < p->desc.n_outputs; j++)
+    mb_tensor_free(outs[j]);
+  engine->release(compiled);
+  return rc;
+}
+
+/* What check_int8 expects of each output. */
+typedef enum int8_expect {
+  INT8_WRITTEN, /* by an int8 op: on its output's grid */
+  INT8_FLOAT,   /* by a float op after int8 ones: close, not exact */
+  INT8_NONE,    /* nothing ran in int8: as exact as fp32 */
+} int8_expect;
+
+/* c's graph in INT8 against fp32: close (cosine >= 0.999, normalised
+ * error <= 0.05) and, as `expect` says per output, on the int8 grid of
+ * the output (an int8 op wrote it) or not fp32-exact (int8 ran before);
+ * INT8_NONE: within 1e-4 of fp32. `edit` (may be NULL) may change the
+ * parameters first. Frees the case. */
+static int check_int8_with(gcase *c, const mb_quant_options *qo,
+                           const int8_expect *expect,
+                           void (*edit)(mb_quant_params *)) {
+  prepared p;
+  mb_tensor *ref[8] = {0};
+  mb_quant_params *params = NULL;
+  double e[8], cs[8], grid[8];
+  int rc = 1;
+  if (prepare(c, &p) || run_reference(c, &p, ref) ||
+      int8_params(c, &p, qo, &params))
+    goto done;
+  if (edit)
+    edit(params);
+  if (int8_run(c, &p, params, ref, e, cs, grid))
+    goto done;
+  for (int j = 0; j < p.desc.n_outputs; j++) {
+    const char *name = c->g->values[p.desc.outputs[j]].name;
+    printf("  %s: cosine %.6f, normalised error %.3g, grid distance %.3g\n",
+           name, cs[j], e[j], grid[j]);
+    bool ok = cs[j] >= 0.999 && e[j] <= 0.05;
+    if (expect[j] == INT8_WRITTEN)
+      ok = ok && grid[j] >= 0 && grid[j] <= 1e-3 && e[j] > 1e-6;
+    else if (expect[j] == INT8_FLOAT)
+      ok = ok && e[j] > 1e-6;
+    else
+      ok = e[j] <= 1e-4;
+    if (!ok) {
+      fprintf(stderr, "  output %s is not as expected (%d)\n", name,
+              (int)expect[j]);
+      goto done;
+    }
+  }
+  rc = 0;
+done:
+  mb__quant_params_free(params);
+  for (int j = 0; j < 8; j++)
+    mb_tensor_free(ref[j]);
+  prepared_free(&p);
+  gc_free(c);
+  return rc;
+}
+
+static int check_int8(gcase *c, int per_tensor_weights,
+                      const int8_expect *expect) {
+  mb_quant_options qo = {.per_tensor_weights = per_tensor_weights};
+  return check_int8_with(c, &qo, expect, NULL);
+}
+
+static void gc_conv(gcase *c, const char *ins, const char *out, int64_t group) {
+  const int64_t pads[4] = {1, 1, 1, 1};
+  gc_node(c, "Conv", ins, out);
+  gc_ints(c, "pads", 4, pads);
+  if (group > 1)
+    gc_int(c, "group", group);
+}
+
+/* Conv (signed input: a source zero point) -> Relu -> Conv -> Clip(0, 6)
+ * -> depthwise Conv, with r1 also a graph output (an int8 value read
+ * inside and exported), then grouped Conv -> Add (float) with the
+ * depthwise output. Biases are large enough that a mis-scaled int8 bias
+ * shows. Outputs: r1, d (int8-written), y (float). */
+static void build_int8_convs(gcase *c) {
+  int64_t x[4] = {1, 8, 12, 12}, w1[4] = {16, 8, 3, 3}, w2[4] = {16, 16, 3, 3};
+  int64_t wd[4] = {16, 1, 3, 3}, wg[4] = {16, 4, 3, 3}, b[1] = {16};
+  gc_init(c, 13);
+  gc_input(c, "x", 4, x);
+  gc_const(c, "w1", 4, w1, NULL, -0.3f, 0.3f);
+  gc_const(c, "b1", 1, b, NULL, -1, 1);
+  gc_const(c, "w2", 4, w2, NULL, -0.2f, 0.2f);
+  gc_const(c, "b2", 1, b, NULL, -1, 1);
+  gc_const(c, "wd", 4, wd, NULL, -0.5f, 0.5f);
+  gc_const(c, "bd", 1, b, NULL, -1, 1);
+  gc_const(c, "wg", 4, wg, NULL, -0.3f, 0.3f);
+  gc_const(c, "lo", 0, NULL, (const float[]){0.0f}, 0, 0);
+  gc_const(c, "hi", 0, NULL, (const float[]){6.0f}, 0, 0);
+  gc_conv(c, "x,w1,b1", "c1", 1);
+  gc_node(c, "Relu", "c1", "r1");
+  gc_conv(c, "r1,w2,b2", "c2", 1);
+  gc_node(c, "Clip", "c2,lo,hi", "k2");
+  gc_conv(c, "k2,wd,bd", "d", 16);
+  gc_conv(c, "d,wg", "g", 4);
+  gc_node(c, "Add", "g,d", "y");
+  gc_output(c, "r1");
+  gc_output(c, "d");
+  gc_output(c, "y");
+}
+
+TEST(int8_convolutions) {
+  SKIP_UNLESS_AVAILABLE();
+  static const int8_expect expect[] = {INT8_WRITTEN, INT8_WRITTEN, INT8_FLOAT};
+  for (int per_tensor = 0; per_tensor < 2; per_tensor++) {
+    gcase c;
+    build_int8_convs(&c);
+    if (check_int8(&c, per_tensor, expect))
+      TEST_FAIL_("int8 convolutions (per-tensor weights %d) failed",
+                 per_tensor);
+  }
+  return 0;
+}
+
+TEST(int8_symmetric_activations) {
+  SKIP_UNLESS_AVAILABLE();
+  static const int8_expect expect[] = {INT8_WRITTEN, INT8_WRITTEN, INT8_FLOAT};
+  mb_quant_options qo = {.activations = MB_QUANT_ACTIVATIONS_INT8_SYMMETRIC};
+  gcase c;
+  build_int8_convs(&c);
+  return check_int8_with(&c, &qo, expect, NULL);
+}
+
+TEST(int8_gemm_and_matmul) {
+  SKIP_UNLESS_AVAILABLE();
+  static const int8_expect written[] = {INT8_WRITTEN};
+  gcase c;
+  int64_t a[2] = {6, 24}, bt[2] = {10, 24}, cb[1] = {10}, w2[2] = {10, 7};
+  gc_init(&c, 13); /* Gemm (transB, alpha, bias) -> Relu -> Gemm */
+  gc_input(&c, "a", 2, a);
+  gc_const(&c, "b", 2, bt, NULL, -1, 1);
+  gc_const(&c, "c", 1, cb, NULL, -4, 4);
+  gc_const(&c, "w2", 2, w2, NULL, -1, 1);
+  gc_node(&c, "Gemm", "a,b,c", "t");
+  gc_int(&c, "transB", 1);
+  gc_float(&c, "alpha", 0.5f);
+  gc_node(&c, "Relu", "t", "r");
+  gc_node(&c, "Gemm", "r,w2", "y");
+  gc_output(&c, "y");
+  if (check_int8(&c, 0, written))
+    TEST_FAIL_("int8 Gemm failed");
+
+  int64_t a3[3] = {2, 5, 24}, w[2] = {24, 9};
+  gc_init(&c, 13); /* MatMul [2,5,24] x [24,9] */
+  gc_input(&c, "a", 3, a3);
+  gc_const(&c, "w", 2, w, NULL, -1, 1);
+  gc_node(&c, "MatMul", "a,w", "y");
+  gc_output(&c, "y");
+  if (check_int8(&c, 1, written))
+    TEST_FAIL_("int8 MatMul failed");
+  return 0;
+}
+
+/* Every Conv geometry of conv_variants, and every Gemm form: int8 where
+ * XNNPACK has the form (a C that varies along M stays float). */
+TEST(int8_conv_and_gemm_variants) {
+  SKIP_UNLESS_AVAILABLE();
+  static const int8_expect written[] = {INT8_WRITTEN};
+  static const int8_expect none[] = {INT8_NONE};
+  for (size_t i = 0; i < MB_ARRAY_COUNT(conv_specs); i++) {
+    gcase c;
+    build_conv(&c, &conv_specs[i]);
+    if (check_int8(&c, 0, written))
+      TEST_FAIL_("int8 conv spec %zu failed", i);
+  }
+  for (size_t i = 0; i < MB_ARRAY_COUNT(gemm_specs); i++) {
+    const struct gemm_spec *s = &gemm_specs[i];
+    bool per_m = s->c_rank == 2 && s->c_dims[0] > 1;
+    gcase c;
+    build_gemm(&c, s);
+    if (check_int8(&c, (int)(i % 2), per_m ? none : written))
+      TEST_FAIL_("int8 gemm spec %zu failed", i);
+  }
+  return 0;
+}
+
+/* Scales XNNPACK refuses keep the nodes in float: the segment compiles
+ * and is as exact as FP32. Zero activation scales: */
+static void zero_activation_scales(mb_quant_params *params) {
+  for (int i = 0; i < params->count; i++)
+    if (params->tensors[i].kind == MB_QUANT_KIND_ACTIVATION)
+      params->tensors[i].scales[0] = 0.0f;
+}
+
+/* Weight scales that make every requantisation scale (input scale x
+ * weight scale / output scale) far larger than XNNPACK's 256: */
+static void huge_weight_scales(mb_quant_params *params) {
+  for (int i = 0; i < params->count; i++)
+    if (params->tensors[i].kind == MB_QUANT_KIND_WEIGHT)
+      for (int64_t ch = 0; ch < params->tensors[i].channels; ch++)
+        params->tensors[i].scales[ch] = 1e6f;
+}
+
+/* Weight entries whose channel count is not the node's stay unused. */
+static void wrong_weight_channels(mb_quant_params *params) {
+  for (int i = 0; i < params->count; i++)
+    if (params->tensors[i].kind == MB_QUANT_KIND_WEIGHT &&
+        params->tensors[i].channels > 1)
+      params->tensors[i].channels--;
+}
+
+TEST(int8_refusals_stay_float) {
+  SKIP_UNLESS_AVAILABLE();
+  static const int8_expect none[] = {INT8_NONE, INT8_NONE, INT8_NONE};
+  mb_quant_options qo = {0};
+  gcase c;
+  build_int8_convs(&c);
+  if (check_int8_with(&c, &qo, none, zero_activation_scales))
+    TEST_FAIL_("zero scales did not keep the nodes in float");
+  build_int8_convs(&c);
+  if (check_int8_with(&c, &qo, none, huge_weight_scales))
+    TEST_FAIL_("huge requantisation scales did not keep the nodes in float");
+  build_int8_convs(&c);
+  if (check_int8_with(&c, &qo, none, wrong_weight_channels))
+    TEST_FAIL_("mismatched weight entries did not keep the nodes in float");
+  return 0;
+}
+
+/* Nodes without parameters run in fp32 (as exact as FP32), and INT8
+ * without any parameters is an error, not a crash. */
+TEST(int8_without_parameters) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  prepared p;
+  mb_tensor *ref[8] = {0};
+  mb_quant_params empty;
+  double e[8], cs[8], grid[8];
+  int rc = 1;
+  memset(&empty, 0, sizeof empty);
+  build_int8_convs(&c);
+  if (prepare(&c, &p) || run_reference(&c, &p, ref) ||
+      int8_run(&c, &p, &empty, ref, e, cs, grid))
+    goto done;
+  for (int j = 0; j < p.desc.n_outputs; j++) {
+    if (!(e[j] <= 1e-4)) {
+      fprintf(stderr, "  uncalibrated output %d: normalised error %g\n", j,
+              e[j]);
+      goto done;
+    }
+  }
+  {
+    mb_engine_options eo = {1, MB_PRECISION_INT8, 0, NULL};
+    void *compiled = NULL;
+    mb_status st = engine->compile(&p.desc, &eo, &compiled, &c.err);
+    if (st != MB_STATUS_INVALID_ARGUMENT || compiled ||
+        !strstr(c.err.message, "quantisation parameters")) {
+      fprintf(stderr, "  INT8 without parameters: status %d, '%s'\n", st,
+              c.err.message);
+      engine->release(compiled);
+      goto done;
+    }
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < 8; j++)
+    mb_tensor_free(ref[j]);
+  prepared_free(&p);
+  gc_free(&c);
+  return rc;
+}
+
+TEST_MAIN(
+    TEST_ENTRY(probe_reports), TEST_ENTRY(conv_variants),
+    TEST_ENTRY(gemm_variants), TEST_ENTRY(matmul_rank2_and_rank3),
+    TEST_ENTRY(binary_broadcast_constants), TEST_ENTRY(binary_two_activations),
+    TEST_ENTRY(unary_chain), TEST_ENTRY(hardswish_formula),
+    TEST_ENTRY(clip_forms), TEST_ENTRY(prelu), TEST_ENTRY(high_ranks),
+    TEST_ENTRY(pool_variants), TEST_ENTRY(global_pools),
+    TEST_ENTRY(softmax_axes), TEST_ENTRY(classifier_tail_reshapes),
+    TEST_ENTRY(pad_constant), TEST_ENTRY(batchnorm), TEST_ENTRY(depth_to_space),
+    TEST_ENTRY(resize_linear), TEST_ENTRY(residual_network),
+    TEST_ENTRY(repeated_runs_new_buffers), TEST_ENTRY(folded_constant_node),
+    TEST_ENTRY(segment_of_constants_only), TEST_ENTRY(rejects_what_it_must),
+    TEST_ENTRY(precisions), TEST_ENTRY(fp16_runs_or_says_why),
+    TEST_ENTRY(run_checks_shapes), TEST_ENTRY(int8_convolutions),
+    TEST_ENTRY(int8_symmetric_activations), TEST_ENTRY(int8_gemm_and_matmul),
+    TEST_ENTRY(int8_conv_and_gemm_variants),
+    TEST_ENTRY(int8_refusals_stay_float), TEST_ENTRY(int8_without_parameters))

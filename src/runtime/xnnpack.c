@@ -28,12 +28,32 @@
  * the nodes likely at fault. The Debian library keeps its assertions, so a
  * node it would abort on is refused before XNNPACK sees it.
  *
+ * INT8 (static quantisation; options->quant holds the calibrated ranges
+ * and weight scales): a Conv (dense, grouped or depthwise), Gemm or MatMul
+ * whose weight has a WEIGHT entry and whose input an ACTIVATION entry
+ * runs as input -> convert -> qint8 (the uint8 zero point shifted by
+ * -128) -> convolution with a per-channel qcint8 filter, quantised here
+ * from the float weight as the static quantiser does, and a qcint32 bias
+ * -> qint8 with the output's entry -> convert -> float. This snapshot's
+ * int8 fully connected node takes one filter scale only, so Gemm and
+ * MatMul become 1x1 convolutions (the converts reshape). A Relu or Clip
+ * that alone reads the op's output is fused into it (its output's entry is
+ * used, as ORT's quantiser removes it), and an int8 op reading what an
+ * int8 op wrote with the same quantisation reads the qint8 value, with no
+ * convert pair between them (ResNet's Conv -> Relu -> Conv). Everything
+ * else runs in float. What XNNPACK would refuse in int8 (scales that are
+ * not normal, requantisation scales from 256 up) is checked before it is
+ * asked, and the node stays float; should creating the runtime still fail,
+ * the segment is compiled again in float.
+ *
  * Every lowering has a check (for supports_node) and a define (for
  * compile) sharing one parameter reader, so that compile() of any run of
  * accepted nodes succeeds. A node whose outputs are all constant (a
  * Constant the hybrid layer evaluated, an Identity of a weight) is accepted
  * and lowered to nothing. */
 #include "runtime/engine.h"
+
+#include "passes/quantize.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -94,6 +114,7 @@ static void xnn_release(void *compiled) {
 
 #else /* MB_HAVE_XNNPACK */
 
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <pthreadpool.h>
@@ -665,17 +686,22 @@ static int check_binary(mb_engine_check *c) {
   return 1;
 }
 
-static int check_clip(mb_engine_check *c) {
-  if (!check_unary(c))
-    return 0;
-  float lo = -INFINITY, hi = INFINITY;
+/* Clip's bounds: attributes before opset 11, constant inputs after. */
+static int clip_bounds(mb_engine_check *c, float *lo, float *hi) {
+  *lo = -INFINITY;
+  *hi = INFINITY;
   if (c->opset < 11) {
-    lo = mb__node_attr_float(c->n, "min", -INFINITY);
-    hi = mb__node_attr_float(c->n, "max", INFINITY);
-  } else if (!scalar_input(c, 1, -INFINITY, &lo) ||
-             !scalar_input(c, 2, INFINITY, &hi)) {
-    return 0;
+    *lo = mb__node_attr_float(c->n, "min", -INFINITY);
+    *hi = mb__node_attr_float(c->n, "max", INFINITY);
+    return 1;
   }
+  return scalar_input(c, 1, -INFINITY, lo) && scalar_input(c, 2, INFINITY, hi);
+}
+
+static int check_clip(mb_engine_check *c) {
+  float lo, hi;
+  if (!check_unary(c) || !clip_bounds(c, &lo, &hi))
+    return 0;
   if (!(lo < hi))
     return mb__engine_reject(c, "min %g is not below max %g", (double)lo,
                              (double)hi);
@@ -1041,6 +1067,14 @@ typedef struct build_ctx {
   const mb_node *node;
   int64_t opset;
   bool fp16; /* compiled with XNN_FLAG_FORCE_FP16_INFERENCE */
+  /* INT8: the parameters (NULL when compiling in float), and per value
+   * its qint8 id (XNN_INVALID_VALUE_ID when none) with that id's scale
+   * and zero point. */
+  const mb_quant_params *quant;
+  uint32_t *qids;
+  float *qscale;
+  int32_t *qzp;
+  bool *fused; /* per graph node: lowered into the int8 op before it */
   mb_error *err;
 } build_ctx;
 
@@ -1062,9 +1096,9 @@ static mb_status xnn_fail(build_ctx *b, const char *call,
       return xnn_fail((b), #call, xs_);                                        \
   } while (0)
 
-/* An owned float buffer of `count` floats (plus XNNPACK's over-read
+/* An owned, zeroed buffer of `nbytes` bytes (plus XNNPACK's over-read
  * margin) that lives as long as the segment. */
-static float *static_alloc(build_ctx *b, size_t count) {
+static void *static_alloc_bytes(build_ctx *b, size_t nbytes) {
   xnn_segment *s = b->seg;
   if (s->n_statics == s->cap_statics) {
     int cap = s->cap_statics ? 2 * s->cap_statics : 16;
@@ -1074,12 +1108,17 @@ static float *static_alloc(build_ctx *b, size_t count) {
     s->statics = p;
     s->cap_statics = cap;
   }
-  float *buf = mb__aligned_alloc(count * sizeof(float) + XNN_EXTRA_BYTES);
+  void *buf = mb__aligned_alloc(nbytes + XNN_EXTRA_BYTES);
   if (!buf)
     return NULL;
-  memset(buf, 0, count * sizeof(float) + XNN_EXTRA_BYTES);
+  memset(buf, 0, nbytes + XNN_EXTRA_BYTES);
   s->statics[s->n_statics++] = buf;
   return buf;
+}
+
+/* static_alloc_bytes for `count` floats. */
+static float *static_alloc(build_ctx *b, size_t count) {
+  return static_alloc_bytes(b, count * sizeof(float));
 }
 
 static mb_status oom(build_ctx *b) {
@@ -1108,6 +1147,15 @@ static mb_status define_internal(build_ctx *b, int rank, const int64_t *dims,
 /* The id of non-constant value v read by the current node: produced by an
  * earlier node, or a segment input (defined on first use). */
 static mb_status value_id(build_ctx *b, int v, uint32_t *id_out) {
+  if (b->ids[v] == XNN_INVALID_VALUE_ID && b->qids &&
+      b->qids[v] != XNN_INVALID_VALUE_ID) {
+    /* Written by an int8 op, read here in float: dequantise once. */
+    const mb_shape_info *s = &b->eg->shapes[v];
+    mb_status status = define_internal(b, s->rank, s->dims, &b->ids[v]);
+    if (status)
+      return status;
+    XNN_CALL(b, xnn_define_convert(b->subgraph, b->qids[v], b->ids[v], 0));
+  }
   if (b->ids[v] == XNN_INVALID_VALUE_ID) {
     int slot = b->input_slot[v];
     if (slot < 0) {
@@ -1233,14 +1281,424 @@ static mb_status recheck_failed(build_ctx *b, const char *reason) {
                    mb__node_label(b->node, label, sizeof label), reason);
 }
 
+/* ---- INT8 ---- */
+
+static bool node_is_folded(const mb_engine_graph *eg, const mb_node *n);
+
+/* One int8 activation in XNNPACK's terms. qint8 is signed: a uint8 zero
+ * point moves down by 128, which keeps q - zero_point and so the real
+ * values (the uint8 quantisation shifted to signed). */
+typedef struct qact {
+  float scale;
+  int32_t zero_point; /* in [-128, 127] */
+} qact;
+
+/* XNNPACK refuses scales that are not positive normal floats. */
+static bool scale_ok(double s) {
+  return s > 0.0 && s <= FLT_MAX && (float)s >= FLT_MIN;
+}
+
+/* Value v's ACTIVATION entry as a qact; false when there is none that
+ * XNNPACK can take. */
+static bool qact_of(const build_ctx *b, int v, qact *out) {
+  const mb_quant_param *p =
+      mb__quant_params_find(b->quant, b->eg->graph->values[v].name);
+  if (!p || p->kind != MB_QUANT_KIND_ACTIVATION || p->channels != 1 ||
+      !p->scales || !p->zero_points)
+    return false;
+  int32_t zp = p->zero_points[0];
+  if (p->dtype == MB_DTYPE_UINT8)
+    zp -= 128;
+  else if (p->dtype != MB_DTYPE_INT8)
+    return false;
+  if (!scale_ok(p->scales[0]) || zp < -128 || zp > 127)
+    return false;
+  out->scale = p->scales[0];
+  out->zero_point = zp;
+  return true;
+}
+
+/* The WEIGHT entry of constant v: under its own name or, through Identity
+ * nodes, its source's (the static quantiser names it after the source). */
+static const mb_quant_param *weight_entry(const build_ctx *b, int v) {
+  const mb_graph *g = b->eg->graph;
+  for (int depth = 0; v >= 0 && depth < 16; depth++) {
+    const mb_quant_param *p =
+        mb__quant_params_find(b->quant, g->values[v].name);
+    if (p && p->kind == MB_QUANT_KIND_WEIGHT)
+      return p;
+    int producer = g->values[v].producer;
+    if (producer < 0)
+      return NULL;
+    const mb_node *n = &g->nodes[producer];
+    if (strcmp(n->op_type, "Identity") != 0 || n->domain[0] || n->n_inputs != 1)
+      return NULL;
+    v = n->inputs[0];
+  }
+  return NULL;
+}
+
+/* How an int8 Conv or fully connected node is lowered. */
+typedef struct int8_plan {
+  qact in, out;
+  const mb_quant_param *weight; /* its scales: per channel, or one */
+  float alpha;                  /* Gemm's, applied to the weight scales */
+  int out_value;          /* the value written: the node's output or the fused
+                             Relu/Clip's */
+  int fused_node;         /* graph index of that Relu/Clip, or -1 */
+  float out_min, out_max; /* the fused clamp, else unbounded */
+} int8_plan;
+
+/* The weight scale of output channel c, as quantised (without alpha). */
+static float plan_weight_scale(const int8_plan *p, int64_t c) {
+  return p->weight->channels == 1 ? p->weight->scales[0] : p->weight->scales[c];
+}
+
+static bool node_in_segment(const build_ctx *b, int node) {
+  for (int i = 0; i < b->seg_desc->n_nodes; i++)
+    if (b->seg_desc->nodes[i] == node)
+      return true;
+  return false;
+}
+
+/* A Relu or Clip in this segment that is the only reader of value v,
+ * which goes nowhere else (not a segment output): the int8 op clamps its
+ * own output and writes the Relu's, as ORT's quantiser removes such a
+ * Relu. Returns the node's graph index with its bounds, or -1. */
+static int fusable_clamp(const build_ctx *b, int v, float *lo, float *hi) {
+  const mb_graph *g = b->eg->graph;
+  int reader = -1;
+  if (b->output_slot[v] >= 0 || g->values[v].is_output)
+    return -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const mb_node *n = &g->nodes[i];
+    for (int j = 0; j < n->n_inputs; j++) {
+      if (n->inputs[j] != v)
+        continue;
+      if (reader >= 0 || j != 0)
+        return -1;
+      reader = i;
+    }
+  }
+  if (reader < 0 || !node_in_segment(b, reader))
+    return -1;
+  const mb_node *r = &g->nodes[reader];
+  mb_engine_check c = {b->eg, r, b->opset, NULL, 0};
+  if (r->domain[0] || node_is_folded(b->eg, r) || !check_unary(&c))
+    return -1;
+  if (strcmp(r->op_type, "Relu") == 0) {
+    *lo = 0.0f;
+    *hi = INFINITY;
+    return reader;
+  }
+  if (strcmp(r->op_type, "Clip") == 0 && clip_bounds(&c, lo, hi) && *lo < *hi)
+    return reader;
+  return -1;
+}
+
+/* A clamp bound in the output's int8 terms, as XNNPACK computes it. */
+static int32_t quantized_bound(float bound, const qact *q) {
+  return (int32_t)lrintf(
+      fminf(fmaxf(bound / q->scale + (float)q->zero_point, -128.0f), 127.0f));
+}
+
+/* Can the current node run in int8 (see the top of the file)? Its weight
+ * has `channels` output channels along stored axis `axis`. Everything
+ * XNNPACK would refuse at define or create time (scales that are not
+ * normal, a requantisation scale outside [2^-32, 256), an empty clamp) is
+ * refused here, so that a refusal costs nothing but the node's speed. */
+static bool int8_plan_get(build_ctx *b, int axis, int64_t channels, float alpha,
+                          int8_plan *p) {
+  const mb_node *n = b->node;
+  memset(p, 0, sizeof *p);
+  p->weight = weight_entry(b, n->inputs[1]);
+  p->alpha = alpha;
+  p->fused_node = -1;
+  p->out_value = n->outputs[0];
+  p->out_min = -INFINITY;
+  p->out_max = INFINITY;
+  const mb_quant_param *w = p->weight;
+  if (!w || !qact_of(b, n->inputs[0], &p->in) || !(alpha > 0.0f) ||
+      w->dtype != MB_DTYPE_INT8 || !w->scales || w->channels < 1 ||
+      (w->channels != 1 && (w->axis != axis || w->channels != channels)))
+    return false;
+  for (int64_t c = 0; w->zero_points && c < w->channels; c++)
+    if (w->zero_points[c] != 0)
+      return false;
+  int fused = fusable_clamp(b, p->out_value, &p->out_min, &p->out_max);
+  if (fused >= 0) {
+    p->fused_node = fused;
+    p->out_value = b->eg->graph->nodes[fused].outputs[0];
+  }
+  if (!qact_of(b, p->out_value, &p->out) ||
+      quantized_bound(p->out_min, &p->out) >=
+          quantized_bound(p->out_max, &p->out))
+    return false;
+  for (int64_t c = 0; c < channels; c++) {
+    double ws = (double)alpha * plan_weight_scale(p, c);
+    double bias_scale = (double)p->in.scale * ws;
+    double requant = bias_scale / p->out.scale;
+    if (!scale_ok(plan_weight_scale(p, c)) || !scale_ok(ws) ||
+        !scale_ok(bias_scale) || !(requant >= 0x1.0p-32) || !(requant < 256.0))
+      return false;
+  }
+  return true;
+}
+
+static int8_t quantize_weight(float w, float scale) {
+  float q = nearbyintf(w / scale);
+  return (int8_t)(q != q ? 0 : q < -127.0f ? -127 : q > 127.0f ? 127 : q);
+}
+
+static int32_t quantize_bias(float bias, float scale) {
+  double q = nearbyint((double)bias / scale);
+  return (int32_t)(q != q              ? 0
+                   : q < -2147483647.0 ? -2147483647.0
+                   : q > 2147483647.0  ? 2147483647.0
+                                       : q);
+}
+
+/* The qint8 id of value v read by an int8 op with quantisation q, in
+ * segment dims (r, d): the value an int8 producer wrote when its
+ * quantisation is the same (no convert pair between them), else a
+ * quantising convert of the float value, shared by the int8 ops that read
+ * v alike. */
+static mb_status qinput_id(build_ctx *b, int v, const qact *q, size_t r,
+                           const size_t *d, uint32_t *id_out) {
+  uint32_t f, t;
+  mb_status status;
+  if (b->qids[v] != XNN_INVALID_VALUE_ID && b->qscale[v] == q->scale &&
+      b->qzp[v] == q->zero_point) {
+    *id_out = b->qids[v];
+    return MB_STATUS_OK;
+  }
+  if ((status = value_id(b, v, &f)))
+    return status;
+  XNN_CALL(b, xnn_define_quantized_tensor_value(
+                  b->subgraph, xnn_datatype_qint8, q->zero_point, q->scale, r,
+                  d, NULL, XNN_INVALID_VALUE_ID, 0, &t));
+  XNN_CALL(b, xnn_define_convert(b->subgraph, f, t, 0));
+  if (b->qids[v] == XNN_INVALID_VALUE_ID) {
+    b->qids[v] = t;
+    b->qscale[v] = q->scale;
+    b->qzp[v] = q->zero_point;
+  }
+  *id_out = t;
+  return MB_STATUS_OK;
+}
+
+/* Defines the qint8 value v an int8 op writes, in segment dims (r, d). */
+static mb_status qoutput_id(build_ctx *b, int v, const qact *q, size_t r,
+                            const size_t *d, uint32_t *id_out) {
+  XNN_CALL(b, xnn_define_quantized_tensor_value(
+                  b->subgraph, xnn_datatype_qint8, q->zero_point, q->scale, r,
+                  d, NULL, XNN_INVALID_VALUE_ID, 0, &b->qids[v]));
+  b->qscale[v] = q->scale;
+  b->qzp[v] = q->zero_point;
+  *id_out = b->qids[v];
+  return MB_STATUS_OK;
+}
+
+/* After the int8 op that wrote v: a segment output also gets its float
+ * external value, through a dequantising convert (the subgraph runs its
+ * nodes in the order they were defined, so this comes after the op). */
+static mb_status qoutput_export(build_ctx *b, int v) {
+  int slot = b->output_slot[v];
+  if (slot < 0)
+    return MB_STATUS_OK;
+  const mb_shape_info *s = &b->eg->shapes[v];
+  size_t d[XNN_RANK_MAX];
+  size_t r = segment_dims(s->rank, s->dims, d);
+  uint32_t ext = b->seg->outputs[slot].id = b->next_external++;
+  XNN_CALL(b, xnn_define_tensor_value(b->subgraph, xnn_datatype_fp32, r, d,
+                                      NULL, ext, XNN_VALUE_FLAG_EXTERNAL_OUTPUT,
+                                      &b->ids[v]));
+  XNN_CALL(b, xnn_define_convert(b->subgraph, b->qids[v], b->ids[v], 0));
+  return MB_STATUS_OK;
+}
+
+/* The per-channel filter scales (alpha applied) and the int32 bias with
+ * its scales (input scale x filter scale) of an int8 op with `channels`
+ * outputs; bias_data: `channels` floats (already times beta), or NULL. */
+static mb_status int8_bias(build_ctx *b, const int8_plan *p, int64_t channels,
+                           const float *bias_data, float **fscale_out,
+                           int32_t **bias_out, float **bscale_out) {
+  float *fscale = static_alloc(b, (size_t)channels);
+  float *bscale = static_alloc(b, (size_t)channels);
+  int32_t *bq = static_alloc_bytes(b, (size_t)channels * sizeof(int32_t));
+  if (!fscale || !bscale || !bq)
+    return oom(b);
+  for (int64_t c = 0; c < channels; c++) {
+    fscale[c] = p->alpha * plan_weight_scale(p, c);
+    bscale[c] = p->in.scale * fscale[c];
+    bq[c] = bias_data ? quantize_bias(bias_data[c], bscale[c]) : 0;
+  }
+  *fscale_out = fscale;
+  *bias_out = bq;
+  *bscale_out = bscale;
+  return MB_STATUS_OK;
+}
+
+/* Defines the int8 op's qcint8 filter [dims] (channel dimension
+ * channel_dim) and qcint32 bias over data the segment owns. */
+static mb_status int8_weights(build_ctx *b, const int8_t *filter,
+                              const size_t *fdims, size_t channel_dim,
+                              const float *fscale, const int32_t *bias,
+                              const float *bscale, size_t channels,
+                              uint32_t *f_id, uint32_t *b_id) {
+  XNN_CALL(b, xnn_define_channelwise_quantized_tensor_value(
+                  b->subgraph, xnn_datatype_qcint8, fscale, 4, channel_dim,
+                  fdims, filter, XNN_INVALID_VALUE_ID, 0, f_id));
+  XNN_CALL(b, xnn_define_channelwise_quantized_tensor_value(
+                  b->subgraph, xnn_datatype_qcint32, bscale, 1, 0, &channels,
+                  bias, XNN_INVALID_VALUE_ID, 0, b_id));
+  return MB_STATUS_OK;
+}
+
+/* The end of an int8 op: its fused Relu/Clip becomes nothing, and a
+ * segment output gets its float copy. */
+static mb_status int8_finish(build_ctx *b, const int8_plan *p) {
+  if (p->fused_node >= 0)
+    b->fused[p->fused_node] = true;
+  return qoutput_export(b, p->out_value);
+}
+
+/* Conv with a qcint8 filter (depthwise, grouped or dense). */
+static mb_status lower_conv_int8(build_ctx *b, const conv_params *p,
+                                 const int8_plan *q) {
+  const mb_node *n = b->node;
+  const mb_tensor *w = constant_of(b->eg, n->inputs[1]);
+  const mb_tensor *bias = constant_of(b->eg, node_input(n, 2));
+  const float *wd = w->data;
+  int64_t co = p->c_out, cig = p->c_in / p->groups;
+  int64_t kh = p->w.kernel[0], kw = p->w.kernel[1], ks = kh * kw;
+  int8_t *filter = static_alloc_bytes(b, (size_t)(co * cig * ks));
+  float *fscale, *bscale;
+  int32_t *bq;
+  uint32_t x_id, f_id, b_id, y_id;
+  mb_status status;
+  if (!filter)
+    return oom(b);
+  if ((status = int8_bias(b, q, co, bias ? bias->data : NULL, &fscale, &bq,
+                          &bscale)))
+    return status;
+  size_t fdims[4];
+  if (p->depthwise) {
+    /* [C*M, 1, kh, kw] -> [1, kh, kw, C*M] */
+    for (int64_t o = 0; o < co; o++)
+      for (int64_t k = 0; k < ks; k++)
+        filter[k * co + o] = quantize_weight(wd[o * ks + k], fscale[o]);
+    fdims[0] = 1;
+    fdims[1] = (size_t)kh;
+    fdims[2] = (size_t)kw;
+    fdims[3] = (size_t)co;
+  } else {
+    /* OIHW -> OHWI */
+    for (int64_t o = 0; o < co; o++)
+      for (int64_t i = 0; i < cig; i++)
+        for (int64_t k = 0; k < ks; k++)
+          filter[(o * ks + k) * cig + i] =
+              quantize_weight(wd[(o * cig + i) * ks + k], fscale[o]);
+    fdims[0] = (size_t)co;
+    fdims[1] = (size_t)kh;
+    fdims[2] = (size_t)kw;
+    fdims[3] = (size_t)cig;
+  }
+  const mb_shape_info *xs = &b->eg->shapes[n->inputs[0]];
+  const mb_shape_info *ys = &b->eg->shapes[q->out_value];
+  size_t xd[4], yd[4];
+  segment_dims(4, xs->dims, xd);
+  segment_dims(4, ys->dims, yd);
+  if ((status = qinput_id(b, n->inputs[0], &q->in, 4, xd, &x_id)) ||
+      (status = int8_weights(b, filter, fdims, p->depthwise ? 3 : 0, fscale, bq,
+                             bscale, (size_t)co, &f_id, &b_id)) ||
+      (status = qoutput_id(b, q->out_value, &q->out, 4, yd, &y_id)))
+    return status;
+  const window2d *g = &p->w;
+  if (p->depthwise) {
+    XNN_CALL(b, xnn_define_depthwise_convolution_2d(
+                    b->subgraph, (uint32_t)g->pad_begin[0],
+                    (uint32_t)g->pad_end[1], (uint32_t)g->pad_end[0],
+                    (uint32_t)g->pad_begin[1], (uint32_t)kh, (uint32_t)kw,
+                    (uint32_t)g->stride[0], (uint32_t)g->stride[1],
+                    (uint32_t)g->dilation[0], (uint32_t)g->dilation[1],
+                    (uint32_t)(co / p->c_in), (size_t)p->c_in, q->out_min,
+                    q->out_max, x_id, f_id, b_id, y_id, 0));
+  } else {
+    XNN_CALL(b, xnn_define_convolution_2d(
+                    b->subgraph, (uint32_t)g->pad_begin[0],
+                    (uint32_t)g->pad_end[1], (uint32_t)g->pad_end[0],
+                    (uint32_t)g->pad_begin[1], (uint32_t)kh, (uint32_t)kw,
+                    (uint32_t)g->stride[0], (uint32_t)g->stride[1],
+                    (uint32_t)g->dilation[0], (uint32_t)g->dilation[1],
+                    (uint32_t)p->groups, (size_t)cig, (size_t)(co / p->groups),
+                    q->out_min, q->out_max, x_id, f_id, b_id, y_id, 0));
+  }
+  return int8_finish(b, q);
+}
+
+/* Gemm / MatMul: XNNPACK of this date has no per-channel int8 fully
+ * connected node (it wants one filter scale), so the product is a 1x1
+ * convolution over [M, 1, 1, K], which has; its converts reshape on the
+ * way in and out. */
+static mb_status lower_fc_int8(build_ctx *b, const fc_params *p,
+                               const int8_plan *q) {
+  const mb_node *n = b->node;
+  const mb_tensor *w = constant_of(b->eg, n->inputs[1]);
+  const float *wd = w->data;
+  int8_t *filter = static_alloc_bytes(b, (size_t)(p->n * p->k));
+  float *bias = NULL, *fscale, *bscale;
+  int32_t *bq;
+  uint32_t x_id, f_id, b_id, y_id;
+  mb_status status;
+  if (!filter)
+    return oom(b);
+  if (p->bias_kind == 1) {
+    const mb_tensor *cten = constant_of(b->eg, n->inputs[2]);
+    const float *cd = cten->data;
+    if (!(bias = calloc((size_t)p->n, sizeof *bias)))
+      return oom(b);
+    for (int64_t o = 0; o < p->n; o++)
+      bias[o] = p->beta * cd[cten->numel == 1 ? 0 : o];
+  }
+  status = int8_bias(b, q, p->n, bias, &fscale, &bq, &bscale);
+  free(bias);
+  if (status)
+    return status;
+  /* [N, 1, 1, K] (output features first), quantised without alpha. */
+  for (int64_t o = 0; o < p->n; o++) {
+    float s = plan_weight_scale(q, o);
+    for (int64_t i = 0; i < p->k; i++)
+      filter[o * p->k + i] =
+          quantize_weight(p->trans_b ? wd[o * p->k + i] : wd[i * p->n + o], s);
+  }
+  const mb_shape_info *xs = &b->eg->shapes[n->inputs[0]];
+  size_t rows = (size_t)(shape_numel(xs->rank, xs->dims) / p->k);
+  size_t xd[4] = {rows, 1, 1, (size_t)p->k}, yd[4] = {rows, 1, 1, (size_t)p->n};
+  size_t fdims[4] = {(size_t)p->n, 1, 1, (size_t)p->k};
+  if ((status = qinput_id(b, n->inputs[0], &q->in, 4, xd, &x_id)) ||
+      (status = int8_weights(b, filter, fdims, 0, fscale, bq, bscale,
+                             (size_t)p->n, &f_id, &b_id)) ||
+      (status = qoutput_id(b, q->out_value, &q->out, 4, yd, &y_id)))
+    return status;
+  XNN_CALL(b,
+           xnn_define_convolution_2d(b->subgraph, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1,
+                                     1, (size_t)p->k, (size_t)p->n, q->out_min,
+                                     q->out_max, x_id, f_id, b_id, y_id, 0));
+  return int8_finish(b, q);
+}
+
 /* ---- lowerings ---- */
 
 static mb_status lower_conv(build_ctx *b) {
   char reason[256];
   mb_engine_check c = lower_check_ctx(b, reason, sizeof reason);
   conv_params p;
+  int8_plan q;
   if (!conv_params_get(&c, &p))
     return recheck_failed(b, reason);
+  if (b->quant && int8_plan_get(b, 0, p.c_out, 1.0f, &q))
+    return lower_conv_int8(b, &p, &q);
   const mb_node *n = b->node;
   const mb_tensor *w = constant_of(b->eg, n->inputs[1]);
   const mb_tensor *bias = constant_of(b->eg, node_input(n, 2));
@@ -1340,8 +1798,13 @@ static mb_status lower_fc(build_ctx *b) {
   char reason[256];
   mb_engine_check c = lower_check_ctx(b, reason, sizeof reason);
   fc_params p;
+  int8_plan q;
   if (!fc_params_get(&c, &p))
     return recheck_failed(b, reason);
+  /* The weight's output channels: axis 0 of [N, K] (transB), else 1. */
+  if (b->quant && p.bias_kind != 2 &&
+      int8_plan_get(b, p.trans_b ? 0 : 1, p.n, p.alpha, &q))
+    return lower_fc_int8(b, &p, &q);
   const mb_node *n = b->node;
   const mb_tensor *w = constant_of(b->eg, n->inputs[1]);
   const float *wd = w->data;
@@ -1514,14 +1977,9 @@ static mb_status lower_relu(build_ctx *b) {
 static mb_status lower_clip(build_ctx *b) {
   char reason[256];
   mb_engine_check c = lower_check_ctx(b, reason, sizeof reason);
-  float lo = -INFINITY, hi = INFINITY;
-  if (b->opset < 11) {
-    lo = mb__node_attr_float(b->node, "min", -INFINITY);
-    hi = mb__node_attr_float(b->node, "max", INFINITY);
-  } else if (!scalar_input(&c, 1, -INFINITY, &lo) ||
-             !scalar_input(&c, 2, INFINITY, &hi)) {
+  float lo, hi;
+  if (!clip_bounds(&c, &lo, &hi))
     return recheck_failed(b, reason);
-  }
   return define_clamp(b, lo, hi);
 }
 
@@ -1911,14 +2369,81 @@ static void xnn_probe(mb_runtime_info *info) {
                  : "");
 }
 
+static pthread_once_t int8_once = PTHREAD_ONCE_INIT;
+static enum xnn_status int8_status = xnn_status_uninitialized;
+
+/* Whether this build has int8 kernels for this CPU: a runtime of one
+ * fp32 -> qint8 -> 1x1 qcint8 convolution -> fp32 chain is created once
+ * (XNNPACK picks its microkernels at xnn_initialize and says
+ * unsupported_hardware when there are none). */
+static void int8_probe_once(void) {
+  static const float one = 1.0f;
+  static const int8_t filter[1 + XNN_EXTRA_BYTES] = {1};
+  static const int32_t bias[1] = {0};
+  size_t dims[4] = {1, 1, 1, 1};
+  xnn_subgraph_t sg = NULL;
+  xnn_runtime_t rt = NULL;
+  uint32_t x, xq, f, bi, yq, y;
+  enum xnn_status s = xnn_ready();
+  if (s == xnn_status_success)
+    s = xnn_create_subgraph(2, 0, &sg);
+  if (s == xnn_status_success)
+    s = xnn_define_tensor_value(sg, xnn_datatype_fp32, 4, dims, NULL, 0,
+                                XNN_VALUE_FLAG_EXTERNAL_INPUT, &x);
+  if (s == xnn_status_success)
+    s = xnn_define_quantized_tensor_value(sg, xnn_datatype_qint8, 0, 1.0f, 4,
+                                          dims, NULL, XNN_INVALID_VALUE_ID, 0,
+                                          &xq);
+  if (s == xnn_status_success)
+    s = xnn_define_channelwise_quantized_tensor_value(
+        sg, xnn_datatype_qcint8, &one, 4, 0, dims, filter, XNN_INVALID_VALUE_ID,
+        0, &f);
+  if (s == xnn_status_success)
+    s = xnn_define_channelwise_quantized_tensor_value(
+        sg, xnn_datatype_qcint32, &one, 1, 0, dims, bias, XNN_INVALID_VALUE_ID,
+        0, &bi);
+  if (s == xnn_status_success)
+    s = xnn_define_quantized_tensor_value(sg, xnn_datatype_qint8, 0, 1.0f, 4,
+                                          dims, NULL, XNN_INVALID_VALUE_ID, 0,
+                                          &yq);
+  if (s == xnn_status_success)
+    s = xnn_define_tensor_value(sg, xnn_datatype_fp32, 4, dims, NULL, 1,
+                                XNN_VALUE_FLAG_EXTERNAL_OUTPUT, &y);
+  if (s == xnn_status_success)
+    s = xnn_define_convert(sg, x, xq, 0);
+  if (s == xnn_status_success)
+    s = xnn_define_convolution_2d(sg, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                  -INFINITY, INFINITY, xq, f, bi, yq, 0);
+  if (s == xnn_status_success)
+    s = xnn_define_convert(sg, yq, y, 0);
+  if (s == xnn_status_success)
+    s = xnn_create_runtime_v2(sg, NULL, 0, &rt);
+  if (rt)
+    xnn_delete_runtime(rt);
+  if (sg)
+    xnn_delete_subgraph(sg);
+  int8_status = s;
+}
+
 static int xnn_supports_precision(mb_precision precision, char *reason,
                                   size_t size) {
   /* FP16 is accepted here; whether XNNPACK can run a given segment in fp16
    * only shows when its runtime is created, and compile() reports that. */
   if (precision == MB_PRECISION_FP32 || precision == MB_PRECISION_FP16)
     return 1;
+  if (precision == MB_PRECISION_INT8) {
+    pthread_once(&int8_once, int8_probe_once);
+    if (int8_status == xnn_status_success)
+      return 1;
+    if (reason && size)
+      snprintf(reason, size,
+               "XNNPACK %s cannot run int8 convolutions here (a qcint8 "
+               "convolution runtime gave %s)",
+               XNN_VERSION_STRING, xnn_status_name(int8_status));
+    return 0;
+  }
   if (reason && size)
-    snprintf(reason, size, "XNNPACK runs fp32 and fp16 only, not %s",
+    snprintf(reason, size, "XNNPACK runs fp32, fp16 and int8, not %s",
              mb_precision_name(precision));
   return 0;
 }
@@ -2142,25 +2667,29 @@ static mb_status copy_outputs_fp16(build_ctx *b) {
   return MB_STATUS_OK;
 }
 
-static mb_status xnn_compile(const mb_segment_desc *segment,
-                             const mb_engine_options *options,
-                             void **compiled_out, mb_error *err) {
+/* The builder's per-value and per-node tables. */
+static void build_free(build_ctx *b) {
+  free(b->ids);
+  free(b->input_slot);
+  free(b->output_slot);
+  free(b->qids);
+  free(b->qscale);
+  free(b->qzp);
+  free(b->fused);
+}
+
+/* Compiles a segment; int8: Conv, Gemm and MatMul with parameters in
+ * options->quant run on int8 (else everything in float or fp16). */
+static mb_status compile_segment(const mb_segment_desc *segment,
+                                 const mb_engine_options *options, bool int8,
+                                 void **compiled_out, mb_error *err) {
   const mb_engine_graph *eg = segment->eg;
   int n_values = eg->graph->n_values;
   build_ctx b = {0};
   mb_status status = MB_STATUS_OK;
   double work = 0;
-  enum xnn_status xs = xnn_ready();
+  enum xnn_status xs;
   char where[400], culprits[400];
-  if (xs != xnn_status_success)
-    return mb__error(err, MB_STATUS_UNAVAILABLE,
-                     "xnnpack: xnn_initialize returned %s",
-                     xnn_status_name(xs));
-  if (options->precision != MB_PRECISION_FP32 &&
-      options->precision != MB_PRECISION_FP16)
-    return mb__error(err, MB_STATUS_UNSUPPORTED,
-                     "xnnpack: precision %s is not supported",
-                     mb_precision_name(options->precision));
   b.seg_desc = segment;
   b.eg = eg;
   b.err = err;
@@ -2174,9 +2703,22 @@ static mb_status xnn_compile(const mb_segment_desc *segment,
     status = oom(&b);
     goto fail;
   }
+  if (int8) {
+    b.quant = options->quant;
+    b.qids = malloc((size_t)n_values * sizeof *b.qids);
+    b.qscale = calloc((size_t)n_values, sizeof *b.qscale);
+    b.qzp = calloc((size_t)n_values, sizeof *b.qzp);
+    b.fused = calloc((size_t)MB_MAX(eg->graph->n_nodes, 1), sizeof *b.fused);
+    if (!b.qids || !b.qscale || !b.qzp || !b.fused) {
+      status = oom(&b);
+      goto fail;
+    }
+  }
   for (int v = 0; v < n_values; v++) {
     b.ids[v] = XNN_INVALID_VALUE_ID;
     b.input_slot[v] = b.output_slot[v] = -1;
+    if (b.qids)
+      b.qids[v] = XNN_INVALID_VALUE_ID;
   }
   if ((status = io_init(&b)))
     goto fail;
@@ -2191,7 +2733,7 @@ static mb_status xnn_compile(const mb_segment_desc *segment,
   for (int i = 0; i < segment->n_nodes; i++) {
     const mb_node *n = &eg->graph->nodes[segment->nodes[i]];
     b.node = n;
-    if (node_is_folded(eg, n))
+    if (node_is_folded(eg, n) || (b.fused && b.fused[segment->nodes[i]]))
       continue;
     const xnn_op_row *row = op_find(n);
     if (!row) {
@@ -2238,9 +2780,7 @@ static mb_status xnn_compile(const mb_segment_desc *segment,
     computes |= b.seg->outputs[j].id != XNN_INVALID_VALUE_ID;
   if (!computes) {
     xnn_delete_subgraph(b.subgraph);
-    free(b.ids);
-    free(b.input_slot);
-    free(b.output_slot);
+    build_free(&b);
     *compiled_out = b.seg;
     return MB_STATUS_OK;
   }
@@ -2297,9 +2837,7 @@ static mb_status xnn_compile(const mb_segment_desc *segment,
     b.seg->external[io->id].data = io->buffer;
   }
   xnn_delete_subgraph(b.subgraph);
-  free(b.ids);
-  free(b.input_slot);
-  free(b.output_slot);
+  build_free(&b);
   *compiled_out = b.seg;
   return MB_STATUS_OK;
 
@@ -2307,10 +2845,43 @@ fail:
   if (b.subgraph)
     xnn_delete_subgraph(b.subgraph);
   segment_free(b.seg);
-  free(b.ids);
-  free(b.input_slot);
-  free(b.output_slot);
+  build_free(&b);
   return status;
+}
+
+static mb_status xnn_compile(const mb_segment_desc *segment,
+                             const mb_engine_options *options,
+                             void **compiled_out, mb_error *err) {
+  enum xnn_status xs = xnn_ready();
+  if (xs != xnn_status_success)
+    return mb__error(err, MB_STATUS_UNAVAILABLE,
+                     "xnnpack: xnn_initialize returned %s",
+                     xnn_status_name(xs));
+  switch (options->precision) {
+  case MB_PRECISION_FP32:
+  case MB_PRECISION_FP16:
+    return compile_segment(segment, options, false, compiled_out, err);
+  case MB_PRECISION_INT8:
+    if (!options->quant)
+      return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                       "xnnpack: int8 needs quantisation parameters (a "
+                       "conversion with the quant_params step calibrates "
+                       "them)");
+    if (compile_segment(segment, options, true, compiled_out, err) ==
+        MB_STATUS_OK)
+      return MB_STATUS_OK;
+    /* int8_plan_get refuses up front what XNNPACK would refuse, so this
+     * is not expected; should XNNPACK still refuse an int8 operator when
+     * it creates the runtime, the segment runs in float rather than not
+     * at all, and the log says so. */
+    mb__log(MB_LOG_WARN, "xnnpack: int8 segment refused (%s); it runs in fp32",
+            err ? err->message : "?");
+    return compile_segment(segment, options, false, compiled_out, err);
+  default:
+    return mb__error(err, MB_STATUS_UNSUPPORTED,
+                     "xnnpack: precision %s is not supported",
+                     mb_precision_name(options->precision));
+  }
 }
 
 /* ---- layout conversion at the boundary ---- */
