@@ -204,6 +204,21 @@ assert {"activation", "weight"} <= kinds, kinds
   fi
 done
 
+# ---- profile runs the converted model, not the float one ----
+if [ $ort = 1 ] && run 0 profile "$models/small_cnn.onnx" -c INT8_STATIC+ORT_CPU \
+  --json; then
+  py "profile of INT8_STATIC+ORT_CPU shows ORT's int8 kernels" '
+import json, sys
+ops = {n["op_type"] for n in json.load(open(sys.argv[1]))["nodes"]}
+assert "QLinearConv" in ops, ops
+' "$tmp/out"
+fi
+for c in INT8_STATIC+ONEDNN INT8_STATIC+XNNPACK FP16+REFERENCE; do
+  available "$c" || continue
+  run 0 profile "$models/small_cnn.onnx" -c "$c" &&
+    expect_in "$tmp/out" "conversion   $c" "profile $c"
+done
+
 # ---- convert ----
 for c in OPTIMIZE+REFERENCE FP16+REFERENCE INT8_STATIC+REFERENCE \
   INT8_DYNAMIC+ORT_CPU; do

@@ -7,6 +7,7 @@
 #include "bench/bench_internal.h"
 #include "bench/data.h"
 #include "conversions/conversion.h"
+#include "passes/quantize.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -35,13 +36,44 @@ static mb_status profile_here(const profile_job *job, mb_profile *out,
   char profile_path[] = "/tmp/modelbench-profile-XXXXXX";
   int profile_fd = -1;
   mb_status status;
+  const mb_model *model = job->model;
+  const void *bytes = job->model_bytes;
+  size_t size = job->model_size;
+  mb_model *converted = NULL;
+  void *converted_bytes = NULL;
+  mb_quant_params *params = NULL;
   if (!rt || !rt->profile_reset || !rt->profile_collect)
     return mb__error(err, MB_STATUS_UNSUPPORTED,
                      "runtime '%s' cannot profile per node", def->runtime);
+  /* The model the conversion runs: its steps applied as in bench (FP16,
+   * INT8 with calibration), without the build cache. */
+  if (def->steps && def->steps[0]) {
+    mb_tensor **sample = job->inputs;
+    mb_bench_job bj;
+    char summary[256];
+    memset(&bj, 0, sizeof bj);
+    bj.model = job->model;
+    bj.model_bytes = job->model_bytes;
+    bj.model_size = job->model_size;
+    bj.config = job->config;
+    bj.n_inputs = mb_model_input_count(job->model);
+    bj.n_outputs = mb_model_output_count(job->model);
+    bj.n_samples = 1;
+    bj.samples = &sample;
+    if ((status = mb__convert_for_job(&bj, def, NULL, &params, &converted_bytes,
+                                      &size, summary, sizeof summary, err)) ||
+        (status = mb_model_load_memory(converted_bytes, size, NULL, &converted,
+                                       err)))
+      goto done;
+    model = converted;
+    bytes = converted_bytes;
+  }
   /* ORT writes its profile to a file; the adapter reads it back. */
-  if ((profile_fd = mkstemp(profile_path)) < 0)
-    return mb__error(err, MB_STATUS_IO, "cannot create a profile file: %s",
-                     strerror(errno));
+  if ((profile_fd = mkstemp(profile_path)) < 0) {
+    status = mb__error(err, MB_STATUS_IO, "cannot create a profile file: %s",
+                       strerror(errno));
+    goto done;
+  }
   close(profile_fd);
   mb_runtime_options options = {
       .threads = MB_MAX(job->config->threads, 1),
@@ -52,9 +84,9 @@ static mb_status profile_here(const profile_job *job, mb_profile *out,
       .example_inputs = inputs,
       .no_fallback = job->config->no_fallback,
       .profile = 1,
+      .quant_params = params,
   };
-  if ((status = rt->prepare(job->model, job->model_bytes, job->model_size,
-                            &options, &session, err))) {
+  if ((status = rt->prepare(model, bytes, size, &options, &session, err))) {
     mb__error_prefix(err, status, "preparing %s", def->name);
     goto done;
   }
@@ -75,7 +107,11 @@ static mb_status profile_here(const profile_job *job, mb_profile *out,
 done:
   if (session)
     rt->release(session);
-  unlink(profile_path);
+  if (profile_fd >= 0)
+    unlink(profile_path);
+  mb_model_free(converted);
+  free(converted_bytes);
+  mb__quant_params_free(params);
   return status;
 }
 
