@@ -215,9 +215,15 @@ assert "QLinearConv" in ops, ops
 fi
 for c in INT8_STATIC+ONEDNN INT8_STATIC+XNNPACK FP16+REFERENCE; do
   available "$c" || continue
-  run 0 profile "$models/small_cnn.onnx" -c "$c" &&
+  run 0 profile "$models/small_cnn.onnx" -c "$c" --calibration-samples 4 \
+    --calibration-method percentile &&
     expect_in "$tmp/out" "conversion   $c" "profile $c"
 done
+run 0 profile "$models/mlp.onnx" -c INT8_STATIC+REFERENCE --batch-size 2 \
+  --calibration-inputs "$tmp/calA" && expect_in "$tmp/out" \
+  "conversion   INT8_STATIC+REFERENCE" "profile with --calibration-inputs"
+usage_error "expected minmax or percentile" profile "$models/mlp.onnx" \
+  -c INT8_STATIC+REFERENCE --calibration-method max
 
 # ---- convert ----
 for c in OPTIMIZE+REFERENCE FP16+REFERENCE INT8_STATIC+REFERENCE \

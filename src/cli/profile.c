@@ -24,6 +24,9 @@ static const char profile_help[] =
     "      --batch-size N         size of a dynamic first dim (default 1)\n"
     "      --shape NAME=D0,D1,..  shape of input NAME (repeatable)\n"
     "      --seed N               seed of generated inputs (default 0)\n"
+    "      --inputs DIR           real inputs (as in 'bench'; sample 0)\n"
+    "      --calibration-samples N, --calibration-inputs DIR,\n"
+    "      --calibration-method M  static int8 calibration, as in 'bench'\n"
     "      --no-fallback          fail when a node must run on the reference\n"
     "                             interpreter\n"
     "      --top N                nodes to show (default 20; 0: all)\n"
@@ -49,6 +52,10 @@ enum {
   OPT_TIMEOUT,
   OPT_NO_ISOLATE,
   OPT_JSON,
+  OPT_INPUTS,
+  OPT_CALIBRATION_SAMPLES,
+  OPT_CALIBRATION_INPUTS,
+  OPT_CALIBRATION_METHOD,
 };
 
 static void print_text(const char *path, const mb_profile *p, int top) {
@@ -151,6 +158,10 @@ int mb__cli_profile(int argc, char **argv) {
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
       {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
       {"json", no_argument, NULL, OPT_JSON},
+      {"inputs", required_argument, NULL, OPT_INPUTS},
+      {"calibration-samples", required_argument, NULL, OPT_CALIBRATION_SAMPLES},
+      {"calibration-inputs", required_argument, NULL, OPT_CALIBRATION_INPUTS},
+      {"calibration-method", required_argument, NULL, OPT_CALIBRATION_METHOD},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -213,6 +224,19 @@ int mb__cli_profile(int argc, char **argv) {
       break;
     case OPT_JSON:
       json = true;
+      break;
+    case OPT_INPUTS:
+      config.inputs_dir = optarg;
+      break;
+    case OPT_CALIBRATION_SAMPLES:
+      rc = parse_int(cmd, "--calibration-samples", optarg, 1, 100000,
+                     &config.calibration_samples);
+      break;
+    case OPT_CALIBRATION_INPUTS:
+      config.calibration_dir = optarg;
+      break;
+    case OPT_CALIBRATION_METHOD:
+      rc = mb__cli_calibration_method(cmd, optarg, &config.calibration_method);
       break;
     case 'h':
       fputs(profile_help, stdout);
