@@ -12,6 +12,10 @@
 # skips the harness benchmark, MB_BENCH_ROUNDS (default 3) sets its rounds;
 # MB_BENCH_RUNTIMES=0 skips the runtimes comparison (it needs
 # /usr/bin/python3 with torch, torchvision and onnx to export the models).
+# Last the conversions of issue #5 side by side (FP16, INT8 dynamic, INT8
+# static on ORT, oneDNN and XNNPACK over ORT_CPU, with accuracy over 50
+# evaluation samples) on ResNet-18, MobileNetV2, a transformer encoder and
+# BERT; MB_BENCH_CONVERSIONS=0 skips it.
 set -euo pipefail
 
 build=${1:-build}
@@ -76,5 +80,24 @@ if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ]; then
     "$bin/modelbench" bench "$dir/model.onnx" "${inputs[@]}" --tier 2 \
       --baseline ORT_CPU --threads 2 --no-record \
       --json "$torch_models/$name.bench.json" || true
+  done
+fi
+
+if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_CONVERSIONS:-1}" != 0 ]; then
+  echo
+  echo "Conversions side by side: speed-up over ORT_CPU with accuracy (batch 1, 2 threads, 50 samples)"
+  for name in resnet18 mobilenet_v2 transformer_encoder_op17 bert_encoder; do
+    dir=$build/torch_models/$name
+    [ -f "$dir/model.onnx" ] || continue
+    echo
+    echo "== $name"
+    inputs=()
+    case $name in
+    transformer_* | bert_*) inputs=(--inputs "$dir") ;;
+    esac
+    "$bin/modelbench" bench "$dir/model.onnx" "${inputs[@]}" \
+      -c ORT_CPU,FP16+ORT_CPU,INT8_DYNAMIC+ORT_CPU,INT8_STATIC+ORT_CPU,INT8_STATIC+ONEDNN,INT8_STATIC+XNNPACK \
+      --baseline ORT_CPU --threads 2 --n-samples 50 --no-record \
+      --json "$build/torch_models/$name.conversions.json" || true
   done
 fi
