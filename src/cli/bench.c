@@ -164,9 +164,8 @@ enum {
   OPT_REBUILD,
   OPT_LEAN_CACHE,
   OPT_NO_CACHE,
-  OPT_CALIBRATION_SAMPLES,
-  OPT_CALIBRATION_INPUTS,
-  OPT_CALIBRATION_METHOD,
+  OPT_CALIBRATION,
+  OPT_CALIBRATION_LAST = OPT_CALIBRATION + MB_CLI_CALIB_COUNT - 1,
   OPT_MAX_ERROR,
 };
 
@@ -210,9 +209,7 @@ static const struct option options[] = {
     {"rebuild", required_argument, NULL, OPT_REBUILD},
     {"lean-cache", no_argument, NULL, OPT_LEAN_CACHE},
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
-    {"calibration-samples", required_argument, NULL, OPT_CALIBRATION_SAMPLES},
-    {"calibration-inputs", required_argument, NULL, OPT_CALIBRATION_INPUTS},
-    {"calibration-method", required_argument, NULL, OPT_CALIBRATION_METHOD},
+    MB_CLI_CALIBRATION_OPTIONS(OPT_CALIBRATION),
     {"max-error", required_argument, NULL, OPT_MAX_ERROR},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -465,14 +462,6 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     return MB_EXIT_OK;
   case OPT_MAX_ERROR:
     return parse_seconds("--max-error", arg, 0, true, &cfg->max_error);
-  case OPT_CALIBRATION_INPUTS:
-    cfg->calibration_dir = arg;
-    return MB_EXIT_OK;
-  case OPT_CALIBRATION_METHOD:
-    return mb__cli_calibration_method(cmd, arg, &cfg->calibration_method);
-  case OPT_CALIBRATION_SAMPLES:
-    return parse_int("--calibration-samples", arg, 1, 100000,
-                     &cfg->calibration_samples);
   case OPT_NO_RECORD:
     b->no_record = true;
     return MB_EXIT_OK;
@@ -494,6 +483,8 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     return MB_EXIT_OK;
   }
   default:
+    if (c >= OPT_CALIBRATION && c <= OPT_CALIBRATION_LAST)
+      return mb__cli_calibration_option(cmd, c - OPT_CALIBRATION, arg, cfg);
     return MB_EXIT_USAGE;
   }
 }

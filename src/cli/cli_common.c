@@ -389,15 +389,33 @@ int mb__cli_add_range(const char *cmd, const char *flag, char *arg,
   return MB_EXIT_OK;
 }
 
-int mb__cli_calibration_method(const char *cmd, const char *arg, int *out) {
-  static const char *const names[] = {"minmax", "percentile"};
-  for (int i = 0; i < (int)MB_ARRAY_COUNT(names); i++)
-    if (strcmp(arg, names[i]) == 0) {
-      *out = i;
-      return MB_EXIT_OK;
-    }
-  return mb__cli_usage_error(cmd,
-                             "--calibration-method '%s': expected minmax or "
-                             "percentile",
-                             arg);
+int mb__cli_calibration_option(const char *cmd, int which, const char *arg,
+                               mb_bench_config *config) {
+  static const char *const methods[] = {"minmax", "percentile"};
+  int64_t v;
+  switch (which) {
+  case MB_CLI_CALIB_SAMPLES:
+    if (!mb__cli_parse_i64(arg, 1, 100000, &v))
+      return mb__cli_usage_error(cmd,
+                                 "--calibration-samples '%s': expected an "
+                                 "integer in 1..100000",
+                                 arg);
+    config->calibration_samples = (int)v;
+    return MB_EXIT_OK;
+  case MB_CLI_CALIB_INPUTS:
+    config->calibration_dir = arg;
+    return MB_EXIT_OK;
+  case MB_CLI_CALIB_METHOD:
+    for (int i = 0; i < (int)MB_ARRAY_COUNT(methods); i++)
+      if (strcmp(arg, methods[i]) == 0) {
+        config->calibration_method = i;
+        return MB_EXIT_OK;
+      }
+    return mb__cli_usage_error(cmd,
+                               "--calibration-method '%s': expected minmax "
+                               "or percentile",
+                               arg);
+  default:
+    return MB_EXIT_USAGE;
+  }
 }

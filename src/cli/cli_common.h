@@ -53,9 +53,29 @@ int mb__cli_bad_option(const char *cmd, int c, char **argv);
  * [min, max]. */
 bool mb__cli_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 bool mb__cli_parse_double(const char *s, double *out);
-/* --calibration-method minmax|percentile into *out (0 / 1). Returns
+/* The static int8 calibration options bench, convert and profile share:
+ * getopt_long entries whose values are base + MB_CLI_CALIB_*, and one
+ * handler for them. */
+enum {
+  MB_CLI_CALIB_SAMPLES, /* --calibration-samples N */
+  MB_CLI_CALIB_INPUTS,  /* --calibration-inputs DIR */
+  MB_CLI_CALIB_METHOD,  /* --calibration-method minmax|percentile */
+  MB_CLI_CALIB_COUNT
+};
+#define MB_CLI_CALIBRATION_OPTIONS(base)                                       \
+  {"calibration-samples", required_argument, NULL,                             \
+   (base) + MB_CLI_CALIB_SAMPLES},                                             \
+      {"calibration-inputs", required_argument, NULL,                          \
+       (base) + MB_CLI_CALIB_INPUTS},                                          \
+  {                                                                            \
+    "calibration-method", required_argument, NULL,                             \
+        (base) + MB_CLI_CALIB_METHOD                                           \
+  }
+/* Applies option `which` (MB_CLI_CALIB_*) with arg to config. Returns
  * MB_EXIT_OK or a usage error. */
-int mb__cli_calibration_method(const char *cmd, const char *arg, int *out);
+struct mb_bench_config;
+int mb__cli_calibration_option(const char *cmd, int which, const char *arg,
+                               struct mb_bench_config *config);
 
 /* --shape NAME=D0,D1,... and --batch-size, accumulated into a spec. */
 typedef struct mb_cli_shapes {

@@ -36,9 +36,8 @@ enum {
   OPT_BATCH = 256,
   OPT_SHAPE,
   OPT_CALIBRATION,
+  OPT_CALIBRATION_LAST = OPT_CALIBRATION + MB_CLI_CALIB_COUNT - 1,
   OPT_INPUTS,
-  OPT_CALIBRATION_INPUTS,
-  OPT_CALIBRATION_METHOD,
   OPT_SEED,
 };
 
@@ -48,10 +47,8 @@ int mb__cli_convert(int argc, char **argv) {
       {"output", required_argument, NULL, 'o'},
       {"batch-size", required_argument, NULL, OPT_BATCH},
       {"shape", required_argument, NULL, OPT_SHAPE},
-      {"calibration-samples", required_argument, NULL, OPT_CALIBRATION},
+      MB_CLI_CALIBRATION_OPTIONS(OPT_CALIBRATION),
       {"inputs", required_argument, NULL, OPT_INPUTS},
-      {"calibration-inputs", required_argument, NULL, OPT_CALIBRATION_INPUTS},
-      {"calibration-method", required_argument, NULL, OPT_CALIBRATION_METHOD},
       {"seed", required_argument, NULL, OPT_SEED},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -82,22 +79,8 @@ int mb__cli_convert(int argc, char **argv) {
     case OPT_SHAPE:
       rc = mb__cli_add_shape(&shapes, cmd, optarg);
       break;
-    case OPT_CALIBRATION:
-      if (!mb__cli_parse_i64(optarg, 1, 100000, &v))
-        rc = mb__cli_usage_error(cmd,
-                                 "--calibration-samples '%s': expected an "
-                                 "integer in 1..100000",
-                                 optarg);
-      config.calibration_samples = (int)v;
-      break;
     case OPT_INPUTS:
       config.inputs_dir = optarg;
-      break;
-    case OPT_CALIBRATION_INPUTS:
-      config.calibration_dir = optarg;
-      break;
-    case OPT_CALIBRATION_METHOD:
-      rc = mb__cli_calibration_method(cmd, optarg, &config.calibration_method);
       break;
     case OPT_SEED:
       if (!mb__cli_parse_i64(optarg, 0, INT64_MAX, &v))
@@ -111,7 +94,11 @@ int mb__cli_convert(int argc, char **argv) {
       fputs(convert_help, stdout);
       goto done;
     default:
-      rc = mb__cli_bad_option(cmd, c, argv);
+      if (c >= OPT_CALIBRATION && c <= OPT_CALIBRATION_LAST)
+        rc = mb__cli_calibration_option(cmd, c - OPT_CALIBRATION, optarg,
+                                        &config);
+      else
+        rc = mb__cli_bad_option(cmd, c, argv);
       break;
     }
     if (rc != MB_EXIT_OK)

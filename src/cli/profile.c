@@ -53,9 +53,8 @@ enum {
   OPT_NO_ISOLATE,
   OPT_JSON,
   OPT_INPUTS,
-  OPT_CALIBRATION_SAMPLES,
-  OPT_CALIBRATION_INPUTS,
-  OPT_CALIBRATION_METHOD,
+  OPT_CALIBRATION,
+  OPT_CALIBRATION_LAST = OPT_CALIBRATION + MB_CLI_CALIB_COUNT - 1,
 };
 
 static void print_text(const char *path, const mb_profile *p, int top) {
@@ -159,9 +158,7 @@ int mb__cli_profile(int argc, char **argv) {
       {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
       {"json", no_argument, NULL, OPT_JSON},
       {"inputs", required_argument, NULL, OPT_INPUTS},
-      {"calibration-samples", required_argument, NULL, OPT_CALIBRATION_SAMPLES},
-      {"calibration-inputs", required_argument, NULL, OPT_CALIBRATION_INPUTS},
-      {"calibration-method", required_argument, NULL, OPT_CALIBRATION_METHOD},
+      MB_CLI_CALIBRATION_OPTIONS(OPT_CALIBRATION),
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -228,21 +225,15 @@ int mb__cli_profile(int argc, char **argv) {
     case OPT_INPUTS:
       config.inputs_dir = optarg;
       break;
-    case OPT_CALIBRATION_SAMPLES:
-      rc = parse_int(cmd, "--calibration-samples", optarg, 1, 100000,
-                     &config.calibration_samples);
-      break;
-    case OPT_CALIBRATION_INPUTS:
-      config.calibration_dir = optarg;
-      break;
-    case OPT_CALIBRATION_METHOD:
-      rc = mb__cli_calibration_method(cmd, optarg, &config.calibration_method);
-      break;
     case 'h':
       fputs(profile_help, stdout);
       goto done;
     default:
-      rc = mb__cli_bad_option(cmd, c, argv);
+      if (c >= OPT_CALIBRATION && c <= OPT_CALIBRATION_LAST)
+        rc = mb__cli_calibration_option(cmd, c - OPT_CALIBRATION, optarg,
+                                        &config);
+      else
+        rc = mb__cli_bad_option(cmd, c, argv);
       break;
     }
     if (rc != MB_EXIT_OK)
