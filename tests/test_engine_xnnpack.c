@@ -1698,6 +1698,153 @@ TEST(int8_conv_and_gemm_variants) {
   return 0;
 }
 
+/* A residual block as ResNet's: Conv -> Relu (r0, the block input) ->
+ * Conv -> Relu -> Conv -> Add(r0) -> Relu. With the Add in int8 (the Relu
+ * fused into it) y is on its grid; a float Add would not put it there. */
+static void build_int8_residual(gcase *c) {
+  int64_t x[4] = {1, 8, 10, 10}, w0[4] = {16, 8, 3, 3}, w[4] = {16, 16, 3, 3};
+  int64_t b[1] = {16};
+  gc_init(c, 13);
+  gc_input(c, "x", 4, x);
+  gc_const(c, "w0", 4, w0, NULL, -0.3f, 0.3f);
+  gc_const(c, "b0", 1, b, NULL, -0.5f, 0.5f);
+  gc_const(c, "w1", 4, w, NULL, -0.2f, 0.2f);
+  gc_const(c, "b1", 1, b, NULL, -0.5f, 0.5f);
+  gc_const(c, "w2", 4, w, NULL, -0.2f, 0.2f);
+  gc_const(c, "b2", 1, b, NULL, -0.5f, 0.5f);
+  gc_conv(c, "x,w0,b0", "c0", 1);
+  gc_node(c, "Relu", "c0", "r0");
+  gc_conv(c, "r0,w1,b1", "c1", 1);
+  gc_node(c, "Relu", "c1", "r1");
+  gc_conv(c, "r1,w2,b2", "c2", 1);
+  gc_node(c, "Add", "c2,r0", "s");
+  gc_node(c, "Relu", "s", "y");
+  gc_output(c, "y");
+}
+
+TEST(int8_residual_block) {
+  SKIP_UNLESS_AVAILABLE();
+  static const int8_expect written[] = {INT8_WRITTEN};
+  gcase c;
+  build_int8_residual(&c);
+  if (check_int8(&c, 0, written))
+    TEST_FAIL_("int8 residual block failed");
+  mb_quant_options qo = {.activations = MB_QUANT_ACTIVATIONS_INT8_SYMMETRIC};
+  build_int8_residual(&c);
+  if (check_int8_with(&c, &qo, written, NULL))
+    TEST_FAIL_("int8 residual block (symmetric activations) failed");
+  return 0;
+}
+
+/* Pools after int8 convolutions: Conv -> Relu -> MaxPool (3x3, stride 2,
+ * padded; int8 with the input's quantisation, which is exact either way)
+ * -> Conv -> Relu (r1) -> GlobalAveragePool (g: int8, on its grid) ->
+ * Flatten (int8, the input's quantisation) -> Gemm (y: reads the qint8
+ * value through a reshape); AveragePool (a) has no qs8 node in this
+ * XNNPACK and stays float after the int8 Relu. */
+static void build_int8_pools(gcase *c) {
+  int64_t x[4] = {1, 8, 13, 13}, w0[4] = {16, 8, 3, 3}, w1[4] = {24, 16, 3, 3};
+  int64_t b0[1] = {16}, b1[1] = {24}, wf[2] = {10, 24}, bf[1] = {10};
+  const int64_t k3[2] = {3, 3}, s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1};
+  const int64_t k2[2] = {2, 2};
+  gc_init(c, 13);
+  gc_input(c, "x", 4, x);
+  gc_const(c, "w0", 4, w0, NULL, -0.3f, 0.3f);
+  gc_const(c, "b0", 1, b0, NULL, -0.5f, 0.5f);
+  gc_const(c, "w1", 4, w1, NULL, -0.2f, 0.2f);
+  gc_const(c, "b1", 1, b1, NULL, -0.5f, 0.5f);
+  gc_const(c, "wf", 2, wf, NULL, -0.5f, 0.5f);
+  gc_const(c, "bf", 1, bf, NULL, -0.5f, 0.5f);
+  gc_conv(c, "x,w0,b0", "c0", 1);
+  gc_node(c, "Relu", "c0", "r0");
+  gc_node(c, "MaxPool", "r0", "m");
+  gc_ints(c, "kernel_shape", 2, k3);
+  gc_ints(c, "strides", 2, s2);
+  gc_ints(c, "pads", 4, p1);
+  gc_conv(c, "m,w1,b1", "c1", 1);
+  gc_node(c, "Relu", "c1", "r1");
+  gc_node(c, "GlobalAveragePool", "r1", "g");
+  gc_node(c, "Flatten", "g", "f");
+  gc_node(c, "Gemm", "f,wf,bf", "y");
+  gc_int(c, "transB", 1);
+  gc_node(c, "AveragePool", "r1", "a");
+  gc_ints(c, "kernel_shape", 2, k2);
+  gc_ints(c, "strides", 2, k2);
+  gc_output(c, "g");
+  gc_output(c, "y");
+  gc_output(c, "a");
+}
+
+TEST(int8_pools) {
+  SKIP_UNLESS_AVAILABLE();
+  static const int8_expect expect[] = {INT8_WRITTEN, INT8_WRITTEN, INT8_FLOAT};
+  for (int per_tensor = 0; per_tensor < 2; per_tensor++) {
+    gcase c;
+    build_int8_pools(&c);
+    if (check_int8(&c, per_tensor, expect))
+      TEST_FAIL_("int8 pools (per-tensor weights %d) failed", per_tensor);
+  }
+  return 0;
+}
+
+/* Add and Mul of two int8 values of different quantisations (convolutions
+ * whose outputs differ in range about 10x), written on their grids; an Add
+ * of two graph inputs (nothing at hand in int8) stays float. */
+static void build_int8_binaries(gcase *c) {
+  int64_t x[4] = {1, 8, 9, 9}, w[4] = {16, 8, 3, 3}, b[1] = {16};
+  gc_init(c, 13);
+  gc_input(c, "x", 4, x);
+  gc_input(c, "u", 4, x);
+  gc_input(c, "v", 4, x);
+  gc_const(c, "wa", 4, w, NULL, -0.3f, 0.3f);
+  gc_const(c, "ba", 1, b, NULL, -0.5f, 0.5f);
+  gc_const(c, "wb", 4, w, NULL, -3.0f, 3.0f);
+  gc_const(c, "bb", 1, b, NULL, -5.0f, 5.0f);
+  gc_conv(c, "x,wa,ba", "ca", 1);
+  gc_conv(c, "x,wb,bb", "cb", 1);
+  gc_node(c, "Add", "ca,cb", "s");
+  gc_node(c, "Mul", "ca,cb", "p");
+  gc_node(c, "Add", "u,v", "q");
+  gc_output(c, "s");
+  gc_output(c, "p");
+  gc_output(c, "q");
+}
+
+TEST(int8_add_mul_of_different_scales) {
+  SKIP_UNLESS_AVAILABLE();
+  static const int8_expect expect[] = {INT8_WRITTEN, INT8_WRITTEN, INT8_NONE};
+  gcase c;
+  build_int8_binaries(&c);
+  return check_int8(&c, 0, expect);
+}
+
+/* Output scales that put the Add's and Mul's rescaling out of XNNPACK's
+ * range keep them in float (the segment still compiles, the convolutions
+ * stay int8): */
+static void huge_binary_output_scales(mb_quant_params *params) {
+  static const char *const names[] = {"s", "p", "y"};
+  for (size_t i = 0; i < MB_ARRAY_COUNT(names); i++) {
+    mb_quant_param *q = mb__quant_params_find(params, names[i]);
+    if (q)
+      q->scales[0] *= 4096.0f;
+  }
+}
+
+TEST(int8_binary_refusals_stay_float) {
+  SKIP_UNLESS_AVAILABLE();
+  static const int8_expect floats[] = {INT8_FLOAT, INT8_FLOAT, INT8_NONE};
+  static const int8_expect one_float[] = {INT8_FLOAT};
+  mb_quant_options qo = {0};
+  gcase c;
+  build_int8_binaries(&c);
+  if (check_int8_with(&c, &qo, floats, huge_binary_output_scales))
+    TEST_FAIL_("out-of-range Add/Mul scales did not keep them in float");
+  build_int8_residual(&c);
+  if (check_int8_with(&c, &qo, one_float, huge_binary_output_scales))
+    TEST_FAIL_("out-of-range residual Add scale did not keep it in float");
+  return 0;
+}
+
 /* Scales XNNPACK refuses keep the nodes in float: the segment compiles
  * and is as exact as FP32. Zero activation scales: */
 static void zero_activation_scales(mb_quant_params *params) {
@@ -1798,5 +1945,7 @@ TEST_MAIN(
     TEST_ENTRY(precisions), TEST_ENTRY(fp16_runs_or_says_why),
     TEST_ENTRY(run_checks_shapes), TEST_ENTRY(int8_convolutions),
     TEST_ENTRY(int8_symmetric_activations), TEST_ENTRY(int8_gemm_and_matmul),
-    TEST_ENTRY(int8_conv_and_gemm_variants),
+    TEST_ENTRY(int8_conv_and_gemm_variants), TEST_ENTRY(int8_residual_block),
+    TEST_ENTRY(int8_pools), TEST_ENTRY(int8_add_mul_of_different_scales),
+    TEST_ENTRY(int8_binary_refusals_stay_float),
     TEST_ENTRY(int8_refusals_stay_float), TEST_ENTRY(int8_without_parameters))

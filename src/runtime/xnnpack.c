@@ -40,11 +40,22 @@
  * that alone reads the op's output is fused into it (its output's entry is
  * used, as ORT's quantiser removes it), and an int8 op reading what an
  * int8 op wrote with the same quantisation reads the qint8 value, with no
- * convert pair between them (ResNet's Conv -> Relu -> Conv). Everything
- * else runs in float. What XNNPACK would refuse in int8 (scales that are
- * not normal, requantisation scales from 256 up) is checked before it is
- * asked, and the node stays float; should creating the runtime still fail,
- * the segment is compiled again in float.
+ * convert pair between them (ResNet's Conv -> Relu -> Conv). The ops
+ * ORT's QDQ model also runs on uint8 go int8 when one input is at hand in
+ * qint8 already (else the converts would cost more than the op) and the
+ * output has an entry: Add and Mul of two activations (qs8 add/multiply,
+ * a sole Relu/Clip reader fused as for Conv), MaxPool and the data
+ * movement that is a reshape here (Reshape, Flatten, Squeeze, Unsqueeze,
+ * Identity), whose output keeps the input's quantisation as in the QDQ
+ * form, and GlobalAveragePool. ResNet and MobileNet then run in int8 from
+ * the input's convert to the logits'. This snapshot has no qs8 average
+ * pooling (AveragePool stays float). Everything else runs in float. What
+ * XNNPACK would refuse in int8 (scales that are not normal, requantisation
+ * scales from 256 up, Add's input-to-output scale ratios outside
+ * [2^-10, 2^8), Mul's outside [2^-16, 2^8), global pooling's outside
+ * [2^-8, 2^8)) is checked before it is asked, and the node stays float;
+ * should creating the runtime still fail, the segment is compiled again in
+ * float.
  *
  * Every lowering has a check (for supports_node) and a define (for
  * compile) sharing one parameter reader, so that compile() of any run of
@@ -1068,12 +1079,18 @@ typedef struct build_ctx {
   int64_t opset;
   bool fp16; /* compiled with XNN_FLAG_FORCE_FP16_INFERENCE */
   /* INT8: the parameters (NULL when compiling in float), and per value
-   * its qint8 id (XNN_INVALID_VALUE_ID when none) with that id's scale
-   * and zero point. */
+   * its qint8 id (XNN_INVALID_VALUE_ID when none) with that id's scale,
+   * zero point and dims (an int8 Gemm's are [M, 1, 1, K], not the value's
+   * segment dims); qkeep: the id was written by an op that keeps its
+   * input's quantisation (MaxPool, Reshape), which int8 readers then use,
+   * as the QDQ form does. */
   const mb_quant_params *quant;
   uint32_t *qids;
   float *qscale;
   int32_t *qzp;
+  uint8_t *qrank;
+  size_t (*qdims)[XNN_RANK_MAX];
+  bool *qkeep;
   bool *fused; /* per graph node: lowered into the int8 op before it */
   mb_error *err;
 } build_ctx;
@@ -1318,6 +1335,25 @@ static bool qact_of(const build_ctx *b, int v, qact *out) {
   return true;
 }
 
+/* Is value v at hand in qint8 (an int8 op wrote it, or an int8 reader
+ * quantised it already)? The ops that gain from int8 only when their
+ * input is (pools, Add, data movement) go int8 then. */
+static bool has_qint8(const build_ctx *b, int v) {
+  return b->qids && b->qids[v] != XNN_INVALID_VALUE_ID;
+}
+
+/* The quantisation an int8 op reads value v with: that of the op that
+ * wrote it when that op keeps its input's (MaxPool, Reshape: the QDQ form
+ * gives their output the input's parameters), else v's entry. */
+static bool qact_in(const build_ctx *b, int v, qact *out) {
+  if (has_qint8(b, v) && b->qkeep[v]) {
+    out->scale = b->qscale[v];
+    out->zero_point = b->qzp[v];
+    return true;
+  }
+  return qact_of(b, v, out);
+}
+
 /* The WEIGHT entry of constant v: under its own name or, through Identity
  * nodes, its source's (the static quantiser names it after the source). */
 static const mb_quant_param *weight_entry(const build_ctx *b, int v) {
@@ -1338,9 +1374,9 @@ static const mb_quant_param *weight_entry(const build_ctx *b, int v) {
   return NULL;
 }
 
-/* How an int8 Conv or fully connected node is lowered. */
+/* How an int8 node is lowered (Conv, fully connected, Add, Mul). */
 typedef struct int8_plan {
-  qact in, out;
+  qact in, in2, out;            /* in2: a binary node's second input */
   const mb_quant_param *weight; /* its scales: per channel, or one */
   float alpha;                  /* Gemm's, applied to the weight scales */
   int out_value;          /* the value written: the node's output or the fused
@@ -1402,6 +1438,24 @@ static int32_t quantized_bound(float bound, const qact *q) {
       fminf(fmaxf(bound / q->scale + (float)q->zero_point, -128.0f), 127.0f));
 }
 
+/* The output side of an int8 node: a sole Relu/Clip reader fused into it,
+ * the entry of the value it then writes, and a clamp that leaves some
+ * int8 values (XNNPACK refuses an empty one). */
+static bool int8_output_get(build_ctx *b, int8_plan *p) {
+  p->fused_node = -1;
+  p->out_value = b->node->outputs[0];
+  p->out_min = -INFINITY;
+  p->out_max = INFINITY;
+  int fused = fusable_clamp(b, p->out_value, &p->out_min, &p->out_max);
+  if (fused >= 0) {
+    p->fused_node = fused;
+    p->out_value = b->eg->graph->nodes[fused].outputs[0];
+  }
+  return qact_of(b, p->out_value, &p->out) &&
+         quantized_bound(p->out_min, &p->out) <
+             quantized_bound(p->out_max, &p->out);
+}
+
 /* Can the current node run in int8 (see the top of the file)? Its weight
  * has `channels` output channels along stored axis `axis`. Everything
  * XNNPACK would refuse at define or create time (scales that are not
@@ -1413,26 +1467,15 @@ static bool int8_plan_get(build_ctx *b, int axis, int64_t channels, float alpha,
   memset(p, 0, sizeof *p);
   p->weight = weight_entry(b, n->inputs[1]);
   p->alpha = alpha;
-  p->fused_node = -1;
-  p->out_value = n->outputs[0];
-  p->out_min = -INFINITY;
-  p->out_max = INFINITY;
   const mb_quant_param *w = p->weight;
-  if (!w || !qact_of(b, n->inputs[0], &p->in) || !(alpha > 0.0f) ||
+  if (!w || !qact_in(b, n->inputs[0], &p->in) || !(alpha > 0.0f) ||
       w->dtype != MB_DTYPE_INT8 || !w->scales || w->channels < 1 ||
       (w->channels != 1 && (w->axis != axis || w->channels != channels)))
     return false;
   for (int64_t c = 0; w->zero_points && c < w->channels; c++)
     if (w->zero_points[c] != 0)
       return false;
-  int fused = fusable_clamp(b, p->out_value, &p->out_min, &p->out_max);
-  if (fused >= 0) {
-    p->fused_node = fused;
-    p->out_value = b->eg->graph->nodes[fused].outputs[0];
-  }
-  if (!qact_of(b, p->out_value, &p->out) ||
-      quantized_bound(p->out_min, &p->out) >=
-          quantized_bound(p->out_max, &p->out))
+  if (!int8_output_get(b, p))
     return false;
   for (int64_t c = 0; c < channels; c++) {
     double ws = (double)alpha * plan_weight_scale(p, c);
@@ -1458,18 +1501,37 @@ static int32_t quantize_bias(float bias, float scale) {
                                        : q);
 }
 
+/* Records t, in dims (r, d) with quantisation q, as value v's qint8 id. */
+static void qid_set(build_ctx *b, int v, uint32_t t, const qact *q, size_t r,
+                    const size_t *d) {
+  b->qids[v] = t;
+  b->qscale[v] = q->scale;
+  b->qzp[v] = q->zero_point;
+  b->qrank[v] = (uint8_t)r;
+  memcpy(b->qdims[v], d, r * sizeof *d);
+  b->qkeep[v] = false;
+}
+
 /* The qint8 id of value v read by an int8 op with quantisation q, in
  * segment dims (r, d): the value an int8 producer wrote when its
- * quantisation is the same (no convert pair between them), else a
- * quantising convert of the float value, shared by the int8 ops that read
- * v alike. */
+ * quantisation is the same (no convert pair between them; a qint8 reshape
+ * when its dims differ), else a quantising convert of the float value,
+ * shared by the int8 ops that read v alike. */
 static mb_status qinput_id(build_ctx *b, int v, const qact *q, size_t r,
                            const size_t *d, uint32_t *id_out) {
   uint32_t f, t;
   mb_status status;
   if (b->qids[v] != XNN_INVALID_VALUE_ID && b->qscale[v] == q->scale &&
       b->qzp[v] == q->zero_point) {
-    *id_out = b->qids[v];
+    if (b->qrank[v] == r && memcmp(b->qdims[v], d, r * sizeof *d) == 0) {
+      *id_out = b->qids[v];
+      return MB_STATUS_OK;
+    }
+    XNN_CALL(b, xnn_define_quantized_tensor_value(
+                    b->subgraph, xnn_datatype_qint8, q->zero_point, q->scale, r,
+                    d, NULL, XNN_INVALID_VALUE_ID, 0, &t));
+    XNN_CALL(b, xnn_define_static_reshape(b->subgraph, r, d, b->qids[v], t, 0));
+    *id_out = t;
     return MB_STATUS_OK;
   }
   if ((status = value_id(b, v, &f)))
@@ -1478,11 +1540,8 @@ static mb_status qinput_id(build_ctx *b, int v, const qact *q, size_t r,
                   b->subgraph, xnn_datatype_qint8, q->zero_point, q->scale, r,
                   d, NULL, XNN_INVALID_VALUE_ID, 0, &t));
   XNN_CALL(b, xnn_define_convert(b->subgraph, f, t, 0));
-  if (b->qids[v] == XNN_INVALID_VALUE_ID) {
-    b->qids[v] = t;
-    b->qscale[v] = q->scale;
-    b->qzp[v] = q->zero_point;
-  }
+  if (b->qids[v] == XNN_INVALID_VALUE_ID)
+    qid_set(b, v, t, q, r, d);
   *id_out = t;
   return MB_STATUS_OK;
 }
@@ -1490,13 +1549,33 @@ static mb_status qinput_id(build_ctx *b, int v, const qact *q, size_t r,
 /* Defines the qint8 value v an int8 op writes, in segment dims (r, d). */
 static mb_status qoutput_id(build_ctx *b, int v, const qact *q, size_t r,
                             const size_t *d, uint32_t *id_out) {
+  uint32_t t;
   XNN_CALL(b, xnn_define_quantized_tensor_value(
                   b->subgraph, xnn_datatype_qint8, q->zero_point, q->scale, r,
-                  d, NULL, XNN_INVALID_VALUE_ID, 0, &b->qids[v]));
-  b->qscale[v] = q->scale;
-  b->qzp[v] = q->zero_point;
-  *id_out = b->qids[v];
+                  d, NULL, XNN_INVALID_VALUE_ID, 0, &t));
+  qid_set(b, v, t, q, r, d);
+  *id_out = t;
   return MB_STATUS_OK;
+}
+
+/* qoutput_id for value v of an op that keeps its input's quantisation q,
+ * in v's segment dims. */
+static mb_status qkeep_output_id(build_ctx *b, int v, const qact *q,
+                                 uint32_t *id_out) {
+  const mb_shape_info *s = &b->eg->shapes[v];
+  size_t d[XNN_RANK_MAX];
+  size_t r = segment_dims(s->rank, s->dims, d);
+  mb_status status = qoutput_id(b, v, q, r, d, id_out);
+  b->qkeep[v] = true;
+  return status;
+}
+
+/* The qint8 id of value v at hand (has_qint8) with its quantisation, for an
+ * op that keeps it. */
+static uint32_t qheld(const build_ctx *b, int v, qact *q) {
+  q->scale = b->qscale[v];
+  q->zero_point = b->qzp[v];
+  return b->qids[v];
 }
 
 /* After the int8 op that wrote v: a segment output also gets its float
@@ -1906,12 +1985,73 @@ static const struct {
     {"Div", BINARY_DIV}, {"Max", BINARY_MAX}, {"Min", BINARY_MIN},
 };
 
+/* Can the current Add or Mul run in int8? Both inputs are activations
+ * with entries, one of them at hand in qint8 (else converting both costs
+ * more than the float op), and the output has an entry (a sole Relu/Clip
+ * reader is fused, as for Conv). XNNPACK's qs8 Add wants each input's
+ * scale over the output's in [2^-10, 2^8), its Mul the product of the
+ * input scales over the output's in [2^-16, 2^8), computed in float as
+ * XNNPACK does; outside, the node stays float. */
+static bool binary_int8_plan_get(build_ctx *b, binary_kind kind, int8_plan *p) {
+  const mb_node *n = b->node;
+  bool held = false;
+  memset(p, 0, sizeof *p);
+  for (int i = 0; i < 2; i++) {
+    if (constant_of(b->eg, n->inputs[i]))
+      return false;
+    held |= has_qint8(b, n->inputs[i]);
+  }
+  if (!held || !qact_in(b, n->inputs[0], &p->in) ||
+      !qact_in(b, n->inputs[1], &p->in2) || !int8_output_get(b, p))
+    return false;
+  const float out_scale = p->out.scale;
+  if (kind == BINARY_ADD) {
+    const float r1 = p->in.scale / out_scale, r2 = p->in2.scale / out_scale;
+    return r1 >= 0x1.0p-10f && r1 < 0x1.0p+8f && r2 >= 0x1.0p-10f &&
+           r2 < 0x1.0p+8f;
+  }
+  const float product = p->in.scale * p->in2.scale;
+  const float r = product / out_scale;
+  return scale_ok(product) && r >= 0x1.0p-16f && r < 0x1.0p+8f;
+}
+
+/* qs8 Add or Mul, broadcasting as the float node does. */
+static mb_status lower_binary_int8(build_ctx *b, binary_kind kind,
+                                   const int8_plan *q) {
+  const mb_node *n = b->node;
+  size_t d[XNN_RANK_MAX], r;
+  uint32_t x[2], y;
+  mb_status status;
+  for (int i = 0; i < 2; i++) {
+    const mb_shape_info *s = &b->eg->shapes[n->inputs[i]];
+    r = segment_dims(s->rank, s->dims, d);
+    if ((status =
+             qinput_id(b, n->inputs[i], i ? &q->in2 : &q->in, r, d, &x[i])))
+      return status;
+  }
+  const mb_shape_info *ys = &b->eg->shapes[q->out_value];
+  r = segment_dims(ys->rank, ys->dims, d);
+  if ((status = qoutput_id(b, q->out_value, &q->out, r, d, &y)))
+    return status;
+  if (kind == BINARY_ADD)
+    XNN_CALL(b, xnn_define_add2(b->subgraph, q->out_min, q->out_max, x[0], x[1],
+                                y, 0));
+  else
+    XNN_CALL(b, xnn_define_multiply2(b->subgraph, q->out_min, q->out_max, x[0],
+                                     x[1], y, 0));
+  return int8_finish(b, q);
+}
+
 static mb_status lower_binary(build_ctx *b) {
   const mb_node *n = b->node;
   binary_kind kind = BINARY_ADD;
   for (size_t i = 0; i < MB_ARRAY_COUNT(binary_ops); i++)
     if (strcmp(n->op_type, binary_ops[i].op_type) == 0)
       kind = binary_ops[i].kind;
+  int8_plan q;
+  if (b->quant && (kind == BINARY_ADD || kind == BINARY_MUL) &&
+      binary_int8_plan_get(b, kind, &q))
+    return lower_binary_int8(b, kind, &q);
   int out_rank = b->eg->shapes[n->outputs[0]].rank;
   uint32_t a, c, y;
   mb_status status;
@@ -2049,14 +2189,24 @@ static mb_status lower_prelu(build_ctx *b) {
   return MB_STATUS_OK;
 }
 
-/* A copy: XNNPACK's static reshape to the output's segment dims. */
+/* A copy: XNNPACK's static reshape to the output's segment dims. INT8:
+ * of the qint8 input when it is at hand and the output has an entry (the
+ * output keeps the input's quantisation, as in the QDQ form). */
 static mb_status lower_reshape(build_ctx *b) {
   const mb_node *n = b->node;
   const mb_shape_info *ys = &b->eg->shapes[n->outputs[0]];
   size_t d[XNN_RANK_MAX];
   size_t r = segment_dims(ys->rank, ys->dims, d);
   uint32_t x, y;
+  qact q;
   mb_status status;
+  if (b->quant && has_qint8(b, n->inputs[0]) && qact_of(b, n->outputs[0], &q)) {
+    x = qheld(b, n->inputs[0], &q);
+    if ((status = qkeep_output_id(b, n->outputs[0], &q, &y)))
+      return status;
+    XNN_CALL(b, xnn_define_static_reshape(b->subgraph, r, d, x, y, 0));
+    return qoutput_export(b, n->outputs[0]);
+  }
   if ((status = value_id(b, n->inputs[0], &x)) ||
       (status = output_id(b, n->outputs[0], &y)))
     return status;
@@ -2080,6 +2230,26 @@ static mb_status lower_pool(build_ctx *b) {
   uint32_t top = (uint32_t)g->pad_begin[0], left = (uint32_t)g->pad_begin[1];
   uint32_t bottom = (uint32_t)(g->pad_end[0] + g->pad_extra[0]);
   uint32_t right = (uint32_t)(g->pad_end[1] + g->pad_extra[1]);
+  qact q;
+  if (!average && b->quant && has_qint8(b, n->inputs[0]) &&
+      qact_of(b, n->outputs[0], &q)) {
+    /* qs8 max pooling: the output keeps the input's quantisation (XNNPACK
+     * wants them equal, and so does the QDQ form). */
+    const mb_shape_info *xs = &b->eg->shapes[n->inputs[0]];
+    size_t xd[4];
+    segment_dims(4, xs->dims, xd);
+    qheld(b, n->inputs[0], &q);
+    if ((status = qinput_id(b, n->inputs[0], &q, 4, xd, &x)) ||
+        (status = qkeep_output_id(b, n->outputs[0], &q, &y)))
+      return status;
+    XNN_CALL(b,
+             xnn_define_max_pooling_2d(
+                 b->subgraph, top, right, bottom, left, (uint32_t)g->kernel[0],
+                 (uint32_t)g->kernel[1], (uint32_t)g->stride[0],
+                 (uint32_t)g->stride[1], (uint32_t)g->dilation[0],
+                 (uint32_t)g->dilation[1], -INFINITY, INFINITY, x, y, 0));
+    return qoutput_export(b, n->outputs[0]);
+  }
   if ((status = value_id(b, n->inputs[0], &x)))
     return status;
   if (p.count_include_pad &&
@@ -2122,11 +2292,36 @@ static mb_status lower_pool(build_ctx *b) {
   return MB_STATUS_OK;
 }
 
+/* qs8 global average pooling, when the input is at hand in qint8 and
+ * the output has an entry; XNNPACK wants the input scale over the
+ * output's in [2^-8, 2^8). */
+static bool global_pool_int8(build_ctx *b, qact *in, qact *out) {
+  const mb_node *n = b->node;
+  if (!b->quant || strcmp(n->op_type, "GlobalAveragePool") != 0 ||
+      !has_qint8(b, n->inputs[0]) || !qact_in(b, n->inputs[0], in) ||
+      !qact_of(b, n->outputs[0], out))
+    return false;
+  const float r = in->scale / out->scale;
+  return r >= 0x1.0p-8f && r < 0x1.0p+8f;
+}
+
 static mb_status lower_global_pool(build_ctx *b) {
   const mb_node *n = b->node;
   const mb_shape_info *xs = &b->eg->shapes[n->inputs[0]];
   uint32_t x, y;
   mb_status status;
+  qact qi, qo;
+  if (global_pool_int8(b, &qi, &qo)) {
+    size_t xd[4], yd[4];
+    segment_dims(4, xs->dims, xd);
+    segment_dims(4, b->eg->shapes[n->outputs[0]].dims, yd);
+    if ((status = qinput_id(b, n->inputs[0], &qi, 4, xd, &x)) ||
+        (status = qoutput_id(b, n->outputs[0], &qo, 4, yd, &y)))
+      return status;
+    XNN_CALL(b, xnn_define_global_average_pooling_2d(b->subgraph, -INFINITY,
+                                                     INFINITY, x, y, 0));
+    return qoutput_export(b, n->outputs[0]);
+  }
   if ((status = value_id(b, n->inputs[0], &x)) ||
       (status = output_id(b, n->outputs[0], &y)))
     return status;
@@ -2675,6 +2870,9 @@ static void build_free(build_ctx *b) {
   free(b->qids);
   free(b->qscale);
   free(b->qzp);
+  free(b->qrank);
+  free(b->qdims);
+  free(b->qkeep);
   free(b->fused);
 }
 
@@ -2708,8 +2906,12 @@ static mb_status compile_segment(const mb_segment_desc *segment,
     b.qids = malloc((size_t)n_values * sizeof *b.qids);
     b.qscale = calloc((size_t)n_values, sizeof *b.qscale);
     b.qzp = calloc((size_t)n_values, sizeof *b.qzp);
+    b.qrank = calloc((size_t)n_values, sizeof *b.qrank);
+    b.qdims = calloc((size_t)n_values, sizeof *b.qdims);
+    b.qkeep = calloc((size_t)n_values, sizeof *b.qkeep);
     b.fused = calloc((size_t)MB_MAX(eg->graph->n_nodes, 1), sizeof *b.fused);
-    if (!b.qids || !b.qscale || !b.qzp || !b.fused) {
+    if (!b.qids || !b.qscale || !b.qzp || !b.qrank || !b.qdims || !b.qkeep ||
+        !b.fused) {
       status = oom(&b);
       goto fail;
     }
