@@ -6,10 +6,10 @@
  * cases check what supports_node must reject, fp16, and int8 (against
  * fp32: close, and on the int8 grid where an int8 op wrote). Everything is
  * skipped (and passes) when the engine's probe says it is unavailable. */
-#include "passes/passes.h"
-#include "passes/quantize.h"
 #include "runtime/engine.h"
 #include "test.h"
+
+#include "engine_int8.h"
 
 #include <stdlib.h>
 
@@ -1405,8 +1405,6 @@ TEST(probe_reports) {
 /* INT8                                                                      */
 /* ------------------------------------------------------------------------ */
 
-#define INT8_BATCHES 8
-
 static double cosine(const mb_tensor *got, const mb_tensor *want) {
   double dot = 0, na = 0, nb = 0;
   const float *a = got->data, *b = want->data;
@@ -1421,41 +1419,11 @@ static double cosine(const mb_tensor *got, const mb_tensor *want) {
   return isnan(c) ? -1 : c;
 }
 
-/* What the quant_params build step makes: c's model calibrated on
- * INT8_BATCHES random batches (the prepared inputs first), then the static
- * quantisation worked out on a copy, which adds the weight entries. */
+/* The parameters the quant_params build step makes (engine_int8.h). */
 static int int8_params(gcase *c, prepared *p, const mb_quant_options *qo,
                        mb_quant_params **out) {
-  mb_tensor *extra[INT8_BATCHES][8];
-  const mb_tensor *const *batches[INT8_BATCHES];
-  mb_model *copy = NULL;
-  int rc = 1;
-  memset(extra, 0, sizeof extra);
-  batches[0] = (const mb_tensor *const *)p->inputs;
-  for (int b = 1; b < INT8_BATCHES; b++) {
-    for (int i = 0; i < p->n_inputs; i++) {
-      const mb_tensor *t = p->inputs[i];
-      ASSERT_OK(
-          mb_tensor_create(t->dtype, t->rank, t->dims, &extra[b][i], &c->err),
-          &c->err);
-      for (int64_t k = 0; k < t->numel; k++)
-        mb__tensor_set_f64(extra[b][i], k, c->lo + (c->hi - c->lo) * rnd01());
-    }
-    batches[b] = (const mb_tensor *const *)extra[b];
-  }
-  if (mb__calibrate(c->model, batches, INT8_BATCHES, qo, out, &c->err) ||
-      mb__model_clone(c->model, &copy, &c->err) ||
-      mb__quantize_static(copy, *out, qo, NULL, &c->err)) {
-    fprintf(stderr, "  quantisation failed: %s\n", c->err.message);
-    goto done;
-  }
-  rc = 0;
-done:
-  mb_model_free(copy);
-  for (int b = 1; b < INT8_BATCHES; b++)
-    for (int i = 0; i < p->n_inputs; i++)
-      mb_tensor_free(extra[b][i]);
-  return rc;
+  return engine_int8_params(c->model, p->inputs, p->n_inputs, c->lo, c->hi,
+                            rnd01, qo, out, &c->err);
 }
 
 /* How far output j is from the grid of its ACTIVATION entry: the largest
