@@ -114,6 +114,44 @@ typedef struct mb_engine_check {
  * returns 0, so a check can `return mb__engine_reject(c, "...")`. */
 int mb__engine_reject(mb_engine_check *c, const char *fmt, ...) MB_PRINTF(2, 3);
 
+/* An engine whose library was missing at build time is this one line in
+ * its file (instead of the real one): mb__engine_<ename> whose probe and
+ * supports_precision say `reason_text`; hybrid.c never calls the other
+ * functions of an unavailable engine, which are shared stubs failing with
+ * MB_STATUS_UNAVAILABLE. */
+#define MB_ENGINE_UNBUILT(ename, reason_text)                                  \
+  static void ename##_unbuilt_probe(mb_runtime_info *info) {                   \
+    info->available = 0;                                                       \
+    info->version[0] = '\0';                                                   \
+    snprintf(info->reason, sizeof info->reason, "%s", reason_text);            \
+  }                                                                            \
+  static int ename##_unbuilt_precision(mb_precision precision, char *reason,   \
+                                       size_t size) {                          \
+    (void)precision;                                                           \
+    if (reason && size)                                                        \
+      snprintf(reason, size, "%s", reason_text);                               \
+    return 0;                                                                  \
+  }                                                                            \
+  const mb_engine mb__engine_##ename = {                                       \
+      .name = #ename,                                                          \
+      .probe = ename##_unbuilt_probe,                                          \
+      .supports_precision = ename##_unbuilt_precision,                         \
+      .supports_node = mb__engine_unbuilt_node,                                \
+      .compile = mb__engine_unbuilt_compile,                                   \
+      .run = mb__engine_unbuilt_run,                                           \
+      .node_profile = NULL,                                                    \
+      .release = mb__engine_unbuilt_release,                                   \
+  }
+int mb__engine_unbuilt_node(const mb_engine_graph *eg, int node,
+                            const mb_engine_options *options, char *reason,
+                            size_t size);
+mb_status mb__engine_unbuilt_compile(const mb_segment_desc *segment,
+                                     const mb_engine_options *options,
+                                     void **compiled_out, mb_error *err);
+mb_status mb__engine_unbuilt_run(void *compiled, const mb_tensor *const *inputs,
+                                 mb_tensor *const *outputs, mb_error *err);
+void mb__engine_unbuilt_release(void *compiled);
+
 /* MB_ENGINE_LIST lives in runtime/runtime.h (the runtime list uses it). */
 #define MB_X(name) extern const mb_engine mb__engine_##name;
 MB_ENGINE_LIST(MB_X)

@@ -31,6 +31,42 @@ static const mb_engine *const engines[] = {
 #undef MB_X
 };
 
+/* ---- the functions of an engine built without its library ---- */
+
+#define UNBUILT "this engine was built without its library"
+
+int mb__engine_unbuilt_node(const mb_engine_graph *eg, int node,
+                            const mb_engine_options *options, char *reason,
+                            size_t size) {
+  (void)eg;
+  (void)node;
+  (void)options;
+  if (reason && size)
+    snprintf(reason, size, "%s", UNBUILT);
+  return 0;
+}
+
+mb_status mb__engine_unbuilt_compile(const mb_segment_desc *segment,
+                                     const mb_engine_options *options,
+                                     void **compiled_out, mb_error *err) {
+  (void)segment;
+  (void)options;
+  *compiled_out = NULL;
+  return mb__error(err, MB_STATUS_UNAVAILABLE, "%s", UNBUILT);
+}
+
+mb_status mb__engine_unbuilt_run(void *compiled, const mb_tensor *const *inputs,
+                                 mb_tensor *const *outputs, mb_error *err) {
+  (void)compiled;
+  (void)inputs;
+  (void)outputs;
+  return mb__error(err, MB_STATUS_UNAVAILABLE, "%s", UNBUILT);
+}
+
+void mb__engine_unbuilt_release(void *compiled) {
+  (void)compiled;
+}
+
 const mb_engine *mb__engine_find(const char *name) {
   for (size_t i = 0; i < MB_ARRAY_COUNT(engines); i++)
     if (strcmp(engines[i]->name, name) == 0)

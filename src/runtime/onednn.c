@@ -50,58 +50,7 @@
 
 #ifndef MB_HAVE_DNNL
 
-static void dn_probe(mb_runtime_info *info) {
-  info->available = 0;
-  info->version[0] = '\0';
-  snprintf(info->reason, sizeof info->reason, "%s", DN_REASON_UNBUILT);
-}
-
-static int dn_supports_precision(mb_precision precision, char *reason,
-                                 size_t size) {
-  (void)precision;
-  if (reason && size)
-    snprintf(reason, size, "%s", DN_REASON_UNBUILT);
-  return 0;
-}
-
-static int dn_supports_node(const mb_engine_graph *eg, int node,
-                            const mb_engine_options *options, char *reason,
-                            size_t size) {
-  (void)eg;
-  (void)node;
-  (void)options;
-  if (reason && size)
-    snprintf(reason, size, "%s", DN_REASON_UNBUILT);
-  return 0;
-}
-
-static mb_status dn_compile(const mb_segment_desc *segment,
-                            const mb_engine_options *options,
-                            void **compiled_out, mb_error *err) {
-  (void)segment;
-  (void)options;
-  (void)compiled_out;
-  return mb__error(err, MB_STATUS_UNAVAILABLE, "onednn: %s", DN_REASON_UNBUILT);
-}
-
-static mb_status dn_run(void *compiled, const mb_tensor *const *inputs,
-                        mb_tensor *const *outputs, mb_error *err) {
-  (void)compiled;
-  (void)inputs;
-  (void)outputs;
-  return mb__error(err, MB_STATUS_UNAVAILABLE, "onednn: %s", DN_REASON_UNBUILT);
-}
-
-static int dn_node_profile(void *compiled, mb_engine_node_time *out, int max) {
-  (void)compiled;
-  (void)out;
-  (void)max;
-  return 0;
-}
-
-static void dn_release(void *compiled) {
-  (void)compiled;
-}
+MB_ENGINE_UNBUILT(onednn, DN_REASON_UNBUILT);
 
 #else /* MB_HAVE_DNNL */
 
@@ -4227,8 +4176,6 @@ static int dn_node_profile(void *compiled, mb_engine_node_time *out, int max) {
   return s->n_prof;
 }
 
-#endif /* MB_HAVE_DNNL */
-
 const mb_engine mb__engine_onednn = {
     .name = "onednn",
     .probe = dn_probe,
@@ -4239,3 +4186,5 @@ const mb_engine mb__engine_onednn = {
     .node_profile = dn_node_profile,
     .release = dn_release,
 };
+
+#endif /* MB_HAVE_DNNL */

@@ -75,53 +75,7 @@
 
 #ifndef MB_HAVE_XNNPACK
 
-static void xnn_probe(mb_runtime_info *info) {
-  info->available = 0;
-  info->version[0] = '\0';
-  snprintf(info->reason, sizeof info->reason, "%s", XNN_REASON_UNBUILT);
-}
-
-static int xnn_supports_precision(mb_precision precision, char *reason,
-                                  size_t size) {
-  (void)precision;
-  if (reason && size)
-    snprintf(reason, size, "%s", XNN_REASON_UNBUILT);
-  return 0;
-}
-
-static int xnn_supports_node(const mb_engine_graph *eg, int node,
-                             const mb_engine_options *options, char *reason,
-                             size_t size) {
-  (void)eg;
-  (void)node;
-  (void)options;
-  if (reason && size)
-    snprintf(reason, size, "%s", XNN_REASON_UNBUILT);
-  return 0;
-}
-
-static mb_status xnn_compile(const mb_segment_desc *segment,
-                             const mb_engine_options *options,
-                             void **compiled_out, mb_error *err) {
-  (void)segment;
-  (void)options;
-  (void)compiled_out;
-  return mb__error(err, MB_STATUS_UNAVAILABLE, "xnnpack: %s",
-                   XNN_REASON_UNBUILT);
-}
-
-static mb_status xnn_run(void *compiled, const mb_tensor *const *inputs,
-                         mb_tensor *const *outputs, mb_error *err) {
-  (void)compiled;
-  (void)inputs;
-  (void)outputs;
-  return mb__error(err, MB_STATUS_UNAVAILABLE, "xnnpack: %s",
-                   XNN_REASON_UNBUILT);
-}
-
-static void xnn_release(void *compiled) {
-  (void)compiled;
-}
+MB_ENGINE_UNBUILT(xnnpack, XNN_REASON_UNBUILT);
 
 #else /* MB_HAVE_XNNPACK */
 
@@ -3210,8 +3164,6 @@ static mb_status xnn_run(void *compiled, const mb_tensor *const *inputs,
   return MB_STATUS_OK;
 }
 
-#endif /* MB_HAVE_XNNPACK */
-
 const mb_engine mb__engine_xnnpack = {
     .name = "xnnpack",
     .probe = xnn_probe,
@@ -3223,3 +3175,5 @@ const mb_engine mb__engine_xnnpack = {
     .node_profile = NULL,
     .release = xnn_release,
 };
+
+#endif /* MB_HAVE_XNNPACK */
