@@ -209,7 +209,8 @@ void mb__sgemm(struct mb_threadpool *pool, bool trans_a, bool trans_b,
   X(shape)                                                                     \
   X(tensor)                                                                    \
   X(resize)                                                                    \
-  X(quantize)
+  X(quantize)                                                                  \
+  X(rnn)
 
 #define MB_X(family)                                                           \
   extern const mb_op_def mb__ops_##family[];                                   \
