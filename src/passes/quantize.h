@@ -230,7 +230,7 @@ mb_status mb__quantize_static(mb_model *model, mb_quant_params *params,
                               const mb_quant_options *opt,
                               mb_quant_stats *stats, mb_error *err);
 
-/* ---- shared by quantize.c and calibrate.c ---- */
+/* ---- shared by the quantize_*.c files and calibrate.c ---- */
 
 /* Copies *in (or the defaults when NULL) into *out with zeros replaced by
  * defaults. Fails with MB_STATUS_INVALID_ARGUMENT for a bad option. */

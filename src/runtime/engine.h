@@ -5,8 +5,10 @@
  * of supported nodes (segments), compiles each segment once with the
  * engine, and runs everything else on the reference interpreter in between.
  *
- * One engine is one file (xnnpack.c, onednn.c) defining one mb_engine and
- * one row in MB_ENGINE_LIST. Like ORT's execution providers: the engine
+ * One engine is one mb_engine (in its folder, xnnpack/ or onednn/, or a
+ * single file for a small one) and one row in MB_ENGINE_LIST; what the
+ * engines all do is written once in engine_common.c (declared at the end
+ * of this header). Like ORT's execution providers: the engine
  * sees only its segment, with ONNX-layout (NCHW) float32 tensors at the
  * boundary; layouts inside a segment (NHWC, oneDNN blocked) are its own
  * business.
@@ -18,6 +20,8 @@
 
 #include "runtime/reference.h"
 #include "runtime/runtime.h"
+
+struct mb_quant_param;
 
 /* The graph as the engine sees it: static shapes and constant data. */
 typedef struct mb_engine_graph {
@@ -100,6 +104,12 @@ typedef struct mb_engine {
   void (*release)(void *compiled);
 } mb_engine;
 
+/* What an engine's checks name it and allow, for the shared checks. */
+typedef struct mb_engine_limits {
+  const char *label; /* "oneDNN", "XNNPACK" */
+  int max_rank;      /* tensors of higher rank are refused */
+} mb_engine_limits;
+
 /* The context of one supports_node / compile check in an engine: the
  * node, its graph, the model's opset and where the reason goes. */
 typedef struct mb_engine_check {
@@ -108,6 +118,7 @@ typedef struct mb_engine_check {
   int64_t opset;
   char *reason; /* caller's buffer, may be NULL */
   size_t size;
+  const mb_engine_limits *limits; /* NULL: "this engine", MB_MAX_RANK */
 } mb_engine_check;
 
 /* Writes "<op_type>: <message>" into c->reason (when there is one) and
@@ -161,5 +172,89 @@ MB_ENGINE_LIST(MB_X)
 const mb_engine *mb__engine_find(const char *name);
 
 /* Node attributes: mb__node_attr_int() and friends in core/ir.h. */
+
+/* ---- what the engines share (engine_common.c) ---- */
+
+/* Input or output i of n, or -1 when omitted. */
+static inline int mb__engine_input(const mb_node *n, int i) {
+  return i < n->n_inputs ? n->inputs[i] : -1;
+}
+static inline int mb__engine_output(const mb_node *n, int i) {
+  return i < n->n_outputs ? n->outputs[i] : -1;
+}
+
+/* The data of value v when it is constant: given by the hybrid layer, or
+ * an Identity of a constant (PyTorch exports shared weights that way);
+ * else NULL. */
+const mb_tensor *mb__engine_constant(const mb_engine_graph *eg, int v);
+/* Static shape of value v (constant or inferred) into rank, dims and
+ * dtype (may be NULL); false when unknown. */
+bool mb__engine_value_shape(const mb_engine_graph *eg, int v, int *rank,
+                            int64_t *dims, mb_dtype *dtype);
+int64_t mb__engine_numel(int rank, const int64_t *dims);
+/* A node all of whose outputs are constant: the hybrid layer folded it and
+ * its consumers read the constants; engines accept it and lower nothing. */
+bool mb__engine_node_folded(const mb_engine_graph *eg, const mb_node *n);
+
+/* Checks return 1 (accepted) or 0 through mb__engine_reject. */
+/* Input i is a float32 tensor of known, non-empty shape within
+ * c->limits; must_be_constant: 1 constant, -1 not constant, 0 either. */
+int mb__engine_check_float_input(mb_engine_check *c, int i,
+                                 int must_be_constant);
+/* Output 0 is a float32 tensor of known, non-empty shape within
+ * c->limits; the optional outputs are omitted. */
+int mb__engine_check_outputs(mb_engine_check *c);
+/* A float32 scalar constant at input i into *out, `def` when omitted. */
+int mb__engine_scalar_input(mb_engine_check *c, int i, float def, float *out);
+/* The int32/int64 constant at input i into out (at most max values):
+ * returns the count, or -1 (rejected). */
+int64_t mb__engine_int_input(mb_engine_check *c, int i, int64_t *out,
+                             int64_t max);
+/* INTS attribute `name` with `count` entries into out (`def` each when
+ * absent); false when the count differs or a value is below min or above
+ * 2^24. */
+bool mb__engine_attr_ints(const mb_node *n, const char *name, int count,
+                          int64_t def, int64_t min, int64_t *out);
+typedef enum mb_auto_pad {
+  MB_AUTO_PAD_NOTSET,
+  MB_AUTO_PAD_SAME_UPPER,
+  MB_AUTO_PAD_SAME_LOWER,
+  MB_AUTO_PAD_VALID,
+} mb_auto_pad;
+/* The auto_pad attribute of c->n into *out. */
+int mb__engine_auto_pad(mb_engine_check *c, mb_auto_pad *out);
+
+/* Fused groups: the positions (in d's order) of the segment's nodes that
+ * read value v, each node once; returns the count, storing at most max
+ * (pos may be NULL). */
+int mb__segment_readers(const mb_segment_desc *d, int v, int *pos, int max);
+/* The position of graph node `node` in segment d, or -1 outside. */
+int mb__segment_position(const mb_segment_desc *d, int node);
+
+/* int8: the calibration entries an engine maps onto its own parameters.
+ * The ACTIVATION entry of value v: per tensor, uint8 or int8, a positive
+ * scale; else NULL. */
+const struct mb_quant_param *
+mb__engine_quant_activation(const mb_engine_graph *eg,
+                            const struct mb_quant_params *quant, int v);
+/* The WEIGHT entry of constant v (under its name, or its source's through
+ * Identity nodes): int8, symmetric (zero points 0), positive scales, one
+ * per tensor or `channels` along stored `axis`; else NULL. */
+const struct mb_quant_param *
+mb__engine_quant_weight(const mb_engine_graph *eg,
+                        const struct mb_quant_params *quant, int v, int axis,
+                        int64_t channels);
+/* The scale of output channel `channel` of weight entry w. */
+float mb__engine_weight_scale(const struct mb_quant_param *w, int64_t channel);
+/* w / scale rounded and clamped to [-127, 127] as the static quantiser
+ * stores weights (NaN -> 0). */
+int8_t mb__engine_quantize_weight(float w, float scale);
+
+/* run(): t is a `dtype` tensor of shape (rank, dims) and nbytes bytes,
+ * else MB_STATUS_SHAPE naming the engine, "input"/"output" and index. */
+mb_status mb__engine_check_tensor(const char *engine, mb_dtype dtype, int rank,
+                                  const int64_t *dims, size_t nbytes,
+                                  const mb_tensor *t, const char *what,
+                                  int index, mb_error *err);
 
 #endif /* MB_RUNTIME_ENGINE_H */

@@ -21,7 +21,6 @@
  * visible as inputs. */
 #include "runtime/engine.h"
 
-#include <stdarg.h>
 
 #include <stdlib.h>
 
@@ -817,21 +816,4 @@ done:
   free(inputs);
   free(shapes);
   return status;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Shared by the engines' checks                                             */
-/* ------------------------------------------------------------------------ */
-
-int mb__engine_reject(mb_engine_check *c, const char *fmt, ...) {
-  if (c->reason && c->size) {
-    int k = snprintf(c->reason, c->size, "%s: ", c->n->op_type);
-    if (k >= 0 && (size_t)k < c->size) {
-      va_list ap;
-      va_start(ap, fmt);
-      vsnprintf(c->reason + k, c->size - (size_t)k, fmt, ap);
-      va_end(ap);
-    }
-  }
-  return 0;
 }

@@ -1,0 +1,707 @@
+/* oneDNN engine: memory and layouts. Memory descriptors, the segment's
+ * buffers (reused by liveness) and the memory objects on them, each
+ * value's representations (a layout and data type in a buffer) with the
+ * reorders that make a new one, constants converted at compile time, the
+ * segment's boundary buffers, and primitive creation (attributes, the
+ * choice between implementations, steps). */
+#ifdef MB_HAVE_DNNL
+
+#include "runtime/onednn/internal.h"
+
+/* Grows *array (of *cap elements of `size` bytes) to hold one more. */
+bool mb__dn_grow(void **array, int *cap, int count, size_t size) {
+  if (count < *cap)
+    return true;
+  int n = *cap ? *cap * 2 : 16;
+  void *p = realloc(*array, (size_t)n * size);
+  if (!p)
+    return false;
+  *array = p;
+  *cap = n;
+  return true;
+}
+
+mb_status mb__dn_fail(lctx *l, const char *call, dnnl_status_t st) {
+  char label[160], fn[64];
+  /* DN_TRY passes the call's text: name our own helpers without the
+   * internal prefix. */
+  if (strncmp(call, "mb__dn_", 7) == 0)
+    call += 7;
+  size_t k = strcspn(call, "(");
+  snprintf(fn, sizeof fn, "%.*s", (int)MB_MIN(k, sizeof fn - 1), call);
+  return mb__error(
+      l->err,
+      st == dnnl_out_of_memory ? MB_STATUS_OUT_OF_MEMORY : MB_STATUS_INTERNAL,
+      "onednn: %s: %s failed: %s",
+      l->node ? mb__node_label(l->node, label, sizeof label) : "segment", fn,
+      mb__dn_status_name(st));
+}
+
+mb_status mb__dn_oom(lctx *l) {
+  char label[160];
+  return mb__error(l->err, MB_STATUS_OUT_OF_MEMORY, "onednn: %s: out of memory",
+                   l->node ? mb__node_label(l->node, label, sizeof label)
+                           : "segment");
+}
+
+mb_status mb__dn_internal_error(lctx *l, const char *what) {
+  char label[160];
+  return mb__error(
+      l->err, MB_STATUS_INTERNAL, "onednn: %s: %s",
+      l->node ? mb__node_label(l->node, label, sizeof label) : "segment", what);
+}
+
+/* ---- memory descriptors ------------------------------------------------- */
+
+/* Plain row-major md; rank 0 is [1]. */
+dnnl_status_t mb__dn_md_plain(dnnl_memory_desc_t *md, int rank,
+                              const int64_t *dims, dnnl_data_type_t dt) {
+  dnnl_dims_t d, strides;
+  int64_t stride = 1;
+  if (rank == 0) {
+    d[0] = 1;
+    strides[0] = 1;
+    return dnnl_memory_desc_init_by_strides(md, 1, d, dt, strides);
+  }
+  for (int i = rank - 1; i >= 0; i--) {
+    d[i] = dims[i];
+    strides[i] = stride;
+    stride *= MB_MAX(dims[i], 1);
+  }
+  return dnnl_memory_desc_init_by_strides(md, rank, d, dt, strides);
+}
+
+dnnl_status_t mb__dn_md_any(dnnl_memory_desc_t *md, int rank,
+                            const int64_t *dims, dnnl_data_type_t dt) {
+  dnnl_dims_t d;
+  for (int i = 0; i < rank; i++)
+    d[i] = dims[i];
+  return dnnl_memory_desc_init_by_tag(md, rank, d, dt, dnnl_format_tag_any);
+}
+
+/* Dense row-major (strides of size-1 dims do not matter), no offset. */
+bool mb__dn_md_is_plain(const dnnl_memory_desc_t *md) {
+  const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+  int64_t stride = 1;
+  if (md->format_kind != dnnl_blocked || b->inner_nblks != 0 ||
+      md->offset0 != 0 || md->extra.flags != 0)
+    return false;
+  for (int i = md->ndims - 1; i >= 0; i--) {
+    if (md->padded_dims[i] != md->dims[i] || md->padded_offsets[i] != 0)
+      return false;
+    if (md->dims[i] != 1 && b->strides[i] != stride)
+      return false;
+    stride *= md->dims[i];
+  }
+  return true;
+}
+
+bool mb__dn_md_same(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b) {
+  if (dnnl_memory_desc_equal(a, b))
+    return true;
+  return a->data_type == b->data_type && mb__dn_md_is_plain(a) &&
+         mb__dn_md_is_plain(b) &&
+         dims_equal(a->ndims, a->dims, b->ndims, b->dims);
+}
+
+/* ---- buffers and memories ----------------------------------------------- */
+
+static int buf_new(lctx *l, dn_buf_kind kind, int slot, size_t size) {
+  dn_segment *s = l->s;
+  if (!mb__dn_grow((void **)&s->bufs, &s->cap_bufs, s->n_bufs, sizeof *s->bufs))
+    return -1;
+  dn_buffer *b = &s->bufs[s->n_bufs];
+  memset(b, 0, sizeof *b);
+  b->kind = kind;
+  b->slot = slot;
+  b->size = size;
+  b->busy_until = -1;
+  return s->n_bufs++;
+}
+
+/* An internal buffer of at least `size` bytes free from the current
+ * position until position `until`: the smallest free one that fits, else
+ * the largest free one grown, else a new one. */
+int mb__dn_buf_take(lctx *l, size_t size, int until) {
+  dn_segment *s = l->s;
+  int fit = -1, big = -1;
+  for (int i = 0; i < s->n_bufs; i++) {
+    dn_buffer *b = &s->bufs[i];
+    if (b->kind != DN_BUF_INTERNAL || b->busy_until >= l->pos)
+      continue;
+    if (b->size >= size && (fit < 0 || b->size < s->bufs[fit].size))
+      fit = i;
+    if (big < 0 || b->size > s->bufs[big].size)
+      big = i;
+  }
+  int i = fit >= 0 ? fit : big;
+  if (i < 0 && (i = buf_new(l, DN_BUF_INTERNAL, -1, size)) < 0)
+    return -1;
+  dn_buffer *b = &s->bufs[i];
+  b->size = MB_MAX(b->size, size);
+  b->busy_until = MB_MAX(until, l->pos);
+  return i;
+}
+
+/* A memory object with md on buffer `buf`. CONST buffers have their data
+ * already; the others get their address at the end of compile (INTERNAL,
+ * SCRATCH) or at each run (INPUT, OUTPUT). */
+mb_status mb__dn_mem_new(lctx *l, const dnnl_memory_desc_t *md, int buf,
+                         dnnl_memory_t *mem_out) {
+  dn_segment *s = l->s;
+  dnnl_memory_t mem = NULL;
+  dn_buffer *b = &s->bufs[buf];
+  if (!mb__dn_grow((void **)&s->mems, &s->cap_mems, s->n_mems,
+                   sizeof *s->mems) ||
+      !mb__dn_grow((void **)&s->io_mems, &s->cap_io_mems, s->n_io_mems,
+                   sizeof *s->io_mems))
+    return mb__dn_oom(l);
+  DN_TRY(l, dnnl_memory_create(&mem, md, s->engine,
+                               b->kind == DN_BUF_CONST ? b->data
+                                                       : DNNL_MEMORY_NONE));
+  s->mems[s->n_mems].mem = mem;
+  s->mems[s->n_mems].buf = buf;
+  if (b->kind == DN_BUF_INPUT || b->kind == DN_BUF_OUTPUT)
+    s->io_mems[s->n_io_mems++] = s->n_mems;
+  s->n_mems++;
+  *mem_out = mem;
+  return MB_STATUS_OK;
+}
+
+/* ---- profile entries and steps ------------------------------------------ */
+
+int mb__dn_prof_new(lctx *l, const char *op_type, const char *name) {
+  dn_segment *s = l->s;
+  if (!mb__dn_grow((void **)&s->prof, &s->cap_prof, s->n_prof, sizeof *s->prof))
+    return -1;
+  mb_engine_node_time *t = &s->prof[s->n_prof];
+  memset(t, 0, sizeof *t);
+  snprintf(t->op_type, sizeof t->op_type, "%s", op_type);
+  snprintf(t->name, sizeof t->name, "%s", name ? name : "");
+  return s->n_prof++;
+}
+
+/* Attributes every primitive gets: the scratchpad is ours (one buffer
+ * shared by the segment, no allocation while running). post_ops: NULL or
+ * borrowed. qa: int8 attributes, or NULL. */
+mb_status mb__dn_attr_new(lctx *l, const_dnnl_post_ops_t post_ops,
+                          const dn_qattr *qa, dnnl_primitive_attr_t *attr_out) {
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_status_t st;
+  *attr_out = NULL;
+  DN_TRY(l, dnnl_primitive_attr_create(&attr));
+  st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (st == dnnl_success && post_ops)
+    st = dnnl_primitive_attr_set_post_ops(attr, post_ops);
+  if (st == dnnl_success && qa && qa->n_scales > 0)
+    st = dnnl_primitive_attr_set_output_scales(attr, qa->n_scales, qa->mask,
+                                               qa->scales);
+  if (st == dnnl_success && qa && qa->src_zp) {
+    const int32_t runtime = DNNL_RUNTIME_S32_VAL;
+    st =
+        dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &runtime);
+  }
+  if (st == dnnl_success && qa && qa->dst_zp) {
+    const int32_t zp = qa->dst_zp_value;
+    st = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &zp);
+  }
+  if (st != dnnl_success) {
+    dnnl_primitive_attr_destroy(attr);
+    return mb__dn_fail(l, "dnnl_primitive_attr_set_post_ops", st);
+  }
+  *attr_out = attr;
+  return MB_STATUS_OK;
+}
+
+/* primitive_desc_create for op_desc with attributes (post_ops and qa may
+ * be NULL). Returns the dnnl status: callers try alternatives on failure. */
+dnnl_status_t mb__dn_pd_try_q(lctx *l, const_dnnl_op_desc_t op_desc,
+                              const_dnnl_post_ops_t post_ops,
+                              const dn_qattr *qa,
+                              dnnl_primitive_desc_t *pd_out) {
+  dnnl_primitive_attr_t attr = NULL;
+  mb_error save = *l->err;
+  *pd_out = NULL;
+  if (mb__dn_attr_new(l, post_ops, qa, &attr)) {
+    *l->err = save;
+    return dnnl_out_of_memory;
+  }
+  dnnl_status_t st =
+      dnnl_primitive_desc_create(pd_out, op_desc, attr, l->s->engine, NULL);
+  dnnl_primitive_attr_destroy(attr);
+  if (st != dnnl_success)
+    *pd_out = NULL;
+  return st;
+}
+
+dnnl_status_t mb__dn_pd_try(lctx *l, const_dnnl_op_desc_t op_desc,
+                            const_dnnl_post_ops_t post_ops,
+                            dnnl_primitive_desc_t *pd_out) {
+  return mb__dn_pd_try_q(l, op_desc, post_ops, NULL, pd_out);
+}
+
+/* Is pd oneDNN's reference (naive C++) implementation? */
+static bool pd_is_ref(const_dnnl_primitive_desc_t pd) {
+  const char *impl = NULL;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) !=
+          dnnl_success ||
+      !impl)
+    return false;
+  return strncmp(impl, "ref", 3) == 0;
+}
+
+/* After a successful attempt: keep *pd when it is an optimised
+ * implementation or `last` is set; otherwise drop it so that the caller
+ * tries its next, usually cheaper-looking but faster, alternative (fewer
+ * post-ops, a plain layout). A reference matmul with a broadcast binary
+ * post-op runs 100x slower than the optimised one without it. */
+bool mb__dn_pd_accept(dnnl_primitive_desc_t *pd, bool last) {
+  if (!*pd)
+    return false;
+  if (last || !pd_is_ref(*pd))
+    return true;
+  dnnl_primitive_desc_destroy(*pd);
+  *pd = NULL;
+  return false;
+}
+
+const dnnl_memory_desc_t *mb__dn_pd_md(const_dnnl_primitive_desc_t pd,
+                                       dnnl_query_t what) {
+  return dnnl_primitive_desc_query_md(pd, what, 0);
+}
+
+static int64_t md_numel(const dnnl_memory_desc_t *md) {
+  return md ? mb__engine_numel(md->ndims, md->dims) : 0;
+}
+
+/* Rough work of a primitive: multiply-adds for convolution and matmul,
+ * elements touched for the others. */
+static double pd_work(const_dnnl_primitive_desc_t pd) {
+  dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
+  const dnnl_memory_desc_t *dst = mb__dn_pd_md(pd, dnnl_query_dst_md);
+  const dnnl_memory_desc_t *src = mb__dn_pd_md(pd, dnnl_query_src_md);
+  const dnnl_memory_desc_t *w = mb__dn_pd_md(pd, dnnl_query_weights_md);
+  double out = (double)md_numel(dst), in = (double)md_numel(src);
+  dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind);
+  if (kind == dnnl_convolution && dst && w && dst->dims[1] > 0)
+    return out * (double)md_numel(w) / (double)dst->dims[1];
+  if (kind == dnnl_matmul && w && w->ndims >= 2)
+    return out * (double)w->dims[w->ndims - 2];
+  return MB_MAX(out, in);
+}
+
+/* Below this much work a primitive runs on one thread: waking a second
+ * OpenMP thread costs more than it saves (tiny transformers ran 1.6x
+ * slower on 2 threads than on 1). */
+#define DN_PARALLEL_MIN_WORK ((double)(1 << 16))
+
+/* Creates the primitive of pd and appends it as a step with args (and the
+ * shared scratchpad when it needs one). pd stays the caller's. */
+mb_status mb__dn_emit(lctx *l, const_dnnl_primitive_desc_t pd, int n_args,
+                      const dnnl_exec_arg_t *args) {
+  dn_segment *s = l->s;
+  dnnl_primitive_t prim = NULL;
+  dnnl_memory_t scratch = NULL;
+  mb_status status;
+  if (n_args + 1 > DN_MAX_ARGS)
+    return mb__dn_internal_error(l, "too many primitive arguments");
+  if (!mb__dn_grow((void **)&s->steps, &s->cap_steps, s->n_steps,
+                   sizeof *s->steps))
+    return mb__dn_oom(l);
+  const dnnl_memory_desc_t *smd = mb__dn_pd_md(pd, dnnl_query_scratchpad_md);
+  size_t ssize = smd ? dnnl_memory_desc_get_size(smd) : 0;
+  if (ssize > 0) {
+    if (s->scratch_buf < 0 &&
+        (s->scratch_buf = buf_new(l, DN_BUF_SCRATCH, -1, 0)) < 0)
+      return mb__dn_oom(l);
+    dn_buffer *b = &s->bufs[s->scratch_buf];
+    b->size = MB_MAX(b->size, ssize);
+    if ((status = mb__dn_mem_new(l, smd, s->scratch_buf, &scratch)))
+      return status;
+  }
+  DN_TRY(l, dnnl_primitive_create(&prim, pd));
+  dn_step *step = &s->steps[s->n_steps++];
+  memset(step, 0, sizeof *step);
+  step->kind = DN_STEP_PRIMITIVE;
+  step->prim = prim;
+  step->prof = l->prof;
+  step->threads = pd_work(pd) < DN_PARALLEL_MIN_WORK ? 1 : s->threads;
+  memcpy(step->args, args, (size_t)n_args * sizeof *args);
+  step->n_args = n_args;
+  if (scratch)
+    step->args[step->n_args++] =
+        (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, scratch};
+  return MB_STATUS_OK;
+}
+
+/* A reorder step src -> dst. inserted: the engine's own layout or type
+ * change, counted as "reorder" in profiles; else the work of the node
+ * being lowered (Transpose, Slice, Split). */
+mb_status mb__dn_emit_reorder_as(lctx *l, bool inserted, dnnl_memory_t src,
+                                 const dnnl_memory_desc_t *src_md,
+                                 dnnl_memory_t dst,
+                                 const dnnl_memory_desc_t *dst_md) {
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_attr_t attr = NULL;
+  mb_status status;
+  if ((status = mb__dn_attr_new(l, NULL, NULL, &attr)))
+    return status;
+  dnnl_status_t st = dnnl_reorder_primitive_desc_create(
+      &pd, src_md, l->s->engine, dst_md, l->s->engine, attr);
+  dnnl_primitive_attr_destroy(attr);
+  if (st != dnnl_success)
+    return mb__dn_fail(l, "dnnl_reorder_primitive_desc_create", st);
+  int prof = l->prof;
+  if (inserted)
+    l->prof = l->prof_reorder;
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+  status = mb__dn_emit(l, pd, 2, args);
+  l->prof = prof;
+  dnnl_primitive_desc_destroy(pd);
+  return status;
+}
+
+mb_status mb__dn_emit_reorder(lctx *l, dnnl_memory_t src,
+                              const dnnl_memory_desc_t *src_md,
+                              dnnl_memory_t dst,
+                              const dnnl_memory_desc_t *dst_md) {
+  return mb__dn_emit_reorder_as(l, true, src, src_md, dst, dst_md);
+}
+
+/* Reorders plain float32 `data` (described by src_md) into a new constant
+ * buffer laid out as want, at compile time; or borrows data when want
+ * describes it already. data: must outlive the segment when borrowed
+ * (graph constants do); take: data is mb__aligned_alloc'ed and becomes the
+ * segment's (also on failure). */
+mb_status mb__dn_const_memory(lctx *l, const dnnl_memory_desc_t *src_md,
+                              const void *data, bool take,
+                              const dnnl_memory_desc_t *want,
+                              dnnl_memory_t *mem_out, int *buf_out) {
+  dn_segment *s = l->s;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_t prim = NULL;
+  dnnl_memory_t src = NULL;
+  mb_status status = MB_STATUS_OK;
+  int b;
+  if (mb__dn_md_same(src_md, want)) {
+    if ((b = buf_new(l, DN_BUF_CONST, -1, 0)) < 0) {
+      if (take)
+        mb__aligned_free((void *)data);
+      return mb__dn_oom(l);
+    }
+    s->bufs[b].data = (void *)data;
+    s->bufs[b].owned = take;
+    if (buf_out)
+      *buf_out = b;
+    return mb__dn_mem_new(l, want, b, mem_out);
+  }
+  size_t size = dnnl_memory_desc_get_size(want);
+  if ((b = buf_new(l, DN_BUF_CONST, -1, size)) < 0 ||
+      !(s->bufs[b].data = mb__aligned_alloc(MB_MAX(size, 1)))) {
+    if (take)
+      mb__aligned_free((void *)data);
+    return mb__dn_oom(l);
+  }
+  s->bufs[b].owned = true;
+  memset(s->bufs[b].data, 0, size);
+  if (buf_out)
+    *buf_out = b;
+  DN_GOTO(l, dnnl_memory_create(&src, src_md, s->engine, (void *)data));
+  MB_TRY_GOTO(mb__dn_mem_new(l, want, b, mem_out));
+  DN_GOTO(l, dnnl_reorder_primitive_desc_create(&pd, src_md, s->engine, want,
+                                                s->engine, NULL));
+  DN_GOTO(l, dnnl_primitive_create(&prim, pd));
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, *mem_out}};
+  DN_GOTO(l, dnnl_primitive_execute(prim, s->stream, 2, args));
+  DN_GOTO(l, dnnl_stream_wait(s->stream));
+done:
+  if (prim)
+    dnnl_primitive_destroy(prim);
+  if (pd)
+    dnnl_primitive_desc_destroy(pd);
+  if (src)
+    dnnl_memory_destroy(src);
+  if (take)
+    mb__aligned_free((void *)data);
+  return status;
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+void mb__dn_value_dims(lctx *l, int v, int *rank, int64_t *dims) {
+  if (!mb__engine_value_shape(l->eg, v, rank, dims, NULL))
+    *rank = 0;
+  if (*rank == 0) {
+    *rank = 1;
+    dims[0] = 1;
+  }
+}
+
+mb_status mb__dn_rep_add(lctx *l, int v, const dnnl_memory_desc_t *md,
+                         dnnl_memory_t mem, int buf, dn_rep **out) {
+  dn_val *x = &l->vals[v];
+  int i = x->n_reps < DN_MAX_REPS ? x->n_reps++ : DN_MAX_REPS - 1;
+  x->rep[i].md = *md;
+  x->rep[i].mem = mem;
+  x->rep[i].buf = buf;
+  if (out)
+    *out = &x->rep[i];
+  return MB_STATUS_OK;
+}
+
+/* The first representation of a constant: its float32 data, plain. */
+mb_status mb__dn_const_rep(lctx *l, int v) {
+  const mb_tensor *k = mb__engine_constant(l->eg, v);
+  dnnl_memory_desc_t md;
+  dnnl_memory_t mem;
+  int rank;
+  int64_t dims[MB_MAX_RANK];
+  mb_status status;
+  if (!k || k->dtype != MB_DTYPE_FLOAT)
+    return mb__dn_internal_error(l, "a value is read before it is computed");
+  mb__dn_value_dims(l, v, &rank, dims);
+  DN_TRY(l, mb__dn_md_plain(&md, rank, dims, dnnl_f32));
+  int buf;
+  if ((status = mb__dn_const_memory(l, &md, k->data, false, &md, &mem, &buf)))
+    return status;
+  return mb__dn_rep_add(l, v, &md, mem, buf, NULL);
+}
+
+/* A new buffer-backed memory for value v laid out as md: the caller's
+ * output tensor when v is a segment output and md is its plain float32
+ * form, else an internal buffer kept until v's last reader. */
+mb_status mb__dn_value_define(lctx *l, int v, const dnnl_memory_desc_t *md,
+                              dn_rep **out) {
+  dn_val *x = &l->vals[v];
+  dnnl_memory_t mem;
+  mb_status status;
+  int rank, buf = -1;
+  int64_t dims[MB_MAX_RANK];
+  mb__dn_value_dims(l, v, &rank, dims);
+  if (x->out_slot >= 0 && !x->out_done && md->data_type == dnnl_f32 &&
+      mb__dn_md_is_plain(md) && dims_equal(md->ndims, md->dims, rank, dims)) {
+    for (int i = 0; i < l->s->n_bufs && buf < 0; i++)
+      if (l->s->bufs[i].kind == DN_BUF_OUTPUT &&
+          l->s->bufs[i].slot == x->out_slot)
+        buf = i;
+    x->out_done = buf >= 0;
+  }
+  if (buf < 0 && (buf = mb__dn_buf_take(l, dnnl_memory_desc_get_size(md),
+                                        x->last_use)) < 0)
+    return mb__dn_oom(l);
+  if ((status = mb__dn_mem_new(l, md, buf, &mem)))
+    return status;
+  return mb__dn_rep_add(l, v, md, mem, buf, out);
+}
+
+/* Value v as a view of buffer buf (a reshape, or an in-place result). */
+mb_status mb__dn_value_alias(lctx *l, int v, const dnnl_memory_desc_t *md,
+                             int buf, dn_rep **out) {
+  dnnl_memory_t mem;
+  mb_status status;
+  dn_buffer *b = &l->s->bufs[buf];
+  if (b->kind == DN_BUF_INTERNAL)
+    b->busy_until = MB_MAX(b->busy_until, l->vals[v].last_use);
+  if ((status = mb__dn_mem_new(l, md, buf, &mem)))
+    return status;
+  return mb__dn_rep_add(l, v, md, mem, buf, out);
+}
+
+static bool rep_fits(const dn_rep *r, dn_want want, dnnl_data_type_t dt,
+                     const dnnl_memory_desc_t *md) {
+  switch (want) {
+  case DN_WANT_DTYPE:
+    return r->md.data_type == dt;
+  case DN_WANT_PLAIN:
+    return r->md.data_type == dt && mb__dn_md_is_plain(&r->md);
+  case DN_WANT_EXACT:
+    return mb__dn_md_same(&r->md, md);
+  }
+  return false;
+}
+
+/* Value v in the wanted form, reordered (once, then cached) when it has
+ * none that fits; constants are converted at compile time. *out: borrowed
+ * from l until the next value_get of v. */
+mb_status mb__dn_value_get(lctx *l, int v, dn_want want, dnnl_data_type_t dt,
+                           const dnnl_memory_desc_t *exact, dn_rep **out) {
+  dn_val *x = &l->vals[v];
+  dnnl_memory_desc_t md;
+  dnnl_memory_t mem;
+  mb_status status;
+  int rank;
+  int64_t dims[MB_MAX_RANK];
+  if (x->n_reps == 0 && (status = mb__dn_const_rep(l, v)))
+    return status;
+  for (int i = 0; i < x->n_reps; i++) {
+    if (rep_fits(&x->rep[i], want, dt, exact)) {
+      *out = &x->rep[i];
+      return MB_STATUS_OK;
+    }
+  }
+  mb__dn_value_dims(l, v, &rank, dims);
+  if (want == DN_WANT_EXACT) {
+    md = *exact;
+  } else if (want == DN_WANT_DTYPE && !mb__dn_md_is_plain(&x->rep[0].md)) {
+    md = x->rep[0].md; /* the same blocking, another element type */
+    md.data_type = dt;
+  } else {
+    DN_TRY(l, mb__dn_md_plain(&md, rank, dims, dt));
+  }
+  const dn_rep *src = &x->rep[0];
+  if (mb__engine_constant(l->eg, v)) {
+    int cbuf;
+    if ((status = mb__dn_const_memory(l, &src->md,
+                                      mb__engine_constant(l->eg, v)->data,
+                                      false, &md, &mem, &cbuf)))
+      return status;
+    return mb__dn_rep_add(l, v, &md, mem, cbuf, out);
+  }
+  int buf = mb__dn_buf_take(l, dnnl_memory_desc_get_size(&md), x->last_use);
+  if (buf < 0)
+    return mb__dn_oom(l);
+  if ((status = mb__dn_mem_new(l, &md, buf, &mem)) ||
+      (status = mb__dn_emit_reorder(l, src->mem, &src->md, mem, &md)))
+    return status;
+  return mb__dn_rep_add(l, v, &md, mem, buf, out);
+}
+
+/* Can a primitive at the current position write over r (in place)? Only
+ * an internal buffer none of whose values is read later, and not the
+ * buffer of another operand of the same primitive (`other`, may be -1). */
+bool mb__dn_can_overwrite(lctx *l, const dn_rep *r, int other_buf) {
+  const dn_buffer *b = &l->s->bufs[r->buf];
+  return b->kind == DN_BUF_INTERNAL && b->busy_until <= l->pos &&
+         r->buf != other_buf;
+}
+
+/* Output value v, computed from src in place when src dies here, else
+ * into a new memory of the same md. */
+mb_status mb__dn_value_define_like(lctx *l, int v, const dn_rep *src,
+                                   int other_buf, dn_rep **out) {
+  dn_val *x = &l->vals[v];
+  if (mb__dn_can_overwrite(l, src, other_buf) &&
+      !(x->out_slot >= 0 && src->md.data_type == dnnl_f32 &&
+        mb__dn_md_is_plain(&src->md)))
+    return mb__dn_value_alias(l, v, &src->md, src->buf, out);
+  dnnl_memory_desc_t md = src->md;
+  return mb__dn_value_define(l, v, &md, out);
+}
+
+/* A segment output computed by the node just lowered and not written into
+ * the caller's tensor directly: reorder it there (plain float32) now. */
+mb_status mb__dn_finish_output(lctx *l, int v) {
+  dn_val *x = &l->vals[v];
+  dnnl_memory_desc_t md;
+  dnnl_memory_t mem;
+  mb_status status;
+  int rank, buf = -1;
+  int64_t dims[MB_MAX_RANK];
+  if (v < 0 || x->out_slot < 0 || x->out_done || x->n_reps == 0)
+    return MB_STATUS_OK;
+  for (int i = 0; i < l->s->n_bufs && buf < 0; i++)
+    if (l->s->bufs[i].kind == DN_BUF_OUTPUT &&
+        l->s->bufs[i].slot == x->out_slot)
+      buf = i;
+  if (buf < 0)
+    return mb__dn_internal_error(l, "segment output without a buffer");
+  mb__dn_value_dims(l, v, &rank, dims);
+  DN_TRY(l, mb__dn_md_plain(&md, rank, dims, dnnl_f32));
+  if ((status = mb__dn_mem_new(l, &md, buf, &mem)) ||
+      (status = mb__dn_emit_reorder(l, x->rep[0].mem, &x->rep[0].md, mem, &md)))
+    return status;
+  x->out_done = true;
+  return MB_STATUS_OK;
+}
+
+/* A view of r with another md of the same bytes (rank padding, 2-D
+ * flattening). */
+mb_status mb__dn_rep_view(lctx *l, const dn_rep *r,
+                          const dnnl_memory_desc_t *md, dnnl_memory_t *out) {
+  return mb__dn_mem_new(l, md, r->buf, out);
+}
+
+/* Segment inputs and outputs: boundary buffers and their first memories. */
+mb_status mb__dn_io_init(lctx *l) {
+  dn_segment *s = l->s;
+  const mb_segment_desc *d = l->d;
+  s->n_inputs = d->n_inputs;
+  s->n_outputs = d->n_outputs;
+  s->inputs = calloc((size_t)d->n_inputs + 1, sizeof *s->inputs);
+  s->outputs = calloc((size_t)d->n_outputs + 1, sizeof *s->outputs);
+  if (!s->inputs || !s->outputs)
+    return mb__dn_oom(l);
+  for (int i = 0; i < d->n_inputs; i++) {
+    dn_io *io = &s->inputs[i];
+    const mb_shape_info *si = &l->eg->shapes[d->inputs[i]];
+    dnnl_memory_desc_t md;
+    dnnl_memory_t mem;
+    mb_status status;
+    int buf, rank;
+    int64_t dims[MB_MAX_RANK];
+    io->value = d->inputs[i];
+    if (!si->known || si->dtype != MB_DTYPE_FLOAT)
+      continue; /* shape tensors and the like: never read as data */
+    io->used = true;
+    io->rank = si->rank;
+    memcpy(io->dims, si->dims, (size_t)si->rank * sizeof *si->dims);
+    io->nbytes = (size_t)mb__engine_numel(si->rank, si->dims) * sizeof(float);
+    mb__dn_value_dims(l, io->value, &rank, dims);
+    DN_TRY(l, mb__dn_md_plain(&md, rank, dims, dnnl_f32));
+    if ((buf = buf_new(l, DN_BUF_INPUT, i, io->nbytes)) < 0)
+      return mb__dn_oom(l);
+    if ((status = mb__dn_mem_new(l, &md, buf, &mem)) ||
+        (status = mb__dn_rep_add(l, io->value, &md, mem, buf, NULL)))
+      return status;
+  }
+  for (int i = 0; i < d->n_outputs; i++) {
+    dn_io *io = &s->outputs[i];
+    int v = d->outputs[i];
+    const mb_shape_info *si = &l->eg->shapes[v];
+    io->value = v;
+    io->constant = mb__engine_constant(l->eg, v);
+    if (io->constant) {
+      io->rank = io->constant->rank;
+      memcpy(io->dims, io->constant->dims, (size_t)io->rank * sizeof *io->dims);
+      io->nbytes = io->constant->nbytes;
+      continue;
+    }
+    if (!si->known || si->dtype != MB_DTYPE_FLOAT)
+      return mb__dn_internal_error(l,
+                                   "a segment output is not a float32 tensor");
+    io->rank = si->rank;
+    memcpy(io->dims, si->dims, (size_t)si->rank * sizeof *si->dims);
+    io->nbytes = (size_t)mb__engine_numel(si->rank, si->dims) * sizeof(float);
+    if (l->vals[v].out_slot >= 0)
+      return mb__dn_internal_error(
+          l, "a value is listed twice as a segment output");
+    l->vals[v].out_slot = i;
+    if (buf_new(l, DN_BUF_OUTPUT, i, io->nbytes) < 0)
+      return mb__dn_oom(l);
+  }
+  return MB_STATUS_OK;
+}
+
+/* Allocates the internal buffers and the scratchpad, and points their
+ * memories at them. */
+mb_status mb__dn_buffers_finish(lctx *l) {
+  dn_segment *s = l->s;
+  for (int i = 0; i < s->n_bufs; i++) {
+    dn_buffer *b = &s->bufs[i];
+    if (b->kind != DN_BUF_INTERNAL && b->kind != DN_BUF_SCRATCH)
+      continue;
+    if (!(b->data = mb__aligned_alloc(MB_MAX(b->size, 1))))
+      return mb__dn_oom(l);
+    b->owned = true;
+    /* Blocked layouts' padding must read as zero. */
+    memset(b->data, 0, b->size);
+  }
+  for (int i = 0; i < s->n_mems; i++) {
+    dn_buffer *b = &s->bufs[s->mems[i].buf];
+    if (b->kind == DN_BUF_INTERNAL || b->kind == DN_BUF_SCRATCH)
+      DN_TRY(l, dnnl_memory_set_data_handle(s->mems[i].mem, b->data));
+  }
+  return MB_STATUS_OK;
+}
+
+#endif /* MB_HAVE_DNNL */

@@ -1,0 +1,266 @@
+/* oneDNN engine: data movement. Transpose as a strided reorder, the
+ * reshapes and Identity as views, Concat, reductions, Slice and Split as
+ * windows of a plain input. */
+#ifdef MB_HAVE_DNNL
+
+#include "runtime/onednn/internal.h"
+
+/* ---- data movement ------------------------------------------------------ */
+
+mb_status mb__dn_lower_transpose(lctx *l, const mb_node *n) {
+  int perm[MB_MAX_RANK], rank;
+  dnnl_memory_desc_t view;
+  dnnl_memory_t mem;
+  dnnl_dims_t in_dims, strides;
+  int64_t x[MB_MAX_RANK], stride = 1;
+  mb_status status;
+  dn_rep *out;
+  DN_PARAMS(l, n, mb__dn_transpose_get, perm);
+  dn_val *src_val = &l->vals[n->inputs[0]];
+  if (src_val->n_reps == 0 && (status = mb__dn_const_rep(l, n->inputs[0])))
+    return status;
+  dn_rep src = src_val->rep[0];
+  const mb_shape_info *y = &l->eg->shapes[n->outputs[0]];
+  mb__dn_value_dims(l, n->inputs[0], &rank, x);
+  if (y->rank == 0)
+    return mb__dn_internal_error(l, "scalar transpose");
+  /* The output, plain, seen in the input's axis order. */
+  for (int j = y->rank - 1; j >= 0; j--) {
+    strides[perm[j]] = stride;
+    stride *= y->dims[j];
+  }
+  for (int i = 0; i < rank; i++)
+    in_dims[i] = x[i];
+  DN_TRY(l, dnnl_memory_desc_init_by_strides(&view, rank, in_dims,
+                                             src.md.data_type, strides));
+  dnnl_memory_desc_t md;
+  DN_TRY(l, mb__dn_md_plain(&md, y->rank, y->dims, src.md.data_type));
+  if ((status = mb__dn_value_define(l, n->outputs[0], &md, &out)) ||
+      (status = mb__dn_rep_view(l, out, &view, &mem)))
+    return status;
+  return mb__dn_emit_reorder_as(l, false, src.mem, &src.md, mem, &view);
+}
+
+/* Reshape, Flatten, Squeeze, Unsqueeze: a plain view of the input. */
+mb_status mb__dn_lower_reshape(lctx *l, const mb_node *n) {
+  dn_val *x = &l->vals[n->inputs[0]];
+  dn_rep *r = NULL;
+  dnnl_memory_desc_t md;
+  mb_status status;
+  int rank;
+  int64_t dims[MB_MAX_RANK];
+  if (x->n_reps == 0 && (status = mb__dn_const_rep(l, n->inputs[0])))
+    return status;
+  for (int i = 0; i < x->n_reps && !r; i++)
+    if (mb__dn_md_is_plain(&x->rep[i].md))
+      r = &x->rep[i];
+  if (!r && (status = mb__dn_value_get(l, n->inputs[0], DN_WANT_PLAIN,
+                                       x->rep[0].md.data_type, NULL, &r)))
+    return status;
+  mb__dn_value_dims(l, n->outputs[0], &rank, dims);
+  DN_TRY(l, mb__dn_md_plain(&md, rank, dims, r->md.data_type));
+  return mb__dn_value_alias(l, n->outputs[0], &md, r->buf, NULL);
+}
+
+/* Identity, Dropout: the input itself. */
+mb_status mb__dn_lower_identity(lctx *l, const mb_node *n) {
+  dn_val *x = &l->vals[n->inputs[0]];
+  mb_status status;
+  if (x->n_reps == 0 && (status = mb__dn_const_rep(l, n->inputs[0])))
+    return status;
+  dn_rep r = x->rep[0];
+  return mb__dn_value_alias(l, n->outputs[0], &r.md, r.buf, NULL);
+}
+
+mb_status mb__dn_lower_concat(lctx *l, const mb_node *n) {
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_attr_t attr = NULL;
+  mb_status status = MB_STATUS_OK;
+  dnnl_memory_desc_t mds[DN_MAX_CONCAT], dst_md;
+  dnnl_memory_t mems[DN_MAX_CONCAT];
+  dn_rep *out;
+  int k = n->n_inputs, rank;
+  int64_t x[MB_MAX_RANK];
+  {
+    char reason[256] = "";
+    mb_engine_check c = mb__dn_lower_check_ctx(l, n, reason, sizeof reason);
+    if (!mb__dn_check_concat(&c))
+      return mb__dn_recheck_failed(l, reason);
+  }
+  mb__dn_value_dims(l, n->inputs[0], &rank, x);
+  int axis = norm_axis(mb__node_attr_int(n, "axis", 0), rank);
+  const mb_shape_info *y = &l->eg->shapes[n->outputs[0]];
+  MB_TRY_GOTO(mb__dn_attr_new(l, NULL, NULL, &attr));
+  /* Inputs in their layouts and the output in oneDNN's choice; else plain
+   * everywhere. */
+  for (int attempt = 0; attempt < 2 && !pd; attempt++) {
+    for (int i = 0; i < k; i++) {
+      dn_rep *r;
+      MB_TRY_GOTO(mb__dn_value_get(l, n->inputs[i],
+                                   attempt ? DN_WANT_PLAIN : DN_WANT_DTYPE,
+                                   l->act_dt, NULL, &r));
+      mds[i] = r->md;
+      mems[i] = r->mem;
+    }
+    if (attempt)
+      DN_GOTO(l, mb__dn_md_plain(&dst_md, y->rank, y->dims, l->act_dt));
+    else
+      DN_GOTO(l, mb__dn_md_any(&dst_md, y->rank, y->dims, l->act_dt));
+    dnnl_status_t st = dnnl_concat_primitive_desc_create(
+        &pd, &dst_md, k, axis, mds, attr, l->s->engine);
+    if (st != dnnl_success) {
+      pd = NULL;
+      if (attempt == 1) {
+        status = mb__dn_fail(l, "dnnl_concat_primitive_desc_create", st);
+        goto done;
+      }
+    }
+  }
+  MB_TRY_GOTO(mb__dn_value_define(l, n->outputs[0],
+                                  mb__dn_pd_md(pd, dnnl_query_dst_md), &out));
+  {
+    dnnl_exec_arg_t args[DN_MAX_ARGS];
+    for (int i = 0; i < k; i++)
+      args[i] = (dnnl_exec_arg_t){DNNL_ARG_MULTIPLE_SRC + i, mems[i]};
+    args[k] = (dnnl_exec_arg_t){DNNL_ARG_DST, out->mem};
+    MB_TRY_GOTO(mb__dn_emit(l, pd, k + 1, args));
+  }
+done:
+  if (pd)
+    dnnl_primitive_desc_destroy(pd);
+  if (attr)
+    dnnl_primitive_attr_destroy(attr);
+  return status;
+}
+
+mb_status mb__dn_lower_reduce(lctx *l, const mb_node *n) {
+  reduce_params p;
+  dnnl_primitive_desc_t pd = NULL;
+  mb_status status = MB_STATUS_OK;
+  dnnl_memory_desc_t dst_md;
+  dn_rep *in = NULL, *out;
+  DN_PARAMS(l, n, mb__dn_reduce_get, &p);
+  const mb_shape_info *y = &l->eg->shapes[n->outputs[0]];
+  bool keep = dims_equal(y->rank, y->dims, p.rank, p.kept_dims);
+  for (int attempt = 0; attempt < 3 && !pd; attempt++) {
+    dnnl_reduction_desc_t rd;
+    dnnl_data_type_t dt = attempt == 2 ? dnnl_f32 : l->act_dt;
+    MB_TRY_GOTO(mb__dn_value_get(l, n->inputs[0],
+                                 attempt ? DN_WANT_PLAIN : DN_WANT_DTYPE, dt,
+                                 NULL, &in));
+    if (keep && !attempt)
+      DN_GOTO(l, mb__dn_md_any(&dst_md, p.rank, p.kept_dims, dt));
+    else
+      DN_GOTO(l, mb__dn_md_plain(&dst_md, p.rank, p.kept_dims, dt));
+    DN_GOTO(l,
+            dnnl_reduction_desc_init(&rd, p.alg, &in->md, &dst_md, 0.0f, 0.0f));
+    dnnl_status_t st = mb__dn_pd_try(l, &rd, NULL, &pd);
+    if (st == dnnl_success)
+      mb__dn_pd_accept(&pd, attempt == 2);
+    else if (attempt == 2) {
+      status = mb__dn_fail(l, "dnnl_primitive_desc_create(reduction)", st);
+      goto done;
+    }
+  }
+  dnnl_memory_t in_mem = in->mem, out_mem;
+  const dnnl_memory_desc_t *pmd = mb__dn_pd_md(pd, dnnl_query_dst_md);
+  if (keep) {
+    MB_TRY_GOTO(mb__dn_value_define(l, n->outputs[0], pmd, &out));
+    out_mem = out->mem;
+  } else {
+    MB_TRY_GOTO(mb__dn_define_plain_viewed(l, n->outputs[0], pmd->data_type,
+                                           pmd, &out_mem));
+  }
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, in_mem}, {DNNL_ARG_DST, out_mem}};
+  MB_TRY_GOTO(mb__dn_emit(l, pd, 2, args));
+done:
+  if (pd)
+    dnnl_primitive_desc_destroy(pd);
+  return status;
+}
+
+/* A reorder from the window of the plain input rep starting at `start`
+ * with `step` and the output's dims into output value v (plain). */
+static mb_status emit_window_copy(lctx *l, const dn_rep *in, int rank,
+                                  const int64_t *start, const int64_t *step,
+                                  int v) {
+  dnnl_memory_desc_t view, md;
+  dnnl_memory_t mem;
+  dnnl_dims_t dims, strides;
+  dn_rep *out;
+  mb_status status;
+  int64_t offset = 0;
+  const mb_shape_info *y = &l->eg->shapes[v];
+  for (int i = 0; i < rank; i++) {
+    dims[i] = y->dims[i];
+    strides[i] = in->md.format_desc.blocking.strides[i] * step[i];
+    offset += start[i] * in->md.format_desc.blocking.strides[i];
+  }
+  DN_TRY(l, dnnl_memory_desc_init_by_strides(&view, rank, dims,
+                                             in->md.data_type, strides));
+  view.offset0 = offset;
+  DN_TRY(l, mb__dn_md_plain(&md, rank, y->dims, in->md.data_type));
+  if ((status = mb__dn_rep_view(l, in, &view, &mem)) ||
+      (status = mb__dn_value_define(l, v, &md, &out)))
+    return status;
+  return mb__dn_emit_reorder_as(l, false, mem, &view, out->mem, &md);
+}
+
+/* A plain input rep of value v with the size-1 dims' strides made
+ * regular (emit_window_copy multiplies them). */
+static mb_status plain_input(lctx *l, int v, dn_rep *out) {
+  dn_val *x = &l->vals[v];
+  dn_rep *r = NULL;
+  mb_status status;
+  int rank;
+  int64_t dims[MB_MAX_RANK];
+  if (x->n_reps == 0 && (status = mb__dn_const_rep(l, v)))
+    return status;
+  for (int i = 0; i < x->n_reps && !r; i++)
+    if (mb__dn_md_is_plain(&x->rep[i].md))
+      r = &x->rep[i];
+  if (!r && (status = mb__dn_value_get(l, v, DN_WANT_PLAIN,
+                                       x->rep[0].md.data_type, NULL, &r)))
+    return status;
+  *out = *r;
+  mb__dn_value_dims(l, v, &rank, dims);
+  DN_TRY(l, mb__dn_md_plain(&out->md, rank, dims, r->md.data_type));
+  return MB_STATUS_OK;
+}
+
+mb_status mb__dn_lower_slice(lctx *l, const mb_node *n) {
+  slice_params p;
+  dn_rep in;
+  mb_status status;
+  DN_PARAMS(l, n, mb__dn_slice_get, &p);
+  if ((status = plain_input(l, n->inputs[0], &in)))
+    return status;
+  return emit_window_copy(l, &in, p.rank, p.start, p.step, n->outputs[0]);
+}
+
+mb_status mb__dn_lower_split(lctx *l, const mb_node *n) {
+  dn_rep in;
+  mb_status status;
+  int rank;
+  int64_t x[MB_MAX_RANK], start[DN_RANK_MAX] = {0}, step[DN_RANK_MAX];
+  {
+    char reason[256] = "";
+    mb_engine_check c = mb__dn_lower_check_ctx(l, n, reason, sizeof reason);
+    if (!mb__dn_check_split(&c))
+      return mb__dn_recheck_failed(l, reason);
+  }
+  mb__dn_value_dims(l, n->inputs[0], &rank, x);
+  int axis = norm_axis(mb__node_attr_int(n, "axis", 0), rank);
+  for (int i = 0; i < rank; i++)
+    step[i] = 1;
+  if ((status = plain_input(l, n->inputs[0], &in)))
+    return status;
+  for (int i = 0; i < n->n_outputs; i++) {
+    if ((status = emit_window_copy(l, &in, rank, start, step, n->outputs[i])))
+      return status;
+    start[axis] += l->eg->shapes[n->outputs[i]].dims[axis];
+  }
+  return MB_STATUS_OK;
+}
+
+#endif /* MB_HAVE_DNNL */

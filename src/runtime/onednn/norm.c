@@ -1,0 +1,232 @@
+/* oneDNN engine: pooling and normalizations (BatchNormalization,
+ * Softmax/LogSoftmax, LayerNormalization). */
+#ifdef MB_HAVE_DNNL
+
+#include "runtime/onednn/internal.h"
+
+/* ---- pooling and normalizations ----------------------------------------- */
+
+mb_status mb__dn_lower_pool(lctx *l, const mb_node *n) {
+  pool_params p;
+  dnnl_primitive_desc_t pd = NULL;
+  mb_status status = MB_STATUS_OK;
+  dnnl_memory_desc_t dst_md;
+  dnnl_dims_t strides, kernel, dil, pl, pr;
+  dn_rep *in = NULL, *out;
+  DN_PARAMS(l, n, mb__dn_pool_get, &p);
+  const mb_shape_info *y = &l->eg->shapes[n->outputs[0]];
+  to_dnnl_dims(p.w.nsp, p.w.stride, 0, strides);
+  to_dnnl_dims(p.w.nsp, p.w.kernel, 0, kernel);
+  to_dnnl_dims(p.w.nsp, p.w.dilation, -1, dil);
+  to_dnnl_dims(p.w.nsp, p.w.pad_l, 0, pl);
+  to_dnnl_dims(p.w.nsp, p.w.pad_r, 0, pr);
+  /* In the input's layout, else plain. */
+  for (int attempt = 0; attempt < 2 && !pd; attempt++) {
+    dnnl_pooling_v2_desc_t desc;
+    MB_TRY_GOTO(mb__dn_value_get(l, n->inputs[0],
+                                 attempt ? DN_WANT_PLAIN : DN_WANT_DTYPE,
+                                 l->act_dt, NULL, &in));
+    DN_GOTO(l, mb__dn_md_any(&dst_md, y->rank, y->dims, l->act_dt));
+    DN_GOTO(l, dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference,
+                                                 p.alg, &in->md, &dst_md,
+                                                 strides, kernel, dil, pl, pr));
+    dnnl_status_t st = mb__dn_pd_try(l, &desc, NULL, &pd);
+    if (st == dnnl_success)
+      mb__dn_pd_accept(&pd, attempt == 1);
+    else if (attempt == 1) {
+      status = mb__dn_fail(l, "dnnl_primitive_desc_create(pooling)", st);
+      goto done;
+    }
+  }
+  dnnl_memory_t in_mem = in->mem;
+  MB_TRY_GOTO(mb__dn_value_define(l, n->outputs[0],
+                                  mb__dn_pd_md(pd, dnnl_query_dst_md), &out));
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, in_mem}, {DNNL_ARG_DST, out->mem}};
+  MB_TRY_GOTO(mb__dn_emit(l, pd, 2, args));
+done:
+  if (pd)
+    dnnl_primitive_desc_destroy(pd);
+  return status;
+}
+
+mb_status mb__dn_lower_batchnorm(lctx *l, const mb_node *n) {
+  dnnl_primitive_desc_t pd = NULL;
+  mb_status status = MB_STATUS_OK;
+  dn_rep *in = NULL, *out;
+  dnnl_memory_t params[4];
+  dnnl_memory_desc_t cmd;
+  int64_t x[MB_MAX_RANK];
+  int rank;
+  {
+    char reason[256] = "";
+    mb_engine_check c = mb__dn_lower_check_ctx(l, n, reason, sizeof reason);
+    if (!mb__dn_check_batchnorm(&c))
+      return mb__dn_recheck_failed(l, reason);
+  }
+  float eps = mb__node_attr_float(n, "epsilon", 1e-5f);
+  unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift;
+  mb__dn_value_dims(l, n->inputs[0], &rank, x);
+  for (int attempt = 0; attempt < 3 && !pd; attempt++) {
+    dnnl_batch_normalization_desc_t bd;
+    MB_TRY_GOTO(mb__dn_value_get(
+        l, n->inputs[0], attempt ? DN_WANT_PLAIN : DN_WANT_DTYPE,
+        attempt == 2 ? dnnl_f32 : l->act_dt, NULL, &in));
+    DN_GOTO(l, dnnl_batch_normalization_forward_desc_init(
+                   &bd, dnnl_forward_inference, &in->md, eps, flags));
+    dnnl_status_t st = mb__dn_pd_try(l, &bd, NULL, &pd);
+    if (st == dnnl_success)
+      mb__dn_pd_accept(&pd, attempt == 2);
+    else if (attempt == 2) {
+      status =
+          mb__dn_fail(l, "dnnl_primitive_desc_create(batch_normalization)", st);
+      goto done;
+    }
+  }
+  DN_GOTO(l, mb__dn_md_plain(&cmd, 1, &x[1], dnnl_f32));
+  /* ONNX order: scale, B, mean, var. */
+  for (int i = 0; i < 4; i++)
+    MB_TRY_GOTO(mb__dn_const_memory(
+        l, &cmd, mb__engine_constant(l->eg, n->inputs[1 + i])->data, false,
+        &cmd, &params[i], NULL));
+  dn_rep src = *in;
+  MB_TRY_GOTO(mb__dn_value_define_like(l, n->outputs[0], &src, -1, &out));
+  dnnl_exec_arg_t args[6] = {
+      {DNNL_ARG_SRC, src.mem},     {DNNL_ARG_DST, out->mem},
+      {DNNL_ARG_SCALE, params[0]}, {DNNL_ARG_SHIFT, params[1]},
+      {DNNL_ARG_MEAN, params[2]},  {DNNL_ARG_VARIANCE, params[3]},
+  };
+  MB_TRY_GOTO(mb__dn_emit(l, pd, 6, args));
+done:
+  if (pd)
+    dnnl_primitive_desc_destroy(pd);
+  return status;
+}
+
+/* A new plain value v of data type dt, and a view of it as md2 (the same
+ * bytes seen with other dims) for the primitive. */
+mb_status mb__dn_define_plain_viewed(lctx *l, int v, dnnl_data_type_t dt,
+                                     const dnnl_memory_desc_t *md2,
+                                     dnnl_memory_t *mem2) {
+  dnnl_memory_desc_t md;
+  dn_rep *out;
+  mb_status status;
+  int rank;
+  int64_t dims[MB_MAX_RANK];
+  mb__dn_value_dims(l, v, &rank, dims);
+  DN_TRY(l, mb__dn_md_plain(&md, rank, dims, dt));
+  if ((status = mb__dn_value_define(l, v, &md, &out)))
+    return status;
+  return mb__dn_rep_view(l, out, md2, mem2);
+}
+
+mb_status mb__dn_lower_softmax(lctx *l, const mb_node *n) {
+  softmax_params p;
+  dnnl_primitive_desc_t pd = NULL;
+  mb_status status = MB_STATUS_OK;
+  dnnl_memory_desc_t md2;
+  dn_rep *in = NULL, *out;
+  int rank, axis;
+  int64_t x[MB_MAX_RANK];
+  DN_PARAMS(l, n, mb__dn_softmax_get, &p);
+  mb__dn_value_dims(l, n->inputs[0], &rank, x);
+  /* In place in the input's layout; plain; plain float32. */
+  int attempt = p.coerce_2d ? 1 : 0;
+  for (; attempt < 3 && !pd; attempt++) {
+    dnnl_softmax_v2_desc_t sd;
+    dnnl_data_type_t dt = attempt == 2 ? dnnl_f32 : l->act_dt;
+    MB_TRY_GOTO(mb__dn_value_get(l, n->inputs[0],
+                                 attempt ? DN_WANT_PLAIN : DN_WANT_DTYPE, dt,
+                                 NULL, &in));
+    md2 = in->md;
+    axis = p.axis;
+    if (p.coerce_2d) {
+      int64_t d2[2] = {mb__engine_numel(p.axis, x),
+                       mb__engine_numel(rank - p.axis, x + p.axis)};
+      DN_GOTO(l, mb__dn_md_plain(&md2, 2, d2, dt));
+      axis = 1;
+    }
+    DN_GOTO(l, dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference,
+                                                 p.log ? dnnl_softmax_log
+                                                       : dnnl_softmax_accurate,
+                                                 &md2, &md2, axis));
+    dnnl_status_t st = mb__dn_pd_try(l, &sd, NULL, &pd);
+    if (st == dnnl_success)
+      mb__dn_pd_accept(&pd, attempt == 2);
+    else if (attempt == 2) {
+      status = mb__dn_fail(l, "dnnl_primitive_desc_create(softmax)", st);
+      goto done;
+    }
+  }
+  dn_rep src = *in;
+  dnnl_memory_t in_mem = src.mem, out_mem;
+  if (p.coerce_2d) {
+    MB_TRY_GOTO(mb__dn_rep_view(l, &src, &md2, &in_mem));
+    MB_TRY_GOTO(mb__dn_define_plain_viewed(l, n->outputs[0], md2.data_type,
+                                           &md2, &out_mem));
+  } else {
+    MB_TRY_GOTO(mb__dn_value_define_like(l, n->outputs[0], &src, -1, &out));
+    out_mem = out->mem;
+  }
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, in_mem}, {DNNL_ARG_DST, out_mem}};
+  MB_TRY_GOTO(mb__dn_emit(l, pd, 2, args));
+done:
+  if (pd)
+    dnnl_primitive_desc_destroy(pd);
+  return status;
+}
+
+mb_status mb__dn_lower_lnorm(lctx *l, const mb_node *n) {
+  lnorm_params p;
+  dnnl_primitive_desc_t pd = NULL;
+  mb_status status = MB_STATUS_OK;
+  dnnl_memory_desc_t md2, cmd;
+  dn_rep *in = NULL;
+  dnnl_memory_t scale, shift = NULL;
+  DN_PARAMS(l, n, mb__dn_lnorm_get, &p);
+  int64_t d2[2] = {p.outer, p.inner};
+  unsigned flags = dnnl_use_scale | (p.bias ? dnnl_use_shift : 0u);
+  for (int attempt = 0; attempt < 2 && !pd; attempt++) {
+    dnnl_layer_normalization_desc_t ld;
+    dnnl_data_type_t dt = attempt ? dnnl_f32 : l->act_dt;
+    if (attempt && dt == l->act_dt)
+      break;
+    MB_TRY_GOTO(
+        mb__dn_value_get(l, n->inputs[0], DN_WANT_PLAIN, dt, NULL, &in));
+    DN_GOTO(l, mb__dn_md_plain(&md2, 2, d2, dt));
+    DN_GOTO(l, dnnl_layer_normalization_forward_desc_init(
+                   &ld, dnnl_forward_inference, &md2, NULL, p.epsilon, flags));
+    dnnl_status_t st = mb__dn_pd_try(l, &ld, NULL, &pd);
+    bool last = attempt == 1 || l->act_dt == dnnl_f32;
+    if (st == dnnl_success)
+      mb__dn_pd_accept(&pd, last);
+    else if (last) {
+      status =
+          mb__dn_fail(l, "dnnl_primitive_desc_create(layer_normalization)", st);
+      goto done;
+    }
+  }
+  DN_GOTO(l, mb__dn_md_plain(&cmd, 1, &p.inner, dnnl_f32));
+  MB_TRY_GOTO(mb__dn_const_memory(
+      l, &cmd, mb__engine_constant(l->eg, n->inputs[1])->data, false, &cmd,
+      &scale, NULL));
+  if (p.bias)
+    MB_TRY_GOTO(mb__dn_const_memory(
+        l, &cmd, mb__engine_constant(l->eg, n->inputs[2])->data, false, &cmd,
+        &shift, NULL));
+  dn_rep src = *in;
+  dnnl_memory_t in_mem, out_mem;
+  MB_TRY_GOTO(mb__dn_rep_view(l, &src, &md2, &in_mem));
+  MB_TRY_GOTO(mb__dn_define_plain_viewed(l, n->outputs[0], md2.data_type, &md2,
+                                         &out_mem));
+  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, in_mem},
+                             {DNNL_ARG_DST, out_mem},
+                             {DNNL_ARG_SCALE, scale},
+                             {DNNL_ARG_SHIFT, shift}};
+  MB_TRY_GOTO(mb__dn_emit(l, pd, p.bias ? 4 : 3, args));
+done:
+  if (pd)
+    dnnl_primitive_desc_destroy(pd);
+  return status;
+}
+
+#endif /* MB_HAVE_DNNL */
