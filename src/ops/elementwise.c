@@ -1074,6 +1074,7 @@ EW_FLOAT_HELPERS(double, f64)
   X(Selu, x <= 0 ? gamma * (alpha * expm1(x)) : gamma * x)                     \
   X(Celu, x > 0 ? x : alpha * expm1(x / alpha))                                \
   X(ThresholdedRelu, x > alpha ? x : 0)                                        \
+  X(Shrink, x<-alpha ? x + beta : x> alpha ? x - beta : 0)                     \
   X(Sigmoid, 1 / (1 + EW_GENERIC(ew_exp, -x)))                                 \
   X(HardSigmoid, EW_GENERIC(ew_clamp01, alpha *x + beta))                      \
   X(HardSwish, x *EW_GENERIC(ew_clamp01, x / 6 + (ew_t)0.5))                   \
@@ -1170,6 +1171,12 @@ static void ew_gelu_params(const mb_node *node, ew_params *p) {
       strcmp(mb__node_attr_string(node, "approximate", "none"), "tanh") == 0;
 }
 
+/* Shrink: alpha is lambd, beta is bias. */
+static void ew_shrink_params(const mb_node *node, ew_params *p) {
+  p->alpha = mb__node_attr_float(node, "lambd", 0.5f);
+  p->beta = mb__node_attr_float(node, "bias", 0.0f);
+}
+
 /* Selu's defaults, as float32 like the ONNX specification states them. */
 #define EW_SELU_ALPHA 1.67326319217681884765625f
 #define EW_SELU_GAMMA 1.05070102214813232421875f
@@ -1183,6 +1190,7 @@ static void ew_gelu_params(const mb_node *node, ew_params *p) {
   X(Selu, false, EW_SELU_ALPHA, 0, EW_SELU_GAMMA, NULL, EW_UFNS_FLOAT(Selu))   \
   X(Celu, false, 1, 0, 0, NULL, EW_UFNS_FLOAT(Celu))                           \
   X(ThresholdedRelu, false, 1, 0, 0, NULL, EW_UFNS_FLOAT(ThresholdedRelu))     \
+  X(Shrink, false, 0, 0, 0, ew_shrink_params, EW_UFNS_FLOAT(Shrink))           \
   X(Sigmoid, false, 0, 0, 0, NULL, EW_UFNS_FLOAT(Sigmoid))                     \
   X(HardSigmoid, false, 0.2f, 0.5f, 0, NULL, EW_UFNS_FLOAT(HardSigmoid))       \
   X(HardSwish, false, 0, 0, 0, NULL, EW_UFNS_FLOAT(HardSwish))                 \
@@ -1756,6 +1764,7 @@ const mb_op_def mb__ops_elementwise[] = {
     EW_ROW(Selu, 1),
     EW_ROW(Celu, 12),
     EW_ROW(ThresholdedRelu, 10),
+    EW_ROW(Shrink, 9),
     EW_ROW(Sigmoid, 1),
     EW_ROW(HardSigmoid, 1),
     EW_ROW(HardSwish, 14),

@@ -1,4 +1,5 @@
-/* Matrix products: MatMul, Gemm, MatMulInteger, QLinearMatMul, Einsum.
+/* Matrix products: MatMul, Gemm, MatMulInteger, QLinearMatMul, Einsum;
+ * and Det.
  *
  * Float products run on sgemm (float16/bfloat16/double through float32
  * views). MatMul with a 2-D right operand folds the batch of a contiguous
@@ -781,6 +782,70 @@ store:
 }
 
 /* ------------------------------------------------------------------------ */
+/* Det                                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* [..., M, M] -> [...]: LU decomposition with partial pivoting, in double. */
+static mb_status det_infer(mb_op_ctx *ctx) {
+  mb_status st = check_io(ctx, 1, 1);
+  if (st)
+    return st;
+  const mb_tensor *x = ctx->inputs[0];
+  char buf[96];
+  if (!mb__dtype_is_float(x->dtype))
+    return mb__op_error(ctx, MB_STATUS_UNSUPPORTED,
+                        "element type %s is not supported; Det takes floats",
+                        mb_dtype_name(x->dtype));
+  if (x->rank < 2 || x->dims[x->rank - 1] != x->dims[x->rank - 2])
+    return mb__op_error(ctx, MB_STATUS_SHAPE,
+                        "input %s is not a (batch of) square matrices",
+                        mb__shape_str(x->rank, x->dims, buf, sizeof buf));
+  return mb__tensor_set_shape(ctx->outputs[0], x->dtype, x->rank - 2, x->dims,
+                              ctx->err);
+}
+
+static mb_status det_run(mb_op_ctx *ctx) {
+  const mb_tensor *x = ctx->inputs[0];
+  mb_tensor *y = ctx->outputs[0];
+  int64_t m = x->dims[x->rank - 1];
+  double *a = mb__op_scratch(ctx, 0, sizeof(double) * (size_t)MB_MAX(m * m, 1));
+  if (!a)
+    return MB_STATUS_OUT_OF_MEMORY;
+  for (int64_t e = 0; e < y->numel; e++) {
+    for (int64_t i = 0; i < m * m; i++)
+      a[i] = mb__tensor_get_f64(x, e * m * m + i);
+    double det = 1.0;
+    for (int64_t col = 0; col < m && det != 0.0; col++) {
+      int64_t pivot = col;
+      for (int64_t r = col + 1; r < m; r++)
+        if (fabs(a[r * m + col]) > fabs(a[pivot * m + col]))
+          pivot = r;
+      if (a[pivot * m + col] == 0.0) {
+        det = 0.0;
+        break;
+      }
+      if (pivot != col) {
+        for (int64_t c = 0; c < m; c++) {
+          double t = a[col * m + c];
+          a[col * m + c] = a[pivot * m + c];
+          a[pivot * m + c] = t;
+        }
+        det = -det;
+      }
+      double d = a[col * m + col];
+      det *= d;
+      for (int64_t r = col + 1; r < m; r++) {
+        double f = a[r * m + col] / d;
+        for (int64_t c = col; c < m; c++)
+          a[r * m + c] -= f * a[col * m + c];
+      }
+    }
+    mb__tensor_set_f64(y, e, det);
+  }
+  return MB_STATUS_OK;
+}
+
+/* ------------------------------------------------------------------------ */
 
 const mb_op_def mb__ops_gemm[] = {
     {"", "MatMul", 1, matmul_infer, matmul_run, 0},
@@ -791,5 +856,6 @@ const mb_op_def mb__ops_gemm[] = {
     {"", "QLinearMatMul", 21, qlinear_matmul_infer_v21, qlinear_matmul_run_v21,
      0},
     {"", "Einsum", 12, einsum_infer, einsum_run, 0},
+    {"", "Det", 11, det_infer, det_run, 0},
 };
 MB_OP_TABLE_END(gemm);

@@ -210,7 +210,11 @@ void mb__sgemm(struct mb_threadpool *pool, bool trans_a, bool trans_b,
   X(tensor)                                                                    \
   X(resize)                                                                    \
   X(quantize)                                                                  \
-  X(rnn)
+  X(rnn)                                                                       \
+  X(loss)                                                                      \
+  X(signal)                                                                    \
+  X(detection)                                                                 \
+  X(random)
 
 #define MB_X(family)                                                           \
   extern const mb_op_def mb__ops_##family[];                                   \

@@ -1,4 +1,5 @@
-/* Resize (opsets 10, 11, 13, 18, 19) and the older Upsample (7, 9).
+/* Resize (opsets 10, 11, 13, 18, 19), the older Upsample (7, 9), and
+ * GridSample (16), which samples at coordinates a grid gives.
  *
  * Coordinates follow the ONNX reference implementation exactly (including
  * its use of scale * input_size, not the rounded output size, as the
@@ -666,6 +667,174 @@ static mb_status resize_run(mb_op_ctx *ctx) {
   return resize_interpolate(ctx, &p);
 }
 
+/* ------------------------------------------------------------------------ */
+/* GridSample (opset 16): X [N, C, H, W] sampled at Grid [N, Ho, Wo, 2]      */
+/* ------------------------------------------------------------------------ */
+
+/* As PyTorch's grid_sampler_2d (which the ONNX test data comes from): grid
+ * values in [-1, 1] are unnormalised to pixel coordinates, padding_mode
+ * decides what lies outside, bicubic uses A = -0.75 and pads each tap. */
+typedef enum gs_padding { GS_ZEROS, GS_BORDER, GS_REFLECTION } gs_padding;
+
+typedef struct gs_plan {
+  interp_mode mode;
+  gs_padding padding;
+  bool align_corners;
+} gs_plan;
+
+static mb_status gs_plan_make(mb_op_ctx *ctx, gs_plan *p) {
+  CHECK(mb__op_check_arity(ctx, 2, 2));
+  const mb_tensor *x = ctx->inputs[0], *grid = ctx->inputs[1];
+  char a[96], b[96];
+  if (!mb__dtype_is_float(x->dtype) || !mb__dtype_is_float(grid->dtype))
+    return mb__op_error(ctx, MB_STATUS_UNSUPPORTED,
+                        "X and Grid must be float types, got %s and %s",
+                        mb_dtype_name(x->dtype), mb_dtype_name(grid->dtype));
+  if (x->rank != 4 || grid->rank != 4 || grid->dims[0] != x->dims[0] ||
+      grid->dims[3] != 2)
+    return mb__op_error(ctx, MB_STATUS_SHAPE,
+                        "X %s and Grid %s must be [N, C, H, W] and "
+                        "[N, H_out, W_out, 2]",
+                        mb__shape_str(x->rank, x->dims, a, sizeof a),
+                        mb__shape_str(grid->rank, grid->dims, b, sizeof b));
+  static const struct {
+    const char *name;
+    interp_mode mode;
+  } modes[] = {{"bilinear", INTERP_LINEAR},
+               {"nearest", INTERP_NEAREST},
+               {"bicubic", INTERP_CUBIC}};
+  static const char *const paddings[] = {"zeros", "border", "reflection"};
+  const char *mode = mb__node_attr_string(ctx->node, "mode", "bilinear");
+  const char *padding =
+      mb__node_attr_string(ctx->node, "padding_mode", "zeros");
+  size_t i = 0;
+  while (i < MB_ARRAY_COUNT(modes) && strcmp(modes[i].name, mode))
+    i++;
+  if (i == MB_ARRAY_COUNT(modes))
+    return mb__op_error(ctx, MB_STATUS_PARSE,
+                        "mode '%s' is not bilinear, nearest or bicubic", mode);
+  p->mode = modes[i].mode;
+  for (i = 0; i < MB_ARRAY_COUNT(paddings) && strcmp(paddings[i], padding);)
+    i++;
+  if (i == MB_ARRAY_COUNT(paddings))
+    return mb__op_error(ctx, MB_STATUS_PARSE,
+                        "padding_mode '%s' is not zeros, border or reflection",
+                        padding);
+  p->padding = (gs_padding)i;
+  p->align_corners = mb__node_attr_int(ctx->node, "align_corners", 0) != 0;
+  return MB_STATUS_OK;
+}
+
+static mb_status gridsample_infer(mb_op_ctx *ctx) {
+  gs_plan p;
+  CHECK(gs_plan_make(ctx, &p));
+  const mb_tensor *x = ctx->inputs[0], *grid = ctx->inputs[1];
+  mb_tensor *y = mb__op_output(ctx, 0);
+  int64_t dims[4] = {x->dims[0], x->dims[1], grid->dims[1], grid->dims[2]};
+  return y ? mb__tensor_set_shape(y, x->dtype, 4, dims, ctx->err)
+           : MB_STATUS_OK;
+}
+
+static double gs_unnormalize(const gs_plan *p, double coord, int64_t size) {
+  return p->align_corners ? (coord + 1) / 2 * (double)(size - 1)
+                          : ((coord + 1) * (double)size - 1) / 2;
+}
+
+/* Reflects into [twice_low / 2, twice_high / 2]. */
+static double gs_reflect(double v, double twice_low, double twice_high) {
+  if (twice_low == twice_high)
+    return 0.0;
+  double lo = twice_low / 2, span = (twice_high - twice_low) / 2;
+  v = fabs(v - lo);
+  double extra = fmod(v, span);
+  int64_t flips = (int64_t)floor(v / span);
+  return flips % 2 == 0 ? extra + lo : span - extra + lo;
+}
+
+/* A coordinate moved inside by the padding mode (zeros leaves it). */
+static double gs_pad(const gs_plan *p, double v, int64_t size) {
+  double hi = (double)(size - 1);
+  if (p->padding == GS_BORDER)
+    return fmin(fmax(v, 0.0), hi);
+  if (p->padding == GS_REFLECTION) {
+    v = p->align_corners ? gs_reflect(v, 0.0, 2.0 * hi)
+                         : gs_reflect(v, -1.0, 2.0 * (double)size - 1.0);
+    return fmin(fmax(v, 0.0), hi);
+  }
+  return v;
+}
+
+/* Pixel (iy, ix) of one plane, 0 outside. */
+static double gs_pixel(const mb_tensor *x, int64_t base, int64_t h, int64_t w,
+                       int64_t iy, int64_t ix) {
+  if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+    return 0.0;
+  return mb__tensor_get_f64(x, base + iy * w + ix);
+}
+
+static double gs_cubic1(double t) { /* |t| <= 1 */
+  const double A = -0.75;
+  return ((A + 2) * t - (A + 3)) * t * t + 1;
+}
+static double gs_cubic2(double t) { /* 1 < |t| < 2 */
+  const double A = -0.75;
+  return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A;
+}
+
+static double gs_sample(const gs_plan *p, const mb_tensor *x, int64_t base,
+                        int64_t h, int64_t w, double gx, double gy) {
+  double fx = gs_unnormalize(p, gx, w), fy = gs_unnormalize(p, gy, h);
+  if (p->mode == INTERP_CUBIC) {
+    double x0 = floor(fx), y0 = floor(fy), tx = fx - x0, ty = fy - y0;
+    double cx[4] = {gs_cubic2(tx + 1), gs_cubic1(tx), gs_cubic1(1 - tx),
+                    gs_cubic2(2 - tx)};
+    double cy[4] = {gs_cubic2(ty + 1), gs_cubic1(ty), gs_cubic1(1 - ty),
+                    gs_cubic2(2 - ty)};
+    double acc = 0.0;
+    for (int i = 0; i < 4; i++) {
+      double row = 0.0;
+      for (int j = 0; j < 4; j++) {
+        double tap_x = gs_pad(p, x0 - 1 + j, w),
+               tap_y = gs_pad(p, y0 - 1 + i, h);
+        row += cx[j] * gs_pixel(x, base, h, w, (int64_t)tap_y, (int64_t)tap_x);
+      }
+      acc += cy[i] * row;
+    }
+    return acc;
+  }
+  fx = gs_pad(p, fx, w);
+  fy = gs_pad(p, fy, h);
+  if (p->mode == INTERP_NEAREST)
+    return gs_pixel(x, base, h, w, (int64_t)nearbyint(fy),
+                    (int64_t)nearbyint(fx));
+  double x0 = floor(fx), y0 = floor(fy), lx = fx - x0, ly = fy - y0;
+  int64_t ix = (int64_t)x0, iy = (int64_t)y0;
+  return (1 - ly) * ((1 - lx) * gs_pixel(x, base, h, w, iy, ix) +
+                     lx * gs_pixel(x, base, h, w, iy, ix + 1)) +
+         ly * ((1 - lx) * gs_pixel(x, base, h, w, iy + 1, ix) +
+               lx * gs_pixel(x, base, h, w, iy + 1, ix + 1));
+}
+
+static mb_status gridsample_run(mb_op_ctx *ctx) {
+  gs_plan p;
+  CHECK(gs_plan_make(ctx, &p));
+  const mb_tensor *x = ctx->inputs[0], *grid = ctx->inputs[1];
+  mb_tensor *y = ctx->outputs[0];
+  int64_t n = x->dims[0], c = x->dims[1], h = x->dims[2], w = x->dims[3];
+  int64_t ho = grid->dims[1], wo = grid->dims[2];
+  for (int64_t b = 0; b < n; b++)
+    for (int64_t ch = 0; ch < c; ch++)
+      for (int64_t i = 0; i < ho; i++)
+        for (int64_t j = 0; j < wo; j++) {
+          int64_t g = ((b * ho + i) * wo + j) * 2;
+          double v = gs_sample(&p, x, (b * c + ch) * h * w, h, w,
+                               mb__tensor_get_f64(grid, g),
+                               mb__tensor_get_f64(grid, g + 1));
+          mb__tensor_set_f64(y, ((b * c + ch) * ho + i) * wo + j, v);
+        }
+  return MB_STATUS_OK;
+}
+
 const mb_op_def mb__ops_resize[] = {
     {"", "Upsample", 7, resize_infer, resize_run},
     {"", "Upsample", 9, resize_infer, resize_run},
@@ -674,5 +843,6 @@ const mb_op_def mb__ops_resize[] = {
     {"", "Resize", 13, resize_infer, resize_run},
     {"", "Resize", 18, resize_infer, resize_run},
     {"", "Resize", 19, resize_infer, resize_run},
+    {"", "GridSample", 16, gridsample_infer, gridsample_run},
 };
 MB_OP_TABLE_END(resize);
