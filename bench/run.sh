@@ -15,7 +15,9 @@
 # Last the conversions of issue #5 side by side (FP16, INT8 dynamic, INT8
 # static on ORT, oneDNN and XNNPACK over ORT_CPU, with accuracy over 50
 # evaluation samples) on ResNet-18, MobileNetV2, a transformer encoder and
-# BERT; MB_BENCH_CONVERSIONS=0 skips it.
+# BERT; MB_BENCH_CONVERSIONS=0 skips it. Then bench/transformers.sh (issue
+# 17: transformers on oneDNN against ORT_CPU); MB_BENCH_TRANSFORMERS=0
+# skips it.
 set -euo pipefail
 
 build=${1:-build}
@@ -100,4 +102,9 @@ if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_CONVERSIONS:-1}" != 0 ]; 
       --baseline ORT_CPU --threads 2 --n-samples 50 --no-record \
       --json "$build/torch_models/$name.conversions.json" || true
   done
+fi
+
+if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_TRANSFORMERS:-1}" != 0 ]; then
+  echo
+  "$(dirname "$0")/transformers.sh" "$build"
 fi

@@ -393,7 +393,9 @@ static mb_status describe_segment(hybrid_session *hs, int gi,
       int v = n->outputs[j];
       bool used_outside = v >= 0 && g->values[v].is_output;
       for (int m = 0; v >= 0 && m < g->n_nodes && !used_outside; m++) {
-        if (inside[m])
+        /* Folded nodes (a Shape of a static tensor) never run: what they
+         * read need not leave the segment. */
+        if (inside[m] || hs->hg.skip[m])
           continue;
         for (int q = 0; q < g->nodes[m].n_inputs && !used_outside; q++)
           used_outside = g->nodes[m].inputs[q] == v;

@@ -65,7 +65,7 @@ mb_status mb__dn_lower_conv(lctx *l, const dn_group *g) {
     /* The whole chain as post-ops, else ever shorter prefixes. */
     for (k = g->n_post; k >= 0; k--) {
       dnnl_convolution_desc_t cd;
-      MB_TRY_GOTO(mb__dn_posts_build(l, g->post, k, rank, &po, bin_md));
+      MB_TRY_GOTO(mb__dn_posts_build(l, g->post, k, rank, 0, &po, bin_md));
       DN_GOTO(l, dnnl_dilated_convolution_forward_desc_init(
                      &cd, dnnl_forward_inference, dnnl_convolution_direct,
                      &src_md, &w_md, (bias || int8) ? &b_md : NULL, &dst_md,
@@ -127,7 +127,7 @@ mb_status mb__dn_lower_conv(lctx *l, const dn_group *g) {
     }
     int final = mb__dn_head_final(g->post, k, n->outputs[0]);
     MB_TRY_GOTO(mb__dn_head_dst(l, g->post, k, final,
-                                mb__dn_pd_md(pd, dnnl_query_dst_md), in.buf,
+                                mb__dn_pd_md(pd, dnnl_query_dst_md), in.buf, -1,
                                 &out));
     args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, in.mem};
     args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, wmem};

@@ -26,9 +26,10 @@ mb_status mb__dn_recheck_failed(lctx *l, const char *reason) {
 /* Builds the oneDNN post-op list of posts[0..k) (BIAS links are the head's
  * own argument and skipped) for a destination of `rank` dims. Binary
  * operands are described in bin_md[i] (i: index in posts) without being
- * materialised yet. */
+ * materialised yet. fold_rank: 0, or the rank of a destination seen as 2-D
+ * (rank is 2 then): its leading fold_rank - 1 dims are one. */
 mb_status mb__dn_posts_build(lctx *l, const dn_post *posts, int k, int rank,
-                             dnnl_post_ops_t *po_out,
+                             int fold_rank, dnnl_post_ops_t *po_out,
                              dnnl_memory_desc_t *bin_md) {
   dnnl_post_ops_t po = NULL;
   mb_status status = MB_STATUS_OK;
@@ -50,12 +51,18 @@ mb_status mb__dn_posts_build(lctx *l, const dn_post *posts, int k, int rank,
       int r;
       int64_t dims[MB_MAX_RANK], padded[DNNL_MAX_NDIMS];
       mb__dn_value_dims(l, p->operand, &r, dims);
-      dims_pad(r, dims, rank, padded);
+      dims_pad(r, dims, fold_rank ? fold_rank : rank, padded);
+      if (fold_rank) {
+        /* The destination's leading dims are folded into its rows. */
+        padded[0] = mb__engine_numel(fold_rank - 1, padded);
+        padded[1] = padded[fold_rank - 1];
+      }
       DN_GOTO(l, mb__dn_md_plain(&bin_md[i], rank, padded, dnnl_f32));
       DN_GOTO(l, dnnl_post_ops_append_binary(po, p->alg, &bin_md[i]));
       break;
     }
     case DN_POST_BIAS:
+    case DN_POST_VIEW:
       break;
     }
   }
@@ -85,19 +92,20 @@ mb_status mb__dn_posts_args(lctx *l, const dn_post *posts, int k,
       args[(*n_args)++] = (dnnl_exec_arg_t){
           DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, mem};
     }
-    index += p->kind == DN_POST_ELTWISE ? p->n_ops
-             : p->kind == DN_POST_BIAS  ? 0
-                                        : 1;
+    index += p->kind == DN_POST_ELTWISE                           ? p->n_ops
+             : p->kind == DN_POST_BIAS || p->kind == DN_POST_VIEW ? 0
+                                                                  : 1;
   }
   return MB_STATUS_OK;
 }
 
 /* The destination of a head whose posts[0..k) yield value `final`: with a
  * sum, the summand is first put into the destination, in place when it
- * dies here (src_buf: the head's input buffer, never overwritten). */
+ * dies here (src_buf, src_buf2: the buffers of the head's inputs, never
+ * overwritten; -1 for none). */
 mb_status mb__dn_head_dst(lctx *l, const dn_post *posts, int k, int final,
                           const dnnl_memory_desc_t *dst_md, int src_buf,
-                          dn_rep **out) {
+                          int src_buf2, dn_rep **out) {
   int sum = -1;
   mb_status status;
   for (int i = 0; i < k; i++)
@@ -110,7 +118,8 @@ mb_status mb__dn_head_dst(lctx *l, const dn_post *posts, int k, int final,
     return status;
   for (int i = 0; i < x->n_reps; i++) {
     dn_rep r = x->rep[i];
-    if (mb__dn_md_same(&r.md, dst_md) && mb__dn_can_overwrite(l, &r, src_buf))
+    if (mb__dn_md_same(&r.md, dst_md) && r.buf != src_buf2 &&
+        mb__dn_can_overwrite(l, &r, src_buf))
       return mb__dn_value_alias(l, final, dst_md, r.buf, out);
   }
   dn_rep src = x->rep[0];
@@ -135,6 +144,14 @@ mb_status mb__dn_lower_rest(lctx *l, const dn_post *posts, int k, int n) {
   return MB_STATUS_OK;
 }
 
+static void group_init(dn_group *g, int head) {
+  memset(g, 0, sizeof *g);
+  g->head = head;
+  g->last = head;
+  g->in_value[0] = g->in_value[1] = -1;
+  g->pre_alpha = 1.0f;
+}
+
 mb_status mb__dn_lower_node(lctx *l, int pos) {
   const mb_node *n = node_at(l, pos), *saved = l->node;
   int saved_prof = l->prof;
@@ -149,9 +166,7 @@ mb_status mb__dn_lower_node(lctx *l, int pos) {
     return mb__dn_oom(l);
   if (row->head != DN_NOT_HEAD) {
     dn_group g;
-    memset(&g, 0, sizeof g);
-    g.head = pos;
-    g.last = pos;
+    group_init(&g, pos);
     status = row->head == DN_HEAD_CONV ? mb__dn_lower_conv(l, &g)
                                        : mb__dn_lower_mm(l, &g);
   } else {
@@ -200,6 +215,41 @@ static bool scalar_const(lctx *l, int v, float *value) {
     return false;
   *value = ((const float *)k->data)[0];
   return true;
+}
+
+/* The attention scale before a product: input i of the MatMul/Gemm at
+ * `head` is the output of a Mul or Div of another value by a float scalar
+ * constant, read by nothing else; (x * c) @ y = (x @ y) * c, so the head
+ * reads x and takes c into its alpha. */
+static void match_pre_scale(lctx *l, int head, dn_group *g) {
+  const mb_node *h = node_at(l, head);
+  for (int i = 0; i < 2 && i < h->n_inputs; i++) {
+    int v = h->inputs[i], at, cons[2];
+    int prod = v >= 0 ? l->g->values[v].producer : -1;
+    if (prod < 0 || (at = l->node_pos[prod]) < 0 || l->group_of[at] >= 0 ||
+        l->vals[v].out_slot >= 0 || consumers(l, v, cons, 2) != 1 ||
+        (i == 1 && h->inputs[0] == v))
+      continue;
+    const mb_node *n = node_at(l, at);
+    float c;
+    int x;
+    if (n->n_inputs != 2 || mb__engine_node_folded(l->eg, n))
+      continue;
+    if (op_is(n, "Mul") && scalar_const(l, n->inputs[1], &c))
+      x = n->inputs[0];
+    else if (op_is(n, "Mul") && scalar_const(l, n->inputs[0], &c))
+      x = n->inputs[1];
+    else if (op_is(n, "Div") && scalar_const(l, n->inputs[1], &c) && c != 0.0f)
+      x = n->inputs[0], c = 1.0f / c;
+    else
+      continue;
+    if (!same_shape(l, x, v) || mb__engine_constant(l->eg, x) || !(c == c) ||
+        c == 0.0f)
+      continue;
+    g->in_value[i] = x;
+    g->pre_alpha *= c;
+    l->group_of[at] = (int)(g - l->groups);
+  }
 }
 
 static bool near(float a, float b) {
@@ -322,8 +372,36 @@ static bool scalar_affine(const mb_node *n, int cur, float c, eltwise_op *op) {
 
 /* How the chain after a head continues from value cur (which must not be
  * read by anything else): fills post. */
+/* Does node n (reading cur) only reinterpret a plain result: a reshape, or
+ * a Transpose that moves only size-1 dims? */
+static bool is_plain_view(lctx *l, const mb_node *n, int cur) {
+  static const char *const reshapes[] = {"Reshape", "Flatten", "Squeeze",
+                                         "Unsqueeze", "Identity"};
+  char reason[8];
+  mb_engine_check c = mb__dn_lower_check_ctx(l, n, reason, sizeof reason);
+  const dn_op_row *row = mb__dn_op_find(n);
+  if (n->n_outputs != 1 || n->inputs[0] != cur || !row || !row->check(&c))
+    return false;
+  for (size_t i = 0; i < MB_ARRAY_COUNT(reshapes); i++)
+    if (op_is(n, reshapes[i]))
+      return true;
+  int perm[MB_MAX_RANK], rank, last = -1;
+  int64_t dims[MB_MAX_RANK];
+  if (!op_is(n, "Transpose") || !mb__dn_transpose_get(&c, perm))
+    return false;
+  mb__dn_value_dims(l, cur, &rank, dims);
+  for (int j = 0; j < rank; j++) {
+    if (dims[perm[j]] == 1)
+      continue;
+    if (perm[j] < last)
+      return false;
+    last = perm[j];
+  }
+  return true;
+}
+
 static bool match_link(lctx *l, int cur, dn_head_kind head, bool has_bias,
-                       bool has_sum, dn_post *post) {
+                       bool has_sum, bool after_view, dn_post *post) {
   int cons[4];
   int nc = consumers(l, cur, cons, 4);
   if (l->vals[cur].out_slot >= 0 || nc < 1 || nc > 2)
@@ -337,6 +415,15 @@ static bool match_link(lctx *l, int cur, dn_head_kind head, bool has_bias,
            match_gelu(l, cur, cons, nc, post);
   const mb_node *n = node_at(l, cons[0]);
   int out = n->n_outputs == 1 ? n->outputs[0] : -1;
+  if (out >= 0 && head == DN_HEAD_MM && is_plain_view(l, n, cur)) {
+    /* The product's result reshaped: the chain goes on in the new shape,
+     * the primitive writes the same bytes. */
+    memset(post, 0, sizeof *post);
+    post_nodes(post, 1, cons);
+    post->kind = DN_POST_VIEW;
+    post->out_value = out;
+    return true;
+  }
   if (out < 0 || !same_shape(l, out, cur))
     return false;
   memset(post, 0, sizeof *post);
@@ -373,6 +460,9 @@ static bool match_link(lctx *l, int cur, dn_head_kind head, bool has_bias,
     post->kind = DN_POST_SUM;
     return true;
   }
+  /* Broadcast operands are described in the primitive's own dims. */
+  if (after_view)
+    return false;
   dims_pad(ro, od, rc, pd);
   bool bias_shape = true;
   for (int i = 0; i < rc; i++) {
@@ -413,18 +503,20 @@ void mb__dn_plan_groups(lctx *l) {
         mb__engine_node_folded(l->eg, node))
       continue;
     dn_group *g = &l->groups[l->n_groups];
-    memset(g, 0, sizeof *g);
-    g->head = p;
+    group_init(g, p);
     int cur = node->outputs[0];
     bool has_bias = op_is(node, "Gemm") && mb__engine_input(node, 2) >= 0;
-    bool has_sum = false;
+    bool has_sum = false, has_view = false;
     l->group_of[p] = l->n_groups;
-    while (
-        g->n_post < DN_MAX_POST &&
-        match_link(l, cur, row->head, has_bias, has_sum, &g->post[g->n_post])) {
+    if (row->head == DN_HEAD_MM)
+      match_pre_scale(l, p, g);
+    while (g->n_post < DN_MAX_POST &&
+           match_link(l, cur, row->head, has_bias, has_sum, has_view,
+                      &g->post[g->n_post])) {
       dn_post *post = &g->post[g->n_post++];
       has_bias |= post->kind == DN_POST_BIAS;
       has_sum |= post->kind == DN_POST_SUM;
+      has_view |= post->kind == DN_POST_VIEW;
       if (post->kind == DN_POST_BIAS && g->n_post != 1) {
         g->n_post--; /* a bias only right after the head */
         break;
@@ -444,8 +536,7 @@ void mb__dn_plan_groups(lctx *l) {
         !(op_is(node, "Sigmoid") || op_is(node, "Div") || op_is(node, "Mul")))
       continue;
     int nc = MB_MIN(consumers(l, x, cons, 16), 16);
-    memset(g, 0, sizeof *g);
-    g->head = -1;
+    group_init(g, -1);
     g->src = x;
     if (!match_swish(l, x, cons, nc, &g->post[0]) &&
         !match_gelu(l, x, cons, nc, &g->post[0]))

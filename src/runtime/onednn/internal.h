@@ -226,6 +226,7 @@ typedef enum dn_post_kind {
   DN_POST_SUM,     /* dst += operand (same shape) */
   DN_POST_BINARY,  /* dst = dst alg operand (broadcast) */
   DN_POST_BIAS,    /* MatMul: operand is a constant [.., N] */
+  DN_POST_VIEW,    /* MatMul: a reshape of the result (same bytes) */
 } dn_post_kind;
 
 /* One link of a fused chain: the nodes it replaces (segment positions, in
@@ -248,6 +249,11 @@ typedef struct dn_group {
   int n_post;
   dn_post post[DN_MAX_POST];
   int last; /* position of its last node, where it is emitted */
+  /* MatMul/Gemm: a scalar Mul or Div before input i (the attention scale
+   * of q or k) taken into the product: the head reads in_value[i]
+   * instead (-1: its own input) and multiplies by pre_alpha. */
+  int in_value[2];
+  float pre_alpha;
 } dn_group;
 
 /* int8 attributes of a primitive: output scales (per channel: mask names
@@ -386,6 +392,14 @@ dnnl_status_t mb__dn_md_any(dnnl_memory_desc_t *md, int rank,
                             const int64_t *dims, dnnl_data_type_t dt);
 bool mb__dn_md_is_plain(const dnnl_memory_desc_t *md);
 bool mb__dn_md_same(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b);
+bool mb__dn_md_is_strided(const dnnl_memory_desc_t *md);
+bool mb__dn_md_is_dense(const dnnl_memory_desc_t *md);
+dnnl_status_t mb__dn_md_view(dnnl_memory_desc_t *md,
+                             const dnnl_memory_desc_t *src, int rank,
+                             const int64_t *dims, const int64_t *strides,
+                             int64_t offset);
+bool mb__dn_md_reshape_strides(const dnnl_memory_desc_t *src, int rank,
+                               const int64_t *dims, int64_t *strides);
 int mb__dn_buf_take(lctx *l, size_t size, int until);
 mb_status mb__dn_mem_new(lctx *l, const dnnl_memory_desc_t *md, int buf,
                          dnnl_memory_t *mem_out);
@@ -455,14 +469,14 @@ mb_engine_check mb__dn_lower_check_ctx(lctx *l, const mb_node *n, char *reason,
                                        size_t size);
 mb_status mb__dn_recheck_failed(lctx *l, const char *reason);
 mb_status mb__dn_posts_build(lctx *l, const dn_post *posts, int k, int rank,
-                             dnnl_post_ops_t *po_out,
+                             int fold_rank, dnnl_post_ops_t *po_out,
                              dnnl_memory_desc_t *bin_md);
 mb_status mb__dn_posts_args(lctx *l, const dn_post *posts, int k,
                             const dnnl_memory_desc_t *bin_md,
                             dnnl_exec_arg_t *args, int *n_args);
 mb_status mb__dn_head_dst(lctx *l, const dn_post *posts, int k, int final,
                           const dnnl_memory_desc_t *dst_md, int src_buf,
-                          dn_rep **out);
+                          int src_buf2, dn_rep **out);
 int mb__dn_head_final(const dn_post *posts, int k, int head_out);
 mb_status mb__dn_lower_rest(lctx *l, const dn_post *posts, int k, int n);
 mb_status mb__dn_lower_node(lctx *l, int pos);

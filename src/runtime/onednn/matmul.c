@@ -32,10 +32,13 @@ static dnnl_status_t mm_operand_md(dnnl_memory_desc_t *md, int orank,
   return dnnl_memory_desc_init_by_strides(md, rank, dims, dt, strides);
 }
 
-/* Activation (or constant) operand v as a plain view for matmul. */
+/* Activation (or constant) operand v as a plain view for matmul; fold:
+ * NULL, or the [rows, K] v is seen as (its leading dims folded into its
+ * rows). */
 static mb_status mm_operand(lctx *l, int v, int rank, bool trans,
-                            dnnl_data_type_t dt, dnnl_memory_desc_t *md,
-                            dnnl_memory_t *mem, int *buf) {
+                            dnnl_data_type_t dt, const int64_t *fold,
+                            dnnl_memory_desc_t *md, dnnl_memory_t *mem,
+                            int *buf) {
   dn_rep *r;
   mb_status status;
   int orank;
@@ -43,6 +46,11 @@ static mb_status mm_operand(lctx *l, int v, int rank, bool trans,
   if ((status = mb__dn_value_get(l, v, DN_WANT_PLAIN, dt, NULL, &r)))
     return status;
   mb__dn_value_dims(l, v, &orank, odims);
+  if (fold) {
+    orank = 2;
+    odims[0] = fold[0];
+    odims[1] = fold[1];
+  }
   *buf = r->buf;
   DN_TRY(l, mm_operand_md(md, orank, odims, rank, trans, dt));
   if (mb__dn_md_same(md, &r->md) && !trans && orank == rank) {
@@ -50,6 +58,112 @@ static mb_status mm_operand(lctx *l, int v, int rank, bool trans,
     return MB_STATUS_OK;
   }
   return mb__dn_rep_view(l, r, md, mem);
+}
+
+/* A view of activation v in data type dt (a transposed or sliced value,
+ * see movement.c) that a matmul can read as it is: described in *md as an
+ * operand of `rank` dims (transposed in its last two when trans). Only
+ * views with a unit stride in one of their last two dims, as oneDNN's
+ * matmul wants; NULL when v has none (or a plain one, read plainly). */
+static const dn_rep *mm_view(lctx *l, int v, int rank, bool trans,
+                             dnnl_data_type_t dt, dnnl_memory_desc_t *md) {
+  const dn_val *x = &l->vals[v];
+  for (int i = 0; i < x->n_reps; i++) {
+    const dn_rep *r = &x->rep[i];
+    const dnnl_dims_t *st = &r->md.format_desc.blocking.strides;
+    int orank = r->md.ndims;
+    if (r->md.data_type != dt || !mb__dn_md_is_strided(&r->md) ||
+        mb__dn_md_is_plain(&r->md) || orank > rank || orank < 2 ||
+        ((*st)[orank - 1] != 1 && (*st)[orank - 2] != 1))
+      continue;
+    int64_t dims[DNNL_MAX_NDIMS], strides[DNNL_MAX_NDIMS], span = 1;
+    for (int d = 0; d < orank; d++)
+      span = MB_MAX(span, r->md.dims[d] * (*st)[d]);
+    for (int d = 0; d < rank; d++) {
+      int o = d - (rank - orank);
+      dims[d] = o >= 0 ? r->md.dims[o] : 1;
+      strides[d] = o >= 0 ? (*st)[o] : span;
+    }
+    if (trans) {
+      int64_t t = dims[rank - 1];
+      dims[rank - 1] = dims[rank - 2];
+      dims[rank - 2] = t;
+      t = strides[rank - 1];
+      strides[rank - 1] = strides[rank - 2];
+      strides[rank - 2] = t;
+    }
+    if (mb__dn_md_view(md, &r->md, rank, dims, strides, 0) != dnnl_success)
+      continue;
+    return r;
+  }
+  return NULL;
+}
+
+/* When value v (a product's result, of dims (rank, dims)) is read only by
+ * a Transpose that keeps the last dim in place, the layout in which that
+ * Transpose's view (movement.c) is plain: the product writes there and the
+ * transpose moves nothing (attention's [H, S, D] -> [S, H, D] before the
+ * output projection). False otherwise. */
+static bool mm_dst_for_transpose(lctx *l, int v, int rank, const int64_t *dims,
+                                 dnnl_data_type_t dt, dnnl_memory_desc_t *md) {
+  int pos;
+  const int64_t *perm;
+  if (v < 0 || l->vals[v].out_slot >= 0 ||
+      mb__segment_readers(l->d, v, &pos, 1) != 1 || l->group_of[pos] >= 0)
+    return false;
+  const mb_node *t = node_at(l, pos);
+  if (!op_is(t, "Transpose") || t->inputs[0] != v ||
+      mb__engine_node_folded(l->eg, t) ||
+      mb__node_attr_ints(t, "perm", &perm) != rank ||
+      perm[rank - 1] != rank - 1)
+    return false;
+  dnnl_dims_t d, strides;
+  int64_t stride = 1;
+  for (int j = rank - 1; j >= 0; j--) {
+    if (perm[j] < 0 || perm[j] >= rank)
+      return false;
+    strides[perm[j]] = stride;
+    stride *= dims[perm[j]];
+  }
+  for (int i = 0; i < rank; i++)
+    d[i] = dims[i];
+  return dnnl_memory_desc_init_by_strides(md, rank, d, dt, strides) ==
+         dnnl_success;
+}
+
+/* Can the product fold A's leading dims into its rows: A [b.., M, K] times
+ * B [K, N] (B's leading dims all 1) as one [b.. * M, K] x [K, N] product?
+ * oneDNN runs a batch of small products as it is told, and PyTorch's
+ * MultiheadAttention projects [S, 1, E] inputs: a batch of S
+ * matrix-vector products, oneDNN's slowest path (1 ms where the folded
+ * product takes 0.1 ms). Every binary post-op operand must fold the same
+ * way (its leading dims all 1, or all the output's). */
+static bool mm_can_fold(lctx *l, const mm_params *p, const dn_post *posts,
+                        int n_posts) {
+  int r = p->rank;
+  if (r <= 2 || p->trans_a)
+    return false;
+  for (int d = 0; d < r - 2; d++)
+    if (p->b_dims[d] != 1)
+      return false;
+  for (int i = 0; i < n_posts; i++) {
+    int orank;
+    int64_t od[MB_MAX_RANK], padded[DNNL_MAX_NDIMS];
+    if (posts[i].kind != DN_POST_BINARY)
+      continue;
+    mb__dn_value_dims(l, posts[i].operand, &orank, od);
+    if (orank > r)
+      return false;
+    dims_pad(orank, od, r, padded);
+    bool ones = true, full = true;
+    for (int d = 0; d < r - 1; d++) {
+      ones &= padded[d] == 1;
+      full &= padded[d] == p->y_dims[d];
+    }
+    if (!ones && !full)
+      return false;
+  }
+  return true;
 }
 
 mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
@@ -67,7 +181,9 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
   const mb_quant_param *xq = NULL, *wq = NULL;
   dn_qattr qa;
   DN_PARAMS(l, n, mb__dn_mm_get, &p);
-  int a = n->inputs[0], b = n->inputs[1], r = p.rank;
+  int a = g->in_value[0] >= 0 ? g->in_value[0] : n->inputs[0];
+  int b = g->in_value[1] >= 0 ? g->in_value[1] : n->inputs[1], r = p.rank;
+  p.alpha *= g->pre_alpha;
   const mb_tensor *kb = mb__engine_constant(l->eg, b);
   dnnl_data_type_t dt = l->act_dt;
   int64_t nn = p.y_dims[r - 1];
@@ -129,6 +245,23 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
   memcpy(&posts[n_fixed], g->post, (size_t)g->n_post * sizeof *g->post);
   if (g->n_post > 0 && g->post[0].kind == DN_POST_BIAS)
     bias_src = mb__engine_constant(l->eg, g->post[0].operand)->data;
+  /* Leading dims folded into the rows: from here the product is 2-D. */
+  int fold_rank = 0;
+  int64_t fold[2] = {0, 0};
+  if (mm_can_fold(l, &p, posts, n_fixed + g->n_post)) {
+    fold_rank = r;
+    fold[0] = mb__engine_numel(r - 1, p.y_dims);
+    fold[1] = p.a_dims[r - 1];
+    p.a_dims[0] = fold[0];
+    p.a_dims[1] = fold[1];
+    p.b_dims[0] = p.b_dims[r - 2];
+    p.b_dims[1] = p.b_dims[r - 1];
+    p.y_dims[0] = fold[0];
+    p.y_dims[1] = nn;
+    r = p.rank = 2;
+    if (q)
+      qa.mask = wq->channels > 1 ? 1 << 1 : 0;
+  }
   {
     int64_t bd[DNNL_MAX_NDIMS];
     for (int i = 0; i < r; i++)
@@ -136,11 +269,40 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
     DN_GOTO(l, mb__dn_md_plain(&bias_md, r, bd, dnnl_f32));
   }
   DN_GOTO(l, mb__dn_md_plain(&dst_md, r, p.y_dims, dt));
-  for (int attempt = q ? 0 : 1; attempt < 2 && !pd; attempt++) {
-    bool int8 = attempt == 0;
+  /* Transposed or sliced activations read where they are (strides); if
+   * oneDNN will not (or only with its reference kernel), plain copies. */
+  dnnl_memory_desc_t a_vmd, b_vmd;
+  const dn_rep *a_view =
+      fold_rank ? NULL : mm_view(l, a, r, p.trans_a, dt, &a_vmd);
+  const dn_rep *b_view = kb ? NULL : mm_view(l, b, r, p.trans_b, dt, &b_vmd);
+  dn_rep a_vrep, b_vrep;
+  if (a_view)
+    a_vrep = *a_view;
+  if (b_view)
+    b_vrep = *b_view;
+  /* The whole chain's result in the layout a Transpose after it wants. */
+  dnnl_memory_desc_t dst_vmd;
+  bool has_sum = false, has_view = false;
+  for (int i = 0; i < n_fixed + g->n_post; i++) {
+    has_sum |= posts[i].kind == DN_POST_SUM;
+    has_view |= posts[i].kind == DN_POST_VIEW;
+  }
+  bool dst_view =
+      !fold_rank && !has_sum && !has_view &&
+      mm_dst_for_transpose(
+          l, mb__dn_head_final(posts, n_fixed + g->n_post, n->outputs[0]), r,
+          p.y_dims, dt, &dst_vmd);
+  /* 0: int8; 1: float with views; 2: float, plain operands. */
+  int first_float = a_view || b_view || dst_view ? 1 : 2;
+  int attempt = q ? 0 : first_float;
+  for (; attempt < 3; attempt = attempt == 0 ? first_float : attempt + 1) {
+    bool int8 = attempt == 0, views = attempt == 1;
     dnnl_data_type_t wdt = int8 ? dnnl_s8 : dt;
-    DN_GOTO(l, mm_operand_md(&a_md, r, p.a_dims, r, p.trans_a,
-                             int8 ? mb__dn_q_dt(xq) : dt));
+    if (views && a_view)
+      a_md = a_vmd;
+    else
+      DN_GOTO(l, mm_operand_md(&a_md, r, p.a_dims, r, p.trans_a,
+                               int8 ? mb__dn_q_dt(xq) : dt));
     if (kb)
       DN_GOTO(l, mm_operand_md(&b_user, brank, bdims, r, p.trans_b,
                                int8 ? dnnl_s8 : dnnl_f32));
@@ -150,17 +312,22 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
       for (int plain = kb ? 0 : 1; plain < 2 && !pd; plain++) {
         dnnl_matmul_desc_t md_desc;
         int64_t wd[DNNL_MAX_NDIMS];
-        bool last = k == 0 && plain == 1 && !int8;
+        bool last = k == 0 && plain == 1 && attempt == 2;
         memcpy(wd, b_user.dims, sizeof(int64_t) * (size_t)r);
         if (kb && !plain)
           DN_GOTO(l, mb__dn_md_any(&b_md, r, wd, wdt));
         else if (kb)
           DN_GOTO(l, mb__dn_md_plain(&b_md, r, wd, wdt));
+        else if (views && b_view)
+          b_md = b_vmd;
         else
           DN_GOTO(l, mm_operand_md(&b_md, r, p.b_dims, r, p.trans_b, dt));
-        MB_TRY_GOTO(mb__dn_posts_build(l, posts, n_fixed + k, r, &po, bin_md));
+        MB_TRY_GOTO(mb__dn_posts_build(l, posts, n_fixed + k, r, fold_rank, &po,
+                                       bin_md));
+        bool to_view = views && dst_view && k == g->n_post;
         DN_GOTO(l, dnnl_matmul_desc_init(&md_desc, &a_md, &b_md,
-                                         has_bias ? &bias_md : NULL, &dst_md));
+                                         has_bias ? &bias_md : NULL,
+                                         to_view ? &dst_vmd : &dst_md));
         dnnl_status_t st =
             mb__dn_pd_try_q(l, &md_desc, po, int8 ? &qa : NULL, &pd);
         dnnl_post_ops_destroy(po);
@@ -175,13 +342,16 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
       if (pd)
         break;
     }
-    q = int8 && pd;
+    if (pd)
+      break;
   }
+  q = attempt == 0 && pd;
+  bool use_views = attempt == 1;
   {
     dnnl_memory_t amem, bmem, biasmem = NULL;
     dn_rep *out;
     dnnl_exec_arg_t args[DN_MAX_ARGS];
-    int n_args = 0, a_buf;
+    int n_args = 0, a_buf, b_buf = -1;
     if (q) {
       /* A quantised (plain, its own dims), seen as the operand view. */
       dn_rep *rq;
@@ -196,8 +366,12 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
         amem = rq->mem;
       else
         MB_TRY_GOTO(mb__dn_rep_view(l, rq, &a_md, &amem));
+    } else if (use_views && a_view) {
+      a_buf = a_vrep.buf;
+      MB_TRY_GOTO(mb__dn_rep_view(l, &a_vrep, &a_md, &amem));
     } else {
-      MB_TRY_GOTO(mm_operand(l, a, r, p.trans_a, dt, &a_md, &amem, &a_buf));
+      MB_TRY_GOTO(mm_operand(l, a, r, p.trans_a, dt, fold_rank ? fold : NULL,
+                             &a_md, &amem, &a_buf));
     }
     if (q) {
       int8_t *w8 = mb__dn_q_weights(kb, wq, p.trans_b ? 0 : 1);
@@ -214,9 +388,12 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
       MB_TRY_GOTO(mb__dn_const_memory(l, &b_user, data, data != kb->data,
                                       mb__dn_pd_md(pd, dnnl_query_weights_md),
                                       &bmem, NULL));
+    } else if (use_views && b_view) {
+      b_buf = b_vrep.buf;
+      MB_TRY_GOTO(mb__dn_rep_view(l, &b_vrep, &b_md, &bmem));
     } else {
-      int b_buf;
-      MB_TRY_GOTO(mm_operand(l, b, r, p.trans_b, dt, &b_md, &bmem, &b_buf));
+      MB_TRY_GOTO(
+          mm_operand(l, b, r, p.trans_b, dt, NULL, &b_md, &bmem, &b_buf));
     }
     if (q && (bias_data || (k > 0 && bias_src))) {
       /* In the accumulator's scale (DN_INT8_BIAS_BEFORE_SCALES). */
@@ -237,15 +414,30 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
       MB_TRY_GOTO(mb__dn_const_memory(l, &bias_md, bias_src, false, &bias_md,
                                       &biasmem, NULL));
     }
+    /* The value is defined in its own dims; a folded product writes a
+     * [rows, N] view of it. */
     int final = mb__dn_head_final(posts, n_fixed + k, n->outputs[0]);
-    MB_TRY_GOTO(mb__dn_head_dst(l, posts, n_fixed + k, final,
-                                mb__dn_pd_md(pd, dnnl_query_dst_md), a_buf,
-                                &out));
+    const dnnl_memory_desc_t *pd_dst = mb__dn_pd_md(pd, dnnl_query_dst_md);
+    dnnl_memory_desc_t out_md = *pd_dst;
+    dnnl_memory_t dst_mem;
+    bool reshaped = fold_rank != 0;
+    for (int i = 0; i < n_fixed + k; i++)
+      reshaped |= posts[i].kind == DN_POST_VIEW;
+    if (reshaped) {
+      /* The chain's result in its own dims (plain, as the product's). */
+      const mb_shape_info *y = &l->eg->shapes[final];
+      DN_GOTO(l, mb__dn_md_plain(&out_md, y->rank, y->dims, dt));
+    }
+    MB_TRY_GOTO(mb__dn_head_dst(l, posts, n_fixed + k, final, &out_md, a_buf,
+                                b_buf, &out));
+    dst_mem = out->mem;
+    if (reshaped)
+      MB_TRY_GOTO(mb__dn_rep_view(l, out, pd_dst, &dst_mem));
     args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, amem};
     args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, bmem};
     if (biasmem)
       args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, biasmem};
-    args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_DST, out->mem};
+    args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_DST, dst_mem};
     if (q)
       MB_TRY_GOTO(mb__dn_q_zp_arg(l, xq, args, &n_args));
     MB_TRY_GOTO(

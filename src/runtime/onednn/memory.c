@@ -96,6 +96,105 @@ bool mb__dn_md_is_plain(const dnnl_memory_desc_t *md) {
   return true;
 }
 
+/* Strides only, no blocking: plain, a permutation of plain (a transposed
+ * view), or a window into a larger buffer (a slice). */
+bool mb__dn_md_is_strided(const dnnl_memory_desc_t *md) {
+  return md->format_kind == dnnl_blocked &&
+         md->format_desc.blocking.inner_nblks == 0 && md->extra.flags == 0;
+}
+
+/* Its elements fill its buffer from offset 0 without holes (plain, a
+ * permutation, oneDNN's blocked layouts); a window of a larger buffer does
+ * not. */
+bool mb__dn_md_is_dense(const dnnl_memory_desc_t *md) {
+  if (md->offset0 != 0)
+    return false;
+  size_t n = (size_t)mb__engine_numel(md->ndims, md->padded_dims);
+  return dnnl_memory_desc_get_size(md) ==
+         n * dnnl_data_type_size(md->data_type);
+}
+
+/* A strided md of `rank` dims over the same bytes as strided md `src`,
+ * dims[i] along stride strides[i], starting `offset` elements further. */
+dnnl_status_t mb__dn_md_view(dnnl_memory_desc_t *md,
+                             const dnnl_memory_desc_t *src, int rank,
+                             const int64_t *dims, const int64_t *strides,
+                             int64_t offset) {
+  dnnl_dims_t d, st;
+  /* Size-1 dims get the stride a plain layout would give them: any stride
+   * reads the same, but oneDNN compares strides when it matches layouts
+   * (a binary primitive between abc and "bac" of [1, S, E] falls back to
+   * its reference kernel). */
+  for (int i = rank - 1; i >= 0; i--) {
+    d[i] = dims[i];
+    st[i] = dims[i] != 1    ? strides[i]
+            : i == rank - 1 ? 1
+                            : st[i + 1] * MB_MAX(d[i + 1], 1);
+  }
+  dnnl_status_t status =
+      dnnl_memory_desc_init_by_strides(md, rank, d, src->data_type, st);
+  md->offset0 = src->offset0 + offset;
+  return status;
+}
+
+/* The strides that make strided md `src` read as dims (rank, dims) in row
+ * major order without moving data (NumPy's reshape without a copy): false
+ * when a merged run of src's dims is not contiguous. */
+bool mb__dn_md_reshape_strides(const dnnl_memory_desc_t *src, int rank,
+                               const int64_t *dims, int64_t *strides) {
+  int64_t od[DNNL_MAX_NDIMS], os[DNNL_MAX_NDIMS];
+  int on = 0;
+  const dnnl_dims_t *ss = &src->format_desc.blocking.strides;
+  for (int i = 0; i < src->ndims; i++) {
+    if (src->dims[i] == 1)
+      continue;
+    od[on] = src->dims[i];
+    os[on++] = (*ss)[i];
+  }
+  int ni = 0, oi = 0;
+  while (ni < rank && oi < on) {
+    if (dims[ni] == 1) {
+      ni++;
+      continue;
+    }
+    int nj = ni + 1, oj = oi + 1;
+    int64_t np = dims[ni], op = od[oi];
+    while (np != op) {
+      if (np < op) {
+        if (nj >= rank)
+          return false;
+        np *= dims[nj++];
+      } else {
+        if (oj >= on)
+          return false;
+        op *= od[oj++];
+      }
+    }
+    for (int k = oi; k < oj - 1; k++)
+      if (os[k] != od[k + 1] * os[k + 1])
+        return false;
+    strides[nj - 1] = os[oj - 1];
+    for (int k = nj - 1; k > ni; k--)
+      strides[k - 1] = strides[k] * dims[k];
+    ni = nj;
+    oi = oj;
+  }
+  if (oi != on)
+    return false;
+  for (; ni < rank; ni++)
+    if (dims[ni] != 1)
+      return false;
+  /* Size-1 dims: any stride reads the same; keep them regular. */
+  int64_t next = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    if (dims[i] == 1)
+      strides[i] = next;
+    else
+      next = strides[i] * dims[i];
+  }
+  return true;
+}
+
 bool mb__dn_md_same(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b) {
   if (dnnl_memory_desc_equal(a, b))
     return true;
@@ -511,7 +610,9 @@ static bool rep_fits(const dn_rep *r, dn_want want, dnnl_data_type_t dt,
                      const dnnl_memory_desc_t *md) {
   switch (want) {
   case DN_WANT_DTYPE:
-    return r->md.data_type == dt;
+    /* Views (windows of other values) only for readers that ask for them
+     * by their md (matmul operands, further views). */
+    return r->md.data_type == dt && mb__dn_md_is_dense(&r->md);
   case DN_WANT_PLAIN:
     return r->md.data_type == dt && mb__dn_md_is_plain(&r->md);
   case DN_WANT_EXACT:
@@ -542,7 +643,8 @@ mb_status mb__dn_value_get(lctx *l, int v, dn_want want, dnnl_data_type_t dt,
   mb__dn_value_dims(l, v, &rank, dims);
   if (want == DN_WANT_EXACT) {
     md = *exact;
-  } else if (want == DN_WANT_DTYPE && !mb__dn_md_is_plain(&x->rep[0].md)) {
+  } else if (want == DN_WANT_DTYPE && !mb__dn_md_is_plain(&x->rep[0].md) &&
+             mb__dn_md_is_dense(&x->rep[0].md)) {
     md = x->rep[0].md; /* the same blocking, another element type */
     md.data_type = dt;
   } else {
@@ -585,6 +687,13 @@ mb_status mb__dn_value_define_like(lctx *l, int v, const dn_rep *src,
         mb__dn_md_is_plain(&src->md)))
     return mb__dn_value_alias(l, v, &src->md, src->buf, out);
   dnnl_memory_desc_t md = src->md;
+  if (!mb__dn_md_is_dense(&md)) {
+    /* A window of another value: the result gets a buffer of its own. */
+    int rank;
+    int64_t dims[MB_MAX_RANK];
+    mb__dn_value_dims(l, v, &rank, dims);
+    DN_TRY(l, mb__dn_md_plain(&md, rank, dims, src->md.data_type));
+  }
   return mb__dn_value_define(l, v, &md, out);
 }
 

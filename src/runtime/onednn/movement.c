@@ -1,63 +1,99 @@
-/* oneDNN engine: data movement. Transpose as a strided reorder, the
- * reshapes and Identity as views, Concat, reductions, Slice and Split as
- * windows of a plain input. */
+/* oneDNN engine: data movement. Transpose, the reshapes, Identity, Slice
+ * and Split are views (a value whose memory is another's with its own
+ * strides and offset): no data moves until a reader needs another layout,
+ * and a matmul reads transposed and sliced views as they are. Concat and
+ * the reductions are primitives. */
 #ifdef MB_HAVE_DNNL
 
 #include "runtime/onednn/internal.h"
 
 /* ---- data movement ------------------------------------------------------ */
 
-mb_status mb__dn_lower_transpose(lctx *l, const mb_node *n) {
-  int perm[MB_MAX_RANK], rank;
-  dnnl_memory_desc_t view;
-  dnnl_memory_t mem;
-  dnnl_dims_t in_dims, strides;
-  int64_t x[MB_MAX_RANK], stride = 1;
+/* A strided representation of value v in its own rank: a plain one when
+ * there is one, else any strided one (a view), else a plain copy. *out is
+ * a copy (value_get may move v's reps). */
+static mb_status strided_input(lctx *l, int v, dn_rep *out) {
+  dn_val *x = &l->vals[v];
+  dn_rep *r = NULL;
   mb_status status;
-  dn_rep *out;
-  DN_PARAMS(l, n, mb__dn_transpose_get, perm);
-  dn_val *src_val = &l->vals[n->inputs[0]];
-  if (src_val->n_reps == 0 && (status = mb__dn_const_rep(l, n->inputs[0])))
+  int rank;
+  int64_t dims[MB_MAX_RANK];
+  if (x->n_reps == 0 && (status = mb__dn_const_rep(l, v)))
     return status;
-  dn_rep src = src_val->rep[0];
-  const mb_shape_info *y = &l->eg->shapes[n->outputs[0]];
-  mb__dn_value_dims(l, n->inputs[0], &rank, x);
-  if (y->rank == 0)
-    return mb__dn_internal_error(l, "scalar transpose");
-  /* The output, plain, seen in the input's axis order. */
-  for (int j = y->rank - 1; j >= 0; j--) {
-    strides[perm[j]] = stride;
-    stride *= y->dims[j];
-  }
-  for (int i = 0; i < rank; i++)
-    in_dims[i] = x[i];
-  DN_TRY(l, dnnl_memory_desc_init_by_strides(&view, rank, in_dims,
-                                             src.md.data_type, strides));
-  dnnl_memory_desc_t md;
-  DN_TRY(l, mb__dn_md_plain(&md, y->rank, y->dims, src.md.data_type));
-  if ((status = mb__dn_value_define(l, n->outputs[0], &md, &out)) ||
-      (status = mb__dn_rep_view(l, out, &view, &mem)))
+  mb__dn_value_dims(l, v, &rank, dims);
+  for (int i = 0; i < x->n_reps && !r; i++)
+    if (mb__dn_md_is_plain(&x->rep[i].md) && x->rep[i].md.ndims == rank)
+      r = &x->rep[i];
+  for (int i = 0; i < x->n_reps && !r; i++)
+    if (mb__dn_md_is_strided(&x->rep[i].md) && x->rep[i].md.ndims == rank)
+      r = &x->rep[i];
+  if (!r && (status = mb__dn_value_get(l, v, DN_WANT_PLAIN,
+                                       x->rep[0].md.data_type, NULL, &r)))
     return status;
-  return mb__dn_emit_reorder_as(l, false, src.mem, &src.md, mem, &view);
+  *out = *r;
+  if (out->md.ndims != rank)
+    return mb__dn_internal_error(l, "a plain value of another rank");
+  return MB_STATUS_OK;
 }
 
-/* Reshape, Flatten, Squeeze, Unsqueeze: a plain view of the input. */
+/* Value v as a view of in: dims of v, strides[i] and a start `offset`
+ * elements into in. */
+static mb_status define_view(lctx *l, int v, const dn_rep *in,
+                             const int64_t *strides, int64_t offset) {
+  dnnl_memory_desc_t view;
+  int rank;
+  int64_t dims[MB_MAX_RANK];
+  mb__dn_value_dims(l, v, &rank, dims);
+  DN_TRY(l, mb__dn_md_view(&view, &in->md, rank, dims, strides, offset));
+  return mb__dn_value_alias(l, v, &view, in->buf, NULL);
+}
+
+/* Transpose: a view of the input with its strides permuted. No data moves
+ * here; a reader that needs a plain layout gets one reorder ("reorder" in
+ * profiles), a matmul reads the view as it is. */
+mb_status mb__dn_lower_transpose(lctx *l, const mb_node *n) {
+  int perm[MB_MAX_RANK];
+  int64_t strides[MB_MAX_RANK];
+  dn_rep in;
+  mb_status status;
+  DN_PARAMS(l, n, mb__dn_transpose_get, perm);
+  if ((status = strided_input(l, n->inputs[0], &in)))
+    return status;
+  const mb_shape_info *y = &l->eg->shapes[n->outputs[0]];
+  if (y->rank == 0 || y->rank != in.md.ndims)
+    return mb__dn_internal_error(l, "transpose of another rank");
+  for (int j = 0; j < y->rank; j++)
+    strides[j] = in.md.format_desc.blocking.strides[perm[j]];
+  return define_view(l, n->outputs[0], &in, strides, 0);
+}
+
+/* Reshape, Flatten, Squeeze, Unsqueeze: a view of the input, plain when
+ * it is, else with the strides that read it in the new shape (a reshape
+ * of a transposed or sliced view that keeps its merged dims contiguous);
+ * else of a plain copy. */
 mb_status mb__dn_lower_reshape(lctx *l, const mb_node *n) {
   dn_val *x = &l->vals[n->inputs[0]];
   dn_rep *r = NULL;
   dnnl_memory_desc_t md;
   mb_status status;
   int rank;
-  int64_t dims[MB_MAX_RANK];
+  int64_t dims[MB_MAX_RANK], strides[MB_MAX_RANK];
   if (x->n_reps == 0 && (status = mb__dn_const_rep(l, n->inputs[0])))
     return status;
+  mb__dn_value_dims(l, n->outputs[0], &rank, dims);
   for (int i = 0; i < x->n_reps && !r; i++)
     if (mb__dn_md_is_plain(&x->rep[i].md))
       r = &x->rep[i];
+  for (int i = 0; i < x->n_reps && !r; i++) {
+    if (mb__dn_md_is_strided(&x->rep[i].md) &&
+        mb__dn_md_reshape_strides(&x->rep[i].md, rank, dims, strides)) {
+      dn_rep in = x->rep[i];
+      return define_view(l, n->outputs[0], &in, strides, 0);
+    }
+  }
   if (!r && (status = mb__dn_value_get(l, n->inputs[0], DN_WANT_PLAIN,
                                        x->rep[0].md.data_type, NULL, &r)))
     return status;
-  mb__dn_value_dims(l, n->outputs[0], &rank, dims);
   DN_TRY(l, mb__dn_md_plain(&md, rank, dims, r->md.data_type));
   return mb__dn_value_alias(l, n->outputs[0], &md, r->buf, NULL);
 }
@@ -179,53 +215,18 @@ done:
   return status;
 }
 
-/* A reorder from the window of the plain input rep starting at `start`
- * with `step` and the output's dims into output value v (plain). */
-static mb_status emit_window_copy(lctx *l, const dn_rep *in, int rank,
-                                  const int64_t *start, const int64_t *step,
-                                  int v) {
-  dnnl_memory_desc_t view, md;
-  dnnl_memory_t mem;
-  dnnl_dims_t dims, strides;
-  dn_rep *out;
-  mb_status status;
-  int64_t offset = 0;
-  const mb_shape_info *y = &l->eg->shapes[v];
+/* Value v as the window of `in` starting at `start` with `step`: a view,
+ * no data moves (see lower_transpose). */
+static mb_status define_window(lctx *l, const dn_rep *in, int rank,
+                               const int64_t *start, const int64_t *step,
+                               int v) {
+  int64_t strides[MB_MAX_RANK], offset = 0;
+  const dnnl_dims_t *st = &in->md.format_desc.blocking.strides;
   for (int i = 0; i < rank; i++) {
-    dims[i] = y->dims[i];
-    strides[i] = in->md.format_desc.blocking.strides[i] * step[i];
-    offset += start[i] * in->md.format_desc.blocking.strides[i];
+    strides[i] = (*st)[i] * step[i];
+    offset += start[i] * (*st)[i];
   }
-  DN_TRY(l, dnnl_memory_desc_init_by_strides(&view, rank, dims,
-                                             in->md.data_type, strides));
-  view.offset0 = offset;
-  DN_TRY(l, mb__dn_md_plain(&md, rank, y->dims, in->md.data_type));
-  if ((status = mb__dn_rep_view(l, in, &view, &mem)) ||
-      (status = mb__dn_value_define(l, v, &md, &out)))
-    return status;
-  return mb__dn_emit_reorder_as(l, false, mem, &view, out->mem, &md);
-}
-
-/* A plain input rep of value v with the size-1 dims' strides made
- * regular (emit_window_copy multiplies them). */
-static mb_status plain_input(lctx *l, int v, dn_rep *out) {
-  dn_val *x = &l->vals[v];
-  dn_rep *r = NULL;
-  mb_status status;
-  int rank;
-  int64_t dims[MB_MAX_RANK];
-  if (x->n_reps == 0 && (status = mb__dn_const_rep(l, v)))
-    return status;
-  for (int i = 0; i < x->n_reps && !r; i++)
-    if (mb__dn_md_is_plain(&x->rep[i].md))
-      r = &x->rep[i];
-  if (!r && (status = mb__dn_value_get(l, v, DN_WANT_PLAIN,
-                                       x->rep[0].md.data_type, NULL, &r)))
-    return status;
-  *out = *r;
-  mb__dn_value_dims(l, v, &rank, dims);
-  DN_TRY(l, mb__dn_md_plain(&out->md, rank, dims, r->md.data_type));
-  return MB_STATUS_OK;
+  return define_view(l, v, in, strides, offset);
 }
 
 mb_status mb__dn_lower_slice(lctx *l, const mb_node *n) {
@@ -233,9 +234,9 @@ mb_status mb__dn_lower_slice(lctx *l, const mb_node *n) {
   dn_rep in;
   mb_status status;
   DN_PARAMS(l, n, mb__dn_slice_get, &p);
-  if ((status = plain_input(l, n->inputs[0], &in)))
+  if ((status = strided_input(l, n->inputs[0], &in)))
     return status;
-  return emit_window_copy(l, &in, p.rank, p.start, p.step, n->outputs[0]);
+  return define_window(l, &in, p.rank, p.start, p.step, n->outputs[0]);
 }
 
 mb_status mb__dn_lower_split(lctx *l, const mb_node *n) {
@@ -253,10 +254,10 @@ mb_status mb__dn_lower_split(lctx *l, const mb_node *n) {
   int axis = norm_axis(mb__node_attr_int(n, "axis", 0), rank);
   for (int i = 0; i < rank; i++)
     step[i] = 1;
-  if ((status = plain_input(l, n->inputs[0], &in)))
+  if ((status = strided_input(l, n->inputs[0], &in)))
     return status;
   for (int i = 0; i < n->n_outputs; i++) {
-    if ((status = emit_window_copy(l, &in, rank, start, step, n->outputs[i])))
+    if ((status = define_window(l, &in, rank, start, step, n->outputs[i])))
       return status;
     start[axis] += l->eg->shapes[n->outputs[i]].dims[axis];
   }

@@ -51,11 +51,23 @@
  * node, so compile() of accepted nodes never depends on what a fused form
  * happens to support.
  *
+ * Transformers (issue 17): a MatMul of [b.., M, K] by 2-D weights folds
+ * the leading dims into its rows (one GEMM, not b GEMVs); a scalar Mul/Div
+ * on a product's input (the attention scale) becomes its alpha; a
+ * reshape, or a transpose moving only size-1 dims, after a product
+ * continues its chain (the residual Add after out_proj is a sum post-op);
+ * a product whose result only a Transpose reads writes it in the layout
+ * that makes the transpose plain; the attention mask is a binary post-op.
+ *
  * Memory: values live in internal buffers reused once their last reader
  * has run (positions in the segment order), or directly in the caller's
- * output tensor when the producing primitive writes plain float32. Views
- * (Reshape, Flatten, Identity, ...) share their input's buffer. All
- * primitives share one user-managed scratchpad per segment.
+ * output tensor when the producing primitive writes plain float32.
+ * Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Identity, Slice and
+ * Split make views: the value is its input's memory seen with other
+ * strides and an offset, nothing moves; a matmul reads a view as it is
+ * (q, k, v sliced from one QKV product and split into heads), any other
+ * reader that needs a dense layout gets one reorder. All primitives share
+ * one user-managed scratchpad per segment.
  *
  * Threads: OpenMP's, options->threads, set before compiling and at every
  * run; primitives with little work run on one thread.

@@ -1,0 +1,272 @@
+/* The checks of the oneDNN engine tests (test_engine_onednn*.c): a graph
+ * of the IR builder against the reference interpreter in fp32 (1 and 2
+ * threads), bf16 and int8, what supports_node must reject, and the
+ * per-primitive profile (which nodes were fused or became views). Include
+ * after engine_harness.h. */
+#ifndef MB_TESTS_ONEDNN_CHECKS_H
+#define MB_TESTS_ONEDNN_CHECKS_H
+
+static inline int bf16_supported(void) {
+  char reason[256] = "";
+  return engine->supports_precision(MB_PRECISION_BF16, reason, sizeof reason);
+}
+
+typedef struct run_opts {
+  int threads;
+  mb_precision precision;
+  double tol;        /* fp32: normalised error */
+  double min_cosine; /* bf16 */
+} run_opts;
+
+/* Compiles the prepared segment and compares two runs with the reference
+ * outputs `ref`. */
+static inline int run_engine(gcase *c, prepared *p, mb_tensor **ref,
+                             const run_opts *o) {
+  mb_engine_options eo = {o->threads, o->precision, 0};
+  void *compiled = NULL;
+  mb_tensor *outs[8] = {0};
+  int rc = 1;
+  ASSERT(p->desc.n_outputs <= 8);
+  ASSERT_OK(engine->compile(&p->desc, &eo, &compiled, &c->err), &c->err);
+  if (make_outputs(p, outs))
+    goto done;
+  for (int r = 0; r < 2; r++) {
+    for (int j = 0; j < p->desc.n_outputs; j++)
+      memset(outs[j]->data, 0xff, outs[j]->nbytes); /* NaN */
+    mb_status s = engine->run(compiled, (const mb_tensor *const *)p->inputs,
+                              outs, &c->err);
+    if (s) {
+      fprintf(stderr, "  run failed: %s\n", c->err.message);
+      goto done;
+    }
+    for (int j = 0; j < p->desc.n_outputs; j++) {
+      const char *name = p->eg.graph->values[p->desc.outputs[j]].name;
+      if (o->precision == MB_PRECISION_BF16) {
+        double cs = cosine(outs[j], ref[j]);
+        if (!(cs >= o->min_cosine)) {
+          fprintf(stderr, "  output %d (%s): bf16 cosine %.6f < %g\n", j, name,
+                  cs, o->min_cosine);
+          goto done;
+        }
+      } else {
+        double e = normalised_error(outs[j], ref[j]);
+        if (!(e <= o->tol)) {
+          fprintf(stderr,
+                  "  output %d (%s): normalised error %g > %g (threads %d, "
+                  "run %d)\n",
+                  j, name, e, o->tol, o->threads, r);
+          goto done;
+        }
+      }
+    }
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < p->desc.n_outputs; j++)
+    mb_tensor_free(outs[j]);
+  engine->release(compiled);
+  return rc;
+}
+
+/* The whole check of one graph: every node accepted, fp32 at 1 and 2
+ * threads within 1e-4 of the reference, bf16 (when native) with cosine
+ * >= 0.999. Frees the case. */
+static inline int check_graph(gcase *c) {
+  prepared p;
+  mb_tensor *ref[8] = {0};
+  int rc = 1;
+  if (prepare(c, &p))
+    goto done;
+  for (int i = 0; i < c->g->n_nodes; i++) {
+    char reason[256] = "";
+    mb_engine_options eo = {1, MB_PRECISION_FP32, 0};
+    if (!engine->supports_node(&p.eg, i, &eo, reason, sizeof reason)) {
+      fprintf(stderr, "  node %d (%s) rejected: %s\n", i,
+              c->g->nodes[i].op_type, reason);
+      goto done;
+    }
+  }
+  if (run_reference(c, &p, ref))
+    goto done;
+  for (int threads = 1; threads <= 2; threads++) {
+    run_opts o = {threads, MB_PRECISION_FP32, 1e-4, 0};
+    if (run_engine(c, &p, ref, &o))
+      goto done;
+  }
+  if (!c->no_bf16 && bf16_supported()) {
+    run_opts o = {2, MB_PRECISION_BF16, 0, 0.999};
+    if (run_engine(c, &p, ref, &o))
+      goto done;
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < 8; j++)
+    mb_tensor_free(ref[j]);
+  prepared_free(&p);
+  gc_free(c);
+  return rc;
+}
+
+/* supports_node on node `node` must say no, with a reason containing
+ * `want`. Frees the case. */
+static inline int check_rejected(gcase *c, int node, const char *want) {
+  prepared p;
+  char reason[256] = "";
+  int rc = 1;
+  if (prepare(c, &p))
+    goto done;
+  mb_engine_options eo = {1, MB_PRECISION_FP32, 0};
+  if (engine->supports_node(&p.eg, node, &eo, reason, sizeof reason)) {
+    fprintf(stderr, "  node %d (%s) accepted\n", node,
+            c->g->nodes[node].op_type);
+    goto done;
+  }
+  if (!strstr(reason, want)) {
+    fprintf(stderr, "  reason \"%s\" does not contain \"%s\"\n", reason, want);
+    goto done;
+  }
+  rc = 0;
+done:
+  prepared_free(&p);
+  gc_free(c);
+  return rc;
+}
+
+/* Compiles with profiling, runs `runs` times and writes the op types of
+ * the primitives' profile entries, space-separated, into ops (e.g.
+ * "reorder Conv MaxPool"). Checks the results as check_graph does at 1
+ * thread. Frees the case. */
+static inline int profile_ops(gcase *c, int runs, char *ops, size_t size,
+                              int64_t *runs_out) {
+  prepared p;
+  mb_tensor *ref[8] = {0}, *outs[8] = {0};
+  mb_engine_node_time times[64];
+  void *compiled = NULL;
+  int rc = 1;
+  ops[0] = '\0';
+  if (prepare(c, &p) || run_reference(c, &p, ref))
+    goto done;
+  mb_engine_options eo = {1, MB_PRECISION_FP32, 1};
+  if (engine->compile(&p.desc, &eo, &compiled, &c->err) ||
+      make_outputs(&p, outs)) {
+    fprintf(stderr, "  compile: %s\n", c->err.message);
+    goto done;
+  }
+  for (int r = 0; r < runs; r++) {
+    if (engine->run(compiled, (const mb_tensor *const *)p.inputs, outs,
+                    &c->err)) {
+      fprintf(stderr, "  run: %s\n", c->err.message);
+      goto done;
+    }
+  }
+  for (int j = 0; j < p.desc.n_outputs; j++) {
+    double e = normalised_error(outs[j], ref[j]);
+    if (!(e <= 1e-4)) {
+      fprintf(stderr, "  output %d: error %g\n", j, e);
+      goto done;
+    }
+  }
+  int n = engine->node_profile(compiled, times, 64);
+  size_t used = 0;
+  for (int i = 0; i < n && i < 64; i++) {
+    used += (size_t)snprintf(ops + used, size - MB_MIN(used, size), "%s%s",
+                             i ? " " : "", times[i].op_type);
+    if (runs_out)
+      runs_out[i] = times[i].runs;
+    if (times[i].total_ms < 0) {
+      fprintf(stderr, "  negative time\n");
+      goto done;
+    }
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < 8; j++) {
+    mb_tensor_free(ref[j]);
+    mb_tensor_free(outs[j]);
+  }
+  engine->release(compiled);
+  prepared_free(&p);
+  gc_free(c);
+  return rc;
+}
+
+/* How often `word` appears as a whole word in the space-separated list. */
+static inline int count_word(const char *list, const char *word) {
+  int n = 0;
+  size_t k = strlen(word);
+  for (const char *p = list; (p = strstr(p, word)) != NULL; p += k)
+    if ((p == list || p[-1] == ' ') && (p[k] == ' ' || p[k] == '\0'))
+      n++;
+  return n;
+}
+
+/* Compiles the whole graph in INT8 with `params` and runs it twice on the
+ * prepared inputs; each output's normalised error against the fp32
+ * reference goes into err_out[] (the worst of the two runs). */
+static inline int int8_run(gcase *c, prepared *p, const mb_quant_params *params,
+                           mb_tensor **ref, double *err_out, double *cos_out) {
+  mb_engine_options eo = {2, MB_PRECISION_INT8, 0, params};
+  void *compiled = NULL;
+  mb_tensor *outs[8] = {0};
+  int rc = 1;
+  ASSERT_OK(engine->compile(&p->desc, &eo, &compiled, &c->err), &c->err);
+  if (make_outputs(p, outs))
+    goto done;
+  for (int j = 0; j < p->desc.n_outputs; j++) {
+    err_out[j] = 0;
+    cos_out[j] = 1;
+  }
+  for (int r = 0; r < 2; r++) {
+    for (int j = 0; j < p->desc.n_outputs; j++)
+      memset(outs[j]->data, 0xff, outs[j]->nbytes); /* NaN */
+    if (engine->run(compiled, (const mb_tensor *const *)p->inputs, outs,
+                    &c->err)) {
+      fprintf(stderr, "  run failed: %s\n", c->err.message);
+      goto done;
+    }
+    for (int j = 0; j < p->desc.n_outputs; j++) {
+      err_out[j] = fmax(err_out[j], normalised_error(outs[j], ref[j]));
+      cos_out[j] = fmin(cos_out[j], cosine(outs[j], ref[j]));
+    }
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < p->desc.n_outputs; j++)
+    mb_tensor_free(outs[j]);
+  engine->release(compiled);
+  return rc;
+}
+
+/* c's graph in INT8 against fp32: close (cosine >= 0.999, normalised
+ * error <= 0.05) yet not fp32-exact (> 1e-6: int8 really ran). With
+ * per_tensor_weights the weights get one scale. Frees the case. */
+static inline int check_int8(gcase *c, int per_tensor_weights) {
+  prepared p;
+  mb_tensor *ref[8] = {0};
+  mb_quant_params *params = NULL;
+  mb_quant_options qo = {.per_tensor_weights = per_tensor_weights};
+  double e[8], cs[8];
+  int rc = 1;
+  if (prepare(c, &p) || run_reference(c, &p, ref) ||
+      int8_params(c, &p, &qo, &params) || int8_run(c, &p, params, ref, e, cs))
+    goto done;
+  for (int j = 0; j < p.desc.n_outputs; j++) {
+    if (!(cs[j] >= 0.999) || !(e[j] <= 0.05) || !(e[j] > 1e-6)) {
+      fprintf(stderr,
+              "  output %d: int8 cosine %.6f, normalised error %g (want "
+              ">= 0.999 and in (1e-6, 0.05])\n",
+              j, cs[j], e[j]);
+      goto done;
+    }
+  }
+  rc = 0;
+done:
+  mb__quant_params_free(params);
+  for (int j = 0; j < 8; j++)
+    mb_tensor_free(ref[j]);
+  prepared_free(&p);
+  gc_free(c);
+  return rc;
+}
+
+#endif /* MB_TESTS_ONEDNN_CHECKS_H */
