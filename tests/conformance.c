@@ -33,6 +33,7 @@
  * other error, an engine's refusal at prepare included, is FAILED. When the
  * runtime is not available here, the program says why and exits with
  * status 77 (ctest's SKIP_RETURN_CODE). */
+#include "runtime/reference.h"
 #include "runtime/runtime.h"
 
 #include <dirent.h>
@@ -475,6 +476,155 @@ static mb_status run_hybrid(const mb_runtime *rt, const mb_model *model,
   return status;
 }
 
+/* ---- models with sequence or optional inputs and outputs ---- */
+
+/* True when a graph input or output is not a plain tensor: such a model
+ * goes through the interpreter's value interface (the public API takes
+ * tensors only). */
+static bool has_value_io(const mb_model *model) {
+  const mb_graph *g = model->graph;
+  for (int i = 0; i < g->n_inputs; i++)
+    if (g->values[g->inputs[i]].type != MB_VALUE_TYPE_TENSOR)
+      return true;
+  for (int i = 0; i < g->n_outputs; i++)
+    if (g->values[g->outputs[i]].type != MB_VALUE_TYPE_TENSOR)
+      return true;
+  return false;
+}
+
+/* A value read from a test file: its tensor or its sequence record. */
+typedef struct file_value {
+  mb_tensor *tensor;
+  mb__sequence seq;
+} file_value;
+
+static void file_values_free(file_value *v, int n) {
+  for (int i = 0; v && i < n; i++) {
+    mb_tensor_free(v[i].tensor);
+    mb__sequence_free(&v[i].seq);
+  }
+  free(v);
+}
+
+/* Loads DIR/prefix_N.pb for the n declared values (graph indices). */
+static mb_status load_values(const char *dir, const char *prefix,
+                             const mb_graph *g, const int *values, int n,
+                             file_value **out, mb_error *err) {
+  char path[PATH_MAX];
+  file_value *v = calloc((size_t)n + 1, sizeof *v);
+  if (!v)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; i < n; i++) {
+    snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, i);
+    mb_status status = mb__value_load_pb(path, (int)g->values[values[i]].type,
+                                         &v[i].tensor, &v[i].seq, err);
+    if (status) {
+      file_values_free(v, n);
+      return status;
+    }
+  }
+  *out = v;
+  return MB_STATUS_OK;
+}
+
+/* Compares one actual tensor with the expected one; 0 when equal. */
+static int compare_tensor(const mb_tensor *got, const mb_tensor *want,
+                          double rtol, double atol, char *why, size_t size) {
+  mb_compare_result c;
+  mb_error err = {0};
+  char a[128], b[128];
+  if (mb_tensor_compare(got, want, rtol, atol, &c, &err) != MB_STATUS_OK) {
+    snprintf(why, size, "compare: %.400s", err.message);
+    return 1;
+  }
+  if (!c.shape_match) {
+    snprintf(why, size, "is %s %s, expected %s %s", mb_dtype_name(got->dtype),
+             mb__shape_str(got->rank, got->dims, a, sizeof a),
+             mb_dtype_name(want->dtype),
+             mb__shape_str(want->rank, want->dims, b, sizeof b));
+    return 1;
+  }
+  if (c.n_bad) {
+    snprintf(why, size, "%lld of %lld elements beyond tolerance",
+             (long long)c.n_bad, (long long)want->numel);
+    return 1;
+  }
+  return 0;
+}
+
+static void run_set_values(const char *test_dir, const char *set,
+                           const mb_model *model, mb_session *session,
+                           const mb_runtime *runtime, child_result *r) {
+  const mb_graph *g = model->graph;
+  char dir[PATH_MAX], why[768];
+  file_value *inputs = NULL, *expected = NULL;
+  mb_op_value *bound = NULL;
+  double rtol, atol;
+  mb_error err = {0};
+  if (runtime) {
+    set_result(r, SKIPPED,
+               "sequence or optional graph inputs/outputs run on the "
+               "reference interpreter only");
+    return;
+  }
+  snprintf(dir, sizeof dir, "%s/%s", test_dir, set);
+  tolerance_for(test_dir, &rtol, &atol);
+  mb_status status =
+      load_values(dir, "input", g, g->inputs, g->n_inputs, &inputs, &err);
+  if (status == MB_STATUS_OK)
+    status = load_values(dir, "output", g, g->outputs, g->n_outputs, &expected,
+                         &err);
+  if (status) {
+    set_result(r, status == MB_STATUS_UNSUPPORTED ? SKIPPED : FAILED,
+               "test data: %s", strip_dir(err.message, test_dir));
+    goto done;
+  }
+  bound = calloc((size_t)g->n_inputs + 1, sizeof *bound);
+  for (int i = 0; bound && i < g->n_inputs; i++) {
+    bound[i].tensor = inputs[i].tensor;
+    bound[i].seq = &inputs[i].seq;
+  }
+  if (!bound || (status = mb__session_run_values(session, bound, &err))) {
+    set_result(r, FAILED, "%s: run: %s", set,
+               bound ? err.message : "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < g->n_outputs; i++) {
+    const char *name = g->values[g->outputs[i]].name;
+    mb_op_value got = mb__session_output_value(session, i);
+    mb__kind got_kind = got.seq->kind, want_kind = expected[i].seq.kind;
+    if (got_kind != want_kind) {
+      set_result(r, FAILED, "%s: output '%s' is a %s, expected a %s", set, name,
+                 mb__kind_name(got_kind), mb__kind_name(want_kind));
+      goto done;
+    }
+    if (got_kind == MB__KIND_TENSOR &&
+        compare_tensor(got.tensor, expected[i].tensor, rtol, atol, why,
+                       sizeof why)) {
+      set_result(r, FAILED, "%s: output '%s' %s", set, name, why);
+      goto done;
+    }
+    if (got_kind != MB__KIND_SEQUENCE)
+      continue;
+    if (got.seq->count != expected[i].seq.count) {
+      set_result(r, FAILED, "%s: output '%s' holds %d tensors, expected %d",
+                 set, name, got.seq->count, expected[i].seq.count);
+      goto done;
+    }
+    for (int k = 0; k < got.seq->count; k++)
+      if (compare_tensor(got.seq->items[k], expected[i].seq.items[k], rtol,
+                         atol, why, sizeof why)) {
+        set_result(r, FAILED, "%s: output '%s', tensor %d %s", set, name, k,
+                   why);
+        goto done;
+      }
+  }
+done:
+  free(bound);
+  file_values_free(inputs, g->n_inputs);
+  file_values_free(expected, g->n_outputs);
+}
+
 /* Runs one test_data_set folder; leaves r untouched when it passes.
  * runtime: NULL for the reference interpreter's session. */
 static void run_set(const char *test_dir, const char *set,
@@ -661,7 +811,8 @@ static void run_test(const test *t, const options *o, child_result *r,
     goto done;
   }
   for (int i = 0; i < n_sets && r->kind == PASSED; i++)
-    run_set(t->dir, sets[i], model, session, o->runtime, r);
+    (has_value_io(model) ? run_set_values : run_set)(t->dir, sets[i], model,
+                                                     session, o->runtime, r);
 
 done:
   free_names(sets, n_sets);

@@ -69,11 +69,23 @@ typedef enum mb_value_kind {
   MB_VALUE_INITIALIZER, /* constant tensor (may also be a graph input) */
 } mb_value_kind;
 
+/* What a value holds (its ONNX TypeProto). Most values are tensors; a
+ * sequence holds any number of tensors of one element type, an optional
+ * holds one tensor or sequence, or nothing. dtype, rank and dims of an
+ * mb_value describe the tensor, or the (element) tensors of the others. */
+typedef enum mb_value_type {
+  MB_VALUE_TYPE_TENSOR = 0,
+  MB_VALUE_TYPE_SEQUENCE,
+  MB_VALUE_TYPE_OPTIONAL_TENSOR,
+  MB_VALUE_TYPE_OPTIONAL_SEQUENCE,
+} mb_value_type;
+
 typedef struct mb_value {
   const char *name; /* arena; unique within the graph; "" never used */
   mb_value_kind kind;
-  mb_dtype dtype; /* UNDEFINED when not declared */
-  int rank;       /* -1 when the shape is not declared */
+  mb_value_type type; /* TENSOR unless declared otherwise */
+  mb_dtype dtype;     /* UNDEFINED when not declared */
+  int rank;           /* -1 when the shape is not declared */
   mb_dim dims[MB_MAX_RANK];
   mb_tensor *initializer; /* owned; data of an initializer, else NULL */
   int producer;           /* node index or -1 */

@@ -34,6 +34,7 @@ static const char *arena_str(reader *r, const char *s) {
 /* ---- types of graph inputs, outputs and value_info ---- */
 
 typedef struct value_type {
+  mb_value_type type;
   mb_dtype dtype;
   int rank;
   int64_t dims[MB_MAX_RANK];
@@ -56,23 +57,47 @@ static const char *type_case_name(Onnx__TypeProto__ValueCase c) {
 }
 
 /* Reads a ValueInfoProto's type. A missing type or shape leaves dtype
- * UNDEFINED / rank -1; symbolic dims become -1 with their name. Types other
- * than dense tensors fail with MB_STATUS_UNSUPPORTED. `what` is "graph
+ * UNDEFINED / rank -1; symbolic dims become -1 with their name. Sequences
+ * and optionals of tensors are read as their element tensor type plus
+ * vt->type; other types fail with MB_STATUS_UNSUPPORTED. `what` is "graph
  * input", "graph output" or "value_info". */
 static mb_status read_value_type(reader *r, const Onnx__ValueInfoProto *vi,
                                  const char *what, value_type *vt) {
   const Onnx__TypeProto *tp = vi->type;
   const char *name = str_or_empty(vi->name);
   memset(vt, 0, sizeof *vt);
+  vt->type = MB_VALUE_TYPE_TENSOR;
   vt->dtype = MB_DTYPE_UNDEFINED;
   vt->rank = -1;
   if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)
     return MB_STATUS_OK;
-  if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+  /* optional(sequence(tensor)), optional(tensor), sequence(tensor): unwrap
+   * to the tensor type and remember the wrappers. */
+  const Onnx__TypeProto *inner = tp;
+  bool optional = false, sequence = false;
+  if (inner->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE &&
+      inner->optional_type && inner->optional_type->elem_type) {
+    optional = true;
+    inner = inner->optional_type->elem_type;
+  }
+  if (inner->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE &&
+      inner->sequence_type && inner->sequence_type->elem_type) {
+    sequence = true;
+    inner = inner->sequence_type->elem_type;
+  }
+  if (inner->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+      !inner->tensor_type)
     return mb__error(r->err, MB_STATUS_UNSUPPORTED,
-                     "%s '%s' has type %s; only tensors are supported", what,
-                     name, type_case_name(tp->value_case));
-  const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+                     "%s '%s' has type %s%s%s; only tensors, sequences of "
+                     "tensors and optionals of those are supported",
+                     what, name, type_case_name(tp->value_case),
+                     inner != tp ? " of " : "",
+                     inner != tp ? type_case_name(inner->value_case) : "");
+  vt->type = optional
+                 ? (sequence ? MB_VALUE_TYPE_OPTIONAL_SEQUENCE
+                             : MB_VALUE_TYPE_OPTIONAL_TENSOR)
+                 : (sequence ? MB_VALUE_TYPE_SEQUENCE : MB_VALUE_TYPE_TENSOR);
+  const Onnx__TypeProto__Tensor *tt = inner->tensor_type;
   if (tt->has_elem_type) {
     if (tt->elem_type < 0 || tt->elem_type >= MB_DTYPE_COUNT)
       return mb__error(r->err, MB_STATUS_UNSUPPORTED,
@@ -462,6 +487,7 @@ static mb_status convert_io(reader *r, Onnx__ValueInfoProto *const *list,
                                            vt.dims, vt.params, r->err);
     if (idx < 0)
       return r->err->status;
+    g->values[idx].type = vt.type;
     if (vi->doc_string && vi->doc_string[0] &&
         !(g->values[idx].doc = arena_str(r, vi->doc_string)))
       return oom(r);
@@ -515,6 +541,7 @@ static mb_status apply_value_info(reader *r, const Onnx__GraphProto *gp,
     if (status)
       return status;
     mb_value *v = &g->values[idx];
+    v->type = vt.type;
     v->dtype = vt.dtype;
     v->rank = vt.rank;
     for (int d = 0; d < vt.rank; d++) {

@@ -1,5 +1,6 @@
 /* TensorProto <-> mb_tensor, external data files, and the TensorProto files
  * of the ONNX test data (input_0.pb, output_0.pb). */
+#include "core/sequence.h"
 #include "onnx/onnx_internal.h"
 
 #include <errno.h>
@@ -625,6 +626,145 @@ done:
   free(dir);
   if (tp)
     onnx__tensor_proto__free_unpacked(tp, NULL);
+  free(data);
+  return status;
+}
+
+/* ---- SequenceProto and OptionalProto files ---- */
+
+/* The fields of a SequenceProto or OptionalProto (the same numbers): a
+ * TensorProto or a nested SequenceProto per value field. */
+typedef struct value_fields {
+  uint64_t elem_type;
+  const uint8_t
+      *tensors[64]; /* field 3: TensorProto (repeated in a sequence) */
+  size_t tensor_sizes[64];
+  int n_tensors;
+  const uint8_t *sequence; /* field 5: SequenceProto of an optional */
+  size_t sequence_size;
+  bool other; /* sparse tensors, maps, nested optionals */
+} value_fields;
+
+static bool value_fields_parse(const uint8_t *data, size_t size,
+                               value_fields *f) {
+  const uint8_t *p = data, *end = data + size;
+  memset(f, 0, sizeof *f);
+  while (p < end) {
+    uint64_t key, value;
+    if (!mb__pb_read_varint(&p, end, &key))
+      return false;
+    uint64_t field = key >> 3, wire = key & 7;
+    if (wire == 0) {
+      if (!mb__pb_read_varint(&p, end, &value))
+        return false;
+      if (field == 2)
+        f->elem_type = value;
+      continue;
+    }
+    if (wire != 2 || !mb__pb_read_varint(&p, end, &value) ||
+        value > (uint64_t)(end - p))
+      return false;
+    if (field == 3) {
+      if (f->n_tensors == (int)MB_ARRAY_COUNT(f->tensors))
+        return false;
+      f->tensors[f->n_tensors] = p;
+      f->tensor_sizes[f->n_tensors++] = (size_t)value;
+    } else if (field == 5) {
+      f->sequence = p;
+      f->sequence_size = (size_t)value;
+    } else if (field >= 4) {
+      f->other = true;
+    }
+    p += value;
+  }
+  return true;
+}
+
+static mb_status tensor_from_bytes(const uint8_t *data, size_t size,
+                                   const char *path, mb_external_data *ext,
+                                   mb_tensor **out, mb_error *err) {
+  Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, data);
+  if (!tp)
+    return mb__error(err, MB_STATUS_PARSE,
+                     "%s: a TensorProto inside does not parse", path);
+  mb_status status = mb__tensor_from_proto(tp, "tensor", ext, out, err);
+  onnx__tensor_proto__free_unpacked(tp, NULL);
+  if (status)
+    mb__error_prefix(err, status, "%s", path);
+  return status;
+}
+
+static mb_status sequence_from_bytes(const uint8_t *data, size_t size,
+                                     const char *path, mb_external_data *ext,
+                                     mb__sequence *seq, mb_error *err) {
+  value_fields f;
+  if (!value_fields_parse(data, size, &f))
+    return mb__error(err, MB_STATUS_PARSE, "%s: not a SequenceProto", path);
+  if (f.other || f.sequence || (f.elem_type != 1 && f.n_tensors))
+    return mb__error(err, MB_STATUS_UNSUPPORTED,
+                     "%s: only sequences of dense tensors are supported", path);
+  mb__sequence_reset(seq, MB_DTYPE_UNDEFINED);
+  for (int i = 0; i < f.n_tensors; i++) {
+    mb_tensor *t = NULL;
+    mb_status status =
+        tensor_from_bytes(f.tensors[i], f.tensor_sizes[i], path, ext, &t, err);
+    if (status == MB_STATUS_OK)
+      status = mb__sequence_push(seq, t, err);
+    if (status)
+      return status;
+    seq->dtype = t->dtype;
+  }
+  return MB_STATUS_OK;
+}
+
+mb_status mb__value_load_pb(const char *path, int type, mb_tensor **tensor_out,
+                            mb__sequence *seq_out, mb_error *err) {
+  void *data = NULL;
+  size_t size = 0;
+  mb_external_data ext = {0};
+  char *dir = NULL;
+  value_fields f;
+  mb_status status;
+  *tensor_out = NULL;
+  if (type == MB_VALUE_TYPE_TENSOR) {
+    seq_out->kind = MB__KIND_TENSOR;
+    return mb_tensor_load_pb(path, tensor_out, err);
+  }
+  if ((status = mb__read_file(path, &data, &size, err)))
+    return status;
+  if (!(dir = mb__path_dirname(path))) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+    goto done;
+  }
+  ext.base_dir = dir;
+  if (type == MB_VALUE_TYPE_SEQUENCE) {
+    status = sequence_from_bytes(data, size, path, &ext, seq_out, err);
+    goto done;
+  }
+  /* An optional: a tensor (elem_type 1), a sequence (3), or nothing. */
+  if (!value_fields_parse(data, size, &f) || f.n_tensors > 1) {
+    status = mb__error(err, MB_STATUS_PARSE, "%s: not an OptionalProto", path);
+    goto done;
+  }
+  if (f.other) {
+    status = mb__error(err, MB_STATUS_UNSUPPORTED,
+                       "%s: only optionals of tensors and sequences are "
+                       "supported",
+                       path);
+  } else if (f.n_tensors == 1) {
+    seq_out->kind = MB__KIND_TENSOR;
+    status = tensor_from_bytes(f.tensors[0], f.tensor_sizes[0], path, &ext,
+                               tensor_out, err);
+  } else if (f.sequence) {
+    status = sequence_from_bytes(f.sequence, f.sequence_size, path, &ext,
+                                 seq_out, err);
+  } else {
+    mb__sequence_free(seq_out);
+    seq_out->kind = MB__KIND_NONE;
+  }
+done:
+  mb__external_data_close(&ext);
+  free(dir);
   free(data);
   return status;
 }

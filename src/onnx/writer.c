@@ -302,7 +302,8 @@ static mb_status convert_value_info(writer *w, const mb_value *v,
   onnx__value_info_proto__init(vi);
   vi->name = (char *)v->name;
   vi->doc_string = pb_str(v->doc);
-  if (v->dtype != MB_DTYPE_UNDEFINED || v->rank >= 0) {
+  if (v->dtype != MB_DTYPE_UNDEFINED || v->rank >= 0 ||
+      v->type != MB_VALUE_TYPE_TENSOR) {
     Onnx__TypeProto *tp = NEW(w, Onnx__TypeProto);
     Onnx__TypeProto__Tensor *tt = NEW(w, Onnx__TypeProto__Tensor);
     if (!tp || !tt)
@@ -339,6 +340,35 @@ static mb_status convert_value_info(writer *w, const mb_value *v,
         dim_ptrs[i] = d;
       }
       tt->shape = shape;
+    }
+    /* Sequences and optionals wrap the tensor type. */
+    bool sequence = v->type == MB_VALUE_TYPE_SEQUENCE ||
+                    v->type == MB_VALUE_TYPE_OPTIONAL_SEQUENCE;
+    bool optional = v->type == MB_VALUE_TYPE_OPTIONAL_TENSOR ||
+                    v->type == MB_VALUE_TYPE_OPTIONAL_SEQUENCE;
+    if (sequence) {
+      Onnx__TypeProto *outer = NEW(w, Onnx__TypeProto);
+      Onnx__TypeProto__Sequence *seq = NEW(w, Onnx__TypeProto__Sequence);
+      if (!outer || !seq)
+        return oom(w);
+      onnx__type_proto__init(outer);
+      onnx__type_proto__sequence__init(seq);
+      seq->elem_type = tp;
+      outer->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+      outer->sequence_type = seq;
+      tp = outer;
+    }
+    if (optional) {
+      Onnx__TypeProto *outer = NEW(w, Onnx__TypeProto);
+      Onnx__TypeProto__Optional *opt = NEW(w, Onnx__TypeProto__Optional);
+      if (!outer || !opt)
+        return oom(w);
+      onnx__type_proto__init(outer);
+      onnx__type_proto__optional__init(opt);
+      opt->elem_type = tp;
+      outer->value_case = ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+      outer->optional_type = opt;
+      tp = outer;
     }
     vi->type = tp;
   }

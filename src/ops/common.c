@@ -241,3 +241,47 @@ mb_status mb__op_attr_ints(mb_op_ctx *ctx, const char *name, int count,
   }
   return MB_STATUS_OK;
 }
+
+/* ---- values of any kind ---- */
+
+mb__sequence *mb__op_output_seq(mb_op_ctx *ctx, int j) {
+  if (!ctx->out_seqs || j >= ctx->n_outputs || !ctx->out_seqs[j]) {
+    mb__op_error(ctx, MB_STATUS_INTERNAL,
+                 "output %d cannot hold a sequence here (no value records)", j);
+    return NULL;
+  }
+  return ctx->out_seqs[j];
+}
+
+void mb__op_output_is_tensor(mb_op_ctx *ctx, int j) {
+  if (ctx->out_seqs && j < ctx->n_outputs && ctx->out_seqs[j] &&
+      ctx->out_seqs[j]->kind != MB__KIND_TENSOR)
+    mb__sequence_free(ctx->out_seqs[j]);
+}
+
+mb_status mb__op_copy_tensor(mb_op_ctx *ctx, mb_tensor *dst,
+                             const mb_tensor *src) {
+  if (dst == src)
+    return MB_STATUS_OK;
+  mb_status status =
+      mb__tensor_reset(dst, src->dtype, src->rank, src->dims, ctx->err);
+  if (status == MB_STATUS_OK && src->nbytes)
+    memmove(dst->data, src->data, src->nbytes);
+  return status;
+}
+
+mb_status mb__op_set_output_value(mb_op_ctx *ctx, int j,
+                                  const mb_op_value *src) {
+  mb__kind kind = src->seq ? src->seq->kind : MB__KIND_TENSOR;
+  mb_tensor *out = mb__op_output(ctx, j);
+  if (!out)
+    return MB_STATUS_OK;
+  if (kind == MB__KIND_TENSOR) {
+    mb__op_output_is_tensor(ctx, j);
+    return mb__op_copy_tensor(ctx, out, src->tensor);
+  }
+  mb__sequence *seq = mb__op_output_seq(ctx, j);
+  if (!seq)
+    return MB_STATUS_INTERNAL;
+  return mb__sequence_copy(seq, src->seq, ctx->err);
+}

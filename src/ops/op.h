@@ -22,6 +22,7 @@
 #define MB_OPS_OP_H
 
 #include "core/ir.h"
+#include "core/sequence.h"
 
 typedef struct mb_op_ctx mb_op_ctx;
 typedef mb_status (*mb_op_fn)(mb_op_ctx *ctx);
@@ -31,6 +32,15 @@ enum {
   /* run() reads only the inputs' dtypes and shapes, never their data, so
    * static inference can evaluate it when the data is unknown (Shape). */
   MB_OP_SHAPE_ONLY = 1u << 0,
+  /* The operator takes or makes sequences or optionals: its inputs may be
+   * of any kind (ctx->in_seqs), and infer sets the kind of every output
+   * (ctx->out_seqs); the interpreter allocates only the tensor ones. Other
+   * operators get tensors only (the interpreter refuses the rest). */
+  MB_OP_VALUES = 1u << 1,
+  /* run() sets the kind, shape and storage of every output itself
+   * (control flow: the shapes come from running a subgraph); infer only
+   * validates. Static inference leaves such outputs unknown. */
+  MB_OP_ALLOCATES = 1u << 2,
 };
 
 typedef struct mb_op_def {
@@ -43,6 +53,23 @@ typedef struct mb_op_def {
 } mb_op_def;
 
 #define MB_OP_SCRATCH_SLOTS 4
+
+/* A value as operators see it: its tensor and its sequence record (seq
+ * NULL, or kind TENSOR, for a plain tensor). */
+typedef struct mb_op_value {
+  mb_tensor *tensor;
+  mb__sequence *seq;
+} mb_op_value;
+
+/* Runs `body`, one of the node's graph attributes, with its formal inputs
+ * bound to `inputs` (n_inputs of them, borrowed while it runs; tensors are
+ * read, never written) and sets *outputs_out to its n outputs, which stay
+ * valid until the next call for the same body. Outer-scope names resolve
+ * to the enclosing graphs' values. */
+typedef mb_status (*mb_op_subgraph_fn)(mb_op_ctx *ctx, const mb_graph *body,
+                                       int n_inputs, const mb_op_value *inputs,
+                                       const mb_op_value **outputs_out,
+                                       int *n_outputs_out);
 
 struct mb_op_ctx {
   const mb_node *node;
@@ -61,6 +88,14 @@ struct mb_op_ctx {
   /* Reusable scratch memory owned by the session (see mb__op_scratch). */
   void **scratch;
   size_t *scratch_size;
+  /* Sequence records of the inputs and outputs (n_inputs / n_outputs
+   * entries, NULL where omitted), or NULL when the context has none (tests
+   * that build a context by hand): everything is then a tensor. */
+  mb__sequence *const *in_seqs;
+  mb__sequence *const *out_seqs;
+  /* Subgraph execution for control flow, or NULL (see mb_op_subgraph_fn). */
+  mb_op_subgraph_fn run_subgraph;
+  void *subgraph_user;
 };
 
 /* Returns a buffer of at least `bytes` bytes (64-byte aligned) in scratch
@@ -91,6 +126,25 @@ static inline mb_tensor *mb__op_input(mb_op_ctx *ctx, int i) {
 static inline mb_tensor *mb__op_output(mb_op_ctx *ctx, int i) {
   return i < ctx->n_outputs ? ctx->outputs[i] : NULL;
 }
+
+/* What input i holds (MB__KIND_TENSOR when the context has no records). */
+static inline mb__kind mb__op_input_kind(const mb_op_ctx *ctx, int i) {
+  return ctx->in_seqs && i < ctx->n_inputs && ctx->in_seqs[i]
+             ? ctx->in_seqs[i]->kind
+             : MB__KIND_TENSOR;
+}
+
+/* Output j's sequence record, or NULL with an error when the context has
+ * none (operators that make sequences need an interpreter's context). */
+mb__sequence *mb__op_output_seq(mb_op_ctx *ctx, int j);
+/* Marks output j a tensor (forgetting a sequence it held last run). */
+void mb__op_output_is_tensor(mb_op_ctx *ctx, int j);
+/* dst = a copy of src (shape, type, data); dst is reallocated as needed. */
+mb_status mb__op_copy_tensor(mb_op_ctx *ctx, mb_tensor *dst,
+                             const mb_tensor *src);
+/* Output j = a copy of `src`, of whatever kind (tensor, sequence, none). */
+mb_status mb__op_set_output_value(mb_op_ctx *ctx, int j,
+                                  const mb_op_value *src);
 
 /* Fails unless at least min inputs are present (non-NULL) among the first
  * `min`, and n_inputs <= max. */
@@ -214,7 +268,9 @@ void mb__sgemm(struct mb_threadpool *pool, bool trans_a, bool trans_b,
   X(loss)                                                                      \
   X(signal)                                                                    \
   X(detection)                                                                 \
-  X(random)
+  X(random)                                                                    \
+  X(sequence)                                                                  \
+  X(control)
 
 #define MB_X(family)                                                           \
   extern const mb_op_def mb__ops_##family[];                                   \

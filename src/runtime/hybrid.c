@@ -21,7 +21,6 @@
  * visible as inputs. */
 #include "runtime/engine.h"
 
-
 #include <stdlib.h>
 
 static const mb_engine *const engines[] = {
@@ -125,6 +124,29 @@ static bool has_subgraph(const mb_node *n) {
   for (int a = 0; a < n->n_attrs; a++)
     if (n->attrs[a].type == MB_ATTR_GRAPH || n->attrs[a].type == MB_ATTR_GRAPHS)
       return true;
+  return false;
+}
+
+/* True when a subgraph of node n (at any depth) reads the enclosing
+ * graph's value `name`: the node needs it though no input names it. */
+static bool subgraph_reads(const mb_node *n, const char *name) {
+  for (int a = 0; a < n->n_attrs; a++) {
+    const mb_attr *at = &n->attrs[a];
+    int64_t count = at->type == MB_ATTR_GRAPH && at->g ? 1
+                    : at->type == MB_ATTR_GRAPHS       ? at->n
+                                                       : 0;
+    for (int64_t k = 0; k < count; k++) {
+      const mb_graph *sub = at->type == MB_ATTR_GRAPH ? at->g : at->graphs[k];
+      int v = mb__graph_find_value(sub, name);
+      if (v >= 0 && sub->values[v].producer < 0 &&
+          sub->values[v].kind == MB_VALUE_INTERMEDIATE &&
+          !sub->values[v].initializer)
+        return true;
+      for (int i = 0; i < sub->n_nodes; i++)
+        if (subgraph_reads(&sub->nodes[i], name))
+          return true;
+    }
+  }
   return false;
 }
 
@@ -399,6 +421,8 @@ static mb_status describe_segment(hybrid_session *hs, int gi,
           continue;
         for (int q = 0; q < g->nodes[m].n_inputs && !used_outside; q++)
           used_outside = g->nodes[m].inputs[q] == v;
+        used_outside =
+            used_outside || subgraph_reads(&g->nodes[m], g->values[v].name);
       }
       if (used_outside)
         seg->outputs[seg->desc.n_outputs++] = v;

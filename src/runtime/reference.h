@@ -39,6 +39,14 @@ mb_status mb__infer_shapes_fold(const mb_model *model,
  * mb__session_output) until the next run. inputs: graph input order. */
 mb_status mb__session_run_keep(mb_session *session,
                                const mb_tensor *const *inputs, mb_error *err);
+/* Runs with inputs that may be sequences or optionals (graph input order;
+ * borrowed until the next run); outputs stay in the session (see
+ * mb__session_output_value). */
+mb_status mb__session_run_values(mb_session *session, const mb_op_value *inputs,
+                                 mb_error *err);
+/* Graph output `index` after a run: its tensor and sequence record, owned
+ * by the session until the next run. */
+mb_op_value mb__session_output_value(const mb_session *session, int index);
 /* Borrowed view of graph output `index` after mb__session_run_keep. */
 const mb_tensor *mb__session_output(const mb_session *session, int index);
 
