@@ -399,6 +399,30 @@ typedef enum mb_precision {
 } mb_precision;
 const char *mb_precision_name(mb_precision precision);
 
+/* The forms a model comes in; every conversion consumes one of them.
+ * X(NAME, "name") */
+#define MB_MODEL_FORMAT_LIST(X)                                                \
+  X(ONNX, "onnx")                                                              \
+  X(TORCHSCRIPT, "torchscript")                                                \
+  X(PYTORCH, "pytorch")
+typedef enum mb_model_format {
+#define MB_X(name, str) MB_MODEL_FORMAT_##name,
+  MB_MODEL_FORMAT_LIST(MB_X)
+#undef MB_X
+      MB_MODEL_FORMAT_COUNT
+} mb_model_format;
+/* "onnx", "torchscript", "pytorch"; "invalid" for out-of-range values. */
+const char *mb_model_format_name(mb_model_format format);
+
+/* Which formats the model file at `path` offers, as a mask of
+ * (1u << MB_MODEL_FORMAT_*): an ONNX file offers ONNX, a TorchScript
+ * archive (torch.jit.save) TORCHSCRIPT, and a model manifest
+ * (docs/model-manifest.md: one model in several formats, as the Python
+ * front writes it) every format it lists with a path. Reads only the
+ * file's start (a manifest whole). path: borrowed. */
+mb_status mb_model_file_formats(const char *path, unsigned *formats_out,
+                                mb_error *err);
+
 /* One runtime adapter as the registry reports it. */
 typedef struct mb_runtime_info {
   const char *name; /* "reference", "onnxruntime", ... (static) */
@@ -427,6 +451,9 @@ typedef struct mb_conversion_info {
                       `--tier N` runs the available conversions with tier <= N */
   int available;    /* filled by mb_conversion_get */
   char reason[256]; /* why not available, else "" */
+  mb_model_format format; /* the form of the model it runs: ONNX for most,
+                             PYTORCH for EAGER, JIT_*, ...; it applies to a
+                             model only when the model offers that format */
 } mb_conversion_info;
 
 int mb_conversion_count(void);
@@ -439,6 +466,9 @@ mb_status mb_conversion_get(int index, mb_conversion_info *info_out,
  * closest names. */
 mb_status mb_conversion_find(const char *name_or_id, int *index_out,
                              mb_error *err);
+/* 1 when conversion `index` applies to a model offering `formats` (a mask
+ * from mb_model_file_formats), else 0. */
+int mb_conversion_applies(int index, unsigned formats);
 /* Parses a comma-separated list of names and ids, keeping the given order.
  * Fails on the first unknown entry (with suggestions) or a duplicate.
  * indices_out: caller array of `max` entries. */
@@ -493,7 +523,18 @@ typedef struct mb_bench_config {
   int n_conversions;      /* 0: the default set */
   const int *conversions; /* registry indices, in run order */
   int baseline;           /* index into conversions; -1: the first */
-  mb_shape_spec shapes;   /* --shape overrides; batch_size above wins */
+  /* What accuracy is measured against: a registry index whose outputs
+   * every conversion is compared with (it need not be in `conversions`),
+   * or -1 (default) for the model's own reference: the conversion a model
+   * manifest names (EAGER for a PyTorch model), else the reference
+   * interpreter. */
+  int reference;
+  /* Task accuracy: an .npy file of integer class labels, one per row of
+   * the input samples in order (the rows of sample 0, then sample 1, ...);
+   * every conversion then reports the top-1 accuracy of its first output
+   * against them (task_accuracy). NULL: none. */
+  const char *labels_path;
+  mb_shape_spec shapes; /* --shape overrides; batch_size above wins */
   int n_ranges;
   const mb_input_range *ranges; /* --input-range */
   const char *inputs_dir;       /* folder of test_data_set_* or .npy; or NULL */
@@ -611,6 +652,11 @@ typedef struct mb_bench_result {
   /* Build cache (config->build_cache): cache_hit 1 when the build came from
    * the cache, 0 when built now, -1 when no cache was used; build_ms the
    * time spent building (0 on a hit, < 0 unknown). */
+  /* Task accuracy against config->labels_path: the share of labelled rows
+   * whose top-1 class of the first output is the label, over task_rows
+   * rows; unknown when task_rows is 0 (no labels, or not run). */
+  double task_accuracy;
+  int64_t task_rows;
   int inaccurate; /* reduced precision beyond max_error (see config) */
   int cache_hit;
   double build_ms;
@@ -641,6 +687,11 @@ typedef struct mb_bench_report {
   char tool_version[32];
   char model_path[1024];
   char model_sha256[65];
+  char model_name[128];   /* a manifest's name, else the file's stem */
+  unsigned model_formats; /* 1u << mb_model_format the model offers */
+  /* What accuracy was measured against: "interpreter" (the reference
+   * interpreter), a conversion's name (EAGER), or "" when nothing. */
+  char reference[64];
   int n_inputs;
   mb_input_shape *inputs; /* concrete shapes used; names owned */
   mb_dtype *input_dtypes;
@@ -804,6 +855,131 @@ typedef struct mb_recommendations {
 void mb_bench_recommend(const mb_bench_report *report,
                         const mb_recommend_options *options,
                         mb_recommendations *out);
+
+/* ------------------------------------------------------------------------ */
+/* Host runtimes: runtimes whose code lives in the program that embeds us    */
+/* ------------------------------------------------------------------------ */
+
+/* The Python front runs PyTorch's own conversions (EAGER, JIT_TRACE, ...)
+ * through the C engine: it fills an mb_host_runtime with callbacks and
+ * installs it under the runtime name its conversion rows use ("pytorch").
+ * The engine then treats it like any runtime: a worker (a forked child)
+ * prepares it, times run() in the same measurement loop, fetches outputs
+ * for the accuracy check and releases it. Callbacks return an mb_status
+ * and, on failure, fill err (its message: one line; a multi-line detail
+ * such as a traceback goes through mb_host_set_error_detail). */
+typedef struct mb_host_prepare_args {
+  const char *conversion; /* the conversion's name, e.g. "JIT_TRACE" */
+  const char *model_path; /* the file of the conversion's model format */
+  int threads;            /* intra-op threads */
+  mb_precision precision;
+  mb_device device;
+  int verbose;   /* debug logging asked for */
+  uint64_t seed; /* the run's seed */
+  int n_inputs, n_outputs;
+  /* Sample 0 (n_inputs tensors), for tracing and shapes. */
+  const mb_tensor *const *example_inputs;
+  /* Calibration batches (n_calibration arrays of n_inputs tensors), the
+   * same data INT8_STATIC conversions calibrate on; for conversions that
+   * calibrate (precision int8), else 0 and NULL. */
+  int n_calibration;
+  const mb_tensor *const *const *calibration;
+} mb_host_prepare_args;
+
+typedef struct mb_host_runtime {
+  void *user; /* passed back to every callback */
+  /* Availability: 1 when usable, with the library version in `version`;
+   * 0 with the reason in `reason`. Both buffers hold 256 bytes. */
+  int (*probe)(void *user, char *version, char *reason);
+  /* Builds a session (the conversion: tracing, freezing, quantising...).
+   * args: borrowed for the call; the tensors it points to stay valid
+   * until release. */
+  mb_status (*prepare)(void *user, const mb_host_prepare_args *args,
+                       void **session_out, mb_error *err);
+  /* One inference: the timed call. inputs: n_inputs borrowed tensors;
+   * the same sample is always passed at the same addresses, so a host may
+   * keep views of them. */
+  mb_status (*run)(void *user, void *session, const mb_tensor *const *inputs,
+                   mb_error *err);
+  /* The last run's outputs as n_outputs new tensors (mb_tensor_create,
+   * released by the engine); never timed. */
+  mb_status (*fetch_outputs)(void *user, void *session, int n_outputs,
+                             mb_tensor **outputs_out, mb_error *err);
+  void (*release)(void *user, void *session);
+} mb_host_runtime;
+
+/* Installs the host's implementation of runtime `name` (a runtime whose
+ * conversions need the host: "pytorch"), replacing any earlier one;
+ * runtime NULL uninstalls it. Install it before mb_benchmark_model: the
+ * workers inherit it. runtime: copied. Fails with MB_STATUS_NOT_FOUND
+ * when `name` is not a host runtime (the message lists them). */
+mb_status mb_host_runtime_set(const char *name, const mb_host_runtime *runtime,
+                              mb_error *err);
+/* A host callback that fails may leave a multi-line detail (a Python
+ * traceback) for the result's `backtrace`: copied, up to 64 KiB; NULL
+ * clears it. */
+void mb_host_set_error_detail(const char *detail);
+
+/* ------------------------------------------------------------------------ */
+/* Host builds: artifacts a host program makes, kept in the build cache      */
+/* ------------------------------------------------------------------------ */
+
+/* The Python front exports a PyTorch module to ONNX (and TorchScript) once
+ * and keeps the files in the build cache, beside the conversions' builds:
+ * `modelbench cache list` shows them, hits are counted, `cache clean`
+ * cleans them. */
+typedef struct mb_host_build_key {
+  const char *model_name;   /* names the cache folder: "ResNet" */
+  const char *model_sha256; /* 64 hex digits: what the artifact is made
+                               from (the module's code and weights) */
+  const char *inputs;       /* input signature, "x:float32[-1,3,224,224]" */
+  const char *artifact;     /* what is built, UPPER_CASE: "ONNX_EXPORT" */
+  const char *options;      /* what else changes it: "opset=17" */
+  const char *tool;         /* the producer: "torch" */
+  const char *tool_version; /* "1.13.0" */
+} mb_host_build_key;
+
+typedef struct mb_host_build mb_host_build;
+
+/* Opens the build of `key` in the cache folder (cache_dir NULL: the
+ * default one) and waits for its lock. rebuild: 0 if needed, 1 always.
+ * Then either mb_host_build_hit says 1 (use the files in
+ * mb_host_build_folder) or the caller writes the artifact into the folder
+ * and calls mb_host_build_finish. key: borrowed. *build_out: release with
+ * mb_host_build_close. */
+mb_status mb_host_build_open(const char *cache_dir,
+                             const mb_host_build_key *key, int rebuild,
+                             mb_host_build **build_out, mb_error *err);
+int mb_host_build_hit(const mb_host_build *build);
+/* The build's folder and id ("<model>-<sha12>/<ARTIFACT>-<key12>"):
+ * strings owned by the build. A build that failed before is a miss (it is
+ * tried again). */
+const char *mb_host_build_folder(const mb_host_build *build);
+const char *mb_host_build_id(const mb_host_build *build);
+/* Records the build: ok with the artifact `artifact_name` (a file in the
+ * folder) when error is NULL, else failed with `error`. */
+mb_status mb_host_build_finish(mb_host_build *build, const char *artifact_name,
+                               const char *error, double build_ms,
+                               mb_error *err);
+/* Releases the lock; a build never finished is recorded as failed. */
+void mb_host_build_close(mb_host_build *build);
+
+/* sizeof of a public struct by its name ("mb_tensor", "mb_error",
+ * "mb_host_prepare_args", "mb_host_runtime", "mb_host_build_key",
+ * "mb_conversion_info"), 0 for others: bindings (the Python front's ctypes)
+ * check their mirrors of the structs against the library they load. */
+size_t mb_struct_size(const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* The command-line tool                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Runs the modelbench CLI in this process: argv[0] is the program name,
+ * argv[1] the command ("bench", "list", ...), as `modelbench --help`
+ * shows. Returns the exit status (0, 1 failure, 2 usage). A host that has
+ * installed host runtimes (the Python front's `python3 -m modelbench`)
+ * gets every command with its conversions. */
+int mb_cli_main(int argc, char **argv);
 
 #ifdef __cplusplus
 }

@@ -68,12 +68,46 @@ int mb__peak_rss_reset(void);
 /* CPU time (user + system, all threads) of this process in seconds. */
 double mb__cpu_time(void);
 
+/* ---- the model in its forms (model_files.c) ---- */
+
+/* A model file opened for a benchmark: an ONNX file, a TorchScript
+ * archive or a model manifest (docs/model-manifest.md). */
+typedef struct mb_model_files {
+  /* The IR: the ONNX graph when the model has one, else an opaque model
+   * (declared inputs and outputs, no nodes). Owned. */
+  mb_model *model;
+  void *onnx_bytes; /* the ONNX file's bytes, or NULL */
+  size_t onnx_size;
+  unsigned formats;                   /* 1u << mb_model_format offered */
+  char *paths[MB_MODEL_FORMAT_COUNT]; /* each format's file, or NULL */
+  /* Why a manifest lacks a format (its ONNX export failed: the exporter's
+   * message), or NULL. */
+  char *errors[MB_MODEL_FORMAT_COUNT];
+  char *reference; /* the manifest's reference conversion, or NULL */
+  char name[128];  /* the manifest's name, else the file's stem */
+  char sha256[65]; /* identity: the manifest's, else the file's */
+} mb_model_files;
+
+/* Opens `path`. A TorchScript file takes its inputs from
+ * config->shapes (all float32; each --shape names one argument of
+ * forward(), in order). Fails with a message naming the file (and for a
+ * manifest the line, column and key at fault). f: caller storage, release
+ * with mb__model_files_close (also after a failure). */
+mb_status mb__model_files_open(const char *path, const mb_bench_config *config,
+                               mb_model_files *f, mb_error *err);
+void mb__model_files_close(mb_model_files *f);
+/* Why a conversion of `format` cannot run on this model, into buf. */
+const char *mb__model_files_missing(const mb_model_files *f,
+                                    mb_model_format format, char *buf,
+                                    size_t size);
+
 /* ---- the job every worker shares ---- */
 
 typedef struct mb_bench_job {
-  const mb_model *model;   /* parsed once in the parent */
-  const char *model_path;  /* as given; recorded with cached builds */
-  const void *model_bytes; /* the model file's bytes */
+  const mb_model *model;       /* parsed once in the parent: files->model */
+  const mb_model_files *files; /* the model's forms */
+  const char *model_path;      /* as given; recorded with cached builds */
+  const void *model_bytes;     /* the model file's bytes */
   size_t model_size;
   const mb_bench_config *config; /* effective, validated */
   int n_inputs, n_outputs;
@@ -86,6 +120,14 @@ typedef struct mb_bench_job {
   mb_tensor **reference;
   int n_reference;
   char reference_note[MB_ERROR_MESSAGE_SIZE]; /* why NULL, else "" */
+  /* What the reference outputs come from: -1 the reference interpreter,
+   * else a registry index (EAGER for a PyTorch model). Its name. */
+  int reference_conversion;
+  char reference_name[64];
+  /* Labels for task accuracy (config->labels_path): one class per row of
+   * the samples, in order; n_labels rows, or NULL. */
+  int64_t *labels;
+  int64_t n_labels;
   mb_machine_info machine;
 } mb_bench_job;
 
@@ -129,6 +171,17 @@ mb_status mb__worker_build(const mb_bench_job *job,
 void mb__worker_build_done(mb_worker_build *wb, const mb_bench_config *c);
 /* After the session is released: frees the converted model and bytes. */
 void mb__worker_build_free(mb_worker_build *wb);
+/* The batches static int8 calibrates on: config->calibration_dir when
+ * set, else the user's inputs (--inputs, a loader), else
+ * config->calibration_samples generated batches (seeded apart from the
+ * evaluation inputs). *batches_out: *n_out arrays of job->n_inputs
+ * tensors; free with mb__calibration_batches_free(..., *owned_out), also
+ * after a failure. */
+mb_status mb__calibration_batches(const mb_bench_job *job,
+                                  mb_tensor ****batches_out, int *n_out,
+                                  bool *owned_out, mb_error *err);
+void mb__calibration_batches_free(mb_tensor ***batches, int n, int n_inputs,
+                                  bool owned);
 /* Applies def->steps (graph passes, quantisation with calibration) to a
  * copy of job->model: the serialised result in *bytes_out (malloc, caller
  * frees), a one-line summary, and for static quantisation (quantize_static
@@ -171,9 +224,10 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
  * only). */
 #define MB_MAX_EVAL_SAMPLES 64
 
-/* Runs the reference interpreter on the first job->n_reference samples.
- * outputs_out: n_reference * n_outputs slots (sample-major)
- * receiving new tensors. */
+/* Computes the reference outputs of the first job->n_reference samples
+ * with job->reference_conversion (the reference interpreter when < 0).
+ * outputs_out: n_reference * n_outputs slots (sample-major) receiving new
+ * tensors. */
 mb_status mb__worker_reference(const mb_bench_job *job, mb_tensor **outputs_out,
                                mb_error *err);
 

@@ -204,10 +204,11 @@ static mb_status use_ort_artifact(mb_worker_build *wb,
  * inputs when they gave some (--inputs), else config->calibration_samples
  * generated batches (seeded apart from the evaluation inputs, same shapes
  * and ranges). *batches_out: n arrays of n_inputs tensors; *owned_out:
- * whether they must be freed (with free_batches, also on failure). */
-static mb_status calibration_batches(const mb_bench_job *job,
-                                     mb_tensor ****batches_out, int *n_out,
-                                     bool *owned_out, mb_error *err) {
+ * whether they must be freed (with mb__calibration_batches_free, also on
+ * failure). */
+mb_status mb__calibration_batches(const mb_bench_job *job,
+                                  mb_tensor ****batches_out, int *n_out,
+                                  bool *owned_out, mb_error *err) {
   const mb_bench_config *c = job->config;
   *batches_out = NULL;
   *n_out = 0;
@@ -269,8 +270,8 @@ done:
 static mb_status calibration_key(const mb_bench_job *job, char *out,
                                  size_t size, mb_error *err);
 
-static void free_batches(mb_tensor ***batches, int n, int n_inputs,
-                         bool owned) {
+void mb__calibration_batches_free(mb_tensor ***batches, int n, int n_inputs,
+                                  bool owned) {
   if (!owned)
     return;
   for (int b = 0; b < n; b++) {
@@ -330,7 +331,7 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
       bool keep_float = strcmp(step, "quant_params") == 0;
       mb__quant_params_free(params);
       params = NULL;
-      status = calibration_batches(job, &batches, &n_batches, &owned, err);
+      status = mb__calibration_batches(job, &batches, &n_batches, &owned, err);
       if (!status)
         status = mb__calibrate(model, (const mb_tensor *const *const *)batches,
                                n_batches, &qo, &params, err);
@@ -367,7 +368,7 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
     status = mb__model_serialize(model, bytes_out, size_out, err);
   if (status)
     mb__error_prefix(err, status, "converting (%s)", def->steps);
-  free_batches(batches, n_batches, job->n_inputs, owned);
+  mb__calibration_batches_free(batches, n_batches, job->n_inputs, owned);
   if (!status && params_out) {
     *params_out = params;
     params = NULL;
@@ -390,7 +391,7 @@ static mb_status calibration_key(const mb_bench_job *job, char *out,
   mb_tensor ***batches = NULL;
   int n = 0;
   bool owned = false;
-  mb_status status = calibration_batches(job, &batches, &n, &owned, err);
+  mb_status status = mb__calibration_batches(job, &batches, &n, &owned, err);
   if (!status) {
     mb_sha256 ctx;
     uint8_t digest[32];
@@ -407,7 +408,7 @@ static mb_status calibration_key(const mb_bench_job *job, char *out,
     mb__sha256_hex(digest, hex);
     snprintf(out, size, ";calibration=%d given batches, sha256 %.16s", n, hex);
   }
-  free_batches(batches, n, job->n_inputs, owned);
+  mb__calibration_batches_free(batches, n, job->n_inputs, owned);
   return status;
 }
 

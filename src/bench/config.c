@@ -31,6 +31,7 @@ void mb_bench_config_init(mb_bench_config *config) {
   config->rtol = 1e-3;
   config->atol = 1e-4;
   config->baseline = -1;
+  config->reference = -1;
   config->log_level = (int)mb__log_get_level(); /* honours MODELBENCH_LOG */
 }
 

@@ -39,8 +39,7 @@ typedef struct engine {
   mb_bench_config config; /* effective: validated, conversions resolved */
   mb_bench_job job;
   mb_bench_report *report;
-  mb_model *model;
-  void *model_bytes;
+  mb_model_files files; /* the model in its forms; files.model is the IR */
   mb_input_source *source;
   char log_dir[512];
   int conversion_i; /* position of the running conversion, for progress */
@@ -415,11 +414,71 @@ static void free_tensors(mb_tensor **tensors, int n) {
   free(tensors);
 }
 
+/* Which conversion gives the reference outputs (job.reference_conversion,
+ * -1: the reference interpreter) and its name; or, when nothing can, why
+ * (job.reference_note; returns 0). Fails only on a manifest naming an
+ * unknown conversion. */
+static mb_status choose_reference(engine *e, int *usable_out, mb_error *err) {
+  mb_bench_job *job = &e->job;
+  const mb_model_files *f = &e->files;
+  int index = e->config.reference;
+  *usable_out = 0;
+  if (index < 0 && f->reference) {
+    mb_status status = mb_conversion_find(f->reference, &index, err);
+    if (status)
+      return mb__error_prefix(err, MB_STATUS_INVALID_ARGUMENT,
+                              "the manifest's reference");
+  }
+  job->reference_conversion = index;
+  if (index >= 0) {
+    const mb_conversion_def *def = mb__conversion_def(index);
+    snprintf(job->reference_name, sizeof job->reference_name, "%s", def->name);
+    if (!(f->formats & (1u << def->format))) {
+      char why[MB_ERROR_MESSAGE_SIZE];
+      snprintf(job->reference_note, sizeof job->reference_note,
+               "the reference %s cannot run: %s", def->name,
+               mb__model_files_missing(f, def->format, why, sizeof why));
+      return MB_STATUS_OK;
+    }
+    *usable_out = 1;
+    return MB_STATUS_OK;
+  }
+  snprintf(job->reference_name, sizeof job->reference_name, "interpreter");
+  if (!(f->formats & (1u << MB_MODEL_FORMAT_ONNX))) {
+    snprintf(job->reference_note, sizeof job->reference_note,
+             "the reference interpreter runs ONNX models and this one is %s "
+             "(--reference NAME compares with a conversion instead)",
+             f->formats & (1u << MB_MODEL_FORMAT_TORCHSCRIPT) ? "TorchScript"
+                                                              : "not");
+    return MB_STATUS_OK;
+  }
+  /* Cheap and runtime-free: the IR says which operators are missing. */
+  char unsupported[256];
+  if (mb_model_unsupported_ops(job->model, unsupported, sizeof unsupported) >
+      0) {
+    snprintf(job->reference_note, sizeof job->reference_note,
+             "the reference interpreter cannot run the model (unsupported "
+             "operators: %s)",
+             unsupported);
+    return MB_STATUS_OK;
+  }
+  *usable_out = 1;
+  return MB_STATUS_OK;
+}
+
 /* Computes job.reference, or explains in job.reference_note why accuracy
- * will be unknown. Only allocation failures fail the run. */
+ * will be unknown. Only allocation failures (and a manifest naming an
+ * unknown reference) fail the run. */
 static mb_status compute_reference(engine *e, mb_error *err) {
   mb_bench_job *job = &e->job;
-  char unsupported[256];
+  int usable = 0;
+  mb_status status = choose_reference(e, &usable, err);
+  if (status)
+    return status;
+  snprintf(e->report->reference, sizeof e->report->reference, "%s",
+           usable ? job->reference_name : "");
+  if (!usable)
+    return MB_STATUS_OK;
   /* Accuracy covers the first samples, up to MB_MAX_EVAL_SAMPLES. */
   job->n_reference = (int)MB_MIN(job->n_samples, MB_MAX_EVAL_SAMPLES);
   int n = job->n_outputs * MB_MAX(job->n_reference, 1);
@@ -427,15 +486,6 @@ static mb_status compute_reference(engine *e, mb_error *err) {
   if (!outputs)
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
                      "cannot allocate the reference outputs");
-  /* Cheap and runtime-free: the IR says which operators are missing. */
-  if (mb_model_unsupported_ops(e->model, unsupported, sizeof unsupported) > 0) {
-    snprintf(job->reference_note, sizeof job->reference_note,
-             "the reference interpreter cannot run the model (unsupported "
-             "operators: %s)",
-             unsupported);
-    free(outputs);
-    return MB_STATUS_OK;
-  }
   mb_error ref_err = {MB_STATUS_OK, ""};
   int ok = 0;
   if (e->config.isolate) {
@@ -445,7 +495,7 @@ static mb_status compute_reference(engine *e, mb_error *err) {
     out.tensors = outputs;
     snprintf(log_path, sizeof log_path, "%s/reference-outputs.log", e->log_dir);
     e->timeout = e->config.timeout_seconds;
-    mb_status status = run_child(e, reference_body, NULL, log_path, &out, err);
+    status = run_child(e, reference_body, NULL, log_path, &out, err);
     free(out.backtrace);
     if (status) {
       free(outputs);
@@ -459,8 +509,12 @@ static mb_status compute_reference(engine *e, mb_error *err) {
   }
   if (!ok) {
     ((report_storage *)e->report->storage_)->keep_reference_log = 1;
+    e->report->reference[0] = '\0';
     if (snprintf(job->reference_note, sizeof job->reference_note,
-                 "the reference interpreter failed: %s", ref_err.message) < 0)
+                 "the reference %s failed: %s",
+                 job->reference_conversion < 0 ? "interpreter"
+                                               : job->reference_name,
+                 ref_err.message) < 0)
       job->reference_note[0] = '\0';
     free_tensors(outputs, n);
     return MB_STATUS_OK;
@@ -468,12 +522,66 @@ static mb_status compute_reference(engine *e, mb_error *err) {
   /* Outputs carry the graph's output names for the accuracy entries. */
   for (int i = 0; i < n; i++) {
     mb_value_info info;
-    if (!outputs[i]->name && mb_model_output_info(e->model, i % job->n_outputs,
-                                                  &info, NULL) == MB_STATUS_OK)
+    if (!outputs[i]->name &&
+        mb_model_output_info(job->model, i % job->n_outputs, &info, NULL) ==
+            MB_STATUS_OK)
       outputs[i]->name = mb__strdup(info.name);
   }
   job->reference = outputs;
   return MB_STATUS_OK;
+}
+
+/* Reads config->labels_path: integer class labels, one per row of the
+ * samples (the first dimension of the first input), at least as many as
+ * the samples have rows. */
+static mb_status load_labels(engine *e, mb_error *err) {
+  mb_bench_job *job = &e->job;
+  const char *path = e->config.labels_path;
+  mb_tensor *t = NULL;
+  if (!path)
+    return MB_STATUS_OK;
+  int64_t rows = 0;
+  for (int64_t s = 0; s < job->n_samples; s++)
+    rows += job->n_inputs > 0 && job->samples[s][0]->rank > 0
+                ? job->samples[s][0]->dims[0]
+                : 1;
+  mb_status status = mb__npy_load(path, &t, err);
+  if (status)
+    return mb__error_prefix(err, MB_STATUS_INVALID_ARGUMENT, "labels");
+  const mb_dtype dtype = t->dtype;
+  if (t->rank != 1 || !(dtype == MB_DTYPE_INT64 || dtype == MB_DTYPE_INT32 ||
+                        dtype == MB_DTYPE_INT16 || dtype == MB_DTYPE_UINT8 ||
+                        dtype == MB_DTYPE_INT8)) {
+    char shape[160];
+    status = mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                       "labels %s: expected a 1-d array of integer classes, "
+                       "got %s%s",
+                       path, mb_dtype_name(dtype),
+                       mb__shape_str(t->rank, t->dims, shape, sizeof shape));
+    goto done;
+  }
+  if (t->numel < rows) {
+    status = mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                       "labels %s: %lld labels for %lld input rows (%lld "
+                       "samples); one label per row is needed",
+                       path, (long long)t->numel, (long long)rows,
+                       (long long)job->n_samples);
+    goto done;
+  }
+  if (!(job->labels = malloc(sizeof *job->labels * (size_t)MB_MAX(rows, 1)))) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "labels: out of memory");
+    goto done;
+  }
+  for (int64_t i = 0; i < rows; i++)
+    job->labels[i] = dtype == MB_DTYPE_INT64   ? ((const int64_t *)t->data)[i]
+                     : dtype == MB_DTYPE_INT32 ? ((const int32_t *)t->data)[i]
+                     : dtype == MB_DTYPE_INT16 ? ((const int16_t *)t->data)[i]
+                     : dtype == MB_DTYPE_UINT8 ? ((const uint8_t *)t->data)[i]
+                                               : ((const int8_t *)t->data)[i];
+  job->n_labels = rows;
+done:
+  mb_tensor_free(t);
+  return status;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -616,6 +724,10 @@ static mb_status validate_config(const mb_bench_config *c, mb_error *err) {
                        "config: %s must be >= %d (got %d)", ints[i].name,
                        ints[i].min, v);
   }
+  if (c->reference >= 0 && !mb__conversion_def(c->reference))
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "config: reference %d is not a registry index (0..%d)",
+                     c->reference, mb_conversion_count() - 1);
   if ((unsigned)c->device >= MB_DEVICE_COUNT)
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                      "config: device %d is not a known device", c->device);
@@ -685,6 +797,7 @@ static mb_status plan(engine *e, const mb_bench_config *config, mb_error *err) {
   copy->loader = NULL;
   copy->loader_user = NULL;
   copy->inputs_dir = arena_strdup_or_null(arena, c->inputs_dir);
+  copy->labels_path = arena_strdup_or_null(arena, c->labels_path);
   if (c->conversion_timeouts) {
     double *timeouts = mb__arena_alloc(arena, sizeof *timeouts * (size_t)n);
     if (!timeouts)
@@ -753,22 +866,24 @@ static mb_status load_inputs(engine *e, const char *model_path, mb_error *err) {
   mb_bench_report *report = e->report;
   mb_arena *arena = ((report_storage *)report->storage_)->arena;
   mb_status status;
-  if ((status = mb_model_load(model_path, &e->model, err)))
+  if ((status = mb__model_files_open(model_path, &e->config, &e->files, err)))
     return status;
-  if ((status =
-           mb__read_file(model_path, &e->model_bytes, &job->model_size, err)))
-    return status;
-  job->model = e->model;
-  job->model_bytes = e->model_bytes;
+  mb_model *model = e->files.model;
+  job->files = &e->files;
+  job->model = model;
+  job->model_bytes = e->files.onnx_bytes;
+  job->model_size = e->files.onnx_size;
   job->model_path = model_path;
   job->config = &e->config;
-  job->n_inputs = mb_model_input_count(e->model);
-  job->n_outputs = mb_model_output_count(e->model);
+  job->n_inputs = mb_model_input_count(model);
+  job->n_outputs = mb_model_output_count(model);
   snprintf(report->model_path, sizeof report->model_path, "%s", model_path);
   snprintf(report->model_sha256, sizeof report->model_sha256, "%s",
-           mb_model_sha256(e->model));
+           e->files.sha256);
+  snprintf(report->model_name, sizeof report->model_name, "%s", e->files.name);
+  report->model_formats = e->files.formats;
 
-  if ((status = mb__input_source_open(e->model, &e->config, &e->source, err)))
+  if ((status = mb__input_source_open(model, &e->config, &e->source, err)))
     return status;
   job->n_samples = mb__input_source_count(e->source);
   if (job->n_samples < 1)
@@ -787,7 +902,7 @@ static mb_status load_inputs(engine *e, const char *model_path, mb_error *err) {
                      (long long)job->n_samples);
   for (int i = 0; i < job->n_inputs; i++) {
     mb_value_info info;
-    if ((status = mb_model_input_info(e->model, i, &info, err)))
+    if ((status = mb_model_input_info(model, i, &info, err)))
       return status;
     report->inputs[i] = shapes[i];
     report->inputs[i].name = mb__arena_strdup(arena, shapes[i].name);
@@ -831,10 +946,10 @@ static void engine_cleanup(engine *e) {
   }
   free(job->samples);
   free_tensors(job->reference, job->n_outputs * MB_MAX(job->n_reference, 1));
+  free(job->labels);
   if (e->source)
     mb__input_source_close(e->source);
-  mb_model_free(e->model);
-  free(e->model_bytes);
+  mb__model_files_close(&e->files);
 }
 
 mb_status mb_benchmark_model(const char *model_path,
@@ -868,7 +983,7 @@ mb_status mb_benchmark_model(const char *model_path,
 
   if ((status = plan(&e, config, err)) ||
       (status = load_inputs(&e, model_path, err)) ||
-      (status = prepare_log_dir(&e, err)) ||
+      (status = load_labels(&e, err)) || (status = prepare_log_dir(&e, err)) ||
       (status = compute_reference(&e, err)))
     goto fail;
 

@@ -135,6 +135,8 @@ void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
   mb__wire_put_str(w, r->runtime);
   mb__wire_put_str(w, r->runtime_version);
   mb__wire_put_f64(w, r->load_ms);
+  mb__wire_put_f64(w, r->task_accuracy);
+  mb__wire_put_i64(w, r->task_rows);
   mb__wire_put_u32(w, (uint32_t)r->inaccurate);
   mb__wire_put_u32(w, (uint32_t)(r->cache_hit + 1));
   mb__wire_put_f64(w, r->build_ms);
@@ -188,6 +190,8 @@ mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
   mb__wire_get_str_buf(w, r->runtime, sizeof r->runtime);
   mb__wire_get_str_buf(w, r->runtime_version, sizeof r->runtime_version);
   r->load_ms = mb__wire_get_f64(w);
+  r->task_accuracy = mb__wire_get_f64(w);
+  r->task_rows = mb__wire_get_i64(w);
   r->inaccurate = (int)mb__wire_get_u32(w);
   r->cache_hit = (int)mb__wire_get_u32(w) - 1;
   r->build_ms = mb__wire_get_f64(w);
@@ -495,62 +499,112 @@ static int64_t top1_matches(const mb_tensor *got, const mb_tensor *want,
   return same;
 }
 
-/* Runs sample 0 again and compares every output with the reference:
- * fp32 conversions by rtol/atol, reduced precision by 1 - cosine against
- * config->max_error (flagging the result inaccurate), plus top-1
- * agreement for classifier-shaped outputs. */
+/* Rows of sample k: the first dimension of its first input (1 for a
+ * scalar or a model without inputs). */
+static int64_t sample_rows(const mb_bench_job *job, int64_t k) {
+  const mb_tensor *t = job->n_inputs > 0 ? job->samples[k][0] : NULL;
+  return t && t->rank > 0 ? t->dims[0] : 1;
+}
+
+/* Top-1 of every row of a classifier-shaped output against the labels of
+ * those rows; -1 when the output is not [rows, classes] float32. */
+static int64_t label_matches(const mb_tensor *out, const int64_t *labels,
+                             int64_t rows) {
+  if (out->dtype != MB_DTYPE_FLOAT || out->rank != 2 || out->dims[0] != rows ||
+      out->dims[1] < 2)
+    return -1;
+  const float *a = out->data;
+  int64_t classes = out->dims[1], same = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t best = 0;
+    for (int64_t c = 1; c < classes; c++)
+      if (a[r * classes + c] > a[r * classes + best])
+        best = c;
+    same += best == labels[r];
+  }
+  return same;
+}
+
+/* Runs the evaluation samples again and compares every output with the
+ * reference: fp32 conversions by rtol/atol, reduced precision by
+ * 1 - cosine against config->max_error (flagging the result inaccurate),
+ * plus top-1 agreement for classifier-shaped outputs. With labels, every
+ * sample is evaluated and the first output's top-1 accuracy against them
+ * is the task accuracy. */
 static mb_status check_accuracy(const mb_runtime *rt, void *session,
                                 const mb_bench_job *job,
                                 const mb_conversion_def *def,
                                 mb_bench_result *result, mb_error *err) {
   bool reduced = def->precision != MB_PRECISION_FP32;
   double max_error = job->config->max_error > 0 ? job->config->max_error : 1e-3;
-  mb_status status;
+  mb_status status = MB_STATUS_OK;
   mb_tensor **outputs = NULL;
-  if (!job->reference) {
-    if (job->reference_note[0])
-      mb__result_add_warning(result, "accuracy unknown: %s",
-                             job->reference_note);
+  int64_t *bad = NULL, *top1_same = NULL;
+  int n_out = job->n_outputs;
+  int n_ref = job->reference ? MB_MAX(job->n_reference, 1) : 0;
+  bool labelled = job->labels != NULL;
+  int64_t n_eval = labelled ? job->n_samples : n_ref;
+  int64_t label_row = 0, task_same = 0;
+  if (!job->reference && job->reference_note[0])
+    mb__result_add_warning(result, "accuracy unknown: %s", job->reference_note);
+  if (n_eval == 0)
+    return MB_STATUS_OK;
+  if (!rt->fetch_outputs || n_out == 0) {
+    mb__result_add_warning(result, "accuracy unknown: %s",
+                           n_out == 0 ? "the model declares no outputs"
+                                      : "the runtime cannot return its "
+                                        "outputs");
     return MB_STATUS_OK;
   }
-  if (!rt->fetch_outputs) {
-    mb__result_add_warning(result,
-                           "accuracy unknown: runtime '%s' cannot return "
-                           "its outputs",
-                           rt->name);
-    return MB_STATUS_OK;
-  }
-  int n_out = job->n_outputs, n_ref = MB_MAX(job->n_reference, 1);
-  outputs = calloc((size_t)MB_MAX(n_out, 1), sizeof *outputs);
-  result->accuracy = calloc((size_t)MB_MAX(n_out, 1), sizeof *result->accuracy);
-  int64_t *bad = calloc((size_t)MB_MAX(n_out, 1), sizeof *bad);
-  int64_t *top1_same = calloc((size_t)MB_MAX(n_out, 1), sizeof *top1_same);
-  if (!outputs || !result->accuracy || !bad || !top1_same) {
-    free(bad);
-    free(top1_same);
+  outputs = calloc((size_t)n_out, sizeof *outputs);
+  bad = calloc((size_t)n_out, sizeof *bad);
+  top1_same = calloc((size_t)n_out, sizeof *top1_same);
+  if (n_ref > 0)
+    result->accuracy = calloc((size_t)n_out, sizeof *result->accuracy);
+  if (!outputs || !bad || !top1_same || (n_ref > 0 && !result->accuracy)) {
     status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
                        "cannot allocate the accuracy check");
     goto done;
   }
-  result->n_outputs = n_out;
-  result->max_abs_err = 0.0;
-  for (int i = 0; i < n_out; i++) {
-    result->accuracy[i].cosine = 1.0;
-    result->accuracy[i].top1_agreement = -1.0;
+  if (n_ref > 0) {
+    result->n_outputs = n_out;
+    result->max_abs_err = 0.0;
+    for (int i = 0; i < n_out; i++) {
+      result->accuracy[i].cosine = 1.0;
+      result->accuracy[i].top1_agreement = -1.0;
+    }
   }
   /* Every sample with reference outputs; per output the worst error and
    * cosine over them, top-1 agreement over all their rows. */
-  for (int k = 0; k < n_ref; k++) {
+  for (int64_t k = 0; k < n_eval; k++) {
     if ((status = rt->run(session, (const mb_tensor *const *)job->samples[k],
                           err))) {
-      mb__error_prefix(err, status, "accuracy run (sample %d)", k);
+      mb__error_prefix(err, status, "accuracy run (sample %lld)", (long long)k);
       goto sample_done;
     }
     if ((status = rt->fetch_outputs(session, outputs, err))) {
       mb__error_prefix(err, status, "fetching outputs");
       goto sample_done;
     }
-    for (int i = 0; i < n_out; i++) {
+    if (labelled && label_row >= 0) {
+      int64_t rows = sample_rows(job, k);
+      int64_t same = label_matches(outputs[0], job->labels + label_row, rows);
+      if (same < 0) {
+        char shape[160];
+        mb__result_add_warning(
+            result,
+            "task accuracy unknown: output %d is %s%s, not float32 [rows, "
+            "classes] with one row per label",
+            0, mb_dtype_name(outputs[0]->dtype),
+            mb__shape_str(outputs[0]->rank, outputs[0]->dims, shape,
+                          sizeof shape));
+        label_row = -1;
+      } else {
+        task_same += same;
+        label_row += rows;
+      }
+    }
+    for (int i = 0; k < n_ref && i < n_out; i++) {
       const mb_tensor *expected = job->reference[k * n_out + i];
       mb_output_accuracy *acc = &result->accuracy[i];
       mb_compare_result cmp;
@@ -565,10 +619,10 @@ static mb_status check_accuracy(const mb_runtime *rt, void *session,
         char got[160], want[160];
         status = mb__error(
             err, MB_STATUS_MISMATCH,
-            "output '%s' is %s%s but the reference interpreter gives %s%s",
-            acc->name, mb_dtype_name(outputs[i]->dtype),
+            "output '%s' is %s%s but the reference %s gives %s%s", acc->name,
+            mb_dtype_name(outputs[i]->dtype),
             mb__shape_str(outputs[i]->rank, outputs[i]->dims, got, sizeof got),
-            mb_dtype_name(expected->dtype),
+            job->reference_name, mb_dtype_name(expected->dtype),
             mb__shape_str(expected->rank, expected->dims, want, sizeof want));
         goto sample_done;
       }
@@ -593,9 +647,13 @@ static mb_status check_accuracy(const mb_runtime *rt, void *session,
       outputs[i] = NULL;
     }
     if (status)
-      break;
+      goto done;
   }
-  for (int i = 0; !status && i < n_out; i++) {
+  if (labelled && label_row > 0) {
+    result->task_accuracy = (double)task_same / (double)label_row;
+    result->task_rows = label_row;
+  }
+  for (int i = 0; n_ref > 0 && i < n_out; i++) {
     const mb_output_accuracy *acc = &result->accuracy[i];
     result->max_abs_err = MB_MAX(result->max_abs_err, acc->max_abs_err);
     if (isnan(acc->max_abs_err))
@@ -619,16 +677,14 @@ static mb_status check_accuracy(const mb_runtime *rt, void *session,
                              job->config->rtol, job->config->atol);
     }
   }
-  free(bad);
-  free(top1_same);
-  if (status)
-    goto done;
-  result->has_accuracy = 1;
+  result->has_accuracy = n_ref > 0;
 
 done:
-  for (int i = 0; outputs && i < job->n_outputs; i++)
+  for (int i = 0; outputs && i < n_out; i++)
     mb_tensor_free(outputs[i]);
   free(outputs);
+  free(bad);
+  free(top1_same);
   if (!result->has_accuracy) {
     free(result->accuracy);
     result->accuracy = NULL;
@@ -693,55 +749,78 @@ static void report(const mb_progress_sink *progress, const char *phase) {
     progress->fn(progress->ctx, phase, 0, 0.0);
 }
 
-void mb__worker_run_conversion(const mb_bench_job *job, int index,
-                               const mb_progress_sink *progress, int send_fd,
-                               mb_bench_result *result) {
+/* A prepared conversion: what worker_prepare makes and worker_finish
+ * releases. */
+typedef struct prepared {
+  const mb_conversion_def *def;
+  const mb_runtime *rt;
+  void *session;
+  mb_worker_build wb;
+} prepared;
+
+/* Keeps a host runtime's detail (a traceback) of the failure just seen
+ * with the result, unless a crash already gave it a backtrace. */
+static void take_detail(const mb_runtime *rt, mb_bench_result *result) {
+  char *detail = rt && rt->take_error_detail ? rt->take_error_detail() : NULL;
+  if (detail && !result->backtrace)
+    result->backtrace = detail;
+  else
+    free(detail);
+}
+
+/* Availability, device, runtime, the build step and prepare of conversion
+ * `index`, filling result (device, runtime_version, build fields,
+ * load_ms). On failure the result says why (status, error) and 0 is
+ * returned; p->session is then NULL. */
+static int worker_prepare(const mb_bench_job *job, int index,
+                          const mb_progress_sink *progress,
+                          mb_bench_result *result, prepared *p) {
   const mb_bench_config *c = job->config;
   const mb_conversion_def *def = mb__conversion_def(index);
-  const mb_runtime *rt = NULL;
-  void *session = NULL;
   mb_error err = {MB_STATUS_OK, ""};
   mb_conversion_info info;
-  mb_worker_build wb;
+  char message[MB_ERROR_MESSAGE_SIZE];
   mb_status status;
-
-  memset(&wb, 0, sizeof wb);
-  result->status = MB_BENCH_OK;
-  result->max_abs_err = -1.0;
-  result->cache_hit = -1;
-  result->build_ms = -1.0;
+  memset(p, 0, sizeof *p);
+  p->def = def;
   if (!def) {
     fail_result(result, MB_BENCH_ERROR, "conversion index out of range");
-    goto done;
+    return 0;
   }
   if ((status = mb_conversion_get(index, &info, &err))) {
     fail_result(result, MB_BENCH_ERROR, err.message);
-    goto done;
+    return 0;
   }
   if (!info.available) {
     fail_result(result, MB_BENCH_UNAVAILABLE,
                 info.reason[0] ? info.reason : "not available here");
-    goto done;
+    return 0;
+  }
+  if (!(job->files->formats & (1u << def->format))) {
+    fail_result(result, MB_BENCH_ERROR,
+                mb__model_files_missing(job->files, def->format, message,
+                                        sizeof message));
+    return 0;
   }
   if (c->device != MB_DEVICE_AUTO && def->device != c->device &&
       !c->allow_device_override) {
-    char message[MB_ERROR_MESSAGE_SIZE];
     snprintf(message, sizeof message,
              "%s runs on %s but the device is %s (allow the device override "
              "to move it there)",
              def->name, device_name(def->device), device_name(c->device));
     fail_result(result, MB_BENCH_ERROR, message);
-    goto done;
+    return 0;
   }
   snprintf(result->device, sizeof result->device, "%s",
            device_name(def->device));
-  if (!(rt = mb__runtime_find(def->runtime)) || !rt->prepare || !rt->run) {
-    char message[MB_ERROR_MESSAGE_SIZE];
+  const mb_runtime *rt = mb__runtime_find(def->runtime);
+  if (!rt || !rt->prepare || !rt->run) {
     snprintf(message, sizeof message, "runtime '%s' is not built in",
              def->runtime);
     fail_result(result, MB_BENCH_ERROR, message);
-    goto done;
+    return 0;
   }
+  p->rt = rt;
   runtime_version(def->runtime, result->runtime_version,
                   sizeof result->runtime_version);
 
@@ -755,63 +834,142 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
       .precision = def->precision,
       .example_inputs = (const mb_tensor *const *)job->samples[0],
       .no_fallback = c->no_fallback,
+      .conversion = def->name,
+      .model_path = job->files->paths[def->format],
+      .seed = c->seed,
   };
+  /* Runtimes that quantise the model themselves (PyTorch's int8)
+   * calibrate on the data INT8_STATIC uses. */
+  mb_tensor ***calibration = NULL;
+  int n_calibration = 0;
+  bool owned = false;
+  if (def->format != MB_MODEL_FORMAT_ONNX &&
+      def->precision == MB_PRECISION_INT8 &&
+      (status = mb__calibration_batches(job, &calibration, &n_calibration,
+                                        &owned, &err))) {
+    fail_result(result, MB_BENCH_ERROR, err.message);
+    goto done;
+  }
+  options.n_calibration = n_calibration;
+  options.calibration = (const mb_tensor *const *const *)calibration;
   report(progress, "build");
-  if ((status = mb__worker_build(job, def, rt, &options, result, &wb, &err))) {
+  if ((status =
+           mb__worker_build(job, def, rt, &options, result, &p->wb, &err))) {
     fail_result(result, MB_BENCH_ERROR, err.message);
     goto done;
   }
   report(progress, "load");
+  mb_host_set_error_detail(NULL);
   double t0 = mb__now();
-  status = rt->prepare(
-      wb.model ? wb.model : job->model, wb.bytes ? wb.bytes : job->model_bytes,
-      wb.bytes ? wb.size : job->model_size, &options, &session, &err);
+  status = rt->prepare(p->wb.model ? p->wb.model : job->model,
+                       p->wb.bytes ? p->wb.bytes : job->model_bytes,
+                       p->wb.bytes ? p->wb.size : job->model_size, &options,
+                       &p->session, &err);
   result->load_ms = (mb__now() - t0) * 1e3;
-  mb__worker_build_done(&wb, c);
+  mb__worker_build_done(&p->wb, c);
   if (status) {
     mb__error_prefix(&err, status, "preparing %s", def->name);
     fail_result(result, MB_BENCH_ERROR, err.message);
-    session = NULL;
-    goto done;
+    take_detail(rt, result);
+    p->session = NULL;
   }
-  if ((status = mb__measure(rt, session, job, progress, result, &err))) {
-    fail_result(result, MB_BENCH_ERROR, err.message);
-    goto done;
-  }
-  report(progress, "accuracy");
-  if ((status = check_accuracy(rt, session, job, def, result, &err))) {
-    fail_result(result, MB_BENCH_ERROR, err.message);
-    goto done;
-  }
-  if (rt->hybrid && rt->profile_reset && rt->profile_collect) {
-    report(progress, "segments");
-    if ((status = collect_segments(rt, session, job, result, &err))) {
-      fail_result(result, MB_BENCH_ERROR, err.message);
-      goto done;
-    }
-  }
-  mb__result_add_stat_warnings(result, &job->machine);
 
 done:
-  mb__worker_build_done(&wb, c);
+  mb__calibration_batches_free(calibration, n_calibration, job->n_inputs,
+                               owned);
+  return p->session != NULL;
+}
+
+/* Releases what worker_prepare made. */
+static void worker_finish(const mb_bench_job *job, prepared *p) {
+  mb__worker_build_done(&p->wb, job->config);
+  if (p->session)
+    p->rt->release(p->session);
+  mb__worker_build_free(&p->wb);
+  memset(p, 0, sizeof *p);
+}
+
+void mb__worker_run_conversion(const mb_bench_job *job, int index,
+                               const mb_progress_sink *progress, int send_fd,
+                               mb_bench_result *result) {
+  mb_error err = {MB_STATUS_OK, ""};
+  mb_status status = MB_STATUS_OK;
+  prepared p;
+
+  result->status = MB_BENCH_OK;
+  result->max_abs_err = -1.0;
+  result->cache_hit = -1;
+  result->build_ms = -1.0;
+  if (!worker_prepare(job, index, progress, result, &p))
+    goto done;
+  if ((status = mb__measure(p.rt, p.session, job, progress, result, &err)))
+    goto failed;
+  report(progress, "accuracy");
+  if ((status = check_accuracy(p.rt, p.session, job, p.def, result, &err)))
+    goto failed;
+  if (p.rt->hybrid && p.rt->profile_reset && p.rt->profile_collect) {
+    report(progress, "segments");
+    if ((status = collect_segments(p.rt, p.session, job, result, &err)))
+      goto failed;
+  }
+  mb__result_add_stat_warnings(result, &job->machine);
+  goto done;
+
+failed:
+  fail_result(result, MB_BENCH_ERROR, err.message);
+  take_detail(p.rt, result);
+done:
   result->peak_rss_mb = mb__peak_rss_mb();
   send_result(send_fd, result);
-  if (session)
-    rt->release(session);
-  mb__worker_build_free(&wb);
+  worker_finish(job, &p);
+}
+
+/* The reference outputs from a conversion (EAGER for a PyTorch model):
+ * prepared as when benchmarked, but without the build cache, so that the
+ * benchmark's own build statistics stay its own. */
+static mb_status conversion_reference(const mb_bench_job *job,
+                                      mb_tensor **outputs_out, mb_error *err) {
+  mb_bench_job local = *job;
+  mb_bench_config config = *job->config;
+  mb_bench_result result;
+  prepared p;
+  mb_status status = MB_STATUS_OK;
+  config.build_cache = 0;
+  local.config = &config;
+  memset(&result, 0, sizeof result);
+  if (!worker_prepare(&local, job->reference_conversion, NULL, &result, &p)) {
+    status = mb__error(err, MB_STATUS_UNAVAILABLE, "%s", result.error);
+    goto done;
+  }
+  int n = MB_MAX(job->n_reference, 1);
+  for (int k = 0; k < n && !status; k++) {
+    status =
+        p.rt->run(p.session, (const mb_tensor *const *)job->samples[k], err);
+    if (!status)
+      status =
+          p.rt->fetch_outputs(p.session, outputs_out + k * job->n_outputs, err);
+    if (status && n > 1)
+      mb__error_prefix(err, status, "sample %d", k);
+  }
+done:
+  worker_finish(&local, &p);
+  mb__result_clear(&result);
+  return status;
 }
 
 mb_status mb__worker_reference(const mb_bench_job *job, mb_tensor **outputs_out,
                                mb_error *err) {
+  int n = MB_MAX(job->n_reference, 1);
+  for (int i = 0; i < n * job->n_outputs; i++)
+    outputs_out[i] = NULL;
+  if (job->reference_conversion >= 0)
+    return conversion_reference(job, outputs_out, err);
   const mb_runtime *rt = mb__runtime_find("reference");
   mb_runtime_options options = {.threads = MB_MAX(job->config->threads, 1),
                                 .opt_level = MB_GRAPH_OPT_DISABLED,
                                 .device = MB_DEVICE_CPU};
   void *session = NULL;
   mb_status status;
-  int n = MB_MAX(job->n_reference, 1);
-  for (int i = 0; i < n * job->n_outputs; i++)
-    outputs_out[i] = NULL;
   if (!rt)
     return mb__error(err, MB_STATUS_INTERNAL,
                      "the reference runtime is not registered");

@@ -63,7 +63,10 @@ typedef enum mb_build_key_part {
  * what it keeps). NULL parts are taken as "" except where noted. */
 typedef struct mb_build_key {
   const char *model_path;      /* as benchmarked; recorded, not hashed; may be
-                                  NULL */
+                                  NULL (a model that is no file: a host's
+                                  PyTorch module; never judged orphaned) */
+  const char *model_name;      /* names the model's folder when model_path
+                                  is NULL; not hashed */
   const char *model_sha256;    /* mb_model_sha256: 64 hex digits; required */
   const char *inputs;          /* "x:float32[1,3,224,224];y:int64[1,8]" */
   const char *conversion;      /* "FP16+XNNPACK"; required */

@@ -140,8 +140,9 @@ void mb__bc_safe_component(char *out, size_t size, const char *s, size_t n) {
 
 /* "<stem>-<sha12>" of a key. */
 void mb__bc_model_folder_name(const mb_build_key *key, char *out, size_t size) {
-  const char *path =
-      key->model_path && key->model_path[0] ? key->model_path : "model";
+  const char *path = key->model_path && key->model_path[0] ? key->model_path
+                     : key->model_name && key->model_name[0] ? key->model_name
+                                                             : "model";
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   const char *dot = strrchr(base, '.');

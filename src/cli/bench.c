@@ -28,7 +28,11 @@ static const char bench_help[] =
     "\n"
     "Models: MODEL is an .onnx file or a folder (its .onnx files; with\n"
     "--recursive those of its sub-folders too); PATH::HASH keeps the models\n"
-    "under PATH whose sha256 starts with HASH (as 'analyze' prints it).\n"
+    "under PATH whose sha256 starts with HASH (as 'analyze' prints it). A\n"
+    "TorchScript file (.pt, give --shape for each input) runs under\n"
+    "TORCHSCRIPT; a model manifest (.json, docs/model-manifest.md, as the\n"
+    "Python front writes one for an nn.Module) under every conversion of\n"
+    "its formats.\n"
     "      --recursive            search folders' sub-folders for models\n"
     "\n"
     "Conversions:\n"
@@ -46,6 +50,9 @@ static const char bench_help[] =
     "                             interpreter, listing those nodes\n"
     "      --baseline NAME        speedups are relative to NAME (default:\n"
     "                             the first conversion)\n"
+    "      --reference NAME       accuracy against NAME's outputs (default:\n"
+    "                             the reference interpreter; EAGER for a\n"
+    "                             PyTorch model's manifest)\n"
     "      --device DEV           cpu, cuda or auto (default cpu)\n"
     "      --allow-device-override  run a conversion made for another device\n"
     "                             there instead of failing it\n"
@@ -83,6 +90,8 @@ static const char bench_help[] =
     "                             layouts as --inputs; the first N with\n"
     "                             --calibration-samples), so that\n"
     "                             evaluation data stays unseen\n"
+    "      --labels FILE.npy      integer class labels, one per input row:\n"
+    "                             every conversion's top-1 task accuracy\n"
     "      --inputs DIR           real inputs: test_data_set_*/input_N.pb,\n"
     "                             or NAME.npy / input_N.npy files (in DIR or\n"
     "                             one sub-folder per sample)\n"
@@ -167,6 +176,8 @@ enum {
   OPT_CALIBRATION,
   OPT_CALIBRATION_LAST = OPT_CALIBRATION + MB_CLI_CALIB_COUNT - 1,
   OPT_MAX_ERROR,
+  OPT_REFERENCE,
+  OPT_LABELS,
 };
 
 static const struct option options[] = {
@@ -211,6 +222,8 @@ static const struct option options[] = {
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
     MB_CLI_CALIBRATION_OPTIONS(OPT_CALIBRATION),
     {"max-error", required_argument, NULL, OPT_MAX_ERROR},
+    {"reference", required_argument, NULL, OPT_REFERENCE},
+    {"labels", required_argument, NULL, OPT_LABELS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -238,6 +251,8 @@ typedef struct bench_cli {
   const char **labels; /* --label KEY=VALUE, pointing into argv */
   int n_labels;
   const char *baseline_name;
+  int file_baseline_index;    /* the config file's baseline, or -1 */
+  const char *reference_name; /* --reference */
   bool traceback;
   bool explicit_conversions; /* -c or the config file named them */
   bool cli_input_settings;   /* --shape/--batch-size/--input-range given */
@@ -465,6 +480,12 @@ static int apply_option(bench_cli *b, int c, char *arg) {
   case OPT_NO_RECORD:
     b->no_record = true;
     return MB_EXIT_OK;
+  case OPT_REFERENCE:
+    b->reference_name = arg;
+    return MB_EXIT_OK;
+  case OPT_LABELS:
+    cfg->labels_path = arg;
+    return MB_EXIT_OK;
   case OPT_RECURSIVE:
     b->recursive = true;
     return MB_EXIT_OK;
@@ -539,52 +560,44 @@ oom:
   return MB_EXIT_FAILURE;
 }
 
-/* The run list is always explicit (the default set spelled out when none
- * was named), so the baseline is a position in a list we know. */
-static int resolve_conversions(bench_cli *b, int file_baseline_index) {
+static int resolve_timeouts(bench_cli *b);
+
+/* The run list of one model, always explicit (the default set or the
+ * tier spelled out when none was named), so the baseline and the
+ * per-conversion timeouts are positions in a list we know. The default
+ * set and tiers keep the conversions that apply to the model's formats
+ * (EAGER for a PyTorch model, not for an ONNX file); a list the user
+ * named is run as named. */
+static int plan_model(bench_cli *b, unsigned formats) {
   mb_bench_config *cfg = &b->config;
-  if (b->tier > 0) {
-    /* A tier lists what is available here: it asks for options, not for
-     * runtimes this machine lacks. */
+  if (!b->explicit_conversions) {
     int n = 0, max = mb_conversion_count();
     int *list = malloc(sizeof *list * (size_t)(max > 0 ? max : 1));
     if (!list) {
       mb__cli_error(NULL, "out of memory");
       return MB_EXIT_FAILURE;
-    }
-    if (b->explicit_conversions && cfg->n_conversions > 0) {
-      free(list);
-      return mb__cli_usage_error(cmd, "--tier and -c both choose the "
-                                      "conversions: give one of them");
     }
     for (int i = 0; i < max; i++) {
-      mb_conversion_info info;
-      if (mb_conversion_get(i, &info, NULL) == MB_STATUS_OK &&
-          info.tier <= b->tier && info.available &&
-          info.device == MB_DEVICE_CPU)
+      if (!mb_conversion_applies(i, formats))
+        continue;
+      if (b->tier > 0) {
+        /* A tier lists what is available here: it asks for options, not
+         * for runtimes this machine lacks. */
+        mb_conversion_info info;
+        if (mb_conversion_get(i, &info, NULL) == MB_STATUS_OK &&
+            info.tier <= b->tier && info.available &&
+            info.device == MB_DEVICE_CPU)
+          list[n++] = i;
+      } else if (mb__conversion_def(i)->in_default_set) {
         list[n++] = i;
+      }
     }
     free(b->conversions);
     b->conversions = list;
     cfg->conversions = list;
     cfg->n_conversions = n;
   }
-  if (cfg->n_conversions == 0) {
-    int n = 0, max = mb_conversion_count();
-    int *list = malloc(sizeof *list * (size_t)(max > 0 ? max : 1));
-    if (!list) {
-      mb__cli_error(NULL, "out of memory");
-      return MB_EXIT_FAILURE;
-    }
-    for (int i = 0; i < max; i++)
-      if (mb__conversion_def(i)->in_default_set)
-        list[n++] = i;
-    free(b->conversions);
-    b->conversions = list;
-    cfg->conversions = list;
-    cfg->n_conversions = n;
-  }
-  int baseline_index = file_baseline_index;
+  int baseline_index = b->file_baseline_index;
   if (b->baseline_name) {
     mb_error err;
     if (mb_conversion_find(b->baseline_name, &baseline_index, &err))
@@ -600,7 +613,7 @@ static int resolve_conversions(bench_cli *b, int file_baseline_index) {
     return mb__cli_usage_error(
         cmd, "--baseline %s: not among the conversions run (add it to -c)",
         mb__conversion_def(baseline_index)->name);
-  return MB_EXIT_OK;
+  return resolve_timeouts(b);
 }
 
 /* Turns --timeout NAME=S into a per-position array of the run list. */
@@ -608,8 +621,9 @@ static int resolve_timeouts(bench_cli *b) {
   mb_bench_config *cfg = &b->config;
   if (b->n_named_timeouts == 0)
     return MB_EXIT_OK;
-  b->conversion_timeouts =
-      calloc((size_t)cfg->n_conversions, sizeof *b->conversion_timeouts);
+  free(b->conversion_timeouts);
+  b->conversion_timeouts = calloc((size_t)MB_MAX(cfg->n_conversions, 1),
+                                  sizeof *b->conversion_timeouts);
   if (!b->conversion_timeouts) {
     mb__cli_error(NULL, "out of memory");
     return MB_EXIT_FAILURE;
@@ -699,9 +713,18 @@ static int parse_args(bench_cli *b, int argc, char **argv) {
   }
   if ((rc = merge_inputs(b)) != MB_EXIT_OK)
     return rc;
-  if ((rc = resolve_conversions(b, file_baseline_index)) != MB_EXIT_OK)
-    return rc;
-  return resolve_timeouts(b);
+  if (b->tier > 0 && b->explicit_conversions && b->config.n_conversions > 0)
+    return mb__cli_usage_error(cmd, "--tier and -c both choose the "
+                                    "conversions: give one of them");
+  b->file_baseline_index = file_baseline_index;
+  if (b->reference_name) {
+    mb_error err;
+    if (mb_conversion_find(b->reference_name, &b->config.reference, &err))
+      return mb__cli_usage_error(cmd, "--reference: %s", err.message);
+  }
+  /* Names given on the line are checked now, before any model runs; the
+   * list itself is made per model. */
+  return b->explicit_conversions ? plan_model(b, ~0u) : MB_EXIT_OK;
 }
 
 /* ---- progress line ---- */
@@ -925,6 +948,14 @@ static int run_model(bench_cli *b, bool color_allowed) {
     free_result_copy(&b->results[i]);
   b->n_results = 0;
 
+  if (!b->explicit_conversions) {
+    unsigned formats = 0;
+    if (mb_model_file_formats(b->model_path, &formats, &err) != MB_STATUS_OK)
+      return mb__cli_fail(b->model_path, &err);
+    int rc = plan_model(b, formats);
+    if (rc != MB_EXIT_OK)
+      return rc;
+  }
   mb_status status =
       mb_benchmark_model(b->model_path, &b->config, &report, &err);
   clear_progress(b);

@@ -31,8 +31,9 @@ static int print_conversions(bool json, int tier) {
     mb__json_key(&j, "conversions");
     mb__json_array_begin(&j);
   } else {
-    printf("%-4s %-22s %-12s %-6s %-9s %-7s %-4s %s\n", "ID", "NAME", "RUNTIME",
-           "DEVICE", "PRECISION", "DEFAULT", "TIER", "AVAILABLE");
+    printf("%-4s %-22s %-12s %-11s %-6s %-9s %-7s %-4s %s\n", "ID", "NAME",
+           "RUNTIME", "MODEL", "DEVICE", "PRECISION", "DEFAULT", "TIER",
+           "AVAILABLE");
   }
   for (int i = 0; i < n; i++) {
     mb_conversion_info info;
@@ -45,6 +46,7 @@ static int print_conversions(bool json, int tier) {
       mb__json_kv_int(&j, "id", info.id);
       mb__json_kv_string(&j, "name", info.name);
       mb__json_kv_string(&j, "runtime", info.runtime);
+      mb__json_kv_string(&j, "format", mb_model_format_name(info.format));
       mb__json_kv_string(&j, "device", mb_device_name(info.device));
       mb__json_kv_string(&j, "precision", mb_precision_name(info.precision));
       mb__json_kv_bool(&j, "default", info.in_default_set);
@@ -54,9 +56,9 @@ static int print_conversions(bool json, int tier) {
       mb__json_kv_string(&j, "description", info.description);
       mb__json_object_end(&j);
     } else {
-      printf("%-4d %-22s %-12s %-6s %-9s %-7s %-4d %s%s%s\n", info.id,
-             info.name, info.runtime, mb_device_name(info.device),
-             mb_precision_name(info.precision),
+      printf("%-4d %-22s %-12s %-11s %-6s %-9s %-7s %-4d %s%s%s\n", info.id,
+             info.name, info.runtime, mb_model_format_name(info.format),
+             mb_device_name(info.device), mb_precision_name(info.precision),
              info.in_default_set ? "yes" : "no", info.tier,
              info.available ? "yes" : "no", info.available ? "" : ": ",
              info.reason);

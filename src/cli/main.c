@@ -1,5 +1,9 @@
 /* modelbench command-line tool: dispatches to one function per command.
- * Adding a command means one file under src/cli/ and one row below. */
+ * Adding a command means one file under src/cli/ and one row below.
+ *
+ * The CLI lives in the library (mb_cli_main) so that a host program with
+ * host runtimes (the Python front's `python3 -m modelbench`) runs every
+ * command with its conversions; src/main.c is the executable's main(). */
 #include "cli/cli_common.h"
 
 static const mb_cli_command commands[] = {
@@ -36,7 +40,9 @@ static void usage(FILE *out) {
                "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
-int main(int argc, char **argv) {
+int mb_cli_main(int argc, char **argv) {
+  /* getopt keeps state between calls: a host may run several commands. */
+  optind = 0;
   if (argc < 2) {
     usage(stderr);
     return MB_EXIT_USAGE;
@@ -52,8 +58,12 @@ int main(int argc, char **argv) {
     return MB_EXIT_OK;
   }
   for (size_t i = 0; i < MB_ARRAY_COUNT(commands); i++)
-    if (strcmp(name, commands[i].name) == 0)
-      return commands[i].fn(argc - 1, argv + 1);
+    if (strcmp(name, commands[i].name) == 0) {
+      int rc = commands[i].fn(argc - 1, argv + 1);
+      fflush(stdout);
+      fflush(stderr);
+      return rc;
+    }
   if (name[0] == '-')
     fprintf(stderr,
             "modelbench: unknown option '%s' (see 'modelbench "

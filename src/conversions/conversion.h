@@ -2,7 +2,10 @@
  * list of steps joined by '+', applied left to right; the last step names
  * the runtime (REFERENCE, ORT_CPU, ORT_CPU_NO_OPT, ...); the steps before
  * it (OPTIMIZE+, FP16+, INT8_DYNAMIC+, INT8_STATIC+) are the row's `steps`,
- * applied to the model by the worker's build step (bench/build.c). */
+ * applied to the model by the worker's build step (bench/build.c). A row's
+ * `format` says which form of the model its runtime takes: the ONNX graph
+ * for most, a TorchScript file (TORCHSCRIPT) or the PyTorch module itself
+ * (EAGER, JIT_*, ..., run by the Python front's host runtime). */
 #ifndef MB_CONVERSIONS_CONVERSION_H
 #define MB_CONVERSIONS_CONVERSION_H
 
@@ -28,6 +31,9 @@ typedef struct mb_conversion_def {
    * comma-separated graph passes of src/passes ("optimize", "to_fp16") and
    * "quantize_dynamic" / "quantize_static"; NULL: the model as given. */
   const char *steps;
+  /* The form of the model the runtime takes (mb_model_format); rows that
+   * leave it out run the ONNX model. */
+  mb_model_format format;
 } mb_conversion_def;
 
 /* Row `index` (0 .. mb_conversion_count()-1), or NULL. */

@@ -6,6 +6,8 @@
  *    10-19   ONNX Runtime CPU (2-5 predate this scheme and keep their ids)
  *    20-29   ONNX Runtime CUDA
  *    30-49   XNNPACK, oneDNN
+ *    60-79   PyTorch in the Python front (EAGER, JIT_*, ...; runtime
+ *            "pytorch", a host runtime: src/runtime/host.c)
  *   100-     precision steps (FP16+..., BF16+..., INT8_STATIC+...)
  *  1000-     registered at run time (tests) */
 #include "conversions/conversion.h"
@@ -39,6 +41,19 @@ static const char *const bench_status_names[] = {
 };
 _Static_assert(MB_ARRAY_COUNT(bench_status_names) == MB_BENCH_STATUS_COUNT,
                "one name per bench status");
+
+static const char *const format_names[] = {
+#define MB_X(name, str) str,
+    MB_MODEL_FORMAT_LIST(MB_X)
+#undef MB_X
+};
+_Static_assert(MB_ARRAY_COUNT(format_names) == MB_MODEL_FORMAT_COUNT,
+               "one name per model format");
+
+const char *mb_model_format_name(mb_model_format format) {
+  return (unsigned)format < MB_MODEL_FORMAT_COUNT ? format_names[format]
+                                                  : "invalid";
+}
 
 const char *mb_device_name(mb_device device) {
   return (unsigned)device < MB_DEVICE_COUNT ? device_names[device] : "invalid";
@@ -147,6 +162,47 @@ static const mb_conversion_def builtin[] = {
      "activations and int8 per-channel weights with INT8_STATIC's "
      "calibrated parameters, fp32 between them",
      check_onednn_INT8, 2, "optimize,quant_params"},
+    /* PyTorch's own deployment paths, on the module itself. EAGER is the
+     * baseline of a PyTorch model: speed-ups and accuracy are relative to
+     * it (the model manifest names it as the reference). */
+    {60, "EAGER", "pytorch", MB_DEVICE_CPU, MB_PRECISION_FP32,
+     MB_GRAPH_OPT_DISABLED, 1,
+     "the nn.Module as written, eval() under torch.inference_mode()", NULL, 1,
+     NULL, MB_MODEL_FORMAT_PYTORCH},
+    {61, "JIT_TRACE", "pytorch", MB_DEVICE_CPU, MB_PRECISION_FP32,
+     MB_GRAPH_OPT_DISABLED, 0, "torch.jit.trace on the first sample", NULL, 3,
+     NULL, MB_MODEL_FORMAT_PYTORCH},
+    {62, "JIT_SCRIPT", "pytorch", MB_DEVICE_CPU, MB_PRECISION_FP32,
+     MB_GRAPH_OPT_DISABLED, 0, "torch.jit.script of the module", NULL, 3, NULL,
+     MB_MODEL_FORMAT_PYTORCH},
+    {63, "JIT_FREEZE", "pytorch", MB_DEVICE_CPU, MB_PRECISION_FP32,
+     MB_GRAPH_OPT_DISABLED, 0,
+     "traced, torch.jit.freeze and torch.jit.optimize_for_inference (fused "
+     "Conv+BN, oneDNN layouts)",
+     NULL, 2, NULL, MB_MODEL_FORMAT_PYTORCH},
+    {64, "CHANNELS_LAST", "pytorch", MB_DEVICE_CPU, MB_PRECISION_FP32,
+     MB_GRAPH_OPT_DISABLED, 0,
+     "module and 4-d inputs in torch.channels_last memory format", NULL, 3,
+     NULL, MB_MODEL_FORMAT_PYTORCH},
+    {65, "BF16+EAGER", "pytorch", MB_DEVICE_CPU, MB_PRECISION_BF16,
+     MB_GRAPH_OPT_DISABLED, 0,
+     "eager under torch.autocast('cpu', torch.bfloat16), float32 outputs", NULL,
+     2, NULL, MB_MODEL_FORMAT_PYTORCH},
+    {66, "INT8_DYNAMIC+EAGER", "pytorch", MB_DEVICE_CPU, MB_PRECISION_INT8,
+     MB_GRAPH_OPT_DISABLED, 0,
+     "torch.quantization.quantize_dynamic: Linear/LSTM/GRU weights int8, "
+     "activations quantised at run time",
+     NULL, 3, NULL, MB_MODEL_FORMAT_PYTORCH},
+    {67, "INT8_STATIC+EAGER", "pytorch", MB_DEVICE_CPU, MB_PRECISION_INT8,
+     MB_GRAPH_OPT_DISABLED, 0,
+     "FX post-training static quantisation (x86 backend), calibrated on the "
+     "same data as INT8_STATIC",
+     NULL, 2, NULL, MB_MODEL_FORMAT_PYTORCH},
+    {68, "FAKE_QUANT+EAGER", "pytorch", MB_DEVICE_CPU, MB_PRECISION_INT8,
+     MB_GRAPH_OPT_DISABLED, 0,
+     "FX fake-quantised module (QDQ in float, calibrated): int8's accuracy "
+     "without int8 kernels",
+     NULL, 3, NULL, MB_MODEL_FORMAT_PYTORCH},
 };
 
 #define MB_MAX_EXTRA_CONVERSIONS 32
@@ -222,6 +278,7 @@ mb_status mb_conversion_get(int index, mb_conversion_info *info_out,
   info_out->description = def->description ? def->description : "";
   info_out->in_default_set = def->in_default_set;
   info_out->tier = def->tier > 0 ? def->tier : 3;
+  info_out->format = def->format;
 
   const mb_runtime *rt = mb__runtime_find(def->runtime);
   if (!rt) {
@@ -386,6 +443,11 @@ mb_status mb_conversion_find(const char *name_or_id, int *index_out,
   return mb__error(err, MB_STATUS_NOT_FOUND,
                    "unknown conversion '%s' (modelbench list shows all)",
                    name_or_id);
+}
+
+int mb_conversion_applies(int index, unsigned formats) {
+  const mb_conversion_def *def = mb__conversion_def(index);
+  return def && (formats & (1u << def->format)) != 0;
 }
 
 mb_status mb_conversion_parse_list(const char *list, int *indices_out, int max,

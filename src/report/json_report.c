@@ -42,7 +42,14 @@ static void write_model(mb_json *j, const mb_bench_report *r) {
   mb__json_key(j, "model");
   mb__json_object_begin(j);
   kv_string_or_null(j, "path", r->model_path);
+  kv_string_or_null(j, "name", r->model_name);
   kv_string_or_null(j, "sha256", r->model_sha256);
+  mb__json_key(j, "formats");
+  mb__json_array_begin(j);
+  for (int f = 0; f < MB_MODEL_FORMAT_COUNT; f++)
+    if (r->model_formats & (1u << f))
+      mb__json_string(j, mb_model_format_name((mb_model_format)f));
+  mb__json_array_end(j);
   mb__json_key(j, "inputs");
   mb__json_array_begin(j);
   for (int i = 0; i < r->n_inputs && r->inputs; i++) {
@@ -164,6 +171,7 @@ static void write_config(mb_json *j, const mb_bench_report *r) {
   }
   mb__json_object_end(j);
   kv_string_or_null(j, "inputs", c->inputs_dir);
+  kv_string_or_null(j, "labels", c->labels_path);
   kv_string_or_null(j, "log_dir", c->log_dir);
   mb__json_kv_string(j, "log_level",
                      c->log_level >= 0 &&
@@ -281,6 +289,8 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
   kv_measured(j, "elapsed_seconds", r->elapsed_seconds, timed);
   kv_measured(j, "peak_rss_mb", r->peak_rss_mb, r->peak_rss_mb > 0);
   write_accuracy(j, r);
+  kv_measured(j, "task_accuracy", r->task_accuracy, r->task_rows > 0);
+  mb__json_kv_int(j, "task_accuracy_rows", r->task_rows);
   kv_measured(j, "speedup_vs_baseline", r->speedup_vs_baseline,
               r->speedup_vs_baseline > 0);
   mb__json_key(j, "warnings");
@@ -326,6 +336,7 @@ static void write_report(mb_json *j, const mb_bench_report *r) {
     mb__json_string(j, result_name(&r->results[r->baseline_result]));
   else
     mb__json_null(j);
+  kv_string_or_null(j, "reference", r->reference);
   mb__json_key(j, "results");
   mb__json_array_begin(j);
   for (int i = 0; i < r->n_results && r->results; i++)

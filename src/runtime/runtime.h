@@ -40,6 +40,17 @@ typedef struct mb_runtime_options {
    * (passes/quantize.h) of this model, from its build; borrowed for
    * prepare. NULL otherwise. */
   const struct mb_quant_params *quant_params;
+  /* The conversion being prepared ("JIT_TRACE"), and the file of the
+   * model format it runs (a TorchScript file, the PyTorch module's spec;
+   * for ONNX conversions the model file as given, or NULL). */
+  const char *conversion;
+  const char *model_path;
+  uint64_t seed;
+  /* Calibration batches for runtimes that quantise themselves (host
+   * runtimes at int8): n_calibration arrays of graph-input tensors,
+   * borrowed for prepare. */
+  int n_calibration;
+  const mb_tensor *const *const *calibration;
 } mb_runtime_options;
 
 typedef struct mb_runtime {
@@ -71,6 +82,9 @@ typedef struct mb_runtime {
    * what ran since the reset; its arrays are malloc'ed and owned by out. */
   void (*profile_reset)(void *session, int level);
   mb_status (*profile_collect)(void *session, mb_profile *out, mb_error *err);
+  /* Optional: the multi-line detail (a host's traceback) of this
+   * process's last failure, malloc'd for the caller, or NULL. */
+  char *(*take_error_detail)(void);
 } mb_runtime;
 
 /* Native engines (runtime/engine.h): one line per engine file. Each one
@@ -79,11 +93,17 @@ typedef struct mb_runtime {
   X(xnnpack)                                                                   \
   X(onednn)
 
-/* One line per adapter file, then one hybrid runtime per engine. */
+/* Host runtimes (host.c): their code comes from the program that embeds
+ * the library (mb_host_runtime_set). */
+#define MB_HOST_RUNTIME_LIST(X) X(pytorch)
+
+/* One line per adapter file, then one hybrid runtime per engine, then the
+ * host runtimes. */
 #define MB_RUNTIME_LIST(X)                                                     \
   X(reference)                                                                 \
   X(onnxruntime)                                                               \
-  MB_ENGINE_LIST(X)
+  MB_ENGINE_LIST(X)                                                            \
+  MB_HOST_RUNTIME_LIST(X)
 
 #define MB_X(name) extern const mb_runtime mb__runtime_##name;
 MB_RUNTIME_LIST(MB_X)

@@ -1,0 +1,35 @@
+"""modelbench for PyTorch users: benchmark an nn.Module under PyTorch's own
+conversions and every ONNX conversion of the C engine, in one report.
+
+    from modelbench import benchmark_model, display_all_results
+    results = benchmark_model(model, {"batch_size": 1}, ["EAGER", "ORT_CPU"], data=x[0])
+    display_all_results(results)
+
+The measurement, statistics, accuracy, reports, build cache and history are
+libmodelbench's (found in build/lib beside this package, where `make install`
+put it, or at $MODELBENCH_LIBRARY); `python3 -m modelbench` is the CLI with the
+PyTorch conversions. torch is imported only where a model is handled.
+"""
+
+from .api import benchmark_model
+from .args import parse_benchmark_args
+from .config import BenchmarkConfig
+from .conversions import ALIASES, PYTORCH_CONVERSIONS, list_conversions
+from .logs import setup_logging
+from .results import ConversionError, Result, Results, display_all_results
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ALIASES",
+    "BenchmarkConfig",
+    "ConversionError",
+    "PYTORCH_CONVERSIONS",
+    "Result",
+    "Results",
+    "benchmark_model",
+    "display_all_results",
+    "list_conversions",
+    "parse_benchmark_args",
+    "setup_logging",
+]

@@ -1,0 +1,266 @@
+"""ctypes bindings of libmodelbench: the few C entry points the Python front uses.
+
+The C library does the work (measurement, statistics, accuracy, reports, the
+build cache, the results database); this module only finds the library, mirrors
+the public structs it exchanges with Python and declares the prototypes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    Structure,
+    c_char,
+    c_char_p,
+    c_double,
+    c_int,
+    c_int64,
+    c_size_t,
+    c_uint,
+    c_uint64,
+    c_void_p,
+)
+from pathlib import Path
+from typing import List, Optional
+
+MB_MAX_RANK = 8
+MB_ERROR_MESSAGE_SIZE = 512
+
+# mb_status values (include/modelbench.h, MB_STATUS_LIST order).
+STATUS_OK = 0
+STATUS_INVALID_ARGUMENT = 1
+STATUS_UNSUPPORTED = 4
+STATUS_SHAPE = 5
+STATUS_OUT_OF_MEMORY = 7
+STATUS_NOT_FOUND = 9
+STATUS_UNAVAILABLE = 10
+STATUS_INTERNAL = 12
+
+
+class MbTensor(Structure):
+    """Mirror of ``mb_tensor``."""
+
+    _fields_ = [
+        ("dtype", c_int),
+        ("rank", c_int),
+        ("dims", c_int64 * MB_MAX_RANK),
+        ("numel", c_int64),
+        ("nbytes", c_size_t),
+        ("data", c_void_p),
+        ("capacity", c_size_t),
+        ("name", c_char_p),
+    ]
+
+
+class MbError(Structure):
+    """Mirror of ``mb_error``."""
+
+    _fields_ = [("status", c_int), ("message", c_char * MB_ERROR_MESSAGE_SIZE)]
+
+
+class MbHostPrepareArgs(Structure):
+    """Mirror of ``mb_host_prepare_args``."""
+
+    _fields_ = [
+        ("conversion", c_char_p),
+        ("model_path", c_char_p),
+        ("threads", c_int),
+        ("precision", c_int),
+        ("device", c_int),
+        ("verbose", c_int),
+        ("seed", c_uint64),
+        ("n_inputs", c_int),
+        ("n_outputs", c_int),
+        ("example_inputs", c_void_p),
+        ("n_calibration", c_int),
+        ("calibration", c_void_p),
+    ]
+
+
+PROBE_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p)
+PREPARE_FN = CFUNCTYPE(
+    c_int, c_void_p, POINTER(MbHostPrepareArgs), POINTER(c_void_p), POINTER(MbError)
+)
+RUN_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, POINTER(MbError))
+FETCH_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_int, c_void_p, POINTER(MbError))
+RELEASE_FN = CFUNCTYPE(None, c_void_p, c_void_p)
+
+
+class MbHostRuntime(Structure):
+    """Mirror of ``mb_host_runtime``."""
+
+    _fields_ = [
+        ("user", c_void_p),
+        ("probe", PROBE_FN),
+        ("prepare", PREPARE_FN),
+        ("run", RUN_FN),
+        ("fetch_outputs", FETCH_FN),
+        ("release", RELEASE_FN),
+    ]
+
+
+class MbConversionInfo(Structure):
+    """Mirror of ``mb_conversion_info``."""
+
+    _fields_ = [
+        ("id", c_int),
+        ("name", c_char_p),
+        ("runtime", c_char_p),
+        ("device", c_int),
+        ("precision", c_int),
+        ("description", c_char_p),
+        ("in_default_set", c_int),
+        ("tier", c_int),
+        ("available", c_int),
+        ("reason", c_char * 256),
+        ("format", c_int),
+    ]
+
+
+class MbHostBuildKey(Structure):
+    """Mirror of ``mb_host_build_key``."""
+
+    _fields_ = [
+        ("model_name", c_char_p),
+        ("model_sha256", c_char_p),
+        ("inputs", c_char_p),
+        ("artifact", c_char_p),
+        ("options", c_char_p),
+        ("tool", c_char_p),
+        ("tool_version", c_char_p),
+    ]
+
+
+def _candidates() -> List[Path]:
+    """Where libmodelbench may be, most specific first."""
+    found: List[Path] = []
+    env = os.environ.get("MODELBENCH_LIBRARY")
+    if env:
+        found.append(Path(env))
+    here = Path(__file__).resolve().parent
+    # The source tree: python/modelbench -> <root>/build/lib.
+    found.append(here.parent.parent / "build" / "lib" / "libmodelbench.so")
+    try:  # written by `make install`
+        from ._paths import LIBDIR  # type: ignore[import-not-found]
+
+        found.append(Path(LIBDIR) / "libmodelbench.so")
+    except ImportError:
+        pass
+    for libdir in ("/usr/local/lib", "/usr/lib", "/usr/lib/x86_64-linux-gnu"):
+        found.append(Path(libdir) / "libmodelbench.so")
+    return found
+
+
+class LibraryNotFound(ImportError):
+    """libmodelbench.so could not be found or loaded."""
+
+
+def _load() -> ctypes.CDLL:
+    tried = []
+    for path in _candidates():
+        if path.exists():
+            try:
+                return ctypes.CDLL(str(path))
+            except OSError as e:
+                tried.append(f"{path} ({e})")
+        else:
+            tried.append(str(path))
+    raise LibraryNotFound(
+        "modelbench: cannot find libmodelbench.so; build it with `make` (the package "
+        "looks in build/lib beside python/), install it with `make install`, or set "
+        "MODELBENCH_LIBRARY to its path. Tried: " + ", ".join(tried)
+    )
+
+
+lib = _load()
+
+
+def _declare(name: str, restype, *argtypes) -> None:
+    fn = getattr(lib, name)
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+
+
+_declare("mb_struct_size", c_size_t, c_char_p)
+_declare("mb_status_string", c_char_p, c_int)
+_declare("mb_tensor_create", c_int, c_int, c_int, POINTER(c_int64), POINTER(c_void_p), c_void_p)
+_declare("mb_tensor_free", None, c_void_p)
+_declare("mb_conversion_count", c_int)
+_declare("mb_conversion_find", c_int, c_char_p, POINTER(c_int), POINTER(MbError))
+_declare("mb_conversion_get", c_int, c_int, POINTER(MbConversionInfo), POINTER(MbError))
+_declare("mb_precision_name", c_char_p, c_int)
+_declare("mb_model_format_name", c_char_p, c_int)
+_declare("mb_host_runtime_set", c_int, c_char_p, POINTER(MbHostRuntime), POINTER(MbError))
+_declare("mb_host_set_error_detail", None, c_char_p)
+_declare("mb_host_build_open", c_int, c_char_p, POINTER(MbHostBuildKey), c_int,
+         POINTER(c_void_p), POINTER(MbError))
+_declare("mb_host_build_hit", c_int, c_void_p)
+_declare("mb_host_build_folder", c_char_p, c_void_p)
+_declare("mb_host_build_id", c_char_p, c_void_p)
+_declare("mb_host_build_finish", c_int, c_void_p, c_char_p, c_char_p, c_double,
+         POINTER(MbError))
+_declare("mb_host_build_close", None, c_void_p)
+_declare("mb_cli_main", c_int, c_int, POINTER(c_char_p))
+_declare("mb_model_file_formats", c_int, c_char_p, POINTER(c_uint), POINTER(MbError))
+
+# The mirrors above must match the library actually loaded.
+for _struct, _mirror in (
+    ("mb_tensor", MbTensor),
+    ("mb_error", MbError),
+    ("mb_host_prepare_args", MbHostPrepareArgs),
+    ("mb_host_runtime", MbHostRuntime),
+    ("mb_host_build_key", MbHostBuildKey),
+    ("mb_conversion_info", MbConversionInfo),
+):
+    _size = lib.mb_struct_size(_struct.encode())
+    if _size != ctypes.sizeof(_mirror):
+        raise LibraryNotFound(
+            f"modelbench: {_struct} is {_size} bytes in the loaded libmodelbench but "
+            f"{ctypes.sizeof(_mirror)} in the Python package: they come from different "
+            "versions; rebuild or reinstall both"
+        )
+
+
+def error_message(err: MbError) -> str:
+    """The message of a failed call, or its status text when empty."""
+    text = err.message.decode("utf-8", "replace")
+    return text or lib.mb_status_string(err.status).decode()
+
+
+def conversion_find(name_or_id: str) -> int:
+    """The registry index of a conversion name or id; ValueError with the
+    registry's message (and its suggestions) when unknown."""
+    err = MbError()
+    index = c_int()
+    if lib.mb_conversion_find(name_or_id.encode(), ctypes.byref(index), ctypes.byref(err)):
+        raise ValueError(error_message(err))
+    return index.value
+
+
+def conversion_info(index: int) -> dict:
+    """Row `index` of the registry, as ``modelbench list --json`` shows it."""
+    info = MbConversionInfo()
+    err = MbError()
+    if lib.mb_conversion_get(index, ctypes.byref(info), ctypes.byref(err)):
+        raise ValueError(error_message(err))
+    return {
+        "id": info.id,
+        "name": info.name.decode(),
+        "runtime": info.runtime.decode(),
+        "format": lib.mb_model_format_name(info.format).decode(),
+        "precision": lib.mb_precision_name(info.precision).decode(),
+        "description": info.description.decode(),
+        "default": bool(info.in_default_set),
+        "tier": info.tier,
+        "available": bool(info.available),
+        "reason": info.reason.decode("utf-8", "replace"),
+    }
+
+
+def cli_main(argv: List[str]) -> int:
+    """Runs the modelbench CLI in this process (``mb_cli_main``)."""
+    args = (c_char_p * (len(argv) + 1))(*[a.encode() for a in argv], None)
+    return int(lib.mb_cli_main(len(argv), args))

@@ -1,0 +1,268 @@
+"""benchmark_model: alma's API over modelbench's C engine.
+
+One call benchmarks a PyTorch model under PyTorch's own conversions (EAGER,
+JIT_*, BF16+EAGER, PyTorch int8) and every ONNX conversion of the C engine
+(ORT_CPU, ONEDNN, XNNPACK, their int8 and bf16 variants) through one
+``modelbench bench`` run on the model's manifest: the same measurement,
+statistics, accuracy (against EAGER), reports, build cache and history as a
+CLI run. With multiprocessing (the default) that run happens in a fresh
+``python3 -m modelbench`` process that forks one worker per conversion.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+from . import _lib, conversions as conv_table
+from .config import BenchmarkConfig
+from .results import ConversionError, Results, failures, from_report
+
+log = logging.getLogger("modelbench")
+
+WORKER_ENV = "MODELBENCH_WORKER"
+
+
+def default_conversions(formats: Sequence[str]) -> List[str]:
+    """EAGER (for PyTorch models) and the engine's default ONNX set."""
+    rows = conv_table.list_conversions()
+    return [str(r["name"]) for r in rows if r["default"] and r["format"] in formats]
+
+
+def _package_root() -> str:
+    return str(Path(__file__).resolve().parent.parent)
+
+
+def _engine_env() -> Dict[str, str]:
+    env = dict(os.environ)
+    root = _package_root()
+    path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = root + (os.pathsep + path if path else "")
+    env[WORKER_ENV] = "1"
+    return env
+
+
+def _bench_argv(cfg: BenchmarkConfig, model_path: str, names: List[str],
+                inputs: Any, json_path: str,
+                device: str, in_process: bool) -> List[str]:
+    argv = [
+        "modelbench", "bench", model_path,
+        "-c", ",".join(names),
+        "--threads", str(cfg.threads),
+        "--warmup", str(cfg.warmup),
+        "--warmup-time", repr(cfg.warmup_time),
+        "--min-iterations", str(cfg.min_iterations),
+        "--min-time", repr(cfg.min_time),
+        "--max-time", repr(cfg.max_time),
+        "--timeout", repr(cfg.timeout),
+        "--seed", str(cfg.seed),
+        "--rtol", repr(cfg.rtol),
+        "--atol", repr(cfg.atol),
+        "--max-error", repr(cfg.max_error),
+        "--device", device,
+        "--log-level", "debug" if log.isEnabledFor(logging.DEBUG) else cfg.log_level,
+        "--json", json_path,
+    ]
+    if "EAGER" in names:
+        argv += ["--baseline", "EAGER"]
+    if cfg.allow_device_override:
+        argv.append("--allow-device-override")
+    if cfg.fail_on_error:
+        argv.append("--fail-fast")
+    if in_process:
+        argv.append("--no-isolate")
+    if inputs is not None and inputs.folder:
+        argv += ["--inputs", inputs.folder]
+        if inputs.labels:
+            argv += ["--labels", inputs.labels]
+    elif inputs is not None:
+        argv += ["--batch-size", str(inputs.batch_size), "--n-samples", str(inputs.n_batches)]
+        for name, lo, hi in inputs.ranges:
+            argv += ["--input-range", f"{name}={lo:g}:{hi:g}"]
+    if cfg.calibration_samples:
+        argv += ["--calibration-samples", str(cfg.calibration_samples)]
+    for flag, value in (("--html", cfg.html), ("--csv", cfg.csv),
+                        ("--markdown", cfg.markdown), ("--cache-dir", cfg.cache_dir),
+                        ("--log-dir", cfg.log_dir)):
+        if value:
+            argv += [flag, str(value)]
+    if not cfg.cache:
+        argv.append("--no-cache")
+    if not cfg.record:
+        argv.append("--no-record")
+    for key, value in cfg.labels.items():
+        argv += ["--label", f"{key}={value}"]
+    return argv
+
+
+def _run_engine(argv: List[str], in_process: bool) -> int:
+    """Runs `modelbench bench` in a fresh process (or this one), its output
+    going to the "modelbench" logger."""
+    log.debug("engine: %s", " ".join(argv[1:]))
+    if in_process:
+        from . import host
+
+        host.install()
+        return _lib.cli_main(argv)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "modelbench"] + argv[1:],
+        env=_engine_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        if line:
+            log.info("%s", line)
+    return proc.wait()
+
+
+def _resolve_device(cfg: BenchmarkConfig) -> str:
+    import torch
+
+    want = cfg.device
+    if want == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if want == "cuda" and not torch.cuda.is_available():
+        if cfg.allow_device_override:
+            log.warning("device cuda requested but no GPU is usable here: running on the "
+                        "CPU (allow_device_override)")
+            return "cpu"
+        log.warning("device cuda requested but no GPU is usable here, and "
+                    "allow_device_override is off: every conversion fails")
+    return want
+
+
+def benchmark_model(
+    model: Any,
+    config: Union[BenchmarkConfig, Mapping[str, Any], None],
+    conversions: Optional[Sequence[Union[str, int]]] = None,
+    data: Any = None,
+    data_loader: Any = None,
+) -> Results:
+    """Benchmarks `model` under each conversion and returns the results by name.
+
+    Args:
+        model: an ``nn.Module``; a zero-argument factory returning one (built in
+            each worker, for models that must not be pickled); the path of a
+            TorchScript or pickled-module ``.pt`` file; or of an ``.onnx`` file.
+        config: a :class:`BenchmarkConfig` or a dict of its keys.
+        conversions: names and ids (``modelbench list``) and alma aliases, run in
+            this order; None: EAGER and the engine's default set.
+        data: one sample without the batch dimension (a tensor or a tuple of
+            tensors, one per forward argument): seeded batches of its shape and
+            dtype are generated, the same for every conversion.
+        data_loader: any iterable of tensors, tuples of tensors, or
+            (inputs, labels); with labels every conversion reports task_accuracy.
+
+    Returns:
+        :class:`Results`, a dict keyed by conversion whose values hold every key
+        of the JSON report's result plus alma's.
+
+    Raises:
+        ValueError / TypeError: a bad config key or value, an unknown conversion,
+            unusable data, naming the culprit.
+        ConversionError: fail_on_error is set and a conversion failed.
+    """
+    if os.environ.get(WORKER_ENV):
+        raise RuntimeError(
+            "modelbench.benchmark_model was called while a modelbench worker imported "
+            "your script to find your model's classes: put the call under "
+            "`if __name__ == \"__main__\":`"
+        )
+    from .data import from_loader, from_sample
+    from .model import (
+        describe_outputs,
+        export_onnx,
+        load_source,
+        module_sha256,
+        write_manifest,
+        write_pytorch_spec,
+    )
+
+    cfg = BenchmarkConfig.from_any(config)
+    if data is not None and data_loader is not None:
+        raise ValueError("give data or data_loader, not both")
+    source = load_source(model)
+    formats_here = ["onnx"] if source.kind == "onnx" else ["pytorch", "onnx"]
+    names = (conv_table.resolve(conversions) if conversions is not None
+             else default_conversions(formats_here))
+    if not names:
+        raise ValueError("conversions is empty: name at least one (modelbench list)")
+    device = _resolve_device(cfg)
+    run_dir = tempfile.mkdtemp(prefix="modelbench-run-")
+    live_key: Optional[str] = None
+    try:
+        inputs = None
+        if data_loader is not None:
+            inputs = from_loader(source.module, data_loader, cfg.n_samples,
+                                 os.path.join(run_dir, "inputs"))
+        elif data is not None:
+            inputs = from_sample(source.module, data, cfg.batch_size, cfg.n_samples)
+        elif source.kind != "onnx":
+            raise ValueError(
+                "give data (one sample without the batch dimension) or a data_loader: "
+                "a PyTorch module does not declare its input shapes"
+            )
+        if source.kind == "onnx":
+            model_path = source.path or ""
+        else:
+            from .data import signature_text
+
+            rows = {str(r["name"]): r for r in conv_table.list_conversions()}
+            wanted = {rows[n]["format"] for n in names}
+            outputs = describe_outputs(source.module, inputs)
+            sha = module_sha256(source, signature_text(inputs.specs))
+            formats: Dict[str, Dict[str, str]] = {}
+            if not cfg.multiprocessing:
+                from . import host
+
+                live_key = uuid.uuid4().hex
+                host.hand_over(live_key, source.module)
+            formats["pytorch"] = {
+                "path": write_pytorch_spec(source, run_dir, live_key)
+            }
+            if "onnx" in wanted:
+                formats["onnx"] = export_onnx(source, sha, inputs, outputs, run_dir,
+                                              cfg.opset, cfg.cache, cfg.cache_dir)
+            model_path = write_manifest(run_dir, source, sha, inputs, outputs, formats,
+                                        "EAGER")
+        json_path = cfg.json or os.path.join(run_dir, "report.json")
+        argv = _bench_argv(cfg, model_path, names, inputs, json_path, device,
+                           in_process=not cfg.multiprocessing)
+        rc = _run_engine(argv, in_process=not cfg.multiprocessing)
+        if rc == 2 or not os.path.exists(json_path):
+            raise ValueError(
+                f"modelbench bench refused the run (exit status {rc}); its messages are "
+                "above in the log"
+            )
+        with open(json_path) as f:
+            report = json.load(f)
+        if "reports" in report:
+            report = report["reports"][0]
+        results = from_report(report, cfg.json)
+        failed = failures(results)
+        if cfg.fail_on_error and failed:
+            r = results[failed[0]]
+            raise ConversionError(failed[0], r.get("error") or "", r.get("traceback"))
+        return results
+    finally:
+        if live_key is not None:
+            from . import host
+
+            host.take_back(live_key)
+        if cfg.keep_run_dir:
+            log.info("run folder kept: %s", run_dir)
+        else:
+            shutil.rmtree(run_dir, ignore_errors=True)

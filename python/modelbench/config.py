@@ -1,0 +1,178 @@
+"""BenchmarkConfig: every setting of a Python-front run, checked by name and type.
+
+alma's keys (batch_size, n_samples, device, allow_device_override, fail_on_error,
+multiprocessing, non_blocking) mean what they mean in alma; the others are the
+C engine's settings under the names of ``modelbench bench``'s long options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, Dict, Mapping, Optional, Union, get_type_hints
+
+_DEVICES = ("cpu", "cuda", "auto")
+_LOG_LEVELS = ("error", "warn", "info", "debug")
+
+
+@dataclass
+class BenchmarkConfig:
+    """Settings of :func:`modelbench.benchmark_model` (a dict with these keys works too).
+
+    Attributes (times in seconds):
+        batch_size: samples per inference (generated data; a data_loader's own batches win).
+        n_samples: samples to benchmark and evaluate on, across batches.
+        device: "cpu", "cuda" or "auto" (cuda when a GPU is there).
+        allow_device_override: a device that is missing (cuda without a GPU) falls back
+            to the CPU, reported, instead of failing every conversion.
+        fail_on_error: raise ConversionError at the first failed conversion (alma's
+            default); False records the error and traceback and goes on.
+        multiprocessing: each conversion in its own process (a crash, hang or OOM
+            takes only that one down); False runs them in this process.
+        non_blocking: accepted for alma compatibility; no effect on the CPU.
+        threads: intra-op threads of every runtime.
+        warmup, warmup_time: warm-up iterations and seconds (both are met).
+        min_iterations, min_time, max_time: timed iterations and seconds.
+        timeout: seconds after which a conversion's worker is killed.
+        seed: seed of generated inputs and calibration data.
+        opset: ONNX opset of the export (None: the highest the exporter has).
+        cache: keep and reuse builds (the ONNX export, converted models).
+        cache_dir: the cache and results folder (None: ~/.cache/modelbench).
+        record: store the run in the results database (`modelbench history`).
+        json, html, csv, markdown: report files to write.
+        rtol, atol: fp32 accuracy tolerances against the reference (EAGER).
+        max_error: reduced precision is flagged inaccurate beyond 1 - cosine = this.
+        calibration_samples: batches the int8 conversions calibrate on (None: the
+            evaluation data when given, else 100 generated batches).
+        labels: key=value pairs stored with the run in the results database.
+        log_level: the engine's logging ("error", "warn", "info", "debug").
+        log_dir: keep per-conversion logs there (None: only failed ones, in a
+            temporary folder).
+        keep_run_dir: keep the run folder (manifest, exported models, inputs).
+    """
+
+    batch_size: int = 1
+    n_samples: int = 64
+    device: str = "cpu"
+    allow_device_override: bool = True
+    fail_on_error: bool = True
+    multiprocessing: bool = True
+    non_blocking: bool = False
+    threads: int = 1
+    warmup: int = 5
+    warmup_time: float = 0.5
+    min_iterations: int = 20
+    min_time: float = 2.0
+    max_time: float = 30.0
+    timeout: float = 300.0
+    seed: int = 0
+    opset: Optional[int] = None
+    cache: bool = True
+    cache_dir: Optional[str] = None
+    record: bool = True
+    json: Optional[str] = None
+    html: Optional[str] = None
+    csv: Optional[str] = None
+    markdown: Optional[str] = None
+    rtol: float = 1e-3
+    atol: float = 1e-4
+    max_error: float = 1e-3
+    calibration_samples: Optional[int] = None
+    labels: Dict[str, str] = field(default_factory=dict)
+    log_level: str = "warn"
+    log_dir: Optional[str] = None
+    keep_run_dir: bool = False
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @classmethod
+    def from_any(cls, config: Union["BenchmarkConfig", Mapping[str, Any], None]) -> "BenchmarkConfig":
+        """A config from a BenchmarkConfig, a dict of its keys, or None (defaults).
+
+        Raises ValueError for an unknown key (with the closest known one) and
+        TypeError for a value of the wrong type, both naming the key.
+        """
+        if config is None:
+            return cls()
+        if isinstance(config, cls):
+            config.validate()
+            return config
+        if not isinstance(config, Mapping):
+            raise TypeError(
+                f"config must be a dict or a BenchmarkConfig, got {type(config).__name__}"
+            )
+        known = {f.name for f in dataclasses.fields(cls)}
+        for key in config:
+            if not isinstance(key, str) or key not in known:
+                close = difflib.get_close_matches(str(key), sorted(known), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ValueError(f"unknown config key {key!r}{hint}")
+        return cls(**dict(config))
+
+    def validate(self) -> None:
+        """Checks every field's type and range; errors name the key and value."""
+        hints = get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            _check_type(f.name, getattr(self, f.name), hints[f.name])
+        for key in ("batch_size", "n_samples", "threads", "min_iterations"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"config key {key!r} must be >= 1, got {getattr(self, key)}")
+        for key in ("warmup", "seed"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"config key {key!r} must be >= 0, got {getattr(self, key)}")
+        for key in ("warmup_time", "min_time", "rtol", "atol"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"config key {key!r} must be >= 0, got {getattr(self, key)}")
+        for key in ("max_time", "timeout", "max_error"):
+            if getattr(self, key) <= 0:
+                raise ValueError(f"config key {key!r} must be > 0, got {getattr(self, key)}")
+        if self.device not in _DEVICES:
+            raise ValueError(
+                f"config key 'device' must be one of {', '.join(_DEVICES)}, got {self.device!r}"
+            )
+        if self.log_level not in _LOG_LEVELS:
+            raise ValueError(
+                f"config key 'log_level' must be one of {', '.join(_LOG_LEVELS)}, "
+                f"got {self.log_level!r}"
+            )
+        if self.opset is not None and not 7 <= self.opset <= 17:
+            raise ValueError(f"config key 'opset' must be between 7 and 17, got {self.opset}")
+        if self.calibration_samples is not None and self.calibration_samples < 1:
+            raise ValueError(
+                f"config key 'calibration_samples' must be >= 1, got {self.calibration_samples}"
+            )
+        for k, v in self.labels.items():
+            if not isinstance(k, str) or not isinstance(v, str) or not k or "=" in k:
+                raise ValueError(
+                    f"config key 'labels' holds str -> str pairs without '=' in keys, "
+                    f"got {k!r}: {v!r}"
+                )
+
+
+def _check_type(key: str, value: Any, hint: Any) -> None:
+    """TypeError naming the key when value does not fit the annotation."""
+    optional = getattr(hint, "__args__", None) and type(None) in hint.__args__
+    if value is None:
+        if optional:
+            return
+        raise TypeError(f"config key {key!r} must not be None")
+    base = hint
+    if optional:
+        base = next(a for a in hint.__args__ if a is not type(None))
+    origin = getattr(base, "__origin__", None)
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise TypeError(f"config key {key!r} must be a dict, got {type(value).__name__}")
+        return
+    if base is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif base is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, base)
+    if not ok:
+        raise TypeError(
+            f"config key {key!r} must be {base.__name__}, got {type(value).__name__} {value!r}"
+        )

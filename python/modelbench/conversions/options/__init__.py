@@ -1,0 +1,1 @@
+"""PyTorch conversion options, one file each (see base.py)."""

@@ -1,0 +1,66 @@
+"""What a PyTorch conversion option is: one function from a module to a callable.
+
+Each file of this folder is one option (alma's layout): ``convert(model, ctx)``
+returns a :class:`Converted`. The C engine times ``Converted.fn(*inputs)``
+through the host runtime (``modelbench.host``), so an option only converts.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, ContextManager, List, Optional, Sequence, Tuple
+
+import torch
+
+InputBatch = Tuple[torch.Tensor, ...]
+
+
+@dataclass
+class ConvertContext:
+    """What a conversion may use: sample 0 (for tracing) and calibration data."""
+
+    example_inputs: InputBatch
+    calibration: List[InputBatch] = field(default_factory=list)
+    threads: int = 1
+    seed: int = 0
+    log: logging.Logger = logging.getLogger("modelbench.conversions")
+
+
+@dataclass
+class Converted:
+    """A converted model: ``fn(*inputs)`` is the timed call.
+
+    ``prepare_inputs`` turns the engine's inputs into what ``fn`` takes (once per
+    sample, outside the timed call: e.g. channels-last copies); ``call_context``
+    is entered around every call (autocast), as a deployment would.
+    """
+
+    fn: Callable[..., Any]
+    prepare_inputs: Optional[Callable[[InputBatch], InputBatch]] = None
+    call_context: Optional[Callable[[], ContextManager[Any]]] = None
+
+
+def eval_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """The model in eval mode (modules are converted in their worker process,
+    so changing the worker's copy is safe)."""
+    return model.eval()
+
+
+def calibrate(model: Callable[..., Any], batches: Sequence[InputBatch]) -> None:
+    """Runs every calibration batch through the observed model."""
+    with torch.no_grad():
+        for batch in batches:
+            model(*batch)
+
+
+def quantized_engine() -> str:
+    """The quantized backend this torch build has, x86's first."""
+    engines = torch.backends.quantized.supported_engines
+    for name in ("x86", "fbgemm", "onednn", "qnnpack"):
+        if name in engines:
+            torch.backends.quantized.engine = name
+            return name
+    raise RuntimeError(
+        f"this PyTorch has no quantized CPU backend (supported: {engines})"
+    )

@@ -1,0 +1,30 @@
+"""INT8_STATIC+EAGER: FX graph mode post-training static quantisation,
+calibrated on the same data as the engine's INT8_STATIC conversions."""
+
+import torch
+from torch.ao.quantization import get_default_qconfig_mapping
+from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+
+from .base import ConvertContext, Converted, calibrate, eval_copy, quantized_engine
+
+
+def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
+    """prepare_fx with the backend's default qconfig, calibration, convert_fx."""
+    if isinstance(model, torch.jit.ScriptModule):
+        raise TypeError(
+            "INT8_STATIC+EAGER needs an nn.Module that torch.fx can trace, "
+            "not a TorchScript module"
+        )
+    if not ctx.calibration:
+        raise ValueError("INT8_STATIC+EAGER: no calibration data")
+    engine = quantized_engine()
+    qconfig_mapping = get_default_qconfig_mapping(engine)
+    prepared = prepare_fx(eval_copy(model), qconfig_mapping, ctx.example_inputs)
+    calibrate(prepared, ctx.calibration)
+    quantized = convert_fx(prepared)
+    ctx.log.info(
+        "INT8_STATIC+EAGER: %s backend, %d calibration batches",
+        engine,
+        len(ctx.calibration),
+    )
+    return Converted(fn=quantized)

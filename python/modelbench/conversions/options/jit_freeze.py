@@ -1,0 +1,18 @@
+"""JIT_FREEZE: traced, frozen (weights inlined) and optimised for inference."""
+
+import torch
+
+from .base import ConvertContext, Converted, eval_copy
+
+
+def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
+    """trace -> torch.jit.freeze -> torch.jit.optimize_for_inference (Conv+BN
+    folding, oneDNN layouts where they pay off)."""
+    with torch.no_grad():
+        if isinstance(model, torch.jit.ScriptModule):
+            scripted = model.eval()
+        else:
+            scripted = torch.jit.trace(eval_copy(model), ctx.example_inputs, check_trace=False)
+        frozen = torch.jit.freeze(scripted)
+        optimized = torch.jit.optimize_for_inference(frozen)
+    return Converted(fn=optimized)

@@ -1,0 +1,12 @@
+"""JIT_SCRIPT: torch.jit.script of the module (control flow kept)."""
+
+import torch
+
+from .base import ConvertContext, Converted, eval_copy
+
+
+def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
+    """Scripts the module; fails like torch.jit.script on unscriptable code."""
+    if isinstance(model, torch.jit.ScriptModule):
+        return Converted(fn=model.eval())
+    return Converted(fn=torch.jit.script(eval_copy(model)))

@@ -1,0 +1,393 @@
+"""The "pytorch" host runtime: PyTorch conversions run by the C engine.
+
+``install()`` hands the C library (``mb_host_runtime_set``) five callbacks. A
+benchmark worker (a child process the engine forks per conversion) then calls
+``prepare`` (load the module named by the manifest's pytorch spec, convert it
+with the option of ``modelbench.conversions``), ``run`` inside the engine's
+timed loop, ``fetch_outputs`` for the accuracy check and ``release``. Timing,
+statistics, accuracy and reports stay in C.
+
+torch is imported only inside a worker's ``prepare``: the engine process that
+forks the workers never runs a PyTorch operator, so the forked children start
+with a clean OpenMP state (GNU OpenMP does not survive fork() after use).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.metadata
+import itertools
+import json
+import logging
+import os
+import pickle
+import runpy
+import sys
+import traceback
+import types
+from ctypes import c_char, c_int64, c_void_p
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import _lib
+
+log = logging.getLogger("modelbench.host")
+
+#: mb_dtype codes (ONNX TensorProto.DataType) -> torch dtype names.
+_DTYPE_NAMES = {
+    1: "float32",
+    2: "uint8",
+    3: "int8",
+    5: "int16",
+    6: "int32",
+    7: "int64",
+    9: "bool",
+    10: "float16",
+    11: "float64",
+    16: "bfloat16",
+}
+
+#: Models handed over in this process (multiprocessing=False): spec "live".
+_live_models: Dict[str, Any] = {}
+_sessions: Dict[int, "Session"] = {}
+_ids = itertools.count(1)
+_installed: Optional[_lib.MbHostRuntime] = None
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def torch_dtype(code: int):
+    """The torch dtype of an mb_dtype code."""
+    name = _DTYPE_NAMES.get(code)
+    if name is None:
+        raise TypeError(f"mb_dtype {code} has no PyTorch equivalent here")
+    return getattr(_torch(), name)
+
+
+def dtype_code(dtype) -> int:
+    """The mb_dtype code of a torch dtype."""
+    name = str(dtype).replace("torch.", "")
+    for code, known in _DTYPE_NAMES.items():
+        if known == name:
+            return code
+    raise TypeError(f"tensors of {dtype} cannot be handed to modelbench")
+
+
+def tensor_view(address: int):
+    """A torch tensor sharing the memory of the mb_tensor at `address`."""
+    torch = _torch()
+    t = _lib.MbTensor.from_address(address)
+    dims = [t.dims[i] for i in range(t.rank)]
+    dtype = torch_dtype(t.dtype)
+    if t.nbytes == 0 or not t.data:
+        return torch.empty(dims, dtype=dtype)
+    buf = (c_char * t.nbytes).from_address(t.data)
+    return torch.frombuffer(buf, dtype=dtype).reshape(dims)
+
+
+def batch_view(address: int, n_inputs: int) -> Tuple[Any, ...]:
+    """The inputs of one sample: `n_inputs` mb_tensor pointers at `address`."""
+    if n_inputs == 0:
+        return ()
+    pointers = (c_void_p * n_inputs).from_address(address)
+    return tuple(tensor_view(p) for p in pointers)
+
+
+def flatten_outputs(value: Any) -> List[Any]:
+    """A module's return value as a flat list of tensors: tuples and lists in
+    order, dicts by key order. Anything else is a TypeError naming it."""
+    torch = _torch()
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in flatten_outputs(item)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in flatten_outputs(item)]
+    raise TypeError(
+        f"the module returned a {type(value).__name__}; modelbench compares tensors "
+        "(or tuples, lists and dicts of them)"
+    )
+
+
+def output_names(value: Any, prefix: str = "output") -> List[str]:
+    """Names of the flattened outputs: dict keys where there are some, else
+    output_0, output_1, ..."""
+    names: List[str] = []
+
+    def walk(v: Any, key: Optional[str]) -> None:
+        torch = _torch()
+        if isinstance(v, torch.Tensor):
+            names.append(key if key else f"{prefix}_{len(names)}")
+        elif isinstance(v, (tuple, list)):
+            for item in v:
+                walk(item, None)
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                walk(item, str(k))
+
+    walk(value, None)
+    return names
+
+
+def plain_output(t):
+    """An output in a form the C library compares: quantized tensors
+    dequantized, reduced-precision floats as float32, contiguous, on the CPU."""
+    torch = _torch()
+    if t.is_quantized:
+        t = t.dequantize()
+    if t.dtype in (torch.float16, torch.bfloat16):
+        t = t.float()
+    return t.detach().cpu().contiguous()
+
+
+# ---------------------------------------------------------------------------
+# Loading the module a manifest's pytorch spec names
+# ---------------------------------------------------------------------------
+
+
+def _fixup_main(main_path: str) -> None:
+    """Makes the user's script importable as __main__, as multiprocessing's
+    spawn does: its top level runs under the name __mp_main__ (so code under
+    `if __name__ == "__main__":` does not), and classes pickled from
+    __main__ resolve to it."""
+    main = sys.modules.get("__main__")
+    if main is not None and getattr(main, "__file__", None) == main_path:
+        return
+    module = types.ModuleType("__mp_main__")
+    module.__dict__.update(runpy.run_path(main_path, run_name="__mp_main__"))
+    sys.modules["__main__"] = sys.modules["__mp_main__"] = module
+
+
+def load_model(spec_path: str):
+    """The module (or TorchScript module) a pytorch spec file names."""
+    torch = _torch()
+    with open(spec_path) as f:
+        spec = json.load(f)
+    for entry in reversed(spec.get("sys_path", [])):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    if spec.get("main"):
+        _fixup_main(spec["main"])
+    kind = spec["kind"]
+    folder = os.path.dirname(os.path.abspath(spec_path))
+    file = os.path.join(folder, spec["file"]) if spec.get("file") else None
+    if kind == "live":
+        if spec["id"] not in _live_models:
+            raise RuntimeError(
+                "the model was handed over in another process (multiprocessing=False "
+                "runs everything in the calling process)"
+            )
+        return _live_models[spec["id"]]
+    if kind == "module":
+        return torch.load(file, map_location="cpu")
+    if kind == "factory":
+        with open(file, "rb") as f:
+            factory = pickle.load(f)
+        model = factory()
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(
+                f"the model factory returned a {type(model).__name__}, not an nn.Module"
+            )
+        return model
+    if kind == "torchscript":
+        return torch.jit.load(file, map_location="cpu")
+    raise ValueError(f"{spec_path}: unknown kind {kind!r}")
+
+
+# ---------------------------------------------------------------------------
+# Sessions
+# ---------------------------------------------------------------------------
+
+
+class Session:
+    """One prepared conversion: the callable, its per-sample inputs and the
+    last outputs."""
+
+    def __init__(self, converted: Any, n_inputs: int, n_outputs: int) -> None:
+        torch = _torch()
+        self.fn = converted.fn
+        self.prepare_inputs = converted.prepare_inputs
+        self.call_context = converted.call_context
+        self.n_inputs = n_inputs
+        self.n_outputs = n_outputs
+        self.inputs: Dict[int, Tuple[Any, ...]] = {}
+        self.last: Any = None
+        # Inference mode for the session's whole life, entered once, as an
+        # inference loop would (`with torch.inference_mode(): for ...`).
+        self.guard = torch.inference_mode()
+        self.guard.__enter__()
+
+    def run(self, address: int) -> None:
+        """One inference on the sample whose inputs are at `address` (the
+        engine passes each sample at the same address every time)."""
+        args = self.inputs.get(address)
+        if args is None:
+            args = batch_view(address, self.n_inputs)
+            if self.prepare_inputs is not None:
+                args = self.prepare_inputs(args)
+            self.inputs[address] = args
+        if self.call_context is None:
+            self.last = self.fn(*args)
+        else:
+            with self.call_context():
+                self.last = self.fn(*args)
+
+    def fetch(self, n_outputs: int, outputs_address: int) -> None:
+        """Copies the last outputs into new mb_tensors in the C array."""
+        flat = flatten_outputs(self.last)
+        if len(flat) != n_outputs:
+            raise ValueError(
+                f"the module returned {len(flat)} tensors but the model declares "
+                f"{n_outputs} outputs"
+            )
+        slots = (c_void_p * n_outputs).from_address(outputs_address)
+        for i, t in enumerate(flat):
+            t = plain_output(t)
+            dims = (c_int64 * max(t.dim(), 1))(*t.shape)
+            out = c_void_p()
+            status = _lib.lib.mb_tensor_create(
+                dtype_code(t.dtype), t.dim(), dims, ctypes.byref(out), None
+            )
+            if status:
+                raise MemoryError(f"cannot allocate output {i} ({tuple(t.shape)})")
+            nbytes = t.numel() * t.element_size()
+            if nbytes:
+                ctypes.memmove(_lib.MbTensor.from_address(out.value).data, t.data_ptr(), nbytes)
+            slots[i] = out
+
+    def close(self) -> None:
+        """Leaves inference mode and drops the converted module."""
+        self.guard.__exit__(None, None, None)
+        self.inputs.clear()
+        self.fn = self.last = None
+
+
+def prepare_session(args: _lib.MbHostPrepareArgs) -> Session:
+    """Loads and converts the model for one conversion (the worker's load
+    phase: its time is the result's load_ms)."""
+    torch = _torch()
+    from .conversions import option as conversion_option
+    from .conversions.options.base import ConvertContext
+
+    conversion = args.conversion.decode()
+    option = conversion_option(conversion)
+    torch.set_num_threads(max(args.threads, 1))
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:  # already set in this process
+        pass
+    torch.manual_seed(args.seed)
+    model = load_model(args.model_path.decode())
+    example = batch_view(args.example_inputs, args.n_inputs)
+    calibration = []
+    if args.n_calibration > 0:
+        batches = (c_void_p * args.n_calibration).from_address(args.calibration)
+        calibration = [batch_view(b, args.n_inputs) for b in batches]
+    ctx = ConvertContext(
+        example_inputs=example,
+        calibration=calibration,
+        threads=args.threads,
+        seed=args.seed,
+        log=log,
+    )
+    converted = option.convert(model, ctx)
+    return Session(converted, args.n_inputs, args.n_outputs)
+
+
+# ---------------------------------------------------------------------------
+# The callbacks
+# ---------------------------------------------------------------------------
+
+
+def _fail(err_p, exc: BaseException, status: int = _lib.STATUS_INTERNAL) -> int:
+    """Reports an exception to the engine: one line in err, the traceback as
+    the result's detail."""
+    line = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+    err = err_p.contents
+    err.status = status
+    err.message = line.encode("utf-8", "replace")[: _lib.MB_ERROR_MESSAGE_SIZE - 1]
+    detail = traceback.format_exc()
+    _lib.lib.mb_host_set_error_detail(detail.encode("utf-8", "replace"))
+    # The worker's log keeps it too.
+    sys.stderr.write(detail)
+    sys.stderr.flush()
+    return status
+
+
+def _probe(user, version, reason) -> int:
+    try:
+        text = importlib.metadata.version("torch")
+        ctypes.memmove(version, text.encode()[:255] + b"\0", min(len(text), 255) + 1)
+        return 1
+    except Exception:  # noqa: BLE001 - any failure means "not usable"
+        why = b"PyTorch is not installed (apt install python3-torch)"
+        ctypes.memmove(reason, why + b"\0", len(why) + 1)
+        return 0
+
+
+def _prepare(user, args_p, session_out, err_p) -> int:
+    try:
+        session = prepare_session(args_p.contents)
+        sid = next(_ids)
+        _sessions[sid] = session
+        session_out[0] = sid
+        return _lib.STATUS_OK
+    except BaseException as e:  # noqa: BLE001 - every failure is the conversion's
+        return _fail(err_p, e, _lib.STATUS_UNSUPPORTED)
+
+
+def _run(user, session, inputs, err_p) -> int:
+    try:
+        _sessions[session].run(inputs)
+        return _lib.STATUS_OK
+    except BaseException as e:  # noqa: BLE001
+        return _fail(err_p, e)
+
+
+def _fetch(user, session, n_outputs, outputs, err_p) -> int:
+    try:
+        _sessions[session].fetch(n_outputs, outputs)
+        return _lib.STATUS_OK
+    except BaseException as e:  # noqa: BLE001
+        return _fail(err_p, e)
+
+
+def _release(user, session) -> None:
+    s = _sessions.pop(session, None)
+    if s is not None:
+        try:
+            s.close()
+        except BaseException:  # noqa: BLE001 - nothing left to report to
+            traceback.print_exc()
+
+
+def install() -> None:
+    """Installs the pytorch host runtime in this process (idempotent)."""
+    global _installed
+    if _installed is not None:
+        return
+    rt = _lib.MbHostRuntime(
+        None,
+        _lib.PROBE_FN(_probe),
+        _lib.PREPARE_FN(_prepare),
+        _lib.RUN_FN(_run),
+        _lib.FETCH_FN(_fetch),
+        _lib.RELEASE_FN(_release),
+    )
+    err = _lib.MbError()
+    if _lib.lib.mb_host_runtime_set(b"pytorch", ctypes.byref(rt), ctypes.byref(err)):
+        raise RuntimeError(_lib.error_message(err))
+    _installed = rt  # the callbacks must outlive every call from C
+
+
+def hand_over(key: str, model: Any) -> None:
+    """Keeps a live model for a run in this process (multiprocessing=False)."""
+    _live_models[key] = model
+
+
+def take_back(key: str) -> None:
+    """Forgets a live model handed over with hand_over."""
+    _live_models.pop(key, None)

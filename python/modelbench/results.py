@@ -1,0 +1,164 @@
+"""Results of a Python-front run: the C engine's JSON report, per conversion,
+with alma's keys added, and their display."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Dict, List, Optional
+
+log = logging.getLogger("modelbench")
+
+#: JSON statuses that are failures of the conversion itself.
+FAILED = ("error", "timeout", "crashed")
+
+
+class ConversionError(RuntimeError):
+    """A conversion failed while fail_on_error is set."""
+
+    def __init__(self, conversion: str, error: str, traceback: Optional[str]) -> None:
+        self.conversion = conversion
+        self.error = error
+        self.traceback = traceback
+        text = f"conversion {conversion} failed: {error}"
+        if traceback:
+            text += "\n" + traceback.rstrip()
+        super().__init__(text)
+
+
+class Result(dict):
+    """One conversion's result: every key of its JSON result (``latency_ms``,
+    ``accuracy``, ``peak_rss_mb``, ``segments``, ``cache_hit``...) plus alma's
+    (``device``, ``total_elapsed_time``, ``total_inf_time``, ``total_samples``,
+    ``batch_size``, ``throughput``, ``status``, ``error``, ``traceback``).
+
+    Nested keys also read with dots: ``r["latency_ms.median"]``,
+    ``r["accuracy.cosine"]``. ``status`` is alma's ("success" or "error");
+    ``bench_status`` keeps the engine's (ok, error, timeout, crashed,
+    unavailable, skipped).
+    """
+
+    def __missing__(self, key: str) -> Any:
+        if isinstance(key, str) and "." in key:
+            value: Any = self
+            for part in key.split("."):
+                if not isinstance(value, dict) or part not in value:
+                    raise KeyError(key)
+                value = value[part]
+            return value
+        raise KeyError(key)
+
+
+class Results(dict):
+    """Results keyed by conversion name, in run order; ``report`` is the whole
+    JSON report (model, machine, config, reference) and ``json_path`` its file."""
+
+    report: Dict[str, Any]
+    json_path: Optional[str]
+
+
+def _alma_fields(r: Dict[str, Any]) -> Dict[str, Any]:
+    ok = r.get("status") == "ok"
+    batch = r.get("batch_size") or 0
+    trace = r.get("backtrace")
+    if not ok and not trace and r.get("log"):
+        trace = _log_tail(r["log"])
+    return {
+        "device": r.get("device"),
+        "total_elapsed_time": r.get("elapsed_seconds"),
+        "total_inf_time": r.get("inference_seconds"),
+        "total_samples": (r.get("iterations") or 0) * batch,
+        "batch_size": batch,
+        "throughput": r.get("throughput_sps"),
+        "bench_status": r.get("status"),
+        "status": "success" if ok else "error",
+        "error": r.get("error"),
+        "traceback": trace,
+    }
+
+
+def _log_tail(path: str, lines: int = 30) -> Optional[str]:
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read().splitlines()
+    except OSError:
+        return None
+    return "\n".join(text[-lines:]) if text else None
+
+
+def from_report(report: Dict[str, Any], json_path: Optional[str]) -> Results:
+    """Results of one model's JSON report."""
+    results = Results()
+    results.report = report
+    results.json_path = json_path
+    for r in report.get("results", []):
+        entry = Result(r)
+        entry.update(_alma_fields(r))
+        results[r["conversion"]] = entry
+    return results
+
+
+def failures(results: Dict[str, Dict[str, Any]]) -> List[str]:
+    """Names of the conversions that failed (not unavailable or skipped)."""
+    return [n for n, r in results.items() if r.get("bench_status") in FAILED]
+
+
+def _fmt(value: Any, spec: str, unit: str = "") -> str:
+    return "n/a" if value is None else f"{value:{spec}}{unit}"
+
+
+def display_all_results(
+    all_results: Dict[str, Dict[str, Any]],
+    display_function: Callable[[str], Any] = print,
+    include_traceback_for_errors: bool = True,
+) -> None:
+    """Prints every conversion's results as alma does, with modelbench's
+    latency percentiles, speed-up, accuracy against the reference and task
+    accuracy; failures with their error (and traceback)."""
+    display_function("\n\nAll results:")
+    reference = getattr(all_results, "report", {}).get("reference")
+    for name, r in all_results.items():
+        display_function(f"{name} results:")
+        if r.get("status") == "success":
+            display_function(f"Device: {r.get('device')}")
+            display_function(
+                f"Total elapsed time: {_fmt(r.get('total_elapsed_time'), '.4f')} seconds"
+            )
+            display_function(
+                "Total inference time (model only): "
+                f"{_fmt(r.get('total_inf_time'), '.4f')} seconds"
+            )
+            display_function(
+                f"Total samples: {r.get('total_samples')} - Batch size: {r.get('batch_size')}"
+            )
+            display_function(f"Throughput: {_fmt(r.get('throughput'), '.2f')} samples/second")
+            lat = r.get("latency_ms") or {}
+            display_function(
+                f"Latency: median {_fmt(lat.get('median'), '.4f')} ms, "
+                f"p90 {_fmt(lat.get('p90'), '.4f')} ms, p99 {_fmt(lat.get('p99'), '.4f')} ms, "
+                f"cv {_fmt(lat.get('cv'), '.1%')}"
+            )
+            display_function(f"Speed-up vs baseline: {_fmt(r.get('speedup_vs_baseline'), '.2f', 'x')}")
+            acc = r.get("accuracy")
+            if acc:
+                top1 = acc.get("top1_agreement")
+                display_function(
+                    f"Accuracy vs {reference or 'reference'}: cosine {_fmt(acc.get('cosine'), '.6f')}, "
+                    f"max abs err {_fmt(acc.get('max_abs_err'), '.3g')}"
+                    + (f", top-1 agreement {top1:.2%}" if top1 is not None else "")
+                    + (" (inaccurate)" if r.get("inaccurate") else "")
+                )
+            if r.get("task_accuracy") is not None:
+                display_function(
+                    f"Task accuracy (top-1 vs labels): {r['task_accuracy']:.2%} "
+                    f"of {r.get('task_accuracy_rows')} samples"
+                )
+            display_function(f"Peak memory: {_fmt(r.get('peak_rss_mb'), '.1f', ' MiB')}")
+            for w in r.get("warnings") or []:
+                display_function(f"Warning: {w}")
+        else:
+            display_function(
+                f"Benchmarking failed ({r.get('bench_status')}), error: {r.get('error')}"
+            )
+            if include_traceback_for_errors and r.get("traceback"):
+                display_function(r["traceback"])
+        display_function("\n")
