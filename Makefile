@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 RUN_MODEL  ?= $(BUILD)/models/resnet_blocks.onnx
 
-.PHONY: all deps build run test test-unit test-asan bench fuzz format clean
+.PHONY: all deps build run test test-unit test-asan bench fuzz format clean install
 
 all: build
 
@@ -16,6 +16,12 @@ deps:
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
+
+# Installs the tool, the library, its header and pkg-config file, and the
+# Python front where Debian's python3 finds it (PREFIX=/usr/local).
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # Benchmarks a bundled model with the default conversions.
 run: build

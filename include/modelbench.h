@@ -841,7 +841,9 @@ typedef struct mb_recommendations {
   int fastest_exact;    /* lowest median among accurate fp32 results */
   int lowest_memory;    /* lowest peak RSS among accurate, ok results */
   int most_portable;    /* ORT_CPU when ok and accurate */
-  int default_option;   /* ORT_CPU's result, -1 when not run / failed */
+  int default_option;   /* what runs without a choice: ORT_CPU's result,
+                           EAGER's for a PyTorch model; -1 when not run /
+                           failed */
   double headroom;      /* default median / fastest_accurate median; 0 n/a */
   double prediction_error_pct; /* (measured - predicted) / predicted * 100
                                   of fastest_accurate; 0 when none given */

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages modelbench needs, only those missing.
 # Idempotent and silent when everything is present; never asks questions.
-#   MB_WITH_TORCH=1  also install PyTorch/torchvision/onnx (for the PyTorch
-#                    export tests; `make test` sets it).
+#   MB_WITH_TORCH=1  also install PyTorch/torchvision/onnx, pytest and
+#                    scikit-learn (the PyTorch export tests, the Python
+#                    front's tests and examples; `make test` sets it).
 #   MB_WITH_BROWSER=1 also install chromium (the HTML report's browser test;
 #                    `make test` sets it).
 #   MB_WITH_FUZZ=1   also install clang (libFuzzer).
@@ -22,7 +23,8 @@ packages=(
   libsqlite3-dev                          # results database
 )
 if [ "${MB_WITH_TORCH:-0}" = 1 ]; then
-  packages+=(python3-torch python3-torchvision python3-onnx python3-numpy)
+  packages+=(python3-torch python3-torchvision python3-onnx python3-numpy
+             python3-pytest python3-sklearn)
 fi
 if [ "${MB_WITH_BROWSER:-0}" = 1 ]; then
   packages+=(chromium)                    # the HTML report's browser test

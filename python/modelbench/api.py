@@ -79,12 +79,14 @@ def _bench_argv(cfg: BenchmarkConfig, model_path: str, names: List[str],
         argv.append("--fail-fast")
     if in_process:
         argv.append("--no-isolate")
+    if inputs is not None:
+        argv += ["--n-samples", str(inputs.n_batches)]
     if inputs is not None and inputs.folder:
         argv += ["--inputs", inputs.folder]
         if inputs.labels:
             argv += ["--labels", inputs.labels]
     elif inputs is not None:
-        argv += ["--batch-size", str(inputs.batch_size), "--n-samples", str(inputs.n_batches)]
+        argv += ["--batch-size", str(inputs.batch_size)]
         for name, lo, hi in inputs.ranges:
             argv += ["--input-range", f"{name}={lo:g}:{hi:g}"]
     if cfg.calibration_samples:

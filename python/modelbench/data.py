@@ -178,7 +178,9 @@ def from_loader(model: Any, loader: Iterable[Any], n_samples: int, folder: str) 
         all_labels = torch.cat(labels)
         if all_labels.is_floating_point():
             raise TypeError("data_loader labels must be integer classes")
-        labels_path = os.path.join(folder, "labels.npy")
+        # Beside the sample folders, not among them (a .npy there would read
+        # as an input).
+        labels_path = os.path.join(os.path.dirname(os.path.abspath(folder)), "labels.npy")
         np.save(labels_path, all_labels.to(torch.int64).numpy())
     if rows < n_samples:
         log.info("data_loader gave %d samples (n_samples %d)", rows, n_samples)

@@ -51,6 +51,12 @@ _live_models: Dict[str, Any] = {}
 _sessions: Dict[int, "Session"] = {}
 _ids = itertools.count(1)
 _installed: Optional[_lib.MbHostRuntime] = None
+_interop_set = False
+
+
+def _mark_interop_set() -> None:
+    global _interop_set
+    _interop_set = True
 
 
 def _torch():
@@ -275,10 +281,12 @@ def prepare_session(args: _lib.MbHostPrepareArgs) -> Session:
     conversion = args.conversion.decode()
     option = conversion_option(conversion)
     torch.set_num_threads(max(args.threads, 1))
-    try:
+    if os.environ.get("MODELBENCH_WORKER") and not _interop_set:
+        # A worker forked by the engine: no parallel work has run yet, so
+        # the inter-op pool can still be sized (torch aborts the process if
+        # it is set after that, as in a user's process).
         torch.set_num_interop_threads(1)
-    except RuntimeError:  # already set in this process
-        pass
+        _mark_interop_set()
     torch.manual_seed(args.seed)
     model = load_model(args.model_path.decode())
     example = batch_view(args.example_inputs, args.n_inputs)

@@ -519,13 +519,16 @@ static mb_status compute_reference(engine *e, mb_error *err) {
     free_tensors(outputs, n);
     return MB_STATUS_OK;
   }
-  /* Outputs carry the graph's output names for the accuracy entries. */
+  /* Outputs carry the model's output names for the accuracy entries
+   * (whatever a runtime called its tensors). */
   for (int i = 0; i < n; i++) {
     mb_value_info info;
-    if (!outputs[i]->name &&
-        mb_model_output_info(job->model, i % job->n_outputs, &info, NULL) ==
-            MB_STATUS_OK)
+    if (mb_model_output_info(job->model, i % job->n_outputs, &info, NULL) ==
+            MB_STATUS_OK &&
+        info.name) {
+      free(outputs[i]->name);
       outputs[i]->name = mb__strdup(info.name);
+    }
   }
   job->reference = outputs;
   return MB_STATUS_OK;

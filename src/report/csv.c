@@ -62,6 +62,7 @@ static const char *const columns[] = {
     "iterations",
     "batch_size",
     "warnings",
+    "task_accuracy",
 };
 
 typedef struct row_writer {
@@ -216,6 +217,10 @@ static void write_row(row_writer *w, const mb_bench_report *report, int index) {
   else
     put_field(w, missing(r));
   put_warnings(w, r);
+  if (r->task_rows > 0)
+    put_number(w, r, r->task_accuracy, true);
+  else
+    put_field(w, ok ? "n/a: no labels" : missing(r));
   end_row(w);
 }
 

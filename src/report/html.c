@@ -445,9 +445,9 @@ static void write_chart(FILE *f, const mb_bench_report *report, int model,
 /* ---- the table ---- */
 
 static const char *const table_columns[] = {
-    "conversion", "runtime",  "precision", "status",   "median ms",
-    "p90 ms",     "p99 ms",   "samples/s", "speed-up", "max abs err",
-    "min cosine", "accurate", "load ms",   "peak MB",
+    "conversion", "runtime",  "precision",     "status",   "median ms",
+    "p90 ms",     "p99 ms",   "samples/s",     "speed-up", "max abs err",
+    "min cosine", "accurate", "task accuracy", "load ms",  "peak MB",
 };
 /* The columns after status: a failed row puts its error across them. */
 #define TABLE_NUMBER_COLUMNS ((int)MB_ARRAY_COUNT(table_columns) - 4)
@@ -540,6 +540,12 @@ static void write_table_row(FILE *f, const mb_bench_report *report, int index,
           "</td>",
           f);
   }
+  /* Top-1 against the labels (--labels), when there were some. */
+  if (r->task_rows > 0)
+    snprintf(buf, sizeof buf, "%.2f%%", 100.0 * r->task_accuracy);
+  else
+    snprintf(buf, sizeof buf, "-");
+  td(f, buf);
   mb__report_format_ms(buf, sizeof buf, r->load_ms);
   td(f, buf);
   if (isfinite(r->peak_rss_mb) && r->peak_rss_mb > 0)
@@ -689,6 +695,13 @@ static void write_machine(FILE *f, const mb_bench_report *report) {
          mb__report_name(&report->results[report->baseline_result]));
   if (c->inputs_dir)
     fact(f, "inputs", c->inputs_dir);
+  if (c->labels_path)
+    fact(f, "labels", c->labels_path);
+  if (report->reference[0])
+    fact(f, "accuracy against",
+         strcmp(report->reference, "interpreter") == 0
+             ? "the reference interpreter"
+             : report->reference);
   fputs("</dl>\n", f);
 }
 

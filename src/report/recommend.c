@@ -9,16 +9,24 @@
  *                     precision nothing says counts as fp32);
  *   lowest_memory     lowest peak RSS (ties: lower median);
  *   most_portable     ORT_CPU, the one runtime that runs everywhere.
- * The default is ORT_CPU's result when it ran ok, accurate or not: the
- * headroom says how much faster the recommendation is than doing nothing
- * special. Ties keep request order. */
+ * The default is what people run when they do not choose, when it ran ok,
+ * accurate or not: ORT_CPU for an ONNX model, EAGER for a PyTorch model
+ * (the module as written). The headroom says how much faster the
+ * recommendation is than doing nothing special. Ties keep request order. */
 #include "report/report_util.h"
 
 #include <math.h>
 #include <stdlib.h>
 
+/* The runtime that runs everywhere. */
+#define PORTABLE_CONVERSION "ORT_CPU"
+
 /* The conversion people get when they do not choose. */
-#define DEFAULT_CONVERSION "ORT_CPU"
+static const char *default_conversion(const mb_bench_report *report) {
+  return report->model_formats & (1u << MB_MODEL_FORMAT_PYTORCH)
+             ? "EAGER"
+             : PORTABLE_CONVERSION;
+}
 
 /* Why the default has no result to compare with, by its status. */
 static const char *const default_missing[MB_BENCH_STATUS_COUNT] = {
@@ -80,10 +88,10 @@ static const char *accuracy_text(char *buf, size_t size,
   return buf;
 }
 
-static int find_default(const mb_bench_report *report) {
+static int find_named(const mb_bench_report *report, const char *name) {
   for (int i = 0; i < report->n_results; i++) {
     const mb_bench_result *r = &report->results[i];
-    if (r->conversion && strcmp(r->conversion, DEFAULT_CONVERSION) == 0)
+    if (r->conversion && strcmp(r->conversion, name) == 0)
       return i;
   }
   return -1;
@@ -91,7 +99,8 @@ static int find_default(const mb_bench_report *report) {
 
 /* Fills the indices; out->summary is left to write_summary. */
 static void choose(const mb_bench_report *report, mb_recommendations *out) {
-  int requested_default = find_default(report);
+  int requested_default = find_named(report, default_conversion(report));
+  int portable = find_named(report, PORTABLE_CONVERSION);
   if (requested_default >= 0 &&
       mb__report_has_median(&report->results[requested_default]))
     out->default_option = requested_default;
@@ -123,7 +132,7 @@ static void choose(const mb_bench_report *report, mb_recommendations *out) {
         out->lowest_memory = i;
     }
 
-    if (i == requested_default)
+    if (i == portable)
       out->most_portable = i;
   }
 }
@@ -182,16 +191,17 @@ static void write_summary(const mb_bench_report *report,
       say(s,
           "Deploy %s: %.2fx faster than the default %s (%s ms vs %s ms "
           "median), %s.",
-          name, rec->headroom, DEFAULT_CONVERSION, ms_text(a, sizeof a, median),
+          name, rec->headroom, default_conversion(report),
+          ms_text(a, sizeof a, median),
           ms_text(b, sizeof b, def->latency_ms.median), acc);
     else
       say(s,
           "Deploy %s: the fastest accurate option at %s ms median, %s; "
           "the default %s is faster (%s ms) but not accurate.",
-          name, ms_text(a, sizeof a, median), acc, DEFAULT_CONVERSION,
+          name, ms_text(a, sizeof a, median), acc, default_conversion(report),
           ms_text(b, sizeof b, def->latency_ms.median));
   } else {
-    int d = find_default(report);
+    int d = find_named(report, default_conversion(report));
     mb_bench_status st = d >= 0 ? report->results[d].status : MB_BENCH_OK;
     const char *why = d < 0 ? "was not run"
                       : (unsigned)st < MB_BENCH_STATUS_COUNT
@@ -200,7 +210,8 @@ static void write_summary(const mb_bench_report *report,
     say(s,
         "Deploy %s: the fastest accurate option at %s ms median, %s (the "
         "default %s %s).",
-        name, ms_text(a, sizeof a, median), acc, DEFAULT_CONVERSION, why);
+        name, ms_text(a, sizeof a, median), acc, default_conversion(report),
+        why);
   }
 
   if (rec->fastest_exact >= 0 && rec->fastest_exact != rec->fastest_accurate) {

@@ -176,7 +176,12 @@ static int status_width(const mb_bench_report *report) {
 static void print_header(const mb_bench_report *report, FILE *out) {
   const mb_bench_config *c = &report->config;
   const mb_machine_info *m = &report->machine;
-  fprintf(out, "model:   %s", report->model_path[0] ? report->model_path : "?");
+  fputs("model:   ", out);
+  /* A manifest's model is known by its name (the file is a run's). */
+  if (report->model_formats & ~(1u << MB_MODEL_FORMAT_ONNX) &&
+      report->model_name[0])
+    fprintf(out, "%s, ", report->model_name);
+  fprintf(out, "%s", report->model_path[0] ? report->model_path : "?");
   if (report->model_sha256[0])
     fprintf(out, " (sha256 %.12s)", report->model_sha256);
   fputc('\n', out);
@@ -225,6 +230,17 @@ static void print_header(const mb_bench_report *report, FILE *out) {
           c->threads, batch, c->warmup_iterations, c->warmup_seconds,
           c->min_iterations, c->min_seconds,
           c->isolate ? "isolated" : "in-process");
+  /* Accuracy is against the reference interpreter unless said here. */
+  if (report->reference[0] && strcmp(report->reference, "interpreter") != 0)
+    fprintf(out, "accuracy against: %s\n", report->reference);
+}
+
+/* Whether any result has a task accuracy (labels were given). */
+static bool has_task_accuracy(const mb_bench_report *report) {
+  for (int i = 0; i < report->n_results; i++)
+    if (report->results[i].task_rows > 0)
+      return true;
+  return false;
 }
 
 static void print_row(const mb_bench_report *report, int index, bool fastest,
@@ -260,6 +276,12 @@ static void print_row(const mb_bench_report *report, int index, bool fastest,
   format_mb(mem, sizeof mem, r->peak_rss_mb);
   fprintf(out, " %10s %9s %9s %11s %13s %11s %8s", median, p90, p99, sps,
           speedup, err, mem);
+  if (has_task_accuracy(report)) {
+    if (r->task_rows > 0)
+      fprintf(out, " %7.2f%%", 100.0 * r->task_accuracy);
+    else
+      fprintf(out, " %8s", "n/a");
+  }
   if (color && fastest)
     fputs(ANSI_RESET, out);
   fputc('\n', out);
@@ -316,9 +338,10 @@ void mb_bench_report_print_table(const mb_bench_report *report, void *out_,
 
   if (color)
     fputs(ANSI_BOLD, out);
-  fprintf(out, "  %-*s %-*s %10s %9s %9s %11s %13s %11s %8s\n", nw,
+  fprintf(out, "  %-*s %-*s %10s %9s %9s %11s %13s %11s %8s%s\n", nw,
           "conversion", sw, "status", "median ms", "p90 ms", "p99 ms",
-          "samples/s", "speedup", "max abs err", "peak MB");
+          "samples/s", "speedup", "max abs err", "peak MB",
+          has_task_accuracy(report) ? " task acc" : "");
   if (color)
     fputs(ANSI_RESET, out);
   for (int k = 0; k < report->n_results; k++)

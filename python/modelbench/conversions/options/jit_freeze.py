@@ -12,7 +12,7 @@ def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
         if isinstance(model, torch.jit.ScriptModule):
             scripted = model.eval()
         else:
-            scripted = torch.jit.trace(eval_copy(model), ctx.example_inputs, check_trace=False)
+            scripted = torch.jit.trace(eval_copy(model), ctx.example_inputs, check_trace=False, strict=False)
         frozen = torch.jit.freeze(scripted)
         optimized = torch.jit.optimize_for_inference(frozen)
     return Converted(fn=optimized)

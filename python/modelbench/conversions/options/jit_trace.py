@@ -8,5 +8,5 @@ from .base import ConvertContext, Converted, eval_copy
 def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
     """Traces the module with sample 0's inputs."""
     with torch.no_grad():
-        traced = torch.jit.trace(eval_copy(model), ctx.example_inputs, check_trace=False)
+        traced = torch.jit.trace(eval_copy(model), ctx.example_inputs, check_trace=False, strict=False)
     return Converted(fn=traced)

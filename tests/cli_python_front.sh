@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The Python front (python/modelbench): its pytest suite, run with Debian's
+# /usr/bin/python3 against this build's libmodelbench.so. The suite covers
+# alma's API, every PyTorch conversion, ONNX conversions of an nn.Module,
+# data loaders and labels, failures, crashes and hangs, reports and history
+# (python/tests/).
+#
+# Skipped in sanitizer builds: Debian's python is not built with ASan, so an
+# ASan libmodelbench cannot be loaded into it. Without torch or pytest the
+# test is skipped, unless MB_WITH_TORCH=1 (set by `make test`): then their
+# absence is a failure.
+set -uo pipefail
+
+: "${MB_SOURCE_DIR:?MB_SOURCE_DIR must name the source tree}"
+: "${MB_BUILD_DIR:?MB_BUILD_DIR must name the build tree}"
+python=/usr/bin/python3
+
+if [ "${MB_SANITIZE:-OFF}" = ON ]; then
+  echo "SKIP: sanitizer build (Debian's python3 cannot load an ASan library)"
+  exit 0
+fi
+if ! "$python" -c 'import torch, pytest, numpy' 2>/dev/null; then
+  if [ "${MB_WITH_TORCH:-0}" = 1 ]; then
+    echo "FAIL: MB_WITH_TORCH=1 but '$python -c \"import torch, pytest, numpy\"'" \
+      "fails; install python3-torch python3-pytest python3-numpy" >&2
+    exit 1
+  fi
+  echo "SKIP: /usr/bin/python3 lacks torch, pytest or numpy"
+  exit 0
+fi
+
+export PYTHONPATH=$MB_SOURCE_DIR/python${PYTHONPATH:+:$PYTHONPATH}
+export MODELBENCH_LIBRARY=$MB_BUILD_DIR/lib/libmodelbench.so
+# Nothing from this run reaches the user's cache or history.
+MODELBENCH_CACHE_DIR=$(mktemp -d)
+export MODELBENCH_CACHE_DIR
+trap 'rm -rf "$MODELBENCH_CACHE_DIR"' EXIT
+cd "$MB_SOURCE_DIR/python" || exit 1
+PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -p no:cacheprovider tests
