@@ -18,6 +18,9 @@
 # BERT; MB_BENCH_CONVERSIONS=0 skips it. Then bench/transformers.sh (issue
 # 17: transformers on oneDNN against ORT_CPU); MB_BENCH_TRANSFORMERS=0
 # skips it.
+# Then the Python front (bench/pytorch.py): ResNet-18 under PyTorch's and
+# the engine's conversions, the digits CNN with task accuracy, and EAGER's
+# fidelity against a plain loop; MB_BENCH_PYTORCH=0 skips it.
 set -euo pipefail
 
 build=${1:-build}
@@ -107,4 +110,16 @@ fi
 if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_TRANSFORMERS:-1}" != 0 ]; then
   echo
   "$(dirname "$0")/transformers.sh" "$build"
+fi
+
+# The Python front: PyTorch's conversions beside the engine's on ResNet-18,
+# the trained digits CNN with task accuracy, and the fidelity of the EAGER
+# median against a plain loop (bench/pytorch.py). MB_BENCH_PYTORCH=0 skips.
+if [ "${MB_BENCH_PYTORCH:-1}" != 0 ]; then
+  echo
+  if /usr/bin/python3 -c "import torch, torchvision, sklearn" 2>/dev/null; then
+    MODELBENCH_LIBRARY=$build/lib/libmodelbench.so /usr/bin/python3 "$(dirname "$0")/pytorch.py"
+  else
+    echo "PyTorch front skipped: /usr/bin/python3 lacks torch, torchvision or sklearn (make test installs them)"
+  fi
 fi

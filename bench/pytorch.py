@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""`make bench`, the PyTorch part: the Python front's conversions side by side.
+
+1. ResNet-18 (torchvision, random weights, 224x224, batch 1) at 1 and 2
+   threads under EAGER, JIT_FREEZE, BF16+EAGER, INT8_STATIC+EAGER, ORT_CPU,
+   ONEDNN, BF16+ONEDNN and INT8_STATIC+ONEDNN: median, speed-up and
+   accuracy against EAGER.
+2. The digits CNN of examples/mnist, trained here, on its 360 held-out
+   digits with their labels: each conversion's real top-1 accuracy.
+3. Fidelity: modelbench's EAGER median against a plain
+   `torch.inference_mode()` loop over the same module in a fresh process,
+   alternated over rounds; and the Python side's overhead per iteration
+   (a one-layer module, where the call itself is nearly all of it).
+
+    PYTHONPATH=python /usr/bin/python3 bench/pytorch.py BUILD_DIR
+MB_BENCH_ROUNDS (default 3) sets the fidelity rounds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "python"))
+
+import torch  # noqa: E402
+
+from modelbench import benchmark_model  # noqa: E402
+
+RESNET_CONVERSIONS = ["EAGER", "JIT_FREEZE", "BF16+EAGER", "INT8_STATIC+EAGER",
+                      "ORT_CPU", "ONEDNN", "BF16+ONEDNN", "INT8_STATIC+ONEDNN"]
+
+
+def fmt(value, spec: str, missing: str = "-") -> str:
+    return missing if value is None else format(value, spec)
+
+
+def resnet_table(cache: str) -> None:
+    import torchvision
+
+    print("== ResNet-18, 224x224, batch 1 (random weights), accuracy vs EAGER on 16 samples")
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18().eval()
+    runs = {}
+    for threads in (1, 2):
+        config = {"batch_size": 1, "n_samples": 16, "threads": threads, "min_time": 3.0,
+                  "warmup_time": 1.0, "fail_on_error": False, "record": False,
+                  "cache_dir": cache, "calibration_samples": 32}
+        runs[threads] = benchmark_model(model, config, RESNET_CONVERSIONS,
+                                        data=torch.randn(3, 224, 224))
+    print(f"{'conversion':20s} {'1 thread ms':>12s} {'speed-up':>9s} {'2 threads ms':>13s} "
+          f"{'speed-up':>9s} {'cosine':>9s} {'top-1 agr.':>10s}")
+    for name in RESNET_CONVERSIONS:
+        one, two = runs[1][name], runs[2][name]
+        if one["status"] != "success" or two["status"] != "success":
+            print(f"{name:20s} {one['bench_status']}/{two['bench_status']}: "
+                  f"{one['error'] or two['error']}")
+            continue
+        print(f"{name:20s} {one['latency_ms.median']:12.2f} {fmt(one['speedup_vs_baseline'], '8.2f')}x "
+              f"{two['latency_ms.median']:13.2f} {fmt(two['speedup_vs_baseline'], '8.2f')}x "
+              f"{fmt(two['accuracy.cosine'], '9.6f')} {fmt(two['accuracy.top1_agreement'], '10.2%')}")
+    machine = runs[2].report["machine"]
+    print(f"machine: {machine['cpu_model']}, {machine['cores']} cores, load "
+          f"{fmt(machine['load_average'], '.2f')}")
+
+
+def digits_table(work: Path, cache: str) -> None:
+    print("\n== digits CNN (examples/mnist, trained here), 360 held-out digits, batch 1, 2 threads")
+    folder = work / "mnist"
+    shutil.copytree(ROOT / "examples" / "mnist", folder,
+                    ignore=shutil.ignore_patterns("*.npz", "model", "__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), MODELBENCH_CACHE_DIR=cache)
+    subprocess.run(["bash", "data/setup-data.sh"], cwd=folder, check=True, capture_output=True)
+    out = subprocess.run([sys.executable, "train.py", "--quantize"], cwd=folder, env=env,
+                         check=True, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith("test accuracy"):
+            print("train.py:", line)
+    report = work / "digits.json"
+    subprocess.run([sys.executable, "benchmark_with_dataloader.py", "--threads", "2",
+                    "--no-record", "--json", str(report), "--min-time", "2"],
+                   cwd=folder, env=env, check=True, capture_output=True)
+    data = json.loads(report.read_text())
+    print(f"{'conversion':20s} {'median ms':>10s} {'speed-up':>9s} {'task top-1':>11s} "
+          f"{'agreement':>10s} {'cosine':>9s}")
+    for r in data["results"]:
+        if r["status"] != "ok":
+            print(f"{r['conversion']:20s} {r['status']}: {r['error']}")
+            continue
+        acc = r["accuracy"] or {}
+        print(f"{r['conversion']:20s} {r['latency_ms']['median']:10.4f} "
+              f"{fmt(r['speedup_vs_baseline'], '8.2f')}x "
+              f"{fmt(r['task_accuracy'], '11.2%')} {fmt(acc.get('top1_agreement'), '10.2%')} "
+              f"{fmt(acc.get('cosine'), '9.6f')}")
+
+
+PLAIN_LOOP = r"""
+import json, sys, time, torch
+torch.set_num_threads(int(sys.argv[3]))
+torch.set_num_interop_threads(1)
+model = torch.load(sys.argv[2]).eval()
+x = torch.randn(*json.loads(sys.argv[4]))
+times = []
+with torch.inference_mode():
+    end = time.perf_counter() + 1.0
+    while time.perf_counter() < end:  # warm-up, as modelbench's
+        model(x)
+    end = time.perf_counter() + float(sys.argv[5])
+    while time.perf_counter() < end or len(times) < 20:
+        t0 = time.perf_counter()
+        model(x)
+        times.append((time.perf_counter() - t0) * 1e3)
+times.sort()
+print(json.dumps({"median": times[len(times) // 2], "n": len(times)}))
+"""
+
+
+def fidelity(work: Path, cache: str, rounds: int) -> None:
+    import torchvision
+
+    print(f"\n== fidelity: modelbench EAGER vs a plain inference_mode loop, {rounds} rounds "
+          "alternated, medians (ms)")
+    torch.manual_seed(0)
+    cases = [("ResNet-18 224, 1 thread", torchvision.models.resnet18().eval(), (3, 224, 224), 1),
+             # The call is nearly all of a Linear(8, 8)'s time.
+             ("one Linear(8, 8), 1 thread", torch.nn.Linear(8, 8).eval(), (8,), 1)]
+    for label, model, shape, threads in cases:
+        path = work / "model.pt"
+        torch.save(model, path)
+        bench, plain = [], []
+        for _ in range(rounds):
+            r = benchmark_model(model, {"batch_size": 1, "n_samples": 1, "threads": threads,
+                                        "min_time": 2.0, "warmup_time": 1.0, "record": False,
+                                        "cache_dir": cache}, ["EAGER"], data=torch.randn(*shape))
+            bench.append(r["EAGER"]["latency_ms.median"])
+            out = subprocess.run(
+                [sys.executable, "-c", PLAIN_LOOP, "", str(path),
+                 str(threads), json.dumps([1, *shape]), "2.0"],
+                check=True, capture_output=True, text=True).stdout
+            plain.append(json.loads(out)["median"])
+        b, p = statistics.median(bench), statistics.median(plain)
+        print(f"{label:28s} modelbench {b:9.4f}  plain {p:9.4f}  ratio {b / p:6.3f}  "
+              f"difference {(b - p) * 1e3:+8.1f} us/iteration  "
+              f"(rounds: {', '.join(f'{x:.4f}' for x in bench)} vs "
+              f"{', '.join(f'{x:.4f}' for x in plain)})")
+
+
+def main() -> None:
+    rounds = int(os.environ.get("MB_BENCH_ROUNDS", "3"))
+    with tempfile.TemporaryDirectory(prefix="mb-bench-pytorch-") as tmp:
+        work = Path(tmp)
+        cache = str(work / "cache")
+        resnet_table(cache)
+        digits_table(work, cache)
+        fidelity(work, cache, rounds)
+
+
+if __name__ == "__main__":
+    main()
