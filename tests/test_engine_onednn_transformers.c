@@ -201,12 +201,13 @@ static void build_attention(gcase *c, int qkv_fused, int scale_form,
  * mask) and BERT (three projections, Div after the product, a mask input
  * broadcast over heads and rows), and q scaled before the product: exact
  * in fp32, close in bf16; the views leave no Transpose, Reshape, Split or
- * Add primitive, the scale and mask no Mul/Div/Add. */
+ * Add primitive, the scale and mask no Mul/Div/Add, and BERT's three
+ * projections run as one product (4 MatMuls in each form). */
 TEST(attention_spellings) {
   SKIP_UNLESS_AVAILABLE();
   static const struct {
     int qkv_fused, scale_form, mask_input, matmuls;
-  } forms[] = {{1, 1, 0, 4}, {0, 0, 1, 6}, {1, 2, 1, 4}, {0, 1, 0, 6}};
+  } forms[] = {{1, 1, 0, 4}, {0, 0, 1, 4}, {1, 2, 1, 4}, {0, 1, 0, 4}};
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
     gcase c;
     char ops[512];
@@ -316,6 +317,33 @@ TEST(lookalikes_stay_exact) {
       TEST_FAIL_("projection, transpose, residual failed");
   }
   {
+    /* Products of one input: with a bias, without, and one whose result
+     * is read twice (its bias Add cannot take it) and is an output. */
+    gcase c;
+    int64_t x[3] = {1, 7, 12}, w[2] = {12, 8}, w3[2] = {12, 5}, b[1] = {8},
+            b3[1] = {5};
+    gc_init(&c, 17);
+    gc_input(&c, "x", 3, x);
+    gc_const(&c, "w1", 2, w, NULL, -0.5f, 0.5f);
+    gc_const(&c, "w2", 2, w, NULL, -0.5f, 0.5f);
+    gc_const(&c, "w3", 2, w3, NULL, -0.5f, 0.5f);
+    gc_const(&c, "b1", 1, b, NULL, -0.5f, 0.5f);
+    gc_const(&c, "b3", 1, b3, NULL, -0.5f, 0.5f);
+    gc_node(&c, "MatMul", "x,w1", "m1");
+    gc_node(&c, "Add", "m1,b1", "y1");
+    gc_node(&c, "MatMul", "x,w2", "y2");
+    gc_node(&c, "MatMul", "x,w3", "m3");
+    gc_node(&c, "Add", "b3,m3", "y3");
+    gc_node(&c, "Relu", "m3", "y4");
+    gc_output(&c, "y1");
+    gc_output(&c, "y2");
+    gc_output(&c, "y3");
+    gc_output(&c, "y4");
+    gc_output(&c, "m3");
+    if (check_graph(&c))
+      TEST_FAIL_("sibling products failed");
+  }
+  {
     /* [2, 3, K] x [K, N] + C [2, 1, N]: C does not fold into 6 rows. */
     gcase c;
     int64_t a[3] = {2, 3, 5}, w[2] = {5, 4}, cc[3] = {2, 1, 4};
@@ -344,6 +372,41 @@ TEST(int8_attention) {
   return check_int8(&c, 0);
 }
 
+/* A transformer's FFN in int8: linear1 -> Relu -> linear2, where linear1
+ * writes int8 for linear2 when linear2 is its only reader; also when the
+ * hidden value is read in float too (a graph output, a product with
+ * another activation), which must then see real values. */
+TEST(int8_ffn_kept_int8) {
+  SKIP_UNLESS_AVAILABLE();
+  for (int form = 0; form < 3; form++) {
+    gcase c;
+    int64_t x[3] = {1, 12, 16}, w1[2] = {16, 32}, b1[1] = {32},
+            w2[2] = {32, 16}, b2[1] = {16}, o[3] = {1, 32, 5};
+    gc_init(&c, 17);
+    gc_input(&c, "x", 3, x);
+    gc_const(&c, "w1", 2, w1, NULL, -0.3f, 0.3f);
+    gc_const(&c, "b1", 1, b1, NULL, -0.2f, 0.2f);
+    gc_const(&c, "w2", 2, w2, NULL, -0.3f, 0.3f);
+    gc_const(&c, "b2", 1, b2, NULL, -0.2f, 0.2f);
+    gc_node(&c, "MatMul", "x,w1", "h0");
+    gc_node(&c, "Add", "h0,b1", "h1");
+    gc_node(&c, "Relu", "h1", "h");
+    gc_node(&c, "MatMul", "h,w2", "y0");
+    gc_node(&c, "Add", "y0,b2", "y");
+    gc_output(&c, "y");
+    if (form == 1)
+      gc_output(&c, "h");
+    if (form == 2) {
+      gc_input(&c, "other", 3, o);
+      gc_node(&c, "MatMul", "h,other", "z");
+      gc_output(&c, "z");
+    }
+    if (check_int8(&c, 0))
+      TEST_FAIL_("int8 FFN form %d failed", form);
+  }
+  return 0;
+}
+
 TEST_MAIN(TEST_ENTRY(torch_multihead_attention),
           TEST_ENTRY(attention_spellings), TEST_ENTRY(lookalikes_stay_exact),
-          TEST_ENTRY(int8_attention))
+          TEST_ENTRY(int8_attention), TEST_ENTRY(int8_ffn_kept_int8))

@@ -494,8 +494,82 @@ static void group_claim(lctx *l, int gi) {
     }
 }
 
+/* MatMul at position p as a sibling product: an activation times a
+ * float constant [K, N]; its result, or the sole Add of a bias [N] after
+ * it, goes into *sib. */
+static bool sibling_get(lctx *l, int p, int a, int64_t k,
+                        struct dn_sibling *sib) {
+  const mb_node *m = node_at(l, p);
+  const mb_tensor *w =
+      m->n_inputs == 2 ? mb__engine_constant(l->eg, m->inputs[1]) : NULL;
+  int cons[2];
+  if (!op_is(m, "MatMul") || l->group_of[p] >= 0 || m->inputs[0] != a ||
+      mb__engine_node_folded(l->eg, m) || !w || w->rank != 2 ||
+      w->dtype != MB_DTYPE_FLOAT || w->dims[0] != k ||
+      mb__engine_constant(l->eg, a))
+    return false;
+  char reason[8];
+  mb_engine_check c = mb__dn_lower_check_ctx(l, m, reason, sizeof reason);
+  mm_params mp;
+  if (!mb__dn_mm_get(&c, &mp) || mp.rank < 2)
+    return false;
+  sib->head = p;
+  sib->final = m->outputs[0];
+  sib->bias_value = -1;
+  int out = m->outputs[0];
+  if (l->vals[out].out_slot >= 0 || consumers(l, out, cons, 2) != 1 ||
+      l->group_of[cons[0]] >= 0)
+    return true;
+  const mb_node *add = node_at(l, cons[0]);
+  int other = op_is(add, "Add") ? other_input(add, out) : -1;
+  const mb_tensor *bias = other >= 0 ? mb__engine_constant(l->eg, other) : NULL;
+  if (!bias || bias->dtype != MB_DTYPE_FLOAT || bias->numel != w->dims[1] ||
+      bias->dims[bias->rank - 1] != w->dims[1] || add->n_outputs != 1 ||
+      !same_shape(l, add->outputs[0], out) ||
+      mb__engine_node_folded(l->eg, add))
+    return true;
+  sib->final = add->outputs[0];
+  sib->bias_value = other;
+  return true;
+}
+
+/* Products of one input by constant weights (Q, K and V): one group each
+ * set, emitted at the first of them (where the input is ready and before
+ * any reader of their results). */
+static void plan_siblings(lctx *l) {
+  int n = l->d->n_nodes;
+  for (int p = 0; p < n; p++) {
+    const mb_node *m = node_at(l, p);
+    dn_group *g = &l->groups[l->n_groups];
+    const mb_tensor *w =
+        m->n_inputs == 2 ? mb__engine_constant(l->eg, m->inputs[1]) : NULL;
+    if (!w || w->rank != 2)
+      continue;
+    group_init(g, p);
+    if (!sibling_get(l, p, m->inputs[0], w->dims[0], &g->sib[0]))
+      continue;
+    g->n_sib = 1;
+    for (int q = p + 1; q < n && g->n_sib < DN_MAX_SIB; q++) {
+      if (sibling_get(l, q, m->inputs[0], w->dims[0], &g->sib[g->n_sib]))
+        g->n_sib++;
+    }
+    if (g->n_sib < 2) {
+      g->n_sib = 0;
+      continue;
+    }
+    for (int i = 0; i < g->n_sib; i++) {
+      l->group_of[g->sib[i].head] = l->n_groups;
+      if (g->sib[i].bias_value >= 0)
+        l->group_of[l->node_pos[l->g->values[g->sib[i].final].producer]] =
+            l->n_groups;
+    }
+    l->n_groups++;
+  }
+}
+
 void mb__dn_plan_groups(lctx *l) {
   int n = l->d->n_nodes;
+  plan_siblings(l);
   for (int p = 0; p < n; p++) {
     const mb_node *node = node_at(l, p);
     const dn_op_row *row = mb__dn_op_find(node);
@@ -582,6 +656,9 @@ mb_status mb__dn_lower_group(lctx *l, const dn_group *g) {
   }
   for (int i = 0; i < g->n_post; i++)
     if ((status = mb__dn_finish_output(l, g->post[i].out_value)))
+      return status;
+  for (int i = 0; i < g->n_sib; i++)
+    if ((status = mb__dn_finish_output(l, g->sib[i].final)))
       return status;
   return MB_STATUS_OK;
 }

@@ -78,17 +78,37 @@ mb_status mb__dn_value_get_q(lctx *l, int v, const dnnl_memory_desc_t *want,
   dnnl_primitive_attr_t attr = NULL;
   dnnl_memory_t mem;
   mb_status status;
+  float scale = xq->scales[0];
+  int32_t zp = xq->zero_points[0];
   for (int i = 0; i < x->n_reps; i++)
-    if (mb__dn_md_same(&x->rep[i].md, want)) {
+    if (mb__dn_md_same(&x->rep[i].md, want) && x->rep[i].qscale == scale &&
+        x->rep[i].qzp == zp) {
       *out = &x->rep[i];
       return MB_STATUS_OK;
     }
   if (x->n_reps == 0)
     return mb__dn_internal_error(l, "a value is read before it is computed");
   const dn_rep *src = &x->rep[0];
-  float inv = 1.0f / xq->scales[0];
-  dn_qattr qa = {
-      1, 0, &inv, false, xq->zero_points[0] != 0, xq->zero_points[0]};
+  if (src->qscale != 0.0f && src->qscale == scale && src->qzp == zp &&
+      src->md.data_type == want->data_type) {
+    /* Written in int8 already (a requantising producer): a layout change
+     * at most. */
+    dn_rep *r;
+    if ((status =
+             mb__dn_value_get(l, v, DN_WANT_EXACT, want->data_type, want, &r)))
+      return status;
+    *out = r;
+    return MB_STATUS_OK;
+  }
+  if (src->qscale != 0.0f) {
+    /* int8 with other parameters: through float. */
+    dn_rep *f;
+    if ((status = mb__dn_value_get(l, v, DN_WANT_DTYPE, dnnl_f32, NULL, &f)))
+      return status;
+    src = f;
+  }
+  float inv = 1.0f / scale;
+  dn_qattr qa = {1, 0, &inv, false, zp != 0, zp};
   int buf = mb__dn_buf_take(l, dnnl_memory_desc_get_size(want), x->last_use);
   if (buf < 0)
     return mb__dn_oom(l);
@@ -106,9 +126,11 @@ mb_status mb__dn_value_get_q(lctx *l, int v, const dnnl_memory_desc_t *want,
   status = mb__dn_emit(l, pd, 2, args);
   l->prof = prof;
   dnnl_primitive_desc_destroy(pd);
-  if (status)
+  if (status || (status = mb__dn_rep_add(l, v, want, mem, buf, out)))
     return status;
-  return mb__dn_rep_add(l, v, want, mem, buf, out);
+  (*out)->qscale = scale;
+  (*out)->qzp = zp;
+  return MB_STATUS_OK;
 }
 
 /* The run-time source zero point argument of an int8 primitive, appended

@@ -20,6 +20,7 @@
  * below). */
 #define DN_RANK_MAX 8
 #define DN_MAX_POST 8  /* post-ops per fused group */
+#define DN_MAX_SIB 4   /* products of one input run as one */
 #define DN_MAX_ARGS 24 /* arguments of one primitive (concat inputs) */
 #define DN_MAX_CONCAT (DN_MAX_ARGS - 4)
 
@@ -209,6 +210,9 @@ typedef struct dn_rep {
   dnnl_memory_desc_t md;
   dnnl_memory_t mem;
   int buf;
+  /* int8 data (u8/s8): real = qscale * (q - qzp); qscale 0 otherwise. */
+  float qscale;
+  int32_t qzp;
 } dn_rep;
 
 #define DN_MAX_REPS 3
@@ -248,12 +252,21 @@ typedef struct dn_group {
   int src;  /* eltwise pattern: its input value */
   int n_post;
   dn_post post[DN_MAX_POST];
-  int last; /* position of its last node, where it is emitted */
+  int last; /* where it is emitted: its last node's position */
   /* MatMul/Gemm: a scalar Mul or Div before input i (the attention scale
    * of q or k) taken into the product: the head reads in_value[i]
    * instead (-1: its own input) and multiplies by pre_alpha. */
   int in_value[2];
   float pre_alpha;
+  /* MatMuls of one input by constant 2-D weights, each with at most a bias
+   * after it (BERT's separate Q, K and V projections): one product over
+   * their weights side by side, emitted where the first is (`last`), each
+   * result (`final`, after its bias `bias_value`, or -1) a column window
+   * of the one result. n_sib: 0, or 2 to DN_MAX_SIB; sib[0] is `head`. */
+  int n_sib;
+  struct dn_sibling {
+    int head, final, bias_value;
+  } sib[DN_MAX_SIB];
 } dn_group;
 
 /* int8 attributes of a primitive: output scales (per channel: mask names
@@ -422,6 +435,11 @@ mb_status mb__dn_emit_reorder_as(lctx *l, bool inserted, dnnl_memory_t src,
                                  const dnnl_memory_desc_t *src_md,
                                  dnnl_memory_t dst,
                                  const dnnl_memory_desc_t *dst_md);
+mb_status mb__dn_emit_reorder_q(lctx *l, dnnl_memory_t src,
+                                const dnnl_memory_desc_t *src_md,
+                                dnnl_memory_t dst,
+                                const dnnl_memory_desc_t *dst_md,
+                                const dn_qattr *qa, int32_t src_zp);
 mb_status mb__dn_emit_reorder(lctx *l, dnnl_memory_t src,
                               const dnnl_memory_desc_t *src_md,
                               dnnl_memory_t dst,

@@ -131,6 +131,42 @@ static bool mm_dst_for_transpose(lctx *l, int v, int rank, const int64_t *dims,
          dnnl_success;
 }
 
+/* int8 kept between products: when every reader of value v (the result
+ * of an int8 product's chain) is a MatMul or Gemm that will read it as its
+ * int8 input (constant 2-D weights with a weight entry), v's own
+ * activation entry, so that the product writes v in int8 at once (a
+ * transformer's FFN: linear1 -> Relu -> linear2) instead of float that
+ * each reader quantises again. NULL otherwise. */
+static const mb_quant_param *mm_requant_entry(lctx *l, int v) {
+  int pos[8];
+  const mb_quant_param *yq = mb__engine_quant_activation(l->eg, l->quant, v);
+  int n = mb__segment_readers(l->d, v, pos, 8);
+  if (!yq || l->vals[v].out_slot >= 0 || n < 1 || n > 8)
+    return NULL;
+  for (int i = 0; i < n; i++) {
+    const mb_node *m = node_at(l, pos[i]);
+    const mb_quant_param *xq, *wq;
+    int gi = l->group_of[pos[i]];
+    const mb_tensor *w =
+        m->n_inputs >= 2 ? mb__engine_constant(l->eg, m->inputs[1]) : NULL;
+    bool gemm = op_is(m, "Gemm"), trans_b = false;
+    if ((!op_is(m, "MatMul") && !gemm) || m->inputs[0] != v || !w ||
+        w->rank != 2 || (gi >= 0 && l->groups[gi].head != pos[i]) ||
+        (gi >= 0 && l->groups[gi].in_value[0] >= 0))
+      return NULL;
+    if (gemm) {
+      if (mb__node_attr_int(m, "transA", 0) != 0)
+        return NULL;
+      trans_b = mb__node_attr_int(m, "transB", 0) != 0;
+    }
+    if (!mb__dn_q_entries(l, v, m->inputs[1], trans_b ? 0 : 1,
+                          w->dims[trans_b ? 0 : 1], &xq, &wq) ||
+        xq != yq)
+      return NULL;
+  }
+  return yq;
+}
+
 /* Can the product fold A's leading dims into its rows: A [b.., M, K] times
  * B [K, N] (B's leading dims all 1) as one [b.. * M, K] x [K, N] product?
  * oneDNN runs a batch of small products as it is told, and PyTorch's
@@ -166,15 +202,124 @@ static bool mm_can_fold(lctx *l, const mm_params *p, const dn_post *posts,
   return true;
 }
 
+/* The weights of sibling products side by side, [K, sum N] (col[i]: the
+ * first column of sibling i), into *w (describing *data, aligned, the
+ * caller's) and their biases, zeros where one has none, into *bias. */
+static mb_status mm_siblings_weights(lctx *l, const dn_group *g, mb_tensor *w,
+                                     int64_t *col, float **data, float **bias) {
+  int64_t k = 0, total = 0;
+  for (int i = 0; i < g->n_sib; i++) {
+    const mb_tensor *wi =
+        mb__engine_constant(l->eg, node_at(l, g->sib[i].head)->inputs[1]);
+    k = wi->dims[0];
+    col[i] = total;
+    total += wi->dims[1];
+  }
+  *data = mb__aligned_alloc((size_t)(k * total) * sizeof **data);
+  *bias = mb__aligned_alloc((size_t)total * sizeof **bias);
+  if (!*data || !*bias)
+    return mb__dn_oom(l);
+  for (int i = 0; i < g->n_sib; i++) {
+    const mb_tensor *wi =
+        mb__engine_constant(l->eg, node_at(l, g->sib[i].head)->inputs[1]);
+    const mb_tensor *bi = g->sib[i].bias_value >= 0
+                              ? mb__engine_constant(l->eg, g->sib[i].bias_value)
+                              : NULL;
+    int64_t ni = wi->dims[1];
+    for (int64_t r = 0; r < k; r++)
+      memcpy(*data + r * total + col[i], (const float *)wi->data + r * ni,
+             (size_t)ni * sizeof **data);
+    for (int64_t c = 0; c < ni; c++)
+      (*bias)[col[i] + c] = bi ? ((const float *)bi->data)[c] : 0.0f;
+  }
+  memset(w, 0, sizeof *w);
+  w->dtype = MB_DTYPE_FLOAT;
+  w->rank = 2;
+  w->dims[0] = k;
+  w->dims[1] = total;
+  w->numel = k * total;
+  w->nbytes = (size_t)w->numel * sizeof(float);
+  w->data = *data;
+  return MB_STATUS_OK;
+}
+
+/* int8 for sibling products: the input's activation entry and every
+ * sibling's weight entry, their scales side by side as one per-column
+ * entry *wq (scales and zero points in *scales, *zps: the caller's). *ok
+ * false (float then) when an entry is missing. */
+static mb_status mm_siblings_quant(lctx *l, const dn_group *g, int a,
+                                   int64_t total, const mb_quant_param **xq,
+                                   mb_quant_param *wq, float **scales,
+                                   int32_t **zps, bool *ok) {
+  *ok = false;
+  if (!l->quant || mb__engine_constant(l->eg, a) ||
+      !(*xq = mb__engine_quant_activation(l->eg, l->quant, a)))
+    return MB_STATUS_OK;
+  *scales = malloc((size_t)total * sizeof **scales);
+  *zps = calloc((size_t)total, sizeof **zps);
+  if (!*scales || !*zps)
+    return mb__dn_oom(l);
+  int64_t c0 = 0;
+  for (int i = 0; i < g->n_sib; i++) {
+    int w = node_at(l, g->sib[i].head)->inputs[1];
+    int64_t ni = mb__engine_constant(l->eg, w)->dims[1];
+    const mb_quant_param *e =
+        mb__engine_quant_weight(l->eg, l->quant, w, 1, ni);
+    if (!e)
+      return MB_STATUS_OK;
+    for (int64_t c = 0; c < ni; c++)
+      (*scales)[c0 + c] = mb__engine_weight_scale(e, c);
+    c0 += ni;
+  }
+  wq->kind = MB_QUANT_KIND_WEIGHT;
+  wq->dtype = MB_DTYPE_INT8;
+  wq->axis = 1;
+  wq->channels = total;
+  wq->scales = *scales;
+  wq->zero_points = *zps;
+  *ok = true;
+  return MB_STATUS_OK;
+}
+
+/* The one result of sibling products, md (plain [.., M, total]), in a new
+ * buffer (*dst its memory), and each sibling's result as its column
+ * window. */
+static mb_status mm_siblings_outputs(lctx *l, const dn_group *g,
+                                     const int64_t *col, int64_t total,
+                                     const dnnl_memory_desc_t *md,
+                                     dnnl_memory_t *dst) {
+  int until = -1, buf;
+  mb_status status;
+  for (int i = 0; i < g->n_sib; i++)
+    until = MB_MAX(until, l->vals[g->sib[i].final].last_use);
+  if ((buf = mb__dn_buf_take(l, dnnl_memory_desc_get_size(md), until)) < 0)
+    return mb__dn_oom(l);
+  if ((status = mb__dn_mem_new(l, md, buf, dst)))
+    return status;
+  for (int i = 0; i < g->n_sib; i++) {
+    int v = g->sib[i].final, rank;
+    int64_t dims[MB_MAX_RANK], strides[MB_MAX_RANK];
+    dnnl_memory_desc_t view;
+    mb__dn_value_dims(l, v, &rank, dims);
+    strides[rank - 1] = 1;
+    for (int d = rank - 2; d >= 0; d--)
+      strides[d] = strides[d + 1] * (d + 1 == rank - 1 ? total : dims[d + 1]);
+    DN_TRY(l, mb__dn_md_view(&view, md, rank, dims, strides, col[i]));
+    if ((status = mb__dn_value_alias(l, v, &view, buf, NULL)))
+      return status;
+  }
+  return MB_STATUS_OK;
+}
+
 mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
   const mb_node *n = node_at(l, g->head);
   mm_params p;
   dnnl_primitive_desc_t pd = NULL;
   dnnl_post_ops_t po = NULL;
   mb_status status = MB_STATUS_OK;
-  dn_post posts[DN_MAX_POST + 2];
+  dn_post posts[DN_MAX_POST + 3];
   dnnl_memory_desc_t a_md, b_md, b_user, bias_md, dst_md;
-  dnnl_memory_desc_t bin_md[DN_MAX_POST + 2];
+  dnnl_memory_desc_t bin_md[DN_MAX_POST + 3];
   float *scaled = NULL, *bias_data = NULL, *oscales = NULL;
   const float *bias_src = NULL;
   int n_fixed = 0, k = 0;
@@ -190,14 +335,39 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
   int brank;
   int64_t bdims[MB_MAX_RANK];
   mb__dn_value_dims(l, b, &brank, bdims);
+  /* Sibling products (Q, K, V): one [K, sum N] weight, one bias. */
+  mb_tensor wcat;
+  mb_quant_param wq_cat;
+  float *cat_scales = NULL;
+  int32_t *cat_zps = NULL;
+  int64_t col[DN_MAX_SIB];
+  bool sib_q = false;
+  memset(&wq_cat, 0, sizeof wq_cat);
+  if (g->n_sib) {
+    if ((status = mm_siblings_weights(l, g, &wcat, col, &scaled, &bias_data)))
+      goto done;
+    kb = &wcat;
+    brank = 2;
+    bdims[0] = wcat.dims[0];
+    bdims[1] = nn = wcat.dims[1];
+    p.b_dims[r - 1] = p.y_dims[r - 1] = nn;
+    if ((status = mm_siblings_quant(l, g, a, nn, &xq, &wq_cat, &cat_scales,
+                                    &cat_zps, &sib_q)))
+      goto done;
+    wq = &wq_cat;
+  }
   /* int8 (constant 2-D weights, A not transposed): u8/s8 A, s8 weights
    * per column of the output, float32 out through the output scales
    * (alpha folded into them), so C, bias and post-ops stay float. */
-  bool q = kb && brank == 2 && !p.trans_a &&
-           mb__dn_q_entries(l, a, b, p.trans_b ? 0 : 1, nn, &xq, &wq);
+  bool q = g->n_sib
+               ? sib_q
+               : kb && brank == 2 && !p.trans_a &&
+                     mb__dn_q_entries(l, a, b, p.trans_b ? 0 : 1, nn, &xq, &wq);
   if (q) {
-    if (!(oscales = mb__dn_q_out_scales(xq, wq, p.alpha)))
-      return mb__dn_oom(l);
+    if (!(oscales = mb__dn_q_out_scales(xq, wq, p.alpha))) {
+      status = mb__dn_oom(l);
+      goto done;
+    }
     qa = (dn_qattr){(int)wq->channels,
                     wq->channels > 1 ? 1 << (r - 1) : 0,
                     oscales,
@@ -207,9 +377,11 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
   }
 
   /* alpha: folded into constant weights, else a linear post-op. */
-  if (p.alpha != 1.0f && kb && !q) {
-    if (!(scaled = mb__aligned_alloc((size_t)kb->numel * sizeof *scaled)))
-      return mb__dn_oom(l);
+  if (p.alpha != 1.0f && kb && !q && !g->n_sib) {
+    if (!(scaled = mb__aligned_alloc((size_t)kb->numel * sizeof *scaled))) {
+      status = mb__dn_oom(l);
+      goto done;
+    }
     for (int64_t i = 0; i < kb->numel; i++)
       scaled[i] = p.alpha * ((const float *)kb->data)[i];
   } else if (p.alpha != 1.0f && !q) {
@@ -288,10 +460,30 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
     has_view |= posts[i].kind == DN_POST_VIEW;
   }
   bool dst_view =
-      !fold_rank && !has_sum && !has_view &&
+      !fold_rank && !has_sum && !has_view && !g->n_sib &&
       mm_dst_for_transpose(
           l, mb__dn_head_final(posts, n_fixed + g->n_post, n->outputs[0]), r,
           p.y_dims, dt, &dst_vmd);
+  /* int8 out of an int8 product (the whole chain, then requantised by a
+   * last linear post-op: y_q = y / y_scale + y_zero_point). */
+  const mb_quant_param *yq =
+      q && !has_sum && !g->n_sib
+          ? mm_requant_entry(
+                l, mb__dn_head_final(posts, n_fixed + g->n_post, n->outputs[0]))
+          : NULL;
+  dnnl_memory_desc_t dst_qmd;
+  if (yq) {
+    dn_post *rq = &posts[n_fixed + g->n_post];
+    memset(rq, 0, sizeof *rq);
+    rq->kind = DN_POST_ELTWISE;
+    rq->n_ops = 1;
+    rq->ops[0] = (eltwise_op){dnnl_eltwise_linear, 1.0f / yq->scales[0],
+                              (float)yq->zero_points[0]};
+    rq->out_value =
+        mb__dn_head_final(posts, n_fixed + g->n_post, n->outputs[0]);
+    DN_GOTO(l, mb__dn_md_plain(&dst_qmd, r, p.y_dims, mb__dn_q_dt(yq)));
+  }
+  bool requant = false;
   /* 0: int8; 1: float with views; 2: float, plain operands. */
   int first_float = a_view || b_view || dst_view ? 1 : 2;
   int attempt = q ? 0 : first_float;
@@ -322,12 +514,15 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
           b_md = b_vmd;
         else
           DN_GOTO(l, mm_operand_md(&b_md, r, p.b_dims, r, p.trans_b, dt));
-        MB_TRY_GOTO(mb__dn_posts_build(l, posts, n_fixed + k, r, fold_rank, &po,
-                                       bin_md));
         bool to_view = views && dst_view && k == g->n_post;
+        requant = int8 && yq && k == g->n_post;
+        MB_TRY_GOTO(mb__dn_posts_build(l, posts, n_fixed + k + requant, r,
+                                       fold_rank, &po, bin_md));
         DN_GOTO(l, dnnl_matmul_desc_init(&md_desc, &a_md, &b_md,
                                          has_bias ? &bias_md : NULL,
-                                         to_view ? &dst_vmd : &dst_md));
+                                         requant   ? &dst_qmd
+                                         : to_view ? &dst_vmd
+                                                   : &dst_md));
         dnnl_status_t st =
             mb__dn_pd_try_q(l, &md_desc, po, int8 ? &qa : NULL, &pd);
         dnnl_post_ops_destroy(po);
@@ -346,6 +541,7 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
       break;
   }
   q = attempt == 0 && pd;
+  requant &= q;
   bool use_views = attempt == 1;
   {
     dnnl_memory_t amem, bmem, biasmem = NULL;
@@ -383,9 +579,10 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
                                       mb__dn_pd_md(pd, dnnl_query_weights_md),
                                       &bmem, NULL));
     } else if (kb) {
-      const float *data = scaled ? scaled : kb->data;
+      bool own = scaled != NULL;
+      const float *data = own ? scaled : kb->data;
       scaled = NULL; /* taken by const_memory */
-      MB_TRY_GOTO(mb__dn_const_memory(l, &b_user, data, data != kb->data,
+      MB_TRY_GOTO(mb__dn_const_memory(l, &b_user, data, own,
                                       mb__dn_pd_md(pd, dnnl_query_weights_md),
                                       &bmem, NULL));
     } else if (use_views && b_view) {
@@ -414,6 +611,20 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
       MB_TRY_GOTO(mb__dn_const_memory(l, &bias_md, bias_src, false, &bias_md,
                                       &biasmem, NULL));
     }
+    if (g->n_sib) {
+      dnnl_memory_t dst;
+      MB_TRY_GOTO(mm_siblings_outputs(
+          l, g, col, nn, mb__dn_pd_md(pd, dnnl_query_dst_md), &dst));
+      args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, amem};
+      args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, bmem};
+      if (biasmem)
+        args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, biasmem};
+      args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_DST, dst};
+      if (q)
+        MB_TRY_GOTO(mb__dn_q_zp_arg(l, xq, args, &n_args));
+      MB_TRY_GOTO(mb__dn_emit(l, pd, n_args, args));
+      goto done;
+    }
     /* The value is defined in its own dims; a folded product writes a
      * [rows, N] view of it. */
     int final = mb__dn_head_final(posts, n_fixed + k, n->outputs[0]);
@@ -426,10 +637,14 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
     if (reshaped) {
       /* The chain's result in its own dims (plain, as the product's). */
       const mb_shape_info *y = &l->eg->shapes[final];
-      DN_GOTO(l, mb__dn_md_plain(&out_md, y->rank, y->dims, dt));
+      DN_GOTO(l, mb__dn_md_plain(&out_md, y->rank, y->dims, pd_dst->data_type));
     }
     MB_TRY_GOTO(mb__dn_head_dst(l, posts, n_fixed + k, final, &out_md, a_buf,
                                 b_buf, &out));
+    if (requant) {
+      out->qscale = yq->scales[0];
+      out->qzp = yq->zero_points[0];
+    }
     dst_mem = out->mem;
     if (reshaped)
       MB_TRY_GOTO(mb__dn_rep_view(l, out, pd_dst, &dst_mem));
@@ -447,6 +662,8 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
   MB_TRY_GOTO(mb__dn_lower_rest(l, g->post, k, g->n_post));
 done:
   free(oscales);
+  free(cat_scales);
+  free(cat_zps);
   mb__aligned_free(scaled);
   mb__aligned_free(bias_data);
   if (pd)

@@ -460,6 +460,36 @@ mb_status mb__dn_emit_reorder_as(lctx *l, bool inserted, dnnl_memory_t src,
   return status;
 }
 
+/* An inserted reorder src -> dst with int8 attributes qa (output scales,
+ * destination zero point) and a constant source zero point src_zp. */
+mb_status mb__dn_emit_reorder_q(lctx *l, dnnl_memory_t src,
+                                const dnnl_memory_desc_t *src_md,
+                                dnnl_memory_t dst,
+                                const dnnl_memory_desc_t *dst_md,
+                                const dn_qattr *qa, int32_t src_zp) {
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_attr_t attr = NULL;
+  mb_status status;
+  if ((status = mb__dn_attr_new(l, NULL, qa, &attr)))
+    return status;
+  dnnl_status_t st = src_zp ? dnnl_primitive_attr_set_zero_points(
+                                  attr, DNNL_ARG_SRC, 1, 0, &src_zp)
+                            : dnnl_success;
+  if (st == dnnl_success)
+    st = dnnl_reorder_primitive_desc_create(&pd, src_md, l->s->engine, dst_md,
+                                            l->s->engine, attr);
+  dnnl_primitive_attr_destroy(attr);
+  if (st != dnnl_success)
+    return mb__dn_fail(l, "dnnl_reorder_primitive_desc_create(int8)", st);
+  int prof = l->prof;
+  l->prof = l->prof_reorder;
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+  status = mb__dn_emit(l, pd, 2, args);
+  l->prof = prof;
+  dnnl_primitive_desc_destroy(pd);
+  return status;
+}
+
 mb_status mb__dn_emit_reorder(lctx *l, dnnl_memory_t src,
                               const dnnl_memory_desc_t *src_md,
                               dnnl_memory_t dst,
@@ -543,6 +573,8 @@ mb_status mb__dn_rep_add(lctx *l, int v, const dnnl_memory_desc_t *md,
   x->rep[i].md = *md;
   x->rep[i].mem = mem;
   x->rep[i].buf = buf;
+  x->rep[i].qscale = 0.0f;
+  x->rep[i].qzp = 0;
   if (out)
     *out = &x->rep[i];
   return MB_STATUS_OK;
@@ -662,10 +694,29 @@ mb_status mb__dn_value_get(lctx *l, int v, dn_want want, dnnl_data_type_t dt,
   int buf = mb__dn_buf_take(l, dnnl_memory_desc_get_size(&md), x->last_use);
   if (buf < 0)
     return mb__dn_oom(l);
-  if ((status = mb__dn_mem_new(l, &md, buf, &mem)) ||
-      (status = mb__dn_emit_reorder(l, src->mem, &src->md, mem, &md)))
+  if ((status = mb__dn_mem_new(l, &md, buf, &mem)))
     return status;
-  return mb__dn_rep_add(l, v, &md, mem, buf, out);
+  if (src->qscale != 0.0f && md.data_type != dnnl_u8 &&
+      md.data_type != dnnl_s8) {
+    /* int8 data read as float: dequantised on the way. */
+    dn_qattr qa = {1, 0, &src->qscale, false, false, 0};
+    status =
+        mb__dn_emit_reorder_q(l, src->mem, &src->md, mem, &md, &qa, src->qzp);
+  } else {
+    status = mb__dn_emit_reorder(l, src->mem, &src->md, mem, &md);
+  }
+  if (status)
+    return status;
+  dn_rep *added;
+  if ((status = mb__dn_rep_add(l, v, &md, mem, buf, &added)))
+    return status;
+  if (md.data_type == src->md.data_type) {
+    added->qscale = src->qscale;
+    added->qzp = src->qzp;
+  }
+  if (out)
+    *out = added;
+  return MB_STATUS_OK;
 }
 
 /* Can a primitive at the current position write over r (in place)? Only

@@ -36,6 +36,18 @@ static mb_status strided_input(lctx *l, int v, dn_rep *out) {
   return MB_STATUS_OK;
 }
 
+/* Value v as md over in's buffer, with in's int8 parameters. */
+static mb_status alias_of(lctx *l, int v, const dnnl_memory_desc_t *md,
+                          const dn_rep *in) {
+  dn_rep *out;
+  mb_status status = mb__dn_value_alias(l, v, md, in->buf, &out);
+  if (!status) {
+    out->qscale = in->qscale;
+    out->qzp = in->qzp;
+  }
+  return status;
+}
+
 /* Value v as a view of in: dims of v, strides[i] and a start `offset`
  * elements into in. */
 static mb_status define_view(lctx *l, int v, const dn_rep *in,
@@ -45,7 +57,7 @@ static mb_status define_view(lctx *l, int v, const dn_rep *in,
   int64_t dims[MB_MAX_RANK];
   mb__dn_value_dims(l, v, &rank, dims);
   DN_TRY(l, mb__dn_md_view(&view, &in->md, rank, dims, strides, offset));
-  return mb__dn_value_alias(l, v, &view, in->buf, NULL);
+  return alias_of(l, v, &view, in);
 }
 
 /* Transpose: a view of the input with its strides permuted. No data moves
@@ -95,7 +107,8 @@ mb_status mb__dn_lower_reshape(lctx *l, const mb_node *n) {
                                        x->rep[0].md.data_type, NULL, &r)))
     return status;
   DN_TRY(l, mb__dn_md_plain(&md, rank, dims, r->md.data_type));
-  return mb__dn_value_alias(l, n->outputs[0], &md, r->buf, NULL);
+  dn_rep in = *r;
+  return alias_of(l, n->outputs[0], &md, &in);
 }
 
 /* Identity, Dropout: the input itself. */
@@ -105,7 +118,7 @@ mb_status mb__dn_lower_identity(lctx *l, const mb_node *n) {
   if (x->n_reps == 0 && (status = mb__dn_const_rep(l, n->inputs[0])))
     return status;
   dn_rep r = x->rep[0];
-  return mb__dn_value_alias(l, n->outputs[0], &r.md, r.buf, NULL);
+  return alias_of(l, n->outputs[0], &r.md, &r);
 }
 
 mb_status mb__dn_lower_concat(lctx *l, const mb_node *n) {

@@ -57,7 +57,13 @@
  * reshape, or a transpose moving only size-1 dims, after a product
  * continues its chain (the residual Add after out_proj is a sum post-op);
  * a product whose result only a Transpose reads writes it in the layout
- * that makes the transpose plain; the attention mask is a binary post-op.
+ * that makes the transpose plain; the attention mask is a binary post-op;
+ * products of one input by constant weights (BERT's separate Q, K and V
+ * projections) run as one over their weights side by side, each result a
+ * column window of it. INT8: a product whose result only int8 products
+ * read writes it in int8 (a last linear post-op requantises), so a FFN's
+ * hidden layer is not quantised again; int8 data read as float is
+ * dequantised on the way (each representation knows its scale).
  *
  * Memory: values live in internal buffers reused once their last reader
  * has run (positions in the segment order), or directly in the caller's
