@@ -427,6 +427,7 @@ dnnl_status_t mb__dn_pd_try(lctx *l, const_dnnl_op_desc_t op_desc,
                             const_dnnl_post_ops_t post_ops,
                             dnnl_primitive_desc_t *pd_out);
 bool mb__dn_pd_accept(dnnl_primitive_desc_t *pd, bool last);
+bool mb__dn_pd_is_brgemm(const_dnnl_primitive_desc_t pd);
 const dnnl_memory_desc_t *mb__dn_pd_md(const_dnnl_primitive_desc_t pd,
                                        dnnl_query_t what);
 mb_status mb__dn_emit(lctx *l, const_dnnl_primitive_desc_t pd, int n_args,

@@ -324,7 +324,8 @@ static mb_status mm_siblings_outputs(lctx *l, const dn_group *g,
 mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
   const mb_node *n = node_at(l, g->head);
   mm_params p;
-  dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_desc_t pd = NULL, view_pd = NULL;
+  int view_k = 0;
   dnnl_post_ops_t po = NULL;
   mb_status status = MB_STATUS_OK;
   dn_post posts[DN_MAX_POST + 3];
@@ -548,8 +549,25 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
       if (pd)
         break;
     }
+    if (pd && attempt == 1 && !mb__dn_pd_is_brgemm(pd) && !view_pd) {
+      /* Views served by the general gemm only: plain operands may get the
+       * batch-reduce kernels (fp32 attention: 4x faster, copies included);
+       * kept in case they do not. */
+      view_pd = pd;
+      view_k = k;
+      pd = NULL;
+      continue;
+    }
     if (pd)
       break;
+  }
+  if (view_pd && (!pd || !mb__dn_pd_is_brgemm(pd))) {
+    if (pd)
+      dnnl_primitive_desc_destroy(pd);
+    pd = view_pd;
+    k = view_k;
+    attempt = 1;
+    view_pd = NULL;
   }
   q = attempt == 0 && pd;
   requant &= q;
@@ -672,6 +690,8 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
   }
   MB_TRY_GOTO(mb__dn_lower_rest(l, g->post, k, g->n_post));
 done:
+  if (view_pd)
+    dnnl_primitive_desc_destroy(view_pd);
   free(oscales);
   free(cat_scales);
   free(cat_zps);

@@ -339,6 +339,15 @@ dnnl_status_t mb__dn_pd_try(lctx *l, const_dnnl_op_desc_t op_desc,
   return mb__dn_pd_try_q(l, op_desc, post_ops, NULL, pd_out);
 }
 
+/* Is pd one of oneDNN's batch-reduce GEMM kernels ("brg:..."), its
+ * fastest for matmul? */
+bool mb__dn_pd_is_brgemm(const_dnnl_primitive_desc_t pd) {
+  const char *impl = NULL;
+  return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) ==
+             dnnl_success &&
+         impl && strncmp(impl, "brg", 3) == 0;
+}
+
 /* Is pd oneDNN's reference (naive C++) implementation? */
 static bool pd_is_ref(const_dnnl_primitive_desc_t pd) {
   const char *impl = NULL;
