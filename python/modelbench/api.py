@@ -51,7 +51,7 @@ def _engine_env() -> Dict[str, str]:
 
 
 def _bench_argv(cfg: BenchmarkConfig, model_path: str, names: List[str],
-                inputs: Any, json_path: str,
+                inputs: Any, json_path: str, labels: Dict[str, str],
                 device: str, in_process: bool) -> List[str]:
     argv = [
         "modelbench", "bench", model_path,
@@ -100,7 +100,7 @@ def _bench_argv(cfg: BenchmarkConfig, model_path: str, names: List[str],
         argv.append("--no-cache")
     if not cfg.record:
         argv.append("--no-record")
-    for key, value in cfg.labels.items():
+    for key, value in labels.items():
         argv += ["--label", f"{key}={value}"]
     return argv
 
@@ -187,6 +187,7 @@ def benchmark_model(
     from .model import (
         describe_outputs,
         export_onnx,
+        export_torchscript,
         load_source,
         module_sha256,
         write_manifest,
@@ -238,10 +239,17 @@ def benchmark_model(
             if "onnx" in wanted:
                 formats["onnx"] = export_onnx(source, sha, inputs, outputs, run_dir,
                                               cfg.opset, cfg.cache, cfg.cache_dir)
+            if "torchscript" in wanted:
+                formats["torchscript"] = export_torchscript(source, sha, inputs, run_dir,
+                                                            cfg.cache, cfg.cache_dir)
             model_path = write_manifest(run_dir, source, sha, inputs, outputs, formats,
                                         "EAGER")
         json_path = cfg.json or os.path.join(run_dir, "report.json")
-        argv = _bench_argv(cfg, model_path, names, inputs, json_path, device,
+        # The history knows a PyTorch run by its model (the manifest is a
+        # temporary file): labels the user gave win.
+        labels = {"model": source.name, "framework": "pytorch" if source.kind != "onnx" else "onnx"}
+        labels.update(cfg.labels)
+        argv = _bench_argv(cfg, model_path, names, inputs, json_path, labels, device,
                            in_process=not cfg.multiprocessing)
         rc = _run_engine(argv, in_process=not cfg.multiprocessing)
         if rc == 2 or not os.path.exists(json_path):

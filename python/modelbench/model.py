@@ -301,49 +301,90 @@ def _export(source: ModelSource, inputs: Inputs, outputs: Outputs, path: str,
 def export_onnx(source: ModelSource, sha256: str, inputs: Inputs, outputs: Outputs,
                 folder: str, opset: Optional[int], cache: bool,
                 cache_dir: Optional[str]) -> Dict[str, str]:
-    """The manifest's "onnx" entry: {"path": ...} or {"error": why}."""
-    import torch
-
+    """The manifest's "onnx" entry: {"path": ...} or {"error": why}, the
+    export kept in the build cache under the module's hash."""
     if source.kind == "onnx":
         return {"path": source.path or ""}
-    options = f"opset={opset or 'auto'};dynamic_batch=1;constant_folding=1"
+    used: List[int] = []
+
+    def make(path: str) -> None:
+        used.append(_export(source, inputs, outputs, path, opset))
+
+    entry = _host_build(source, sha256, inputs, folder, "ONNX_EXPORT",
+                        f"opset={opset or 'auto'};dynamic_batch=1;constant_folding=1",
+                        "model.onnx", make, "torch.onnx.export", cache, cache_dir)
+    if used:
+        log.info("ONNX export: opset %d", used[0])
+    return entry
+
+
+def export_torchscript(source: ModelSource, sha256: str, inputs: Inputs, folder: str,
+                       cache: bool, cache_dir: Optional[str]) -> Dict[str, str]:
+    """The manifest's "torchscript" entry for the C++ runtime (TORCHSCRIPT):
+    the file given, or the module traced on the example batch and saved,
+    kept in the build cache like the ONNX export."""
+    import torch
+
+    if source.kind == "torchscript" and source.path:
+        return {"path": source.path}
+
+    def make(path: str) -> None:
+        module = source.module
+        if not isinstance(module, torch.jit.ScriptModule):
+            with torch.no_grad():
+                module = torch.jit.trace(module.eval(), tuple(inputs.example),
+                                         check_trace=False, strict=False)
+        torch.jit.save(module, path)
+
+    return _host_build(source, sha256, inputs, folder, "TORCHSCRIPT_EXPORT",
+                       "trace=1", "model.pt", make, "torch.jit.trace", cache, cache_dir)
+
+
+def _host_build(source: ModelSource, sha256: str, inputs: Inputs, folder: str,
+                artifact: str, options: str, file_name: str,
+                make: Callable[[str], Any], what: str, cache: bool,
+                cache_dir: Optional[str]) -> Dict[str, str]:
+    """Makes an artifact of the module with make(path), kept in the build
+    cache under the module's hash; {"path": ...} or {"error": why}."""
+    import torch
+
     build = ctypes.c_void_p()
     if cache:
         key = _lib.MbHostBuildKey(
             source.name.encode(), sha256.encode(), signature_text(inputs.specs).encode(),
-            b"ONNX_EXPORT", options.encode(), b"torch", torch.__version__.encode(),
+            artifact.encode(), options.encode(), b"torch", torch.__version__.encode(),
         )
         err = _lib.MbError()
         if _lib.lib.mb_host_build_open(
             cache_dir.encode() if cache_dir else None, ctypes.byref(key), 0,
             ctypes.byref(build), ctypes.byref(err),
         ):
-            log.warning("build cache: %s (exporting without it)", _lib.error_message(err))
+            log.warning("build cache: %s (building without it)", _lib.error_message(err))
             build = ctypes.c_void_p()
     try:
         if build:
-            out_dir = _lib.lib.mb_host_build_folder(build).decode()
-            path = os.path.join(out_dir, "model.onnx")
+            path = os.path.join(_lib.lib.mb_host_build_folder(build).decode(), file_name)
             if _lib.lib.mb_host_build_hit(build) and os.path.isfile(path):
-                log.info("ONNX export: cache hit (%s)", _lib.lib.mb_host_build_id(build).decode())
+                log.info("%s: cache hit (%s)", artifact, _lib.lib.mb_host_build_id(build).decode())
                 return {"path": path}
         else:
-            path = os.path.join(folder, "model.onnx")
+            path = os.path.join(folder, file_name)
         t0 = time.perf_counter()
         try:
-            version = _export(source, inputs, outputs, path, opset)
-        except Exception as e:  # noqa: BLE001
-            why = f"torch.onnx.export failed: {type(e).__name__}: {e}".splitlines()[0]
-            log.warning("%s (the ONNX conversions fail with it, the others run)", why)
+            make(path)
+        except Exception as e:  # noqa: BLE001 - the exporters raise many kinds
+            why = f"{what} failed: {type(e).__name__}: {e}".splitlines()[0]
+            log.warning("%s (the conversions that need it fail with it, the others run)", why)
             if build:
                 _lib.lib.mb_host_build_finish(build, None, why.encode(),
                                               (time.perf_counter() - t0) * 1e3, None)
             return {"error": why}
         ms = (time.perf_counter() - t0) * 1e3
-        log.info("ONNX export: opset %d, %.0f ms", version, ms)
+        log.info("%s: %.0f ms", artifact, ms)
         if build:
             err = _lib.MbError()
-            if _lib.lib.mb_host_build_finish(build, b"model.onnx", None, ms, ctypes.byref(err)):
+            if _lib.lib.mb_host_build_finish(build, file_name.encode(), None, ms,
+                                             ctypes.byref(err)):
                 log.warning("build cache: %s", _lib.error_message(err))
         return {"path": path}
     finally:

@@ -226,7 +226,8 @@ def test_reports_and_history_like_a_cli_run(fast, tmp_path, cache_dir):
         check=True, capture_output=True, text=True, env=_env(),
     ).stdout
     runs = json.loads(history)["runs"]
-    assert len(runs) == 1 and runs[0]["labels"] == {"branch": "test"}, runs
+    assert len(runs) == 1, runs
+    assert runs[0]["labels"] == {"branch": "test", "model": "SmallCNN", "framework": "pytorch"}, runs
 
 
 def test_benchmark_from_a_worker_is_refused(monkeypatch):
