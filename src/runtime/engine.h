@@ -102,6 +102,10 @@ typedef struct mb_engine {
    * `max` entries, returns how many there are (may exceed max). */
   int (*node_profile)(void *compiled, mb_engine_node_time *out, int max);
   void (*release)(void *compiled);
+  /* Optional: the library's own log of what compile() creates (which
+   * implementation each primitive got), on while segments compile when the
+   * run logs at debug level, off before anything is timed. */
+  void (*log_compile)(int on);
 } mb_engine;
 
 /* What an engine's checks name it and allow, for the shared checks. */

@@ -530,20 +530,26 @@ static mb_status hybrid_prepare(const mb_engine *engine, const mb_model *model,
       t->capacity = 0;
       t->name = NULL;
     }
-  for (int gi = 0; gi < hs->hg.n_groups; gi++) {
+  bool log_compile = options->verbose && engine->log_compile;
+  if (log_compile)
+    engine->log_compile(1);
+  for (int gi = 0; gi < hs->hg.n_groups && !status; gi++) {
     if (!hs->hg.groups[gi].native)
       continue;
     hybrid_segment *seg = &hs->segments[hs->n_segments++];
     if ((status = describe_segment(hs, gi, seg, err)))
-      goto fail;
+      break;
     if ((status =
              engine->compile(&seg->desc, &hs->options, &seg->compiled, err))) {
       seg->compiled = NULL;
       mb__error_prefix(err, status, "%s segment %d (%d nodes)", engine->name,
                        hs->n_segments, seg->desc.n_nodes);
-      goto fail;
     }
   }
+  if (log_compile)
+    engine->log_compile(0);
+  if (status)
+    goto fail;
   free(ref_mask);
   *session_out = hs;
   return MB_STATUS_OK;

@@ -306,6 +306,13 @@ done:
   return status;
 }
 
+/* oneDNN's verbose mode 2 prints each primitive as it is created, with the
+ * implementation it got ("brg:avx512_core_bf16", "jit:avx2"...); it also
+ * prints every execution, so it is on only while segments compile. */
+static void dn_log_compile(int on) {
+  dnnl_set_verbose(on ? 2 : 0);
+}
+
 const mb_engine mb__engine_onednn = {
     .name = "onednn",
     .probe = dn_probe,
@@ -315,6 +322,7 @@ const mb_engine mb__engine_onednn = {
     .run = mb__dn_run,
     .node_profile = mb__dn_node_profile,
     .release = mb__dn_release,
+    .log_compile = dn_log_compile,
 };
 
 #endif /* MB_HAVE_DNNL */
