@@ -217,29 +217,29 @@ def write_pytorch_spec(source: ModelSource, folder: str, live_key: Optional[str]
                     "file, or set multiprocessing=False"
                 )
             spec["main"] = main
-        if source.kind == "factory":
-            file = os.path.join(folder, "factory.pkl")
-            try:
-                with open(file, "wb") as f:
-                    pickle.dump(source.factory, f)
-            except (pickle.PicklingError, AttributeError, TypeError) as e:
-                raise ValueError(
-                    f"cannot send the model factory to the worker processes ({e}): "
-                    "define it at module level (not a lambda or a nested function), "
-                    "or set multiprocessing=False"
-                ) from e
-            spec.update(kind="factory", file=os.path.basename(file))
-        else:
-            file = os.path.join(folder, "module.pt")
-            try:
-                torch.save(source.module, file)
-            except (pickle.PicklingError, AttributeError, TypeError) as e:
-                raise ValueError(
-                    f"cannot send the module to the worker processes ({e}): define its "
-                    "classes at module level, pass a zero-argument factory, or set "
-                    "multiprocessing=False"
-                ) from e
-            spec.update(kind="module", file=os.path.basename(file))
+        def save_factory(path: str) -> None:
+            with open(path, "wb") as f:
+                pickle.dump(source.factory, f)
+
+        # How each kind travels to the workers, and what to do when it cannot.
+        how = {
+            "factory": ("factory.pkl", save_factory,
+                        "the model factory", "define it at module level (not a lambda or a "
+                        "nested function)"),
+            "module": ("module.pt", lambda f: torch.save(source.module, f),
+                       "the module", "define its classes at module level, pass a "
+                       "zero-argument factory"),
+        }
+        name, save, what, advice = how[source.kind]
+        file = os.path.join(folder, name)
+        try:
+            save(file)
+        except (pickle.PicklingError, AttributeError, TypeError) as e:
+            raise ValueError(
+                f"cannot send {what} to the worker processes ({e}): {advice}, or set "
+                "multiprocessing=False"
+            ) from e
+        spec.update(kind=source.kind, file=name)
     path = os.path.join(folder, "module.json")
     with open(path, "w") as f:
         json.dump(spec, f, indent=1)

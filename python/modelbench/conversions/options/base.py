@@ -64,3 +64,14 @@ def quantized_engine() -> str:
     raise RuntimeError(
         f"this PyTorch has no quantized CPU backend (supported: {engines})"
     )
+
+
+def require_fx(model: torch.nn.Module, ctx: ConvertContext, name: str) -> None:
+    """FX quantisation needs an nn.Module torch.fx can trace and calibration
+    data; ValueError/TypeError naming the conversion otherwise."""
+    if isinstance(model, torch.jit.ScriptModule):
+        raise TypeError(
+            f"{name} needs an nn.Module that torch.fx can trace, not a TorchScript module"
+        )
+    if not ctx.calibration:
+        raise ValueError(f"{name}: no calibration data")

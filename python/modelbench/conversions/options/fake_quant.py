@@ -8,18 +8,12 @@ from torch.ao.quantization import (
 )
 from torch.ao.quantization.quantize_fx import prepare_qat_fx
 
-from .base import ConvertContext, Converted, calibrate, quantized_engine
+from .base import ConvertContext, Converted, calibrate, quantized_engine, require_fx
 
 
 def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
     """prepare_qat_fx, calibration of the observers in eval mode, observers off."""
-    if isinstance(model, torch.jit.ScriptModule):
-        raise TypeError(
-            "FAKE_QUANT+EAGER needs an nn.Module that torch.fx can trace, "
-            "not a TorchScript module"
-        )
-    if not ctx.calibration:
-        raise ValueError("FAKE_QUANT+EAGER: no calibration data")
+    require_fx(model, ctx, "FAKE_QUANT+EAGER")
     engine = quantized_engine()
     prepared = prepare_qat_fx(
         model.train(), get_default_qat_qconfig_mapping(engine), ctx.example_inputs

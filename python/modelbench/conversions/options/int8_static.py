@@ -5,18 +5,12 @@ import torch
 from torch.ao.quantization import get_default_qconfig_mapping
 from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
-from .base import ConvertContext, Converted, calibrate, eval_copy, quantized_engine
+from .base import ConvertContext, Converted, calibrate, eval_copy, quantized_engine, require_fx
 
 
 def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
     """prepare_fx with the backend's default qconfig, calibration, convert_fx."""
-    if isinstance(model, torch.jit.ScriptModule):
-        raise TypeError(
-            "INT8_STATIC+EAGER needs an nn.Module that torch.fx can trace, "
-            "not a TorchScript module"
-        )
-    if not ctx.calibration:
-        raise ValueError("INT8_STATIC+EAGER: no calibration data")
+    require_fx(model, ctx, "INT8_STATIC+EAGER")
     engine = quantized_engine()
     qconfig_mapping = get_default_qconfig_mapping(engine)
     prepared = prepare_fx(eval_copy(model), qconfig_mapping, ctx.example_inputs)
