@@ -97,6 +97,16 @@ expect 1 "$tmp/empty.onnx" -- run "$tmp/empty.onnx"
 LC_ALL=C awk 'BEGIN { srand(7); for (i = 0; i < 4096; i++) printf "%c", int(rand() * 256) }' \
   >"$tmp/random.onnx"
 expect 1 "$tmp/random.onnx" -- analyze "$tmp/random.onnx"
+# Model files of other kinds say what they are; bench reads them.
+printf '{"modelbench_model": 1}' >"$tmp/manifest.json"
+expect 1 "it is JSON: a model manifest?" -- analyze "$tmp/manifest.json"
+printf 'PK\003\004 not really a zip' >"$tmp/model.pt"
+expect 1 "a TorchScript file?" -- run "$tmp/model.pt"
+expect 2 "give --shape NAME=D0,D1" -- bench "$tmp/model.pt" --no-record
+expect 1 "no \"formats\"" -- bench "$tmp/manifest.json" --no-record
+printf '{"modelbench_model": 1, "inputs": [], "formats": {"onnx": {"error": "x"}, "pytorch": {"path": "m.json"}}, "refrence": "EAGER"}' \
+  >"$tmp/typo.json"
+expect 1 "unknown key 'refrence'" -- bench "$tmp/typo.json" --no-record
 if [ -n "$models" ] && [ -f "$models/small_cnn.onnx" ]; then
   size=$(stat -c %s "$models/small_cnn.onnx")
   head -c $((size / 2)) "$models/small_cnn.onnx" >"$tmp/truncated.onnx"

@@ -371,6 +371,20 @@ TEST(manifest_with_onnx) {
   ASSERT_EQ(report->results[1].status, MB_BENCH_ERROR);
   ASSERT_CONTAINS(report->results[1].error, "needs a pytorch model");
   mb_bench_report_free(report);
+
+  /* profile takes a manifest too, and says when the form is missing. */
+  mb_profile *profile = NULL;
+  c.isolate = 0;
+  c.min_iterations = 2;
+  ASSERT_OK(mb_profile_model(path_of("onnx.json"), "REFERENCE", &c, &profile,
+                             &err),
+            &err);
+  ASSERT(profile->n_nodes > 0);
+  mb_profile_free(profile);
+  ASSERT_OK(mb_host_runtime_set("pytorch", &fake, &err), &err);
+  ASSERT_EQ(mb_profile_model(path_of("onnx.json"), "EAGER", &c, &profile, &err),
+            MB_STATUS_UNSUPPORTED);
+  ASSERT_CONTAINS(err.message, "needs a pytorch model");
   return 0;
 }
 

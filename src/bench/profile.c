@@ -18,6 +18,7 @@
 
 typedef struct profile_job {
   const mb_model *model;
+  const char *model_file; /* the file of the conversion's model form */
   const void *model_bytes;
   size_t model_size;
   const mb_bench_config *config;
@@ -85,6 +86,9 @@ static mb_status profile_here(const profile_job *job, mb_profile *out,
       .no_fallback = job->config->no_fallback,
       .profile = 1,
       .quant_params = params,
+      .conversion = def->name,
+      .model_path = job->model_file,
+      .seed = job->config->seed,
   };
   if ((status = rt->prepare(model, bytes, size, &options, &session, err))) {
     mb__error_prefix(err, status, "preparing %s", def->name);
@@ -271,8 +275,7 @@ mb_status mb_profile_model(const char *model_path, const char *conversion,
                            const mb_bench_config *config,
                            mb_profile **profile_out, mb_error *err) {
   mb_bench_config defaults;
-  mb_model *model = NULL;
-  void *bytes = NULL;
+  mb_model_files files;
   mb_input_source *source = NULL;
   mb_profile *p = NULL;
   profile_job job;
@@ -280,6 +283,7 @@ mb_status mb_profile_model(const char *model_path, const char *conversion,
   int index, n_inputs = 0;
   mb_status status;
   memset(&job, 0, sizeof job);
+  memset(&files, 0, sizeof files);
   *profile_out = NULL;
   if (!config) {
     mb_bench_config_init(&defaults);
@@ -295,23 +299,31 @@ mb_status mb_profile_model(const char *model_path, const char *conversion,
   if (!info.available)
     return mb__error(err, MB_STATUS_UNAVAILABLE, "%s is not available here: %s",
                      info.name, info.reason);
-  if ((status = mb_model_load(model_path, &model, err)))
+  /* An ONNX file, a TorchScript file or a manifest, as bench takes. */
+  if ((status = mb__model_files_open(model_path, config, &files, err)))
     goto done;
-  if ((status = mb__read_file(model_path, &bytes, &job.model_size, err)))
+  job.def = mb__conversion_def(index);
+  if (!(files.formats & (1u << job.def->format))) {
+    char why[MB_ERROR_MESSAGE_SIZE];
+    status = mb__error(err, MB_STATUS_UNSUPPORTED, "%s: %s", info.name,
+                       mb__model_files_missing(&files, job.def->format, why,
+                                               sizeof why));
     goto done;
-  if ((status = mb__input_source_open(model, config, &source, err)))
+  }
+  if ((status = mb__input_source_open(files.model, config, &source, err)))
     goto done;
-  n_inputs = mb_model_input_count(model);
+  n_inputs = mb_model_input_count(files.model);
   if (!(job.inputs = calloc((size_t)n_inputs + 1, sizeof *job.inputs))) {
     status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot allocate inputs");
     goto done;
   }
   if ((status = mb__input_source_get(source, 0, job.inputs, err)))
     goto done;
-  job.model = model;
-  job.model_bytes = bytes;
+  job.model = files.model;
+  job.model_bytes = files.onnx_bytes;
+  job.model_size = files.onnx_size;
+  job.model_file = files.paths[job.def->format];
   job.config = config;
-  job.def = mb__conversion_def(index);
   job.iterations = config->min_iterations > 0 ? config->min_iterations : 50;
   if (!(p = calloc(1, sizeof *p))) {
     status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot allocate");
@@ -330,7 +342,6 @@ done:
   free(job.inputs);
   if (source)
     mb__input_source_close(source);
-  free(bytes);
-  mb_model_free(model);
+  mb__model_files_close(&files);
   return status;
 }

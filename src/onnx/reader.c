@@ -752,10 +752,20 @@ static mb_status load_bytes(const void *bytes, size_t size,
                      label, MB_ONNX_MAX_NESTING);
   }
   mp = onnx__model_proto__unpack(NULL, size, bytes);
-  if (!mp)
+  if (!mp) {
+    /* Files people pass by mistake: say what they are. */
+    const unsigned char *b = bytes;
+    const char *what = size >= 4 && memcmp(b, "PK\x03\x04", 4) == 0
+                           ? " (it is a zip archive: a TorchScript file? "
+                             "`bench` runs those under TORCHSCRIPT)"
+                       : size >= 1 && b[0] == '{'
+                           ? " (it is JSON: a model manifest? `bench` reads "
+                             "those, docs/model-manifest.md)"
+                           : "";
     return mb__error(err, MB_STATUS_PARSE,
-                     "%s: not a valid ONNX model (protobuf parse failed)",
-                     label);
+                     "%s: not a valid ONNX model (protobuf parse failed)%s",
+                     label, what);
+  }
   if (!mp->graph) {
     status = mb__error(&local, MB_STATUS_PARSE,
                        "%s: not a valid ONNX model (no graph)", label);
