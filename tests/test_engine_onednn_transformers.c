@@ -407,6 +407,150 @@ TEST(int8_ffn_kept_int8) {
   return 0;
 }
 
+/* A bool constant of dims: lower triangle (causal) when tril, else a
+ * pseudo-random pattern. */
+static void gc_const_bool(gcase *c, const char *name, int rank,
+                          const int64_t *dims, int tril) {
+  mb_tensor *t = NULL;
+  if (c->failed)
+    return;
+  if (mb_tensor_create(MB_DTYPE_BOOL, rank, dims, &t, &c->err)) {
+    c->failed = 1;
+    return;
+  }
+  uint8_t *b = t->data;
+  int64_t cols = dims[rank - 1];
+  for (int64_t i = 0; i < t->numel; i++)
+    b[i] = tril ? (i % cols) <= (i / cols) % dims[rank - 2] : rnd01() < 0.6f;
+  if (mb__graph_add_initializer(c->g, name, t, &c->err) < 0)
+    c->failed = 1;
+}
+
+/* Where(cond, x, fill) as PyTorch's masked_fill writes a causal mask:
+ * after the scores (scaled) it is an addition in the product (no Where
+ * primitive); alone, with a finite fill in either branch, its own binary
+ * primitive. A condition that is not constant, or two activation
+ * branches, are not oneDNN's. */
+TEST(where_masks) {
+  SKIP_UNLESS_AVAILABLE();
+  {
+    gcase c;
+    char ops[512];
+    int64_t q[4] = {1, 2, 9, 8}, k[4] = {1, 2, 8, 9}, m[4] = {1, 1, 9, 9};
+    for (int pass = 0; pass < 2; pass++) {
+      gc_init(&c, 17);
+      gc_input(&c, "q", 4, q);
+      gc_input(&c, "kt", 4, k);
+      gc_const_bool(&c, "causal", 4, m, 1);
+      gc_scalar(&c, "scale", 0.35f);
+      gc_scalar(&c, "ninf", -INFINITY);
+      gc_node(&c, "MatMul", "q,kt", "s0");
+      gc_node(&c, "Mul", "s0,scale", "s1");
+      gc_node(&c, "Where", "causal,s1,ninf", "s2");
+      gc_node(&c, "Softmax", "s2", "y");
+      gc_int(&c, "axis", -1);
+      gc_output(&c, "y");
+      if (pass == 0 && check_graph(&c))
+        TEST_FAIL_("masked scores failed");
+      if (pass == 1) {
+        if (profile_ops(&c, 1, ops, sizeof ops, NULL))
+          TEST_FAIL_("masked scores: profile failed");
+        printf("  masked scores: %s\n", ops);
+        if (count_word(ops, "Where") || count_word(ops, "Mul"))
+          TEST_FAIL_("the mask or scale still runs alone: %s", ops);
+      }
+    }
+  }
+  for (int form = 0; form < 2; form++) {
+    gcase c;
+    int64_t x[3] = {2, 5, 7}, m[2] = {5, 7};
+    gc_init(&c, 17);
+    gc_input(&c, "x", 3, x);
+    gc_const_bool(&c, "cond", 2, m, 0);
+    gc_scalar(&c, "fill", 2.5f);
+    gc_node(&c, "Relu", "x", "r");
+    gc_node(&c, "Where", form ? "cond,fill,r" : "cond,r,fill", "y");
+    gc_output(&c, "y");
+    if (check_graph(&c))
+      TEST_FAIL_("Where form %d failed", form);
+  }
+  {
+    gcase c;
+    int64_t x[2] = {4, 6};
+    gc_init(&c, 17);
+    gc_input_typed(&c, "cond", MB_DTYPE_BOOL, 2, x);
+    gc_input(&c, "x", 2, x);
+    gc_scalar(&c, "fill", 1.0f);
+    gc_node(&c, "Where", "cond,x,fill", "y");
+    gc_output(&c, "y");
+    if (check_rejected(&c, 0, "condition"))
+      TEST_FAIL_("Where with a run-time condition accepted");
+    gc_init(&c, 17);
+    gc_input(&c, "x", 2, x);
+    gc_input(&c, "z", 2, x);
+    gc_const_bool(&c, "cond", 2, x, 0);
+    gc_node(&c, "Where", "cond,x,z", "y");
+    gc_output(&c, "y");
+    if (check_rejected(&c, 0, "one constant"))
+      TEST_FAIL_("Where of two activations accepted");
+  }
+  return 0;
+}
+
+/* LayerNorm as PyTorch writes it below opset 17, on x [2, 5, 16]: with
+ * gamma and beta (form 0), without (1); the look-alikes: a fourth power
+ * instead of the square (2), a mean over another axis (3), a per-row epsilon (4).
+ * Forms 0 and 1 become one LayerNormalization primitive; all match the
+ * reference. */
+static void build_layernorm(gcase *c, int form) {
+  int64_t x[3] = {2, 5, 16}, e[1] = {16}, rows[3] = {2, 5, 1};
+  gc_init(c, 13);
+  gc_input(c, "x", 3, x);
+  gc_const(c, "gamma", 1, e, NULL, 0.5f, 1.5f);
+  gc_const(c, "beta", 1, e, NULL, -0.3f, 0.3f);
+  gc_scalar(c, "two", form == 2 ? 4.0f : 2.0f);
+  if (form == 4)
+    gc_const(c, "eps", 3, rows, NULL, 1e-5f, 2e-5f);
+  else
+    gc_scalar(c, "eps", 1e-5f);
+  gc_node(c, "ReduceMean", "x", "m");
+  GC_INTS(c, "axes", form == 3 ? 1 : -1);
+  gc_node(c, "Sub", "x,m", "d");
+  gc_node(c, "Pow", "d,two", "p");
+  gc_node(c, "ReduceMean", "p", "v");
+  GC_INTS(c, "axes", form == 3 ? 1 : -1);
+  gc_node(c, "Add", "v,eps", "ve");
+  gc_node(c, "Sqrt", "ve", "s");
+  gc_node(c, "Div", "d,s", form == 1 ? "y" : "n");
+  if (form != 1) {
+    gc_node(c, "Mul", "n,gamma", "g");
+    gc_node(c, "Add", "g,beta", "y");
+  }
+  gc_output(c, "y");
+}
+
+TEST(layernorm_written_out) {
+  SKIP_UNLESS_AVAILABLE();
+  for (int form = 0; form < 5; form++) {
+    gcase c;
+    char ops[512];
+    build_layernorm(&c, form);
+    if (check_graph(&c))
+      TEST_FAIL_("layernorm form %d failed", form);
+    build_layernorm(&c, form);
+    if (profile_ops(&c, 1, ops, sizeof ops, NULL))
+      TEST_FAIL_("layernorm form %d: profile failed", form);
+    printf("  form %d: %s\n", form, ops);
+    bool fused = count_word(ops, "LayerNormalization") == 1 &&
+                 !count_word(ops, "ReduceMean") && !count_word(ops, "Sqrt");
+    if (fused != (form < 2))
+      TEST_FAIL_("layernorm form %d %s fused: %s", form,
+                 form < 2 ? "not" : "wrongly", ops);
+  }
+  return 0;
+}
+
 TEST_MAIN(TEST_ENTRY(torch_multihead_attention),
           TEST_ENTRY(attention_spellings), TEST_ENTRY(lookalikes_stay_exact),
+          TEST_ENTRY(where_masks), TEST_ENTRY(layernorm_written_out),
           TEST_ENTRY(int8_attention), TEST_ENTRY(int8_ffn_kept_int8))

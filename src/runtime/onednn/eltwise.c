@@ -216,4 +216,92 @@ done:
   return status;
 }
 
+/* Where (see mb__dn_where_get): one binary primitive over the activation
+ * and a constant of the condition's shape: act + (keep ? 0 : fill) for an
+ * infinite fill, else act * keep with a binary post-op adding
+ * (keep ? 0 : fill). */
+mb_status mb__dn_lower_where(lctx *l, const mb_node *n) {
+  where_params p;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_post_ops_t po = NULL;
+  mb_status status = MB_STATUS_OK;
+  dnnl_memory_desc_t cmd, cmd32;
+  dnnl_memory_t mem1 = NULL, mem2 = NULL;
+  dn_rep *in = NULL, *out;
+  float *keep = NULL, *add = NULL;
+  DN_PARAMS(l, n, mb__dn_where_get, &p);
+  const mb_tensor *cond = mb__engine_constant(l->eg, n->inputs[0]);
+  int rank, rc;
+  int64_t ydims[MB_MAX_RANK], cd[MB_MAX_RANK], pdims[DNNL_MAX_NDIMS];
+  mb__dn_value_dims(l, n->outputs[0], &rank, ydims);
+  mb__dn_value_dims(l, n->inputs[0], &rc, cd);
+  dims_pad(rc, cd, rank, pdims);
+  bool add_only = isinf(p.fill);
+  if (!(add = mb__dn_where_data(cond, p.fill, p.fill_if_true, true)) ||
+      (!add_only &&
+       !(keep = mb__dn_where_data(cond, p.fill, p.fill_if_true, false)))) {
+    status = mb__dn_oom(l);
+    goto done;
+  }
+  /* In the activation's layout, then plain, then plain float32. */
+  for (int attempt = 0; attempt < 3 && !pd; attempt++) {
+    dnnl_data_type_t dt = attempt == 2 ? dnnl_f32 : l->act_dt;
+    dnnl_binary_desc_t bd;
+    MB_TRY_GOTO(mb__dn_value_get(l, n->inputs[p.act],
+                                 attempt ? DN_WANT_PLAIN : DN_WANT_DTYPE, dt,
+                                 NULL, &in));
+    DN_GOTO(l, mb__dn_md_plain(&cmd, rank, pdims, dt));
+    if (po)
+      dnnl_post_ops_destroy(po);
+    po = NULL;
+    if (!add_only) {
+      DN_GOTO(l, dnnl_post_ops_create(&po));
+      DN_GOTO(l, dnnl_post_ops_append_binary(po, dnnl_binary_add, &cmd));
+    }
+    DN_GOTO(l, dnnl_binary_desc_init(
+                   &bd, add_only ? dnnl_binary_add : dnnl_binary_mul, &in->md,
+                   &cmd, &in->md));
+    dnnl_status_t st = mb__dn_pd_try(l, &bd, po, &pd);
+    if (st == dnnl_success)
+      mb__dn_pd_accept(&pd, attempt == 2);
+    else if (attempt == 2) {
+      status = mb__dn_fail(l, "dnnl_primitive_desc_create(binary)", st);
+      goto done;
+    }
+  }
+  DN_GOTO(l, mb__dn_md_plain(&cmd32, rank, pdims, dnnl_f32));
+  dnnl_memory_desc_t want = cmd;
+  want.data_type = in->md.data_type;
+  dn_rep src = *in;
+  status = mb__dn_const_memory(l, &cmd32, add_only ? add : keep, true, &want,
+                               &mem1, NULL);
+  if (add_only)
+    add = NULL;
+  else
+    keep = NULL;
+  if (status)
+    goto done;
+  if (!add_only) {
+    status = mb__dn_const_memory(l, &cmd32, add, true, &want, &mem2, NULL);
+    add = NULL;
+    if (status)
+      goto done;
+  }
+  MB_TRY_GOTO(mb__dn_value_define_like(l, n->outputs[0], &src, -1, &out));
+  dnnl_exec_arg_t args[4] = {
+      {DNNL_ARG_SRC_0, src.mem},
+      {DNNL_ARG_SRC_1, mem1},
+      {DNNL_ARG_DST, out->mem},
+      {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, mem2}};
+  MB_TRY_GOTO(mb__dn_emit(l, pd, add_only ? 3 : 4, args));
+done:
+  mb__aligned_free(keep);
+  mb__aligned_free(add);
+  if (pd)
+    dnnl_primitive_desc_destroy(pd);
+  if (po)
+    dnnl_post_ops_destroy(po);
+  return status;
+}
+
 #endif /* MB_HAVE_DNNL */

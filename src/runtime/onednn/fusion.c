@@ -47,6 +47,7 @@ mb_status mb__dn_posts_build(lctx *l, const dn_post *posts, int k, int rank,
     case DN_POST_SUM:
       DN_GOTO(l, dnnl_post_ops_append_sum(po, 1.0f));
       break;
+    case DN_POST_MASK:
     case DN_POST_BINARY: {
       int r;
       int64_t dims[MB_MAX_RANK], padded[DNNL_MAX_NDIMS];
@@ -58,7 +59,9 @@ mb_status mb__dn_posts_build(lctx *l, const dn_post *posts, int k, int rank,
         padded[1] = padded[fold_rank - 1];
       }
       DN_GOTO(l, mb__dn_md_plain(&bin_md[i], rank, padded, dnnl_f32));
-      DN_GOTO(l, dnnl_post_ops_append_binary(po, p->alg, &bin_md[i]));
+      DN_GOTO(l, dnnl_post_ops_append_binary(
+                     po, p->kind == DN_POST_MASK ? dnnl_binary_add : p->alg,
+                     &bin_md[i]));
       break;
     }
     case DN_POST_BIAS:
@@ -88,6 +91,17 @@ mb_status mb__dn_posts_args(lctx *l, const dn_post *posts, int k,
       if ((status = mb__dn_value_get(l, p->operand, DN_WANT_PLAIN, dnnl_f32,
                                      NULL, &r)) ||
           (status = mb__dn_rep_view(l, r, &bin_md[i], &mem)))
+        return status;
+      args[(*n_args)++] = (dnnl_exec_arg_t){
+          DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, mem};
+    } else if (p->kind == DN_POST_MASK) {
+      dnnl_memory_t mem;
+      float *mask = mb__dn_where_data(mb__engine_constant(l->eg, p->operand),
+                                      p->fill, p->fill_if_true, true);
+      if (!mask)
+        return mb__dn_oom(l);
+      if ((status = mb__dn_const_memory(l, &bin_md[i], mask, true, &bin_md[i],
+                                        &mem, NULL)))
         return status;
       args[(*n_args)++] = (dnnl_exec_arg_t){
           DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, mem};
@@ -150,6 +164,7 @@ static void group_init(dn_group *g, int head) {
   g->last = head;
   g->in_value[0] = g->in_value[1] = -1;
   g->pre_alpha = 1.0f;
+  g->ln_x = g->ln_out = g->ln_gamma = g->ln_beta = -1;
 }
 
 mb_status mb__dn_lower_node(lctx *l, int pos) {
@@ -429,6 +444,18 @@ static bool match_link(lctx *l, int cur, dn_head_kind head, bool has_bias,
   memset(post, 0, sizeof *post);
   post_nodes(post, 1, cons);
   post->out_value = out;
+  char rsn[8];
+  mb_engine_check wc = mb__dn_lower_check_ctx(l, n, rsn, sizeof rsn);
+  where_params wp;
+  if (op_is(n, "Where") && !after_view && mb__dn_where_get(&wc, &wp) &&
+      n->inputs[wp.act] == cur && isinf(wp.fill)) {
+    /* A masked fill of -inf (a causal mask) as an addition. */
+    post->kind = DN_POST_MASK;
+    post->operand = n->inputs[0];
+    post->fill = wp.fill;
+    post->fill_if_true = wp.fill_if_true;
+    return true;
+  }
   char reason[8];
   mb_engine_check c = mb__dn_lower_check_ctx(l, n, reason, sizeof reason);
   if (mb__dn_op_find(n) && mb__dn_op_find(n)->check == mb__dn_check_unary &&
@@ -492,6 +519,125 @@ static void group_claim(lctx *l, int gi) {
       l->group_of[g->post[i].nodes[j]] = gi;
       g->last = MB_MAX(g->last, g->post[i].nodes[j]);
     }
+}
+
+/* ReduceMean of value x over its last axis only, keeping dims. */
+static bool mean_of_last_axis(lctx *l, const mb_node *n, int x) {
+  char reason[8];
+  mb_engine_check c = mb__dn_lower_check_ctx(l, n, reason, sizeof reason);
+  reduce_params rp;
+  int rank;
+  int64_t dims[MB_MAX_RANK];
+  if (!op_is(n, "ReduceMean") || n->inputs[0] != x ||
+      mb__engine_node_folded(l->eg, n) || !mb__dn_reduce_get(&c, &rp))
+    return false;
+  mb__dn_value_dims(l, x, &rank, dims);
+  const mb_shape_info *y = &l->eg->shapes[n->outputs[0]];
+  if (rank != rp.rank || y->rank != rank || dims[rank - 1] < 2)
+    return false;
+  for (int d = 0; d < rank; d++)
+    if (rp.kept_dims[d] != (d == rank - 1 ? 1 : dims[d]))
+      return false;
+  return true;
+}
+
+/* The sole reader of value v: an ungrouped op_type node reading v as one
+ * of its inputs; its position, or -1. */
+static int sole_node(lctx *l, int v, const char *op) {
+  int pos;
+  if (!sole_reader(l, v, &pos) || !op_is(node_at(l, pos), op) ||
+      mb__engine_node_folded(l->eg, node_at(l, pos)))
+    return -1;
+  return pos;
+}
+
+/* PyTorch's LayerNorm below opset 17, from the ReduceMean at position p
+ * (see dn_group). Claims the nodes into a new group. */
+static bool match_layernorm(lctx *l, int p) {
+  const mb_node *rm = node_at(l, p);
+  dn_group *g = &l->groups[l->n_groups];
+  int at[9], n_at = 0, x = rm->inputs[0], cons[3];
+  float c;
+  if (rm->n_inputs < 1 || l->group_of[p] >= 0 || !mean_of_last_axis(l, rm, x))
+    return false;
+  at[n_at++] = p;
+  int ps = sole_node(l, rm->outputs[0], "Sub");
+  const mb_node *sub = ps >= 0 ? node_at(l, ps) : NULL;
+  if (!sub || sub->inputs[0] != x || sub->inputs[1] != rm->outputs[0])
+    return false;
+  at[n_at++] = ps;
+  int d = sub->outputs[0], pp = -1, pdiv = -1;
+  if (l->vals[d].out_slot >= 0 || consumers(l, d, cons, 3) != 2)
+    return false;
+  for (int i = 0; i < 2; i++) {
+    const mb_node *r = node_at(l, cons[i]);
+    if (l->group_of[cons[i]] >= 0)
+      return false;
+    if (op_is(r, "Pow") && r->inputs[0] == d)
+      pp = cons[i];
+    else if (op_is(r, "Div") && r->inputs[0] == d)
+      pdiv = cons[i];
+  }
+  if (pp < 0 || pdiv < 0 || !scalar_const(l, node_at(l, pp)->inputs[1], &c) ||
+      c != 2.0f)
+    return false;
+  at[n_at++] = pp;
+  int pv = -1, pe, pq;
+  int sq = node_at(l, pp)->outputs[0];
+  if (!sole_reader(l, sq, &pv) || !mean_of_last_axis(l, node_at(l, pv), sq))
+    return false;
+  at[n_at++] = pv;
+  if ((pe = sole_node(l, node_at(l, pv)->outputs[0], "Add")) < 0 ||
+      !scalar_const(l, other_input(node_at(l, pe), node_at(l, pv)->outputs[0]),
+                    &c) ||
+      !(c > 0.0f))
+    return false;
+  g = &l->groups[l->n_groups];
+  group_init(g, -1);
+  g->ln_eps = c;
+  at[n_at++] = pe;
+  if ((pq = sole_node(l, node_at(l, pe)->outputs[0], "Sqrt")) < 0)
+    return false;
+  at[n_at++] = pq;
+  int pdiv2 = sole_node(l, node_at(l, pq)->outputs[0], "Div");
+  if (pdiv2 != pdiv ||
+      node_at(l, pdiv)->inputs[1] != node_at(l, pq)->outputs[0])
+    return false;
+  at[n_at++] = pdiv;
+  int rank;
+  int64_t dims[MB_MAX_RANK];
+  mb__dn_value_dims(l, x, &rank, dims);
+  g->ln_inner = dims[rank - 1];
+  int cur = node_at(l, pdiv)->outputs[0], pm, pa;
+  /* An affine constant [.., inner] (ones before it) of the op after cur. */
+  for (int k = 0; k < 2; k++) {
+    const char *op = k == 0 ? "Mul" : "Add";
+    int pos = sole_node(l, cur, op);
+    const mb_node *m = pos >= 0 ? node_at(l, pos) : NULL;
+    int other = m ? other_input(m, cur) : -1;
+    const mb_tensor *t = other >= 0 ? mb__engine_constant(l->eg, other) : NULL;
+    if (!t || t->dtype != MB_DTYPE_FLOAT || t->numel != g->ln_inner ||
+        t->dims[t->rank - 1] != g->ln_inner ||
+        !same_shape(l, m->outputs[0], cur))
+      continue;
+    if (k == 0)
+      g->ln_gamma = other, pm = pos;
+    else
+      g->ln_beta = other, pa = pos;
+    at[n_at++] = pos;
+    cur = m->outputs[0];
+  }
+  (void)pm;
+  (void)pa;
+  g->ln_x = x;
+  g->ln_out = cur;
+  g->last = -1;
+  for (int i = 0; i < n_at; i++) {
+    l->group_of[at[i]] = l->n_groups;
+    g->last = MB_MAX(g->last, at[i]);
+  }
+  l->n_groups++;
+  return true;
 }
 
 /* MatMul at position p as a sibling product: an activation times a
@@ -570,6 +716,8 @@ static void plan_siblings(lctx *l) {
 void mb__dn_plan_groups(lctx *l) {
   int n = l->d->n_nodes;
   plan_siblings(l);
+  for (int p = 0; p < n; p++)
+    match_layernorm(l, p);
   for (int p = 0; p < n; p++) {
     const mb_node *node = node_at(l, p);
     const dn_op_row *row = mb__dn_op_find(node);
@@ -627,8 +775,9 @@ void mb__dn_plan_groups(lctx *l) {
 
 mb_status mb__dn_lower_group(lctx *l, const dn_group *g) {
   mb_status status;
-  const mb_node *first =
-      node_at(l, g->head >= 0 ? g->head : g->post[0].nodes[0]);
+  const mb_node *first = node_at(l, g->head >= 0   ? g->head
+                                    : g->ln_x >= 0 ? g->last
+                                                   : g->post[0].nodes[0]);
   l->node = first;
   if (g->head >= 0) {
     const dn_op_row *row = mb__dn_op_find(first);
@@ -639,6 +788,21 @@ mb_status mb__dn_lower_group(lctx *l, const dn_group *g) {
     if (status)
       return status;
     if ((status = mb__dn_finish_output(l, first->outputs[0])))
+      return status;
+  } else if (g->ln_x >= 0) {
+    const mb_tensor *gm =
+        g->ln_gamma >= 0 ? mb__engine_constant(l->eg, g->ln_gamma) : NULL;
+    const mb_tensor *bt =
+        g->ln_beta >= 0 ? mb__engine_constant(l->eg, g->ln_beta) : NULL;
+    int rank;
+    int64_t dims[MB_MAX_RANK];
+    mb__dn_value_dims(l, g->ln_x, &rank, dims);
+    if ((l->prof = mb__dn_prof_new(l, "LayerNormalization", first->name)) < 0)
+      return mb__dn_oom(l);
+    status = mb__dn_emit_lnorm(
+        l, g->ln_x, g->ln_out, mb__engine_numel(rank, dims) / g->ln_inner,
+        g->ln_inner, g->ln_eps, gm ? gm->data : NULL, bt ? bt->data : NULL);
+    if (status || (status = mb__dn_finish_output(l, g->ln_out)))
       return status;
   } else {
     const dn_post *p = &g->post[0];

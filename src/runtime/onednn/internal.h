@@ -77,6 +77,14 @@ typedef struct binary_params {
   eltwise_op elt;
 } binary_params;
 
+/* Where(cond, x, y) with cond a constant and one branch a float scalar
+ * constant, the other the activation (the output's shape). */
+typedef struct where_params {
+  int act;           /* input slot of the activation: 1 or 2 */
+  float fill;        /* the scalar branch */
+  bool fill_if_true; /* the scalar is the "then" branch (slot 1) */
+} where_params;
+
 /* Window geometry over nsp spatial dims, resolved to explicit padding as
  * oneDNN wants it: out = (in + pad_l + pad_r - extent) / stride + 1 with
  * floor division. ceil_mode pools get pad_r extended (`extended`). */
@@ -231,6 +239,8 @@ typedef enum dn_post_kind {
   DN_POST_BINARY,  /* dst = dst alg operand (broadcast) */
   DN_POST_BIAS,    /* MatMul: operand is a constant [.., N] */
   DN_POST_VIEW,    /* MatMul: a reshape of the result (same bytes) */
+  DN_POST_MASK,    /* Where(cond, dst, -inf) (or the branches swapped):
+                      dst += cond ? 0 : fill, a constant made here */
 } dn_post_kind;
 
 /* One link of a fused chain: the nodes it replaces (segment positions, in
@@ -241,7 +251,9 @@ typedef struct dn_post {
   int n_ops;
   eltwise_op ops[2];
   dnnl_alg_kind_t alg;
-  int operand; /* value index */
+  int operand; /* value index (DN_POST_MASK: the condition) */
+  float fill;  /* DN_POST_MASK: the value where the condition selects it */
+  bool fill_if_true; /* DN_POST_MASK: Where(cond, fill, dst) */
   int n_nodes;
   int nodes[5];
   int out_value;
@@ -267,6 +279,14 @@ typedef struct dn_group {
   struct dn_sibling {
     int head, final, bias_value;
   } sib[DN_MAX_SIB];
+  /* A LayerNormalization written out (ReduceMean, Sub, Pow, ReduceMean,
+   * Add eps, Sqrt, Div, and a Mul by gamma and an Add of beta when there
+   * are: PyTorch below opset 17), head -1: one layer_normalization of
+   * value ln_x into ln_out over its last ln_inner elements; ln_gamma and
+   * ln_beta are constant values or -1. ln_x is -1 for other groups. */
+  int ln_x, ln_out, ln_gamma, ln_beta;
+  int64_t ln_inner;
+  float ln_eps;
 } dn_group;
 
 /* int8 attributes of a primitive: output scales (per channel: mask names
@@ -392,6 +412,9 @@ int mb__dn_check_concat(mb_engine_check *c);
 int mb__dn_reduce_get(mb_engine_check *c, reduce_params *p);
 int mb__dn_slice_get(mb_engine_check *c, slice_params *p);
 int mb__dn_check_split(mb_engine_check *c);
+int mb__dn_where_get(mb_engine_check *c, where_params *p);
+float *mb__dn_where_data(const mb_tensor *cond, float fill, bool fill_if_true,
+                         bool as_mask);
 const dn_op_row *mb__dn_op_find(const mb_node *n);
 
 /* memory.c */
@@ -508,6 +531,7 @@ mb_status mb__dn_emit_eltwise(lctx *l, int src, int dst, const eltwise_op *ops,
 mb_status mb__dn_lower_unary(lctx *l, const mb_node *n);
 mb_status mb__dn_lower_erf(lctx *l, const mb_node *n);
 mb_status mb__dn_lower_binary(lctx *l, const mb_node *n);
+mb_status mb__dn_lower_where(lctx *l, const mb_node *n);
 
 /* conv.c */
 mb_status mb__dn_lower_conv(lctx *l, const dn_group *g);
@@ -523,6 +547,9 @@ mb_status mb__dn_define_plain_viewed(lctx *l, int v, dnnl_data_type_t dt,
                                      dnnl_memory_t *mem2);
 mb_status mb__dn_lower_softmax(lctx *l, const mb_node *n);
 mb_status mb__dn_lower_lnorm(lctx *l, const mb_node *n);
+mb_status mb__dn_emit_lnorm(lctx *l, int x, int y, int64_t outer, int64_t inner,
+                            float epsilon, const float *scale,
+                            const float *shift);
 
 /* movement.c */
 mb_status mb__dn_lower_transpose(lctx *l, const mb_node *n);

@@ -195,7 +195,7 @@ static bool mm_can_fold(lctx *l, const mm_params *p, const dn_post *posts,
   for (int i = 0; i < n_posts; i++) {
     int orank;
     int64_t od[MB_MAX_RANK], padded[DNNL_MAX_NDIMS];
-    if (posts[i].kind != DN_POST_BINARY)
+    if (posts[i].kind != DN_POST_BINARY && posts[i].kind != DN_POST_MASK)
       continue;
     mb__dn_value_dims(l, posts[i].operand, &orank, od);
     if (orank > r)

@@ -175,26 +175,28 @@ done:
   return status;
 }
 
-mb_status mb__dn_lower_lnorm(lctx *l, const mb_node *n) {
-  lnorm_params p;
+/* Layer normalization of value x over its last `inner` elements into value
+ * y: scale and shift (inner floats each, or NULL: 1 and 0) borrowed,
+ * outliving the segment (graph constants). */
+mb_status mb__dn_emit_lnorm(lctx *l, int x, int y, int64_t outer, int64_t inner,
+                            float epsilon, const float *scale,
+                            const float *shift) {
   dnnl_primitive_desc_t pd = NULL;
   mb_status status = MB_STATUS_OK;
   dnnl_memory_desc_t md2, cmd;
   dn_rep *in = NULL;
-  dnnl_memory_t scale, shift = NULL;
-  DN_PARAMS(l, n, mb__dn_lnorm_get, &p);
-  int64_t d2[2] = {p.outer, p.inner};
-  unsigned flags = dnnl_use_scale | (p.bias ? dnnl_use_shift : 0u);
+  dnnl_memory_t scale_mem, shift_mem = NULL;
+  int64_t d2[2] = {outer, inner};
+  unsigned flags = dnnl_use_scale | (shift ? dnnl_use_shift : 0u);
   for (int attempt = 0; attempt < 2 && !pd; attempt++) {
     dnnl_layer_normalization_desc_t ld;
     dnnl_data_type_t dt = attempt ? dnnl_f32 : l->act_dt;
     if (attempt && dt == l->act_dt)
       break;
-    MB_TRY_GOTO(
-        mb__dn_value_get(l, n->inputs[0], DN_WANT_PLAIN, dt, NULL, &in));
+    MB_TRY_GOTO(mb__dn_value_get(l, x, DN_WANT_PLAIN, dt, NULL, &in));
     DN_GOTO(l, mb__dn_md_plain(&md2, 2, d2, dt));
     DN_GOTO(l, dnnl_layer_normalization_forward_desc_init(
-                   &ld, dnnl_forward_inference, &md2, NULL, p.epsilon, flags));
+                   &ld, dnnl_forward_inference, &md2, NULL, epsilon, flags));
     dnnl_status_t st = mb__dn_pd_try(l, &ld, NULL, &pd);
     bool last = attempt == 1 || l->act_dt == dnnl_f32;
     if (st == dnnl_success)
@@ -205,28 +207,48 @@ mb_status mb__dn_lower_lnorm(lctx *l, const mb_node *n) {
       goto done;
     }
   }
-  DN_GOTO(l, mb__dn_md_plain(&cmd, 1, &p.inner, dnnl_f32));
-  MB_TRY_GOTO(mb__dn_const_memory(
-      l, &cmd, mb__engine_constant(l->eg, n->inputs[1])->data, false, &cmd,
-      &scale, NULL));
-  if (p.bias)
-    MB_TRY_GOTO(mb__dn_const_memory(
-        l, &cmd, mb__engine_constant(l->eg, n->inputs[2])->data, false, &cmd,
-        &shift, NULL));
+  DN_GOTO(l, mb__dn_md_plain(&cmd, 1, &inner, dnnl_f32));
+  if (scale) {
+    MB_TRY_GOTO(
+        mb__dn_const_memory(l, &cmd, scale, false, &cmd, &scale_mem, NULL));
+  } else {
+    float *ones = mb__aligned_alloc((size_t)inner * sizeof *ones);
+    if (!ones) {
+      status = mb__dn_oom(l);
+      goto done;
+    }
+    for (int64_t i = 0; i < inner; i++)
+      ones[i] = 1.0f;
+    MB_TRY_GOTO(
+        mb__dn_const_memory(l, &cmd, ones, true, &cmd, &scale_mem, NULL));
+  }
+  if (shift)
+    MB_TRY_GOTO(
+        mb__dn_const_memory(l, &cmd, shift, false, &cmd, &shift_mem, NULL));
   dn_rep src = *in;
   dnnl_memory_t in_mem, out_mem;
   MB_TRY_GOTO(mb__dn_rep_view(l, &src, &md2, &in_mem));
-  MB_TRY_GOTO(mb__dn_define_plain_viewed(l, n->outputs[0], md2.data_type, &md2,
-                                         &out_mem));
+  MB_TRY_GOTO(mb__dn_define_plain_viewed(l, y, md2.data_type, &md2, &out_mem));
   dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, in_mem},
                              {DNNL_ARG_DST, out_mem},
-                             {DNNL_ARG_SCALE, scale},
-                             {DNNL_ARG_SHIFT, shift}};
-  MB_TRY_GOTO(mb__dn_emit(l, pd, p.bias ? 4 : 3, args));
+                             {DNNL_ARG_SCALE, scale_mem},
+                             {DNNL_ARG_SHIFT, shift_mem}};
+  MB_TRY_GOTO(mb__dn_emit(l, pd, shift ? 4 : 3, args));
 done:
   if (pd)
     dnnl_primitive_desc_destroy(pd);
   return status;
+}
+
+mb_status mb__dn_lower_lnorm(lctx *l, const mb_node *n) {
+  lnorm_params p;
+  DN_PARAMS(l, n, mb__dn_lnorm_get, &p);
+  const mb_tensor *shift =
+      p.bias ? mb__engine_constant(l->eg, n->inputs[2]) : NULL;
+  return mb__dn_emit_lnorm(l, n->inputs[0], n->outputs[0], p.outer, p.inner,
+                           p.epsilon,
+                           mb__engine_constant(l->eg, n->inputs[1])->data,
+                           shift ? shift->data : NULL);
 }
 
 #endif /* MB_HAVE_DNNL */

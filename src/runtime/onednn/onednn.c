@@ -57,7 +57,11 @@
  * reshape, or a transpose moving only size-1 dims, after a product
  * continues its chain (the residual Add after out_proj is a sum post-op);
  * a product whose result only a Transpose reads writes it in the layout
- * that makes the transpose plain; the attention mask is a binary post-op;
+ * that makes the transpose plain; the attention mask is a binary post-op,
+ * and so is a masked_fill of -inf (Where of a constant condition; Where
+ * alone is a binary primitive); PyTorch's LayerNorm written out below
+ * opset 17 (ReduceMean, Sub, Pow, ..., Div, Mul, Add) is one
+ * layer_normalization;
  * products of one input by constant weights (BERT's separate Q, K and V
  * projections) run as one over their weights side by side, each result a
  * column window of it. INT8: a product whose result only int8 products

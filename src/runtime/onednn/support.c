@@ -513,6 +513,73 @@ int mb__dn_check_batchnorm(mb_engine_check *c) {
   return 1;
 }
 
+/* ---- Where --------------------------------------------------------------- */
+
+/* Where(cond, x, y): cond a constant, one branch a float scalar constant
+ * and the other an activation of the output's shape: PyTorch's
+ * masked_fill (a causal mask). Computed as dst = x * keep + fill * !keep,
+ * or, for an infinite fill (x * 0 + inf would be NaN), dst = x + (keep ? 0
+ * : fill): finite activations give exactly Where's result. */
+int mb__dn_where_get(mb_engine_check *c, where_params *p) {
+  const mb_node *n = c->n;
+  int rc;
+  int64_t cd[MB_MAX_RANK], pd[MB_MAX_RANK];
+  if (n->n_inputs != 3)
+    return mb__engine_reject(c, "%d inputs", n->n_inputs);
+  const mb_tensor *cond = mb__engine_constant(c->eg, n->inputs[0]);
+  if (!cond || cond->dtype != MB_DTYPE_BOOL)
+    return mb__engine_reject(c, "the condition is not a bool constant");
+  const mb_tensor *kx = mb__engine_constant(c->eg, n->inputs[1]);
+  const mb_tensor *ky = mb__engine_constant(c->eg, n->inputs[2]);
+  if ((kx != NULL) == (ky != NULL))
+    return mb__engine_reject(
+        c, "expected one constant scalar and one activation branch");
+  p->act = kx ? 2 : 1;
+  const mb_tensor *k = kx ? kx : ky;
+  if (k->numel != 1 || k->dtype != MB_DTYPE_FLOAT)
+    return mb__engine_reject(c, "the constant branch is not a float scalar");
+  p->fill = ((const float *)k->data)[0];
+  p->fill_if_true = kx != NULL;
+  if (!mb__engine_check_float_input(c, p->act, -1) ||
+      !mb__engine_check_outputs(c))
+    return 0;
+  const mb_shape_info *y = out_shape(c);
+  int ra;
+  int64_t a[MB_MAX_RANK];
+  mb__engine_value_shape(c->eg, n->inputs[p->act], &ra, a, NULL);
+  if (!dims_equal(ra, a, y->rank, y->dims))
+    return mb__engine_reject(c, "the activation is broadcast");
+  mb__engine_value_shape(c->eg, n->inputs[0], &rc, cd, NULL);
+  if (rc > y->rank)
+    return mb__engine_reject(c, "the condition has a higher rank");
+  dims_pad(rc, cd, y->rank, pd);
+  for (int d = 0; d < y->rank; d++)
+    if (pd[d] != 1 && pd[d] != y->dims[d])
+      return mb__engine_reject(c, "the condition does not broadcast");
+  if (p->fill != p->fill)
+    return mb__engine_reject(c, "the constant branch is NaN");
+  return 1;
+}
+
+static int check_where(mb_engine_check *c) {
+  where_params p;
+  return mb__dn_where_get(c, &p);
+}
+
+/* A constant operand of Where's lowering, of cond's shape (broadcast by
+ * the primitive): as_mask: keep ? 0 : fill (added to the activation);
+ * else keep ? 1 : 0 (multiplied), where keep is where the activation is
+ * selected. Aligned, the caller's; NULL when out of memory. */
+float *mb__dn_where_data(const mb_tensor *cond, float fill, bool fill_if_true,
+                         bool as_mask) {
+  float *d = mb__aligned_alloc((size_t)MB_MAX(cond->numel, 1) * sizeof *d);
+  for (int64_t i = 0; d && i < cond->numel; i++) {
+    bool keep = (mb__tensor_get_i64(cond, i) != 0) != fill_if_true;
+    d[i] = as_mask ? (keep ? 0.0f : fill) : (keep ? 1.0f : 0.0f);
+  }
+  return d;
+}
+
 /* ---- data movement ------------------------------------------------------ */
 
 int mb__dn_transpose_get(mb_engine_check *c, int *perm) {
@@ -769,6 +836,7 @@ static const dn_op_row dn_ops[] = {
     {"ReduceProd", check_reduce, mb__dn_lower_reduce},
     {"Slice", check_slice, mb__dn_lower_slice},
     {"Split", mb__dn_check_split, mb__dn_lower_split},
+    {"Where", check_where, mb__dn_lower_where},
 };
 
 const dn_op_row *mb__dn_op_find(const mb_node *n) {
