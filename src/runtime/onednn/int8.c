@@ -121,7 +121,7 @@ mb_status mb__dn_value_get_q(lctx *l, int v, const dnnl_memory_desc_t *want,
   if (st != dnnl_success)
     return mb__dn_fail(l, "dnnl_reorder_primitive_desc_create(quantise)", st);
   int prof = l->prof;
-  l->prof = l->prof_reorder;
+  l->prof = l->prof_quantize;
   dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src->mem}, {DNNL_ARG_TO, mem}};
   status = mb__dn_emit(l, pd, 2, args);
   l->prof = prof;

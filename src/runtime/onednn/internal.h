@@ -314,8 +314,9 @@ typedef struct lctx {
   const mb_node *node;          /* node being lowered: named in errors */
   int prof;                     /* profile entry of what is being lowered */
   int prof_reorder;             /* the segment's entry for inserted reorders */
-  int *node_pos;                /* per graph node: position, -1 outside */
-  dn_val *vals;                 /* per graph value */
+  int prof_quantize, prof_dequantize; /* ... for int8 <-> float ones */
+  int *node_pos;                      /* per graph node: position, -1 outside */
+  dn_val *vals;                       /* per graph value */
   int n_groups;
   dn_group *groups;
   int *group_of; /* per position: group index, -1 */

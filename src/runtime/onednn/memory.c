@@ -491,7 +491,7 @@ mb_status mb__dn_emit_reorder_q(lctx *l, dnnl_memory_t src,
   if (st != dnnl_success)
     return mb__dn_fail(l, "dnnl_reorder_primitive_desc_create(int8)", st);
   int prof = l->prof;
-  l->prof = l->prof_reorder;
+  l->prof = l->prof_dequantize;
   dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
   status = mb__dn_emit(l, pd, 2, args);
   l->prof = prof;

@@ -273,7 +273,11 @@ static mb_status dn_compile(const mb_segment_desc *d,
         l.vals[n->inputs[j]].last_use =
             MB_MAX(l.vals[n->inputs[j]].last_use, at);
   }
-  if ((l.prof_reorder = mb__dn_prof_new(&l, "reorder", "")) < 0) {
+  /* Inserted layout changes and int8 conversions are profile lines of
+   * their own (unused ones are dropped). */
+  if ((l.prof_reorder = mb__dn_prof_new(&l, "reorder", "")) < 0 ||
+      (l.prof_quantize = mb__dn_prof_new(&l, "quantize", "")) < 0 ||
+      (l.prof_dequantize = mb__dn_prof_new(&l, "dequantize", "")) < 0) {
     status = mb__dn_oom(&l);
     goto done;
   }
