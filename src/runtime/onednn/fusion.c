@@ -608,7 +608,7 @@ static bool match_layernorm(lctx *l, int p) {
   int64_t dims[MB_MAX_RANK];
   mb__dn_value_dims(l, x, &rank, dims);
   g->ln_inner = dims[rank - 1];
-  int cur = node_at(l, pdiv)->outputs[0], pm, pa;
+  int cur = node_at(l, pdiv)->outputs[0];
   /* An affine constant [.., inner] (ones before it) of the op after cur. */
   for (int k = 0; k < 2; k++) {
     const char *op = k == 0 ? "Mul" : "Add";
@@ -621,14 +621,12 @@ static bool match_layernorm(lctx *l, int p) {
         !same_shape(l, m->outputs[0], cur))
       continue;
     if (k == 0)
-      g->ln_gamma = other, pm = pos;
+      g->ln_gamma = other;
     else
-      g->ln_beta = other, pa = pos;
+      g->ln_beta = other;
     at[n_at++] = pos;
     cur = m->outputs[0];
   }
-  (void)pm;
-  (void)pa;
   g->ln_x = x;
   g->ln_out = cur;
   g->last = -1;
