@@ -37,6 +37,29 @@ for name in "${names[@]}"; do
   fi
 done
 
+# The bf16 peak as oneDNN reaches it here: a 2048^3 bf16 matmul.
+peak=$models/peak_matmul2048.onnx
+[ -f "$peak" ] || /usr/bin/python3 - "$peak" <<'PY'
+import sys
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+n = 2048
+w = numpy_helper.from_array(
+    (np.random.default_rng(0).standard_normal((n, n)) * 0.03).astype(np.float32), "w")
+g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "peak",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, n])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, n])], [w])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+PY
+peak_gflops=0
+if "$bin/modelbench" bench "$peak" -c BF16+ONEDNN --threads "$threads" --no-record \
+    --json "$models/peak.json" >/dev/null 2>&1; then
+  peak_gflops=$(/usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results'][0]; \
+print('%.0f' % (2 * 2048**3 / r['latency_ms']['median'] / 1e6) if r['status'] == 'ok' else 0)" \
+    "$models/peak.json")
+fi
+echo "bf16 peak (2048^3 MatMul, BF16+ONEDNN, $threads threads): $peak_gflops GFLOP/s"
+
 echo "Transformers on oneDNN vs ORT_CPU: batch 1, sequence 128, $threads threads, median of $rounds alternated rounds"
 for name in "${names[@]}"; do
   dir=$models/$name
@@ -45,6 +68,8 @@ print([d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim][-1])" "
   shapes=(--shape "input=1,128,$d")
   # The attention mask with padding: the exported test inputs.
   [ "$name" = bert_mask ] && shapes=(--inputs "$dir")
+  flops=$("$bin/modelbench" analyze "$dir/model.onnx" "${shapes[@]}" 2>/dev/null |
+    sed -n 's/^FLOPs .*(\([0-9]*\)).*/\1/p')
   jsons=()
   for r in $(seq 1 "$rounds"); do
     out=$models/$name.round$r.json
@@ -55,17 +80,19 @@ print([d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim][-1])" "
   done
   echo
   echo "== $name (d_model $d)"
-  /usr/bin/python3 - "${jsons[@]}" <<'PY'
+  /usr/bin/python3 - "${flops:-0}" "$peak_gflops" "${jsons[@]}" <<'PY'
 import json, statistics, sys
+flops, peak = float(sys.argv[1]), float(sys.argv[2])
 runs = {}
-for path in sys.argv[1:]:
+for path in sys.argv[3:]:
     try:
         results = json.load(open(path))["results"]
     except (OSError, ValueError, KeyError):
         continue
     for r in results:
         runs.setdefault(r["conversion"], []).append(r)
-rows = [("conversion", "median ms", "vs ORT_CPU", "max abs err", "cosine", "status")]
+rows = [("conversion", "median ms", "vs ORT_CPU", "GFLOP/s", "max abs err", "cosine",
+         "status")]
 for conv, rs in runs.items():
     ok = [r for r in rs if r["status"] == "ok"]
     med = statistics.median([r["latency_ms"]["median"] for r in ok]) if ok else None
@@ -73,8 +100,13 @@ for conv, rs in runs.items():
     acc = [r["accuracy"] for r in ok if r.get("accuracy")]
     err = max((a["max_abs_err"] for a in acc), default=None)
     cos = min((a["cosine"] for a in acc), default=None)
+    rate = "-"
+    if med and flops:
+        rate = "%.0f" % (flops / med / 1e6)
+        if conv == "BF16+ONEDNN" and peak:
+            rate += " (%.0f%% of peak)" % (100 * flops / med / 1e6 / peak)
     rows.append((conv, "-" if med is None else "%.2f" % med,
-                 "%.2fx" % statistics.median(sp) if sp else "-",
+                 "%.2fx" % statistics.median(sp) if sp else "-", rate,
                  "-" if err is None else "%.2g" % err,
                  "-" if cos is None else "%.6f" % cos,
                  ",".join(sorted({r["status"] for r in rs}))))
