@@ -239,45 +239,38 @@ TEST(attention_spellings) {
  * whose result is transposed for real before the residual, and a batched
  * product whose broadcast operand does not fold into rows. Each matches
  * the reference; the nodes that cannot go into a product still run. */
-TEST(lookalikes_stay_exact) {
-  SKIP_UNLESS_AVAILABLE();
+/* Scores of a scaled q that the product cannot take: by a per-head
+ * factor (form 0), a scalar divided by q (1), q / 2 also read as an
+ * output (2). */
+static void build_scaled_scores(gcase *c, int form) {
   const int64_t q[4] = {1, 2, 6, 4}, k[4] = {1, 2, 4, 6},
                 per_head[4] = {1, 2, 1, 1};
+  gc_init(c, 17);
+  gc_input(c, "q", 4, q);
+  gc_input(c, "kt", 4, k);
+  if (form == 0) {
+    gc_const(c, "f", 4, per_head, NULL, 0.5f, 2.0f);
+    gc_node(c, "Mul", "q,f", "qs");
+  } else {
+    gc_scalar(c, "f", 2.0f);
+    gc_node(c, "Div", form == 1 ? "f,q" : "q,f", "qs");
+  }
+  gc_node(c, "MatMul", "qs,kt", "s");
+  gc_output(c, "s");
+  if (form == 2)
+    gc_output(c, "qs");
+  c->lo = 0.5f; /* f / q away from 0 */
+}
+
+TEST(lookalikes_stay_exact) {
+  SKIP_UNLESS_AVAILABLE();
   for (int form = 0; form < 3; form++) {
     gcase c;
     char ops[512];
-    gc_init(&c, 17);
-    gc_input(&c, "q", 4, q);
-    gc_input(&c, "kt", 4, k);
-    if (form == 0) {
-      gc_const(&c, "f", 4, per_head, NULL, 0.5f, 2.0f);
-      gc_node(&c, "Mul", "q,f", "qs");
-    } else {
-      gc_scalar(&c, "f", 2.0f);
-      gc_node(&c, "Div", form == 1 ? "f,q" : "q,f", "qs");
-    }
-    gc_node(&c, "MatMul", "qs,kt", "s");
-    gc_output(&c, "s");
-    if (form == 2)
-      gc_output(&c, "qs");
-    c.lo = 0.5f; /* f / q away from 0 */
+    build_scaled_scores(&c, form);
     if (check_graph(&c))
       TEST_FAIL_("scale form %d failed", form);
-    gc_init(&c, 17);
-    gc_input(&c, "q", 4, q);
-    gc_input(&c, "kt", 4, k);
-    if (form == 0) {
-      gc_const(&c, "f", 4, per_head, NULL, 0.5f, 2.0f);
-      gc_node(&c, "Mul", "q,f", "qs");
-    } else {
-      gc_scalar(&c, "f", 2.0f);
-      gc_node(&c, "Div", form == 1 ? "f,q" : "q,f", "qs");
-    }
-    gc_node(&c, "MatMul", "qs,kt", "s");
-    gc_output(&c, "s");
-    if (form == 2)
-      gc_output(&c, "qs");
-    c.lo = 0.5f;
+    build_scaled_scores(&c, form);
     if (profile_ops(&c, 1, ops, sizeof ops, NULL))
       TEST_FAIL_("scale form %d: profile failed", form);
     if (!count_word(ops, form == 0 ? "Mul" : "Div"))
@@ -499,8 +492,8 @@ TEST(where_masks) {
 
 /* LayerNorm as PyTorch writes it below opset 17, on x [2, 5, 16]: with
  * gamma and beta (form 0), without (1); the look-alikes: a fourth power
- * instead of the square (2), a mean over another axis (3), a per-row epsilon (4).
- * Forms 0 and 1 become one LayerNormalization primitive; all match the
+ * instead of the square (2), a mean over another axis (3), a per-row epsilon
+ * (4). Forms 0 and 1 become one LayerNormalization primitive; all match the
  * reference. */
 static void build_layernorm(gcase *c, int form) {
   int64_t x[3] = {2, 5, 16}, e[1] = {16}, rows[3] = {2, 5, 1};
