@@ -26,9 +26,12 @@ import sys
 import traceback
 import types
 from ctypes import c_char, c_int64, c_void_p
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from . import _lib
+
+if TYPE_CHECKING:  # torch is imported where a worker needs it, not here
+    import torch
 
 log = logging.getLogger("modelbench.host")
 
@@ -65,7 +68,7 @@ def _torch():
     return torch
 
 
-def torch_dtype(code: int):
+def torch_dtype(code: int) -> "torch.dtype":
     """The torch dtype of an mb_dtype code."""
     name = _DTYPE_NAMES.get(code)
     if name is None:
@@ -73,7 +76,7 @@ def torch_dtype(code: int):
     return getattr(_torch(), name)
 
 
-def dtype_code(dtype) -> int:
+def dtype_code(dtype: "torch.dtype") -> int:
     """The mb_dtype code of a torch dtype."""
     name = str(dtype).replace("torch.", "")
     for code, known in _DTYPE_NAMES.items():
@@ -82,7 +85,7 @@ def dtype_code(dtype) -> int:
     raise TypeError(f"tensors of {dtype} cannot be handed to modelbench")
 
 
-def tensor_view(address: int):
+def tensor_view(address: int) -> "torch.Tensor":
     """A torch tensor sharing the memory of the mb_tensor at `address`."""
     torch = _torch()
     t = _lib.MbTensor.from_address(address)
@@ -138,7 +141,7 @@ def output_names(value: Any, prefix: str = "output") -> List[str]:
     return names
 
 
-def plain_output(t):
+def plain_output(t: "torch.Tensor") -> "torch.Tensor":
     """An output in a form the C library compares: quantized tensors
     dequantized, reduced-precision floats as float32, contiguous, on the CPU."""
     torch = _torch()
@@ -167,7 +170,7 @@ def _fixup_main(main_path: str) -> None:
     sys.modules["__main__"] = sys.modules["__mp_main__"] = module
 
 
-def load_model(spec_path: str):
+def load_model(spec_path: str) -> "torch.nn.Module":
     """The module (or TorchScript module) a pytorch spec file names."""
     torch = _torch()
     with open(spec_path) as f:
