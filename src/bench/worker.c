@@ -452,16 +452,17 @@ static const char *device_name(mb_device device) {
                                                          : "unknown";
 }
 
-/* The version of runtime `name` as its probe reports it. */
+/* The version of runtime `name` as its probe reports it. Only that
+ * runtime is probed: probing libtorch loads it. */
 static void runtime_version(const char *name, char *buf, size_t size) {
+  const mb_runtime *rt = mb__runtime_find(name);
+  mb_runtime_info info;
+  memset(&info, 0, sizeof info);
   buf[0] = '\0';
-  for (int i = 0; i < mb_runtime_count(); i++) {
-    mb_runtime_info info;
-    if (mb_runtime_get(i, &info, NULL) == MB_STATUS_OK &&
-        strcmp(info.name, name) == 0) {
-      snprintf(buf, size, "%s", info.version);
-      return;
-    }
+  if (rt) {
+    info.name = rt->name;
+    rt->probe(&info);
+    snprintf(buf, size, "%s", info.version);
   }
 }
 

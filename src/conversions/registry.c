@@ -6,6 +6,7 @@
  *    10-19   ONNX Runtime CPU (2-5 predate this scheme and keep their ids)
  *    20-29   ONNX Runtime CUDA
  *    30-49   XNNPACK, oneDNN
+ *    50-59   libtorch (TorchScript files)
  *    60-79   PyTorch in the Python front (EAGER, JIT_*, ...; runtime
  *            "pytorch", a host runtime: src/runtime/host.c)
  *   100-     precision steps (FP16+..., BF16+..., INT8_STATIC+...)
@@ -162,6 +163,11 @@ static const mb_conversion_def builtin[] = {
      "activations and int8 per-channel weights with INT8_STATIC's "
      "calibrated parameters, fp32 between them",
      check_onednn_INT8, 2, "optimize,quant_params"},
+    {50, "TORCHSCRIPT", "libtorch", MB_DEVICE_CPU, MB_PRECISION_FP32,
+     MB_GRAPH_OPT_DISABLED, 1,
+     "the TorchScript file on libtorch as a C++ program runs it: "
+     "torch::jit::load, eval(), forward() under torch::InferenceMode",
+     NULL, 2, NULL, MB_MODEL_FORMAT_TORCHSCRIPT},
     /* PyTorch's own deployment paths, on the module itself. EAGER is the
      * baseline of a PyTorch model: speed-ups and accuracy are relative to
      * it (the model manifest names it as the reference). */

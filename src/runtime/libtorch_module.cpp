@@ -1,0 +1,492 @@
+// libmodelbench-libtorch.so: TorchScript files on libtorch, behind the C ABI
+// of libtorch_module.h. The libtorch adapter (libtorch.c) dlopens this
+// module; nothing else in modelbench links libtorch.
+//
+// It runs a TorchScript file the way a C++ deployment does: torch::jit::load
+// on the CPU, eval(), forward() under torch::InferenceMode with the inputs
+// wrapped (not copied) as tensors, at::set_num_threads(threads) and one
+// inter-op thread. No C++ exception leaves this file: every entry point
+// turns one into a status and a one-line message.
+#include "runtime/libtorch_module.h"
+
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/script.h>
+#include <torch/version.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+
+// ---- errors ----
+
+// The full text of this thread's last failure, for take_error_detail.
+thread_local std::string last_detail;
+
+mb_status fail(mb_error *err, mb_status status, const std::string &message,
+               const std::string &detail = std::string()) {
+  last_detail = detail;
+  if (err) {
+    err->status = status;
+    std::snprintf(err->message, sizeof err->message, "%s", message.c_str());
+    // One line: the rest of a multi-line text is the detail.
+    err->message[std::strcspn(err->message, "\r\n")] = '\0';
+  }
+  return status;
+}
+
+// The line of a libtorch message that says what went wrong. TorchScript's
+// interpreter errors start with "The following operation failed in the
+// TorchScript interpreter." and a traceback, and end with the error itself
+// ("RuntimeError: ..."); other messages say it on their first line.
+std::string summary(const std::string &text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string line = text.substr(start, end - start);
+    size_t first = line.find_first_not_of(" \t\r");
+    if (first != std::string::npos)
+      lines.push_back(line.substr(first));
+    start = end + 1;
+  }
+  if (lines.empty())
+    return "unknown error";
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it)
+    if (it->find("Error: ") != std::string::npos &&
+        it->find(' ') > it->find("Error: "))
+      return *it;
+  return lines.front();
+}
+
+// Runs body, turning any exception into a status with `what` in front of
+// libtorch's message.
+template <class Body>
+mb_status guarded(mb_error *err, const std::string &what, Body &&body) {
+  try {
+    return body();
+  } catch (const c10::Error &e) {
+    std::string text = e.what_without_backtrace();
+    return fail(err, MB_STATUS_INVALID_ARGUMENT, what + ": " + summary(text),
+                text);
+  } catch (const std::bad_alloc &) {
+    return fail(err, MB_STATUS_OUT_OF_MEMORY, what + ": out of memory");
+  } catch (const std::exception &e) {
+    std::string text = e.what();
+    return fail(err, MB_STATUS_INTERNAL, what + ": " + summary(text), text);
+  } catch (...) {
+    return fail(err, MB_STATUS_INTERNAL, what + ": unknown C++ exception");
+  }
+}
+
+// ---- dtypes ----
+
+// modelbench's dtypes and libtorch's. Rows not `shared` are inputs copied
+// into a wider type: libtorch 1.13 has no unsigned 16/32-bit integers.
+struct dtype_row {
+  mb_dtype dtype;
+  c10::ScalarType torch;
+  bool shared; // the input's memory is used as is
+};
+const dtype_row dtype_table[] = {
+    {MB_DTYPE_FLOAT, c10::ScalarType::Float, true},
+    {MB_DTYPE_DOUBLE, c10::ScalarType::Double, true},
+    {MB_DTYPE_FLOAT16, c10::ScalarType::Half, true},
+    {MB_DTYPE_BFLOAT16, c10::ScalarType::BFloat16, true},
+    {MB_DTYPE_UINT8, c10::ScalarType::Byte, true},
+    {MB_DTYPE_INT8, c10::ScalarType::Char, true},
+    {MB_DTYPE_INT16, c10::ScalarType::Short, true},
+    {MB_DTYPE_INT32, c10::ScalarType::Int, true},
+    {MB_DTYPE_INT64, c10::ScalarType::Long, true},
+    {MB_DTYPE_BOOL, c10::ScalarType::Bool, true},
+    {MB_DTYPE_COMPLEX64, c10::ScalarType::ComplexFloat, true},
+    {MB_DTYPE_COMPLEX128, c10::ScalarType::ComplexDouble, true},
+    {MB_DTYPE_UINT16, c10::ScalarType::Int, false},
+    {MB_DTYPE_UINT32, c10::ScalarType::Long, false},
+};
+
+const dtype_row *row_of(mb_dtype dtype) {
+  for (const dtype_row &row : dtype_table)
+    if (row.dtype == dtype)
+      return &row;
+  return nullptr;
+}
+
+bool mb_dtype_of(c10::ScalarType type, mb_dtype *out) {
+  for (const dtype_row &row : dtype_table)
+    if (row.shared && row.torch == type) {
+      *out = row.dtype;
+      return true;
+    }
+  return false;
+}
+
+const char *dtype_name(mb_dtype dtype) {
+  static const char *const names[] = {
+#define MB_X(name, id, size, str) str,
+      MB_DTYPE_LIST(MB_X)
+#undef MB_X
+  };
+  return (unsigned)dtype < sizeof names / sizeof names[0] ? names[dtype]
+                                                          : "invalid";
+}
+
+// ---- sessions ----
+
+// The tensor wrapping one input, reused while the caller passes the same
+// buffer with the same dtype and shape.
+struct bound_input {
+  const void *data = nullptr;
+  mb_dtype dtype = MB_DTYPE_UNDEFINED;
+  std::vector<int64_t> dims;
+};
+
+struct session {
+  std::string path;
+  torch::jit::Module module;
+  std::vector<std::string> arg_names;
+  std::vector<c10::IValue> inputs;
+  std::vector<bound_input> bound;
+  c10::IValue result;
+  bool has_result = false;
+  // The flattened, converted outputs of `result` (outputs()).
+  bool outputs_ready = false;
+  std::vector<at::Tensor> out_tensors;
+  std::vector<std::string> out_names;
+  std::vector<mb_libtorch_tensor> out_views;
+};
+
+std::string not_tensors(const session &s, const std::string &bad) {
+  return s.path + ": forward() returns something other than tensors: " + bad +
+         " (modelbench takes a tensor or a tuple, list or dict of them)";
+}
+
+std::string signature(const session &s) {
+  std::string sig = "forward(";
+  for (size_t i = 0; i < s.arg_names.size(); i++)
+    sig += (i ? ", " : "") + s.arg_names[i];
+  return sig + ")";
+}
+
+// Whether forward()'s declared result holds only tensors (in tuples,
+// lists and dicts); *bad names the first part that does not.
+bool returns_tensors(const c10::TypePtr &type, const std::string &where,
+                     std::string *bad) {
+  switch (type->kind()) {
+  case c10::TypeKind::TensorType:
+    return true;
+  case c10::TypeKind::TupleType: {
+    const auto &items = type->containedTypes();
+    for (size_t i = 0; i < items.size(); i++)
+      if (!returns_tensors(items[i], where + "[" + std::to_string(i) + "]",
+                           bad))
+        return false;
+    return true;
+  }
+  case c10::TypeKind::ListType:
+    return returns_tensors(type->containedType(0), where + "[i]", bad);
+  case c10::TypeKind::DictType:
+    return returns_tensors(type->containedType(1), where + "[key]", bad);
+  default:
+    *bad = where + " is " + type->annotation_str();
+    return false;
+  }
+}
+
+// forward() must accept n_inputs tensors in order and return tensors.
+mb_status check_signature(session &s, int n_inputs, mb_error *err) {
+  auto method = s.module.find_method("forward");
+  if (!method)
+    return fail(err, MB_STATUS_UNSUPPORTED,
+                s.path + ": the TorchScript module has no forward() method");
+  const c10::FunctionSchema &schema = method->function().getSchema();
+  const auto &args = schema.arguments();
+  size_t required = 0, total = 0;
+  for (size_t i = 1; i < args.size(); i++) { // args[0] is self
+    s.arg_names.push_back(args[i].name());
+    total++;
+    if (!args[i].default_value())
+      required = total;
+  }
+  if ((size_t)n_inputs < required || (size_t)n_inputs > total) {
+    std::string want = required == total ? std::to_string(total)
+                                         : std::to_string(required) + " to " +
+                                               std::to_string(total);
+    return fail(err, MB_STATUS_SHAPE,
+                s.path + ": " + signature(s) + " takes " + want +
+                    " tensors but " + std::to_string(n_inputs) + " input" +
+                    (n_inputs == 1 ? " is" : "s are") +
+                    " given (one --shape NAME=D0,D1,... per argument, "
+                    "in order)");
+  }
+  for (int i = 0; i < n_inputs; i++) {
+    const c10::TypePtr &type = args[(size_t)i + 1].type();
+    if (!c10::TensorType::get()->isSubtypeOf(*type))
+      return fail(err, MB_STATUS_UNSUPPORTED,
+                  s.path + ": argument '" + s.arg_names[(size_t)i] + "' of " +
+                      signature(s) + " is " + type->annotation_str() +
+                      "; modelbench passes tensors");
+  }
+  std::string bad;
+  if (schema.returns().size() != 1 ||
+      !returns_tensors(schema.returns()[0].type(), "the result", &bad))
+    return fail(err, MB_STATUS_UNSUPPORTED, not_tensors(s, bad));
+  return MB_STATUS_OK;
+}
+
+// Wraps input i for forward(): the caller's memory when libtorch has its
+// dtype, else a widened copy.
+mb_status bind_input(session &s, int i, const mb_libtorch_tensor &in,
+                     mb_error *err) {
+  bound_input &b = s.bound[(size_t)i];
+  std::vector<int64_t> dims(in.dims, in.dims + in.rank);
+  const dtype_row *row = row_of(in.dtype);
+  if (b.data == in.data && b.dtype == in.dtype && b.dims == dims && row &&
+      row->shared)
+    return MB_STATUS_OK;
+  std::string name = in.name ? in.name : "#" + std::to_string(i);
+  if (!row)
+    return fail(err, MB_STATUS_UNSUPPORTED,
+                "input '" + name + "' is " + dtype_name(in.dtype) +
+                    ", which libtorch has no type for");
+  at::Tensor t;
+  if (row->shared) {
+    t = torch::from_blob(in.data, dims,
+                         torch::TensorOptions().dtype(row->torch));
+  } else if (in.dtype == MB_DTYPE_UINT16) {
+    t = torch::empty(dims, torch::TensorOptions().dtype(at::kInt));
+    const uint16_t *src = static_cast<const uint16_t *>(in.data);
+    int32_t *dst = t.data_ptr<int32_t>();
+    for (int64_t k = 0; k < t.numel(); k++)
+      dst[k] = src[k];
+  } else {
+    t = torch::empty(dims, torch::TensorOptions().dtype(at::kLong));
+    const uint32_t *src = static_cast<const uint32_t *>(in.data);
+    int64_t *dst = t.data_ptr<int64_t>();
+    for (int64_t k = 0; k < t.numel(); k++)
+      dst[k] = src[k];
+  }
+  s.inputs[(size_t)i] = t;
+  b.data = in.data;
+  b.dtype = in.dtype;
+  b.dims = std::move(dims);
+  return MB_STATUS_OK;
+}
+
+// Appends the tensors of v in order (tuples, lists and dicts flattened;
+// dict values named after their string keys). Returns false with *bad
+// describing the first value that is not a tensor.
+bool flatten(const c10::IValue &v, const std::string &where,
+             const std::string &name, session &s, std::string *bad) {
+  if (v.isTensor()) {
+    s.out_tensors.push_back(v.toTensor());
+    s.out_names.push_back(name);
+    return true;
+  }
+  if (v.isTuple()) {
+    const auto &items = v.toTupleRef().elements();
+    for (size_t i = 0; i < items.size(); i++)
+      if (!flatten(items[i], where + "[" + std::to_string(i) + "]", name, s,
+                   bad))
+        return false;
+    return true;
+  }
+  if (v.isList()) {
+    c10::List<c10::IValue> items = v.toList();
+    for (size_t i = 0; i < items.size(); i++)
+      if (!flatten(items.get(i), where + "[" + std::to_string(i) + "]", name, s,
+                   bad))
+        return false;
+    return true;
+  }
+  if (v.isGenericDict()) {
+    for (const auto &entry : v.toGenericDict()) {
+      const c10::IValue &key = entry.key();
+      std::string k = key.isString() ? key.toStringRef() : key.tagKind();
+      std::string child = name.empty() ? k : name + "." + k;
+      if (!flatten(entry.value(), where + "['" + k + "']", child, s, bad))
+        return false;
+    }
+    return true;
+  }
+  *bad = where + " is " + (v.isNone() ? std::string("None") : v.tagKind());
+  return false;
+}
+
+// A flattened output as modelbench stores it: dense, contiguous, float32
+// for reduced floats and quantized tensors.
+mb_status convert_output(session &s, size_t i, mb_error *err) {
+  at::Tensor t = s.out_tensors[i];
+  std::string label = "output " + std::to_string(i);
+  if (!s.out_names[i].empty())
+    label += " ('" + s.out_names[i] + "')";
+  if (t.is_quantized())
+    t = t.dequantize();
+  if (t.layout() != c10::kStrided)
+    t = t.to_dense();
+  if (t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16)
+    t = t.to(at::kFloat);
+  if (!t.device().is_cpu())
+    t = t.cpu();
+  t = t.contiguous();
+  mb_libtorch_tensor view{};
+  if (!mb_dtype_of(t.scalar_type(), &view.dtype))
+    return fail(err, MB_STATUS_UNSUPPORTED,
+                s.path + ": " + label + " of forward() is " +
+                    std::string(c10::toString(t.scalar_type())) +
+                    ", which modelbench has no type for");
+  if (t.dim() > MB_MAX_RANK)
+    return fail(err, MB_STATUS_UNSUPPORTED,
+                s.path + ": " + label + " of forward() has " +
+                    std::to_string(t.dim()) + " dimensions; at most " +
+                    std::to_string(MB_MAX_RANK) + " are supported");
+  view.rank = (int)t.dim();
+  for (int d = 0; d < view.rank; d++)
+    view.dims[d] = t.size(d);
+  view.data = t.data_ptr();
+  view.nbytes = t.nbytes();
+  s.out_tensors[i] = t;
+  s.out_views.push_back(view);
+  return MB_STATUS_OK;
+}
+
+// ---- the ABI ----
+
+mb_status module_load(const char *path, int threads, int n_inputs,
+                      void **session_out, mb_error *err) {
+  *session_out = nullptr;
+  std::string file = path ? path : "";
+  return guarded(err, file, [&]() -> mb_status {
+    // Process-wide settings, as a deployment makes them at start-up. The
+    // inter-op pool can be sized only once, before it starts.
+    static std::once_flag interop_once;
+    std::call_once(interop_once, [] {
+      try {
+        at::set_num_interop_threads(1);
+      } catch (const c10::Error &) {
+        // Already started by the embedding program: keep its setting.
+      }
+    });
+    at::set_num_threads(threads > 0 ? threads : 1);
+    std::FILE *f = std::fopen(file.c_str(), "rb");
+    if (!f)
+      return fail(err, MB_STATUS_IO, file + ": " + std::strerror(errno));
+    std::fclose(f);
+    auto s = std::make_unique<session>();
+    s->path = file;
+    try {
+      s->module = torch::jit::load(file, c10::Device(c10::kCPU));
+    } catch (const c10::Error &e) {
+      std::string text = e.what_without_backtrace();
+      return fail(err, MB_STATUS_PARSE,
+                  file +
+                      ": not a TorchScript file libtorch " TORCH_VERSION
+                      " can load: " +
+                      summary(text),
+                  text);
+    }
+    s->module.eval();
+    mb_status status = check_signature(*s, n_inputs, err);
+    if (status)
+      return status;
+    s->inputs.resize((size_t)n_inputs);
+    s->bound.resize((size_t)n_inputs);
+    *session_out = s.release();
+    return MB_STATUS_OK;
+  });
+}
+
+mb_status module_run(void *handle, const mb_libtorch_tensor *inputs,
+                     mb_error *err) {
+  session &s = *static_cast<session *>(handle);
+  return guarded(err, s.path + ": forward() failed", [&]() -> mb_status {
+    for (size_t i = 0; i < s.inputs.size(); i++) {
+      mb_status status = bind_input(s, (int)i, inputs[i], err);
+      if (status)
+        return status;
+    }
+    c10::InferenceMode guard;
+    s.has_result = false;
+    s.outputs_ready = false;
+    s.result = s.module.forward(s.inputs);
+    s.has_result = true;
+    return MB_STATUS_OK;
+  });
+}
+
+mb_status module_outputs(void *handle, const mb_libtorch_tensor **outputs_out,
+                         int *count_out, mb_error *err) {
+  session &s = *static_cast<session *>(handle);
+  *outputs_out = nullptr;
+  *count_out = 0;
+  return guarded(err, s.path + ": outputs", [&]() -> mb_status {
+    if (!s.has_result)
+      return fail(err, MB_STATUS_INVALID_ARGUMENT,
+                  s.path + ": no outputs before a successful run");
+    if (!s.outputs_ready) {
+      s.out_tensors.clear();
+      s.out_names.clear();
+      s.out_views.clear();
+      std::string bad;
+      if (!flatten(s.result, "the result", "", s, &bad))
+        return fail(err, MB_STATUS_UNSUPPORTED, not_tensors(s, bad));
+      c10::InferenceMode guard;
+      for (size_t i = 0; i < s.out_tensors.size(); i++) {
+        mb_status status = convert_output(s, i, err);
+        if (status)
+          return status;
+      }
+      for (size_t i = 0; i < s.out_views.size(); i++)
+        s.out_views[i].name =
+            s.out_names[i].empty() ? nullptr : s.out_names[i].c_str();
+      s.outputs_ready = true;
+    }
+    *outputs_out = s.out_views.empty() ? nullptr : s.out_views.data();
+    *count_out = (int)s.out_views.size();
+    return MB_STATUS_OK;
+  });
+}
+
+void module_release(void *handle) {
+  try {
+    delete static_cast<session *>(handle);
+  } catch (...) {
+    // A destructor that throws leaves nothing more to release.
+  }
+}
+
+char *module_take_error_detail() {
+  if (last_detail.empty())
+    return nullptr;
+  char *copy = static_cast<char *>(std::malloc(last_detail.size() + 1));
+  if (copy)
+    std::memcpy(copy, last_detail.c_str(), last_detail.size() + 1);
+  last_detail.clear();
+  return copy;
+}
+
+const mb_libtorch_module module_table = {
+    MB_LIBTORCH_ABI_VERSION,
+    TORCH_VERSION,
+    module_load,
+    module_run,
+    module_outputs,
+    module_release,
+    module_take_error_detail,
+};
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) const mb_libtorch_module *
+mb_libtorch_module_get(void) {
+  return &module_table;
+}

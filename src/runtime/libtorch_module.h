@@ -1,0 +1,77 @@
+/* The C ABI between the libtorch runtime adapter (libtorch.c, inside
+ * libmodelbench) and libmodelbench-libtorch.so (libtorch_module.cpp), the
+ * only code that links libtorch.
+ *
+ * libmodelbench never links libtorch: its static initialisers would run in
+ * every process that loads the library (the CLI, every test binary, the
+ * sanitizer builds). The adapter dlopens the module when a TORCHSCRIPT
+ * conversion is probed or prepared and calls it through one table.
+ *
+ * The ABI uses only the public header's plain types (mb_status, mb_dtype,
+ * mb_error): the module calls nothing in libmodelbench. Every function
+ * catches C++ exceptions inside the module; failures come back as a status
+ * and a one-line message in the caller's mb_error, and the full text
+ * (TorchScript's traceback) from take_error_detail. */
+#ifndef MB_RUNTIME_LIBTORCH_MODULE_H
+#define MB_RUNTIME_LIBTORCH_MODULE_H
+
+#include "modelbench.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever the table or the view below changes; the adapter
+ * refuses a module built for another version. */
+#define MB_LIBTORCH_ABI_VERSION 1
+#define MB_LIBTORCH_MODULE_FILE "libmodelbench-libtorch.so"
+/* The one exported symbol: const mb_libtorch_module *(void). */
+#define MB_LIBTORCH_MODULE_ENTRY "mb_libtorch_module_get"
+
+/* A tensor crossing the ABI: borrowed data, contiguous, row-major. */
+typedef struct mb_libtorch_tensor {
+  const char *name; /* an input's name or an output's (a dict key), or NULL */
+  mb_dtype dtype;
+  int rank;
+  int64_t dims[MB_MAX_RANK];
+  void *data;
+  size_t nbytes;
+} mb_libtorch_tensor;
+
+typedef struct mb_libtorch_module {
+  int abi_version;     /* MB_LIBTORCH_ABI_VERSION */
+  const char *version; /* libtorch's version, "1.13.0" */
+  /* Loads a TorchScript file as a C++ deployment does: torch::jit::load on
+   * the CPU, eval(), at::set_num_threads(threads) and one inter-op thread.
+   * forward() must take n_inputs tensors (arguments with defaults may be
+   * left out). path: borrowed. *session_out: released with release. */
+  mb_status (*load)(const char *path, int threads, int n_inputs,
+                    void **session_out, mb_error *err);
+  /* One forward() under torch::InferenceMode: the timed call. inputs:
+   * n_inputs views, borrowed until the next run or release (the module
+   * wraps them without copying where libtorch has the dtype). The result
+   * stays in the session. */
+  mb_status (*run)(void *session, const mb_libtorch_tensor *inputs,
+                   mb_error *err);
+  /* The last run's result as *count_out contiguous tensors (a tuple, list
+   * or dict flattened in order; quantized tensors dequantized, float16 and
+   * bfloat16 as float32). outputs_out: *count_out views, valid until the
+   * next run, outputs or release; NULL when *count_out is 0. */
+  mb_status (*outputs)(void *session, const mb_libtorch_tensor **outputs_out,
+                       int *count_out, mb_error *err);
+  void (*release)(void *session);
+  /* The multi-line text of this thread's last failure, malloc'd for the
+   * caller (free()), or NULL. */
+  char *(*take_error_detail)(void);
+} mb_libtorch_module;
+
+typedef const mb_libtorch_module *(*mb_libtorch_module_get_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MB_RUNTIME_LIBTORCH_MODULE_H */
