@@ -386,9 +386,12 @@ TEST(leaks_stay_in_their_worker) {
     return 1;
   ASSERT_EQ(base->status, MB_BENCH_ERROR);
   ASSERT(base->peak_rss_mb > 0);
-  /* Each run leaks 1 MiB: the peak shows it (first run, warm-up, timed). */
+  /* Each run leaks 1 MiB: the peak shows it (first run, warm-up, timed).
+   * Two workers' bases differ by a MiB or two (TEST_ERROR's peak is ~2 MiB
+   * above TEST_LEAK's before its first leak since workers stopped loading
+   * every runtime to read one version), so half the leak is the margin. */
   double runs = (double)MB_MIN(first->iterations, second->iterations) + 2;
-  ASSERT(first->peak_rss_mb >= base->peak_rss_mb + 0.75 * runs);
+  ASSERT(first->peak_rss_mb >= base->peak_rss_mb + 0.5 * runs);
   ASSERT(second->peak_rss_mb < first->peak_rss_mb + 0.5 * runs);
   ASSERT(test_leak_list == NULL); /* and nothing leaked in this process */
   /* Baseline given explicitly: the second conversion. */
