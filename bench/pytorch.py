@@ -2,7 +2,7 @@
 """`make bench`, the PyTorch part: the Python front's conversions side by side.
 
 1. ResNet-18 (torchvision, random weights, 224x224, batch 1) at 1 and 2
-   threads under EAGER, JIT_FREEZE, BF16+EAGER, INT8_STATIC+EAGER, ORT_CPU,
+   threads under EAGER, JIT_FREEZE, TORCHSCRIPT (libtorch), BF16+EAGER, INT8_STATIC+EAGER, ORT_CPU,
    ONEDNN, BF16+ONEDNN and INT8_STATIC+ONEDNN: median, speed-up and
    accuracy against EAGER.
 2. The digits CNN of examples/mnist, trained here, on its 360 held-out
@@ -34,7 +34,7 @@ import torch  # noqa: E402
 
 from modelbench import benchmark_model  # noqa: E402
 
-RESNET_CONVERSIONS = ["EAGER", "JIT_FREEZE", "BF16+EAGER", "INT8_STATIC+EAGER",
+RESNET_CONVERSIONS = ["EAGER", "JIT_FREEZE", "TORCHSCRIPT", "BF16+EAGER", "INT8_STATIC+EAGER",
                       "ORT_CPU", "ONEDNN", "BF16+ONEDNN", "INT8_STATIC+ONEDNN"]
 
 

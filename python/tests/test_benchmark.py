@@ -198,6 +198,27 @@ def test_factory_torchscript_and_onnx_files(fast, tmp_path):
     assert "needs a pytorch model" in by_onnx["EAGER"]["error"]
 
 
+def test_torchscript_on_libtorch_from_python(fast, tmp_path):
+    """TORCHSCRIPT runs the module's traced form in the C engine's libtorch
+    runtime (no Python in the timed loop), compared with EAGER."""
+    x = torch.randn(3, 8, 8)
+    results = benchmark_model(small_cnn(), dict(fast, fail_on_error=False),
+                              ["EAGER", "TORCHSCRIPT"], data=x)
+    r = results["TORCHSCRIPT"]
+    if r["bench_status"] == "unavailable" and os.environ.get("MB_WITH_TORCH") != "1":
+        pytest.skip(f"TORCHSCRIPT unavailable: {r['error']}")
+    assert r["status"] == "success", r["error"]
+    assert r["runtime"] == "libtorch"
+    assert r["accuracy.max_abs_err"] < 1e-5, r["accuracy"]
+    assert results.report["reference"] == "EAGER"
+    assert "torchscript" in results.report["model"]["formats"]
+    # A TorchScript file the user saved runs as it is.
+    pt = tmp_path / "cnn.pt"
+    torch.jit.save(torch.jit.trace(small_cnn(), torch.randn(2, 3, 8, 8)), str(pt))
+    by_file = benchmark_model(str(pt), fast, ["TORCHSCRIPT", "EAGER"], data=x)
+    assert by_file["TORCHSCRIPT"]["accuracy.max_abs_err"] < 1e-5, by_file["TORCHSCRIPT"]["accuracy"]
+
+
 def test_bad_arguments_fail_before_any_run(fast):
     with pytest.raises(ValueError, match="did you mean EAGER"):
         benchmark_model(small_cnn(), fast, ["EAGRE"], data=torch.randn(3, 8, 8))
