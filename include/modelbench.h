@@ -615,6 +615,18 @@ typedef struct mb_output_accuracy {
   int64_t top1_rows;
 } mb_output_accuracy;
 
+/* The machine a run (or one result) ran on. Two machines are of the same
+ * kind when cpu_model and cores match: their latencies compare. */
+typedef struct mb_machine_info {
+  char cpu_model[128];
+  int cores;
+  char isa_flags[256]; /* "avx2 avx512f ..." */
+  char os[128];
+  char governor[32];   /* "performance", "powersave", "" unknown */
+  double load_average; /* 1-minute, at the start of the run */
+  char host[64];       /* the host name; "" unknown */
+} mb_machine_info;
+
 /* The result of one conversion. Owned by its mb_bench_report. */
 typedef struct mb_bench_result {
   int conversion_index; /* registry index */
@@ -662,6 +674,11 @@ typedef struct mb_bench_result {
   double build_ms;
   char build_id[160];     /* the cache's id of the build, "" when none */
   char build_reason[160]; /* why it was built ("new", ...), "hit", "" */
+  /* Where it ran: the report's machine in a local run; a run spread over
+   * machines (`bench --executor slurm|ssh`) keeps each task's, and
+   * reports say when results of different kinds of machine sit side by
+   * side. */
+  mb_machine_info machine;
 } mb_bench_result;
 
 /* One segment of a hybrid conversion: a maximal run of nodes on one
@@ -671,15 +688,6 @@ typedef struct mb_segment_stats {
   int nodes;
   double mean_ms; /* per inference */
 } mb_segment_stats;
-
-typedef struct mb_machine_info {
-  char cpu_model[128];
-  int cores;
-  char isa_flags[256]; /* "avx2 avx512f ..." */
-  char os[128];
-  char governor[32];   /* "performance", "powersave", "" unknown */
-  double load_average; /* 1-minute, at the start of the run */
-} mb_machine_info;
 
 /* A whole run: model, machine, effective config and one result per
  * requested conversion, in the requested order. */

@@ -296,7 +296,10 @@ static const char *const result_keys[] = {"conversion",
                                           "warnings",
                                           "samples_ms",
                                           "log",
-                                          "backtrace"};
+                                          "backtrace",
+                                          "machine.host",
+                                          "machine.cpu_model",
+                                          "machine.cores"};
 
 /* Parses the file and checks every documented key is present, in the
  * document and in each result. Returns the doc or NULL (message printed). */
@@ -668,8 +671,48 @@ TEST(table_no_results) {
   return 0;
 }
 
+/* Results from machines of different kinds (a run spread over a cluster)
+ * are ranked with a note naming the kinds and where each ran, and the
+ * recommendation carries a caution; one kind says nothing. */
+TEST(table_mixed_machines) {
+  fixture f;
+  fixture_init(&f);
+  for (int i = 0; i < N_RESULTS; i++) {
+    f.results[i].machine = f.report.machine;
+    snprintf(f.results[i].machine.host, sizeof f.results[i].machine.host,
+             "node%d", i);
+  }
+  char *text = table_text(&f.report, 0);
+  ASSERT(text);
+  int quiet = strstr(text, "kinds of machine") == NULL;
+  free(text);
+  ASSERT(quiet);
+  mb_recommendations rec;
+  mb_bench_recommend(&f.report, NULL, &rec);
+  ASSERT(strstr(rec.summary, "Caution") == NULL);
+
+  f.results[1].machine.cores = 4; /* ORT_CPU ran on a smaller machine */
+  text = table_text(&f.report, 0);
+  ASSERT(text);
+  int note = strstr(text, "ran on 2 kinds of machine") != NULL;
+  int kind_a =
+      strstr(text, "A: Test CPU @ 3.0GHz, 8 cores: REFERENCE (node0)") != NULL;
+  int kind_b =
+      strstr(text, "B: Test CPU @ 3.0GHz, 4 cores: ORT_CPU (node1)\n") != NULL;
+  if (!note || !kind_a || !kind_b)
+    fprintf(stderr, "%s", text);
+  free(text);
+  ASSERT(note);
+  ASSERT(kind_a);
+  ASSERT(kind_b);
+  mb_bench_recommend(&f.report, NULL, &rec);
+  ASSERT(strstr(rec.summary, "Caution: ranked across 2 kinds of machine"));
+  return 0;
+}
+
 TEST_MAIN(TEST_ENTRY(json_every_status), TEST_ENTRY(json_accuracy_nan_output),
           TEST_ENTRY(json_atomic_rewrite), TEST_ENTRY(json_unwritable_path),
           TEST_ENTRY(json_empty_report), TEST_ENTRY(table_order_and_marks),
           TEST_ENTRY(table_color_only_when_asked),
-          TEST_ENTRY(table_long_error_clipped), TEST_ENTRY(table_no_results))
+          TEST_ENTRY(table_long_error_clipped), TEST_ENTRY(table_no_results),
+          TEST_ENTRY(table_mixed_machines))

@@ -625,6 +625,7 @@ static void result_init(engine *e, int position, mb_bench_result *r) {
   r->max_abs_err = -1.0;
   r->cache_hit = -1;
   r->build_ms = -1.0;
+  r->machine = e->job.machine;
 }
 
 static mb_status run_conversion(engine *e, int position, mb_bench_result *r,
@@ -1016,6 +1017,7 @@ mb_status mb_benchmark_model(const char *model_path,
         snprintf(r->error, sizeof r->error, "%s", run_err.message);
       }
     }
+    r->machine = e.job.machine; /* whatever the worker sent */
     report->n_results = i + 1;
     if (e.config.baseline <= i)
       set_speedup(&report->results[e.config.baseline], r);

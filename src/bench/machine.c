@@ -96,6 +96,9 @@ void mb__machine_info(mb_machine_info *info) {
                   info->governor, sizeof info->governor);
   double load[1];
   info->load_average = getloadavg(load, 1) == 1 ? load[0] : -1.0;
+  if (gethostname(info->host, sizeof info->host) != 0)
+    info->host[0] = '\0';
+  info->host[sizeof info->host - 1] = '\0';
 }
 
 /* VmHWM from /proc/self/status in kB, or -1. */

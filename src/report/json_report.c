@@ -93,6 +93,20 @@ static void write_machine(mb_json *j, const mb_machine_info *m) {
   kv_string_or_null(j, "os", m->os);
   kv_string_or_null(j, "governor", m->governor);
   kv_measured(j, "load_average", m->load_average, m->load_average >= 0);
+  kv_string_or_null(j, "host", m->host);
+  mb__json_object_end(j);
+}
+
+/* Where one result ran: enough to tell machines and their kinds apart. */
+static void write_result_machine(mb_json *j, const mb_machine_info *m) {
+  mb__json_key(j, "machine");
+  mb__json_object_begin(j);
+  kv_string_or_null(j, "host", m->host);
+  kv_string_or_null(j, "cpu_model", m->cpu_model);
+  if (m->cores > 0)
+    mb__json_kv_int(j, "cores", m->cores);
+  else
+    mb__json_kv_string(j, "cores", NULL);
   mb__json_object_end(j);
 }
 
@@ -306,6 +320,7 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
   mb__json_array_end(j);
   kv_string_or_null(j, "log", r->log_path);
   mb__json_kv_string(j, "backtrace", r->backtrace);
+  write_result_machine(j, &r->machine);
   if (r->n_segments > 0 && r->segments) {
     mb__json_key(j, "segments");
     mb__json_array_begin(j);

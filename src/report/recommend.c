@@ -233,6 +233,12 @@ static void write_summary(const mb_bench_report *report,
     say(s, " Predicted %s ms, measured %s ms (%+.1f%%).",
         ms_text(a, sizeof a, options->predicted_ms),
         ms_text(b, sizeof b, median), rec->prediction_error_pct);
+  int kinds = mb__report_machine_kinds(report, NULL);
+  if (kinds > 1)
+    say(s,
+        " Caution: ranked across %d kinds of machine (see the note above); "
+        "rerun on one kind to compare the conversions themselves.",
+        kinds);
 }
 
 void mb_bench_recommend(const mb_bench_report *report,

@@ -370,3 +370,30 @@ void mb__report_format_err(char *buf, size_t size, double err) {
   else
     snprintf(buf, size, "%.2e", err);
 }
+
+static bool same_kind(const mb_machine_info *a, const mb_machine_info *b) {
+  return a->cores == b->cores && strcmp(a->cpu_model, b->cpu_model) == 0;
+}
+
+static bool has_machine(const mb_bench_result *r) {
+  return r->machine.cpu_model[0] || r->machine.cores > 0;
+}
+
+int mb__report_machine_kinds(const mb_bench_report *report, int *kind_out) {
+  int kinds = 0;
+  for (int i = 0; i < report->n_results; i++) {
+    const mb_bench_result *r = &report->results[i];
+    int kind = -1, first = -1;
+    for (int j = 0; j < i && first < 0 && has_machine(r); j++)
+      if (has_machine(&report->results[j]) &&
+          same_kind(&report->results[j].machine, &r->machine))
+        first = j;
+    if (has_machine(r) && first < 0)
+      kind = kinds++;
+    else if (first >= 0)
+      kind = kind_out ? kind_out[first] : 0;
+    if (kind_out)
+      kind_out[i] = kind;
+  }
+  return kinds;
+}

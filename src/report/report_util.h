@@ -77,6 +77,13 @@ bool mb__report_is_accurate(const mb_bench_result *r);
  * request order. The console table uses the same order. */
 void mb__report_sort_rows(const mb_bench_report *report, int *order);
 
+/* Kinds of machine (cpu_model and cores) the results ran on: a run spread
+ * over machines may mix them, and their latencies do not compare.
+ * kind_out (n_results entries, may be NULL): each result's kind from 0 in
+ * order of first appearance, -1 for a result that never ran anywhere
+ * (no machine recorded). Returns the number of kinds. */
+int mb__report_machine_kinds(const mb_bench_report *report, int *kind_out);
+
 /* Percentile p (0..100) of the samples, interpolating linearly between the
  * closest ranks (as src/bench/stats.c does). Non-finite samples are
  * ignored. False when no finite sample is left or memory runs out. */

@@ -7,6 +7,7 @@
  * request order), then the warnings grouped per conversion. Failed rows
  * carry their one-line error instead of numbers. */
 #include "core/internal.h"
+#include "report/report_util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -311,6 +312,37 @@ static void print_warnings(const mb_bench_report *report, const int *order,
   }
 }
 
+/* A run spread over machines may mix kinds of machine: the rows above are
+ * then ranked across them, which says as much about the machines as about
+ * the conversions. Says so, and which conversion ran where. */
+static void print_machine_kinds(const mb_bench_report *report, FILE *out) {
+  int *kind = malloc(sizeof *kind * (size_t)report->n_results);
+  int kinds = kind ? mb__report_machine_kinds(report, kind) : 0;
+  if (kinds > 1) {
+    fprintf(out,
+            "\nnote: these results ran on %d kinds of machine; latencies of "
+            "different kinds do not compare:\n",
+            kinds);
+    for (int k = 0; k < kinds; k++) {
+      const mb_machine_info *m = NULL;
+      for (int i = 0; i < report->n_results; i++)
+        if (kind[i] == k) {
+          if (!m) {
+            m = &report->results[i].machine;
+            fprintf(out, "  %c: %s, %d cores:", 'A' + k % 26,
+                    m->cpu_model[0] ? m->cpu_model : "unknown CPU", m->cores);
+          }
+          fprintf(out, " %s%s%s%s", mb__report_name(&report->results[i]),
+                  report->results[i].machine.host[0] ? " (" : "",
+                  report->results[i].machine.host,
+                  report->results[i].machine.host[0] ? ")" : "");
+        }
+      fputc('\n', out);
+    }
+  }
+  free(kind);
+}
+
 void mb_bench_report_print_table(const mb_bench_report *report, void *out_,
                                  int use_color) {
   FILE *out = out_;
@@ -349,5 +381,6 @@ void mb_bench_report_print_table(const mb_bench_report *report, void *out_,
   if (fastest >= 0)
     fprintf(out, "* fastest\n");
   print_warnings(report, order, color, out);
+  print_machine_kinds(report, out);
   free(order);
 }
