@@ -4,6 +4,7 @@
  * by hand, so no runtime or child process is involved; the JSON is read
  * back with the strict parser of src/core/json_parse.h. */
 #include "core/json_parse.h"
+#include "db/report_load.h"
 #include "modelbench.h"
 #include "test.h"
 
@@ -671,6 +672,69 @@ TEST(table_no_results) {
   return 0;
 }
 
+/* A report read back from its JSON (what the executors merge) writes the
+ * same JSON again: every field the writer writes is read. */
+TEST(json_read_back) {
+  fixture f;
+  fixture_init(&f);
+  mb_error err = {0};
+  f.results[1].machine = f.report.machine;
+  snprintf(f.results[1].machine.host, sizeof f.results[1].machine.host,
+           "node7");
+  /* The reader finds the registry's rows by name, as the writer would. */
+  for (int i = 0; i < N_RESULTS; i++)
+    mb_conversion_find(f.results[i].conversion, &f.results[i].conversion_index,
+                       &err);
+  char dir[64], first[128], second[128];
+  ASSERT_EQ(make_tmpdir(dir, sizeof dir), 0);
+  snprintf(first, sizeof first, "%s/first.json", dir);
+  snprintf(second, sizeof second, "%s/second.json", dir);
+  ASSERT_OK(mb_bench_report_write_json(&f.report, first, &err), &err);
+  mb_bench_report **loaded = NULL;
+  int n = 0;
+  ASSERT_OK(mb__reports_load_json(first, &loaded, &n, &err), &err);
+  ASSERT_EQ(n, 1);
+  ASSERT_OK(mb_bench_report_write_json(loaded[0], second, &err), &err);
+  int host_kept = strcmp(loaded[0]->results[1].machine.host, "node7") == 0;
+  mb__reports_free(loaded, n);
+  void *a = NULL, *b = NULL;
+  size_t na = 0, nb = 0;
+  ASSERT_OK(mb__read_file(first, &a, &na, &err), &err);
+  ASSERT_OK(mb__read_file(second, &b, &nb, &err), &err);
+  int same = na == nb && memcmp(a, b, na) == 0;
+  if (!same)
+    fprintf(stderr, "  %s and %s differ\n", first, second);
+  else
+    remove_tmpdir(dir);
+  free(a);
+  free(b);
+  ASSERT(same);
+  ASSERT(host_kept);
+  return 0;
+}
+
+/* A file that is not a report is an error naming it, not a crash. */
+TEST(json_read_back_bad_file) {
+  char dir[64], path[128];
+  mb_error err = {0};
+  ASSERT_EQ(make_tmpdir(dir, sizeof dir), 0);
+  snprintf(path, sizeof path, "%s/bad.json", dir);
+  FILE *f = fopen(path, "w");
+  ASSERT(f);
+  fputs("{\"results\": [{\"conversion\": 3}]}", f);
+  fclose(f);
+  mb_bench_report **loaded = NULL;
+  int n = 0;
+  mb_status status = mb__reports_load_json(path, &loaded, &n, &err);
+  int named = strstr(err.message, "bad.json") != NULL;
+  if (!named)
+    fprintf(stderr, "  message: %s\n", err.message);
+  remove_tmpdir(dir);
+  ASSERT(status != MB_STATUS_OK);
+  ASSERT(named);
+  return 0;
+}
+
 /* Results from machines of different kinds (a run spread over a cluster)
  * are ranked with a note naming the kinds and where each ran, and the
  * recommendation carries a caution; one kind says nothing. */
@@ -715,4 +779,5 @@ TEST_MAIN(TEST_ENTRY(json_every_status), TEST_ENTRY(json_accuracy_nan_output),
           TEST_ENTRY(json_empty_report), TEST_ENTRY(table_order_and_marks),
           TEST_ENTRY(table_color_only_when_asked),
           TEST_ENTRY(table_long_error_clipped), TEST_ENTRY(table_no_results),
-          TEST_ENTRY(table_mixed_machines))
+          TEST_ENTRY(table_mixed_machines), TEST_ENTRY(json_read_back),
+          TEST_ENTRY(json_read_back_bad_file))

@@ -50,6 +50,18 @@ mb_status mb__result_add_stat_warnings(mb_bench_result *result,
  * leaves those pointers NULL and counts 0. */
 void mb__result_clear(mb_bench_result *result);
 
+/* ---- reports (engine.c) ---- */
+
+/* An empty report that mb_bench_report_free releases, for code that fills
+ * one from elsewhere (a JSON report read back, the merge of a run spread
+ * over machines). Its strings and arrays go into *arena_out (freed with
+ * the report); `results` must be malloc'd, and each result's own arrays
+ * (warnings, accuracy, samples, backtrace, segments) too, as the engine's
+ * are. NULL on OOM. */
+mb_bench_report *mb__bench_report_create(mb_arena **arena_out);
+/* The arena of a report made by the engine or mb__bench_report_create. */
+mb_arena *mb__bench_report_arena(mb_bench_report *report);
+
 /* ---- machine (machine.c) ---- */
 
 /* Fills info from /proc, sysconf, uname and sysfs; unknown fields stay "",

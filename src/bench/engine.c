@@ -956,6 +956,28 @@ static void engine_cleanup(engine *e) {
   mb__model_files_close(&e->files);
 }
 
+mb_bench_report *mb__bench_report_create(mb_arena **arena_out) {
+  mb_bench_report *report = calloc(1, sizeof *report);
+  mb_arena *arena = report ? mb__arena_create() : NULL;
+  report_storage *storage =
+      arena ? mb__arena_alloc(arena, sizeof *storage) : NULL;
+  if (!storage) {
+    mb__arena_free(arena);
+    free(report);
+    return NULL;
+  }
+  memset(storage, 0, sizeof *storage);
+  storage->arena = arena;
+  report->storage_ = storage;
+  report->baseline_result = -1;
+  *arena_out = arena;
+  return report;
+}
+
+mb_arena *mb__bench_report_arena(mb_bench_report *report) {
+  return ((report_storage *)report->storage_)->arena;
+}
+
 mb_status mb_benchmark_model(const char *model_path,
                              const mb_bench_config *config,
                              mb_bench_report **report_out, mb_error *err) {
@@ -967,18 +989,11 @@ mb_status mb_benchmark_model(const char *model_path,
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                      "mb_benchmark_model: model_path, config and report_out "
                      "are required");
-  mb_bench_report *report = calloc(1, sizeof *report);
-  mb_arena *arena = report ? mb__arena_create() : NULL;
-  report_storage *storage =
-      arena ? mb__arena_alloc(arena, sizeof *storage) : NULL;
-  if (!storage) {
-    mb__arena_free(arena);
-    free(report);
+  mb_arena *arena;
+  mb_bench_report *report = mb__bench_report_create(&arena);
+  if (!report)
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
                      "cannot allocate the report");
-  }
-  storage->arena = arena;
-  report->storage_ = storage;
   e.report = report;
   snprintf(report->tool_version, sizeof report->tool_version, "%s",
            MB_VERSION_STRING);
