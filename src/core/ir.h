@@ -148,6 +148,11 @@ struct mb_model {
   char sha256_hex[65];
   const char *path;     /* arena, may be NULL (loaded from memory) */
   const char *base_dir; /* arena, where external data is resolved */
+  /* The external data files it was read from, relative to base_dir, in
+   * the order first referenced (arena); what must travel with the model
+   * to another machine. */
+  int n_external_files;
+  const char **external_files;
 };
 
 /* ---- construction (used by the reader, the model generator and passes) */

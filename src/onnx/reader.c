@@ -795,6 +795,20 @@ static mb_status load_bytes(const void *bytes, size_t size,
     mb__error_prefix(&local, status, "%s", label);
     goto done;
   }
+  if (r.ext.n_files > 0 &&
+      !(r.model->external_files = mb__arena_alloc(
+            r.model->arena, sizeof(char *) * (size_t)r.ext.n_files))) {
+    status =
+        mb__error(&local, MB_STATUS_OUT_OF_MEMORY, "%s: out of memory", label);
+    goto done;
+  }
+  for (int i = 0; i < r.ext.n_files; i++)
+    if (!(r.model->external_files[r.model->n_external_files++] =
+              mb__arena_strdup(r.model->arena, r.ext.files[i].location))) {
+      status = mb__error(&local, MB_STATUS_OUT_OF_MEMORY, "%s: out of memory",
+                         label);
+      goto done;
+    }
   mb__sha256_final(&sha, digest);
   mb__sha256_hex(digest, r.model->sha256_hex);
   *model_out = r.model;
