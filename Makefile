@@ -29,6 +29,7 @@ run: build
 
 test: export MB_WITH_TORCH = 1
 test: export MB_WITH_BROWSER = 1
+test: export MB_WITH_SLURM = 1
 test: export MB_REQUIRE_ORT = 1
 test: deps
 	@$(MAKE) --no-print-directory build

@@ -8,6 +8,10 @@
 #   MB_WITH_BROWSER=1 also install chromium (the HTML report's browser test;
 #                    `make test` sets it).
 #   MB_WITH_FUZZ=1   also install clang (libFuzzer).
+#   MB_WITH_SLURM=1  also install Slurm (slurm-wlm: slurmctld, slurmd, the
+#                    client tools), munge and OpenSSH's server and client:
+#                    scripts/local-slurm.sh and the executors' tests
+#                    (`bench --executor slurm|ssh`; `make test` sets it).
 #   MB_WITH_ORT=0    skip ONNX Runtime (default: fetch it with
 #                    scripts/fetch-onnxruntime.sh, installing npm if needed).
 set -euo pipefail
@@ -30,6 +34,10 @@ if [ "${MB_WITH_TORCH:-0}" = 1 ]; then
 fi
 if [ "${MB_WITH_BROWSER:-0}" = 1 ]; then
   packages+=(chromium)                    # the HTML report's browser test
+fi
+if [ "${MB_WITH_SLURM:-0}" = 1 ]; then
+  packages+=(slurm-wlm slurmctld slurmd slurm-client munge
+             openssh-server openssh-client)
 fi
 if [ "${MB_WITH_FUZZ:-0}" = 1 ]; then
   packages+=(clang libclang-rt-dev)

@@ -9,6 +9,7 @@
  * unavailable conversion of the default set is not a failure: the default
  * set is what we try, not what the user demanded. */
 #include "cli/cli_common.h"
+#include "cli/exec_cli.h"
 #include "conversions/conversion.h"
 #include "db/results_db.h"
 
@@ -178,7 +179,11 @@ enum {
   OPT_MAX_ERROR,
   OPT_REFERENCE,
   OPT_LABELS,
+  OPT_EXEC,
+  OPT_EXEC_LAST = OPT_EXEC + MB_CLI_EXEC_COUNT - 1,
 };
+
+#define MB_CLI_EXEC_BASE_ OPT_EXEC
 
 static const struct option options[] = {
     {"conversions", required_argument, NULL, 'c'},
@@ -224,7 +229,7 @@ static const struct option options[] = {
     {"max-error", required_argument, NULL, OPT_MAX_ERROR},
     {"reference", required_argument, NULL, OPT_REFERENCE},
     {"labels", required_argument, NULL, OPT_LABELS},
-    {"help", no_argument, NULL, 'h'},
+    MB_CLI_EXEC_OPTIONS{"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 
@@ -276,6 +281,7 @@ typedef struct bench_cli {
   /* The live progress line. */
   bool progress_tty;
   bool color;
+  mb_cli_exec exec; /* --executor and the options its tasks get */
 } bench_cli;
 
 /* ---- option values ---- */
@@ -504,6 +510,8 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     return MB_EXIT_OK;
   }
   default:
+    if (c >= OPT_EXEC && c <= OPT_EXEC_LAST)
+      return mb__cli_exec_option(&b->exec, cmd, c - OPT_EXEC, arg);
     if (c >= OPT_CALIBRATION && c <= OPT_CALIBRATION_LAST)
       return mb__cli_calibration_option(cmd, c - OPT_CALIBRATION, arg, cfg);
     return MB_EXIT_USAGE;
@@ -659,6 +667,43 @@ static int file_baseline(const mb_bench_config *cfg) {
   return -1;
 }
 
+/* How the tasks of a run on other machines (--executor) get an option:
+ * as given, except the submitter's own (report files, records, logs) and
+ * local paths, made absolute (and copied to SSH hosts). */
+static int keep_for_tasks(bench_cli *b, int c, const char *arg) {
+  static const struct {
+    int option;
+    mb_cli_exec_arg_kind kind;
+  } kinds[] = {
+      {OPT_JSON, MB_CLI_EXEC_ARG_DROP},
+      {OPT_CSV, MB_CLI_EXEC_ARG_DROP},
+      {OPT_MARKDOWN, MB_CLI_EXEC_ARG_DROP},
+      {OPT_HTML, MB_CLI_EXEC_ARG_DROP},
+      {OPT_LABEL, MB_CLI_EXEC_ARG_DROP},
+      {OPT_CACHE_DIR, MB_CLI_EXEC_ARG_DROP},
+      {OPT_NO_RECORD, MB_CLI_EXEC_ARG_DROP},
+      {OPT_LOG_DIR, MB_CLI_EXEC_ARG_DROP},
+      {OPT_PREDICTED_MS, MB_CLI_EXEC_ARG_DROP},
+      {OPT_RECURSIVE, MB_CLI_EXEC_ARG_DROP},
+      {OPT_TRACEBACK, MB_CLI_EXEC_ARG_DROP},
+      {OPT_CONFIG, MB_CLI_EXEC_ARG_PATH},
+      {OPT_INPUTS, MB_CLI_EXEC_ARG_PATH},
+      {OPT_LABELS, MB_CLI_EXEC_ARG_PATH},
+      {OPT_CALIBRATION + MB_CLI_CALIB_INPUTS, MB_CLI_EXEC_ARG_PATH},
+  };
+  if (c >= OPT_EXEC && c <= OPT_EXEC_LAST)
+    return MB_EXIT_OK;
+  mb_cli_exec_arg_kind kind = MB_CLI_EXEC_ARG_KEEP;
+  for (size_t i = 0; i < MB_ARRAY_COUNT(kinds); i++)
+    if (kinds[i].option == c)
+      kind = kinds[i].kind;
+  for (const struct option *o = options; o->name; o++)
+    if (o->val == c)
+      return mb__cli_exec_keep(&b->exec, o->name,
+                               o->has_arg == no_argument ? NULL : arg, kind);
+  return MB_EXIT_OK;
+}
+
 static int parse_args(bench_cli *b, int argc, char **argv) {
   int c, rc;
   /* Pass 1: only --config and --help, so the file is read before the
@@ -668,6 +713,8 @@ static int parse_args(bench_cli *b, int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":hc:", options, NULL)) != -1) {
     if (c == 'h') {
       fputs(bench_help, stdout);
+      fputs("\n", stdout);
+      fputs(mb__cli_exec_help, stdout);
       return -1;
     }
     if (c == OPT_CONFIG)
@@ -691,9 +738,17 @@ static int parse_args(bench_cli *b, int argc, char **argv) {
       continue;
     if (c == '?' || c == ':')
       return mb__cli_bad_option(cmd, c, argv);
-    if ((rc = apply_option(b, c, optarg)) != MB_EXIT_OK)
+    /* Options are recorded before apply_option, which may cut a
+     * --timeout NAME=S at its '='. */
+    if ((rc = keep_for_tasks(b, c, optarg)) != MB_EXIT_OK ||
+        (rc = apply_option(b, c, optarg)) != MB_EXIT_OK)
       return rc;
   }
+  if (b->config_path &&
+      (rc = keep_for_tasks(b, OPT_CONFIG, b->config_path)) != MB_EXIT_OK)
+    return rc;
+  if ((rc = mb__cli_exec_check(&b->exec, cmd)) != MB_EXIT_OK)
+    return rc;
   if (optind >= argc)
     return mb__cli_usage_error(cmd, "missing MODEL");
   if ((rc = mb__cli_expand_models(cmd, argv + optind, argc - optind,
@@ -862,80 +917,23 @@ static void on_result(void *user, const mb_bench_result *result) {
 
 /* ---- after the run ---- */
 
-/* Prints the last `lines` lines of a log file to stderr. */
-static void print_log_tail(const char *conversion, const char *path,
-                           int lines) {
-  void *data = NULL;
-  size_t size = 0;
-  if (!path || !path[0] || mb__read_file(path, &data, &size, NULL))
-    return;
-  const char *text = data, *start = text + size;
-  int seen = 0;
-  if (start > text && start[-1] == '\n')
-    start--;
-  while (start > text && !(start[-1] == '\n' && ++seen == lines))
-    start--;
-  if (size > 0) {
-    fprintf(stderr, "--- %s: log %s (last %d lines) ---\n", conversion, path,
-            lines);
-    fwrite(start, 1, (size_t)(text + size - start), stderr);
-    if (text[size - 1] != '\n')
-      fputc('\n', stderr);
-  }
-  free(data);
-}
-
-static bool is_failure(const bench_cli *b, const mb_bench_result *r) {
-  if (r->status == MB_BENCH_OK)
-    return false;
-  if (r->status == MB_BENCH_UNAVAILABLE)
-    return b->explicit_conversions;
-  return true;
-}
-
-static void print_details(const bench_cli *b, const mb_bench_report *report) {
-  bool debug = b->config.log_level >= MB_LOG_DEBUG;
-  for (int i = 0; i < report->n_results; i++) {
-    const mb_bench_result *r = &report->results[i];
-    bool failed = r->status != MB_BENCH_OK &&
-                  r->status != MB_BENCH_UNAVAILABLE &&
-                  r->status != MB_BENCH_SKIPPED;
-    if (b->traceback && r->status == MB_BENCH_CRASHED && r->backtrace)
-      fprintf(stderr, "--- %s: %s ---\n%s%s", r->conversion, r->error,
-              r->backtrace,
-              r->backtrace[0] && r->backtrace[strlen(r->backtrace) - 1] != '\n'
-                  ? "\n"
-                  : "");
-    if (debug || (b->traceback && failed))
-      print_log_tail(r->conversion, r->log_path, debug ? 200 : 20);
-  }
-}
-
-/* The report files (--json, --csv, --markdown, --html) over the models
- * done so far. Returns an exit code. */
-static int write_reports(bench_cli *b) {
-  static const struct {
-    size_t path_offset;
-    mb_status (*write)(const mb_bench_report *const *, int, const char *,
-                       mb_error *);
-  } writers[] = {
-      {offsetof(bench_cli, json_path), mb_bench_reports_write_json},
-      {offsetof(bench_cli, csv_path), mb_bench_reports_write_csv},
-      {offsetof(bench_cli, markdown_path), mb_bench_reports_write_markdown},
-      {offsetof(bench_cli, html_path), mb_bench_reports_write_html},
+/* The settings report_output.c needs, from the command line. */
+static mb_cli_report_output report_output(const bench_cli *b) {
+  mb_cli_report_output o = {
+      .json_path = b->json_path,
+      .csv_path = b->csv_path,
+      .markdown_path = b->markdown_path,
+      .html_path = b->html_path,
+      .cache_dir = b->cache_dir,
+      .no_record = b->no_record,
+      .labels = b->labels,
+      .n_labels = b->n_labels,
+      .predicted_ms = b->predicted_ms,
+      .traceback = b->traceback,
+      .log_level = b->config.log_level,
+      .explicit_conversions = b->explicit_conversions,
   };
-  int rc = MB_EXIT_OK;
-  mb_error err;
-  if (b->n_reports == 0)
-    return rc;
-  for (size_t i = 0; i < MB_ARRAY_COUNT(writers); i++) {
-    const char *path =
-        *(const char *const *)((const char *)b + writers[i].path_offset);
-    if (path && writers[i].write((const mb_bench_report *const *)b->reports,
-                                 b->n_reports, path, &err) != MB_STATUS_OK)
-      rc = mb__cli_fail(NULL, &err);
-  }
-  return rc;
+  return o;
 }
 
 /* Benchmarks b->model_path; on success appends its report to b->reports.
@@ -976,31 +974,47 @@ static int run_model(bench_cli *b, bool color_allowed) {
   }
   b->reports = grown;
   b->reports[b->n_reports++] = report;
-  mb_bench_report_print_table(report, stdout,
-                              isatty(STDOUT_FILENO) && color_allowed);
-  fflush(stdout);
+  mb_cli_report_output output = report_output(b);
+  return mb__cli_report_show(&output, report, color_allowed);
+}
+
+/* --executor: every model's run list, then the run goes to the
+ * executor (bench_exec.c). */
+static int run_elsewhere(bench_cli *b) {
   int rc = MB_EXIT_OK;
-  mb_recommend_options ropts = {b->predicted_ms};
-  mb_recommendations rec;
-  mb_bench_recommend(report, &ropts, &rec);
-  if (rec.summary[0])
-    printf("\n%s\n", rec.summary);
-  fflush(stdout);
-  if (!b->no_record) {
-    int64_t run_id = 0;
-    char db_path[PATH_MAX];
-    if (mb__db_record_report(b->cache_dir, report, b->labels, b->n_labels,
-                             &run_id, db_path, sizeof db_path,
-                             &err) == MB_STATUS_OK)
-      mb__log(MB_LOG_INFO, "recorded as run %lld in %s", (long long)run_id,
-              db_path);
-    else
-      mb__cli_error(NULL, "warning: run not recorded: %s", err.message);
+  mb_cli_exec_model *models = calloc((size_t)b->n_models, sizeof *models);
+  if (!models) {
+    mb__cli_error(NULL, "out of memory");
+    return MB_EXIT_FAILURE;
   }
-  print_details(b, report);
-  for (int i = 0; i < report->n_results; i++)
-    if (is_failure(b, &report->results[i]))
+  for (int m = 0; m < b->n_models && rc == MB_EXIT_OK; m++) {
+    mb_error err;
+    unsigned formats = ~0u;
+    b->model_path = b->models[m];
+    if (!b->explicit_conversions &&
+        mb_model_file_formats(b->model_path, &formats, &err) != MB_STATUS_OK) {
+      rc = mb__cli_fail(b->model_path, &err);
+      break;
+    }
+    if ((rc = plan_model(b, formats)) != MB_EXIT_OK)
+      break;
+    int n = b->config.n_conversions;
+    int *list = malloc(sizeof *list * (size_t)(n > 0 ? n : 1));
+    if (!list) {
+      mb__cli_error(NULL, "out of memory");
       rc = MB_EXIT_FAILURE;
+      break;
+    }
+    memcpy(list, b->config.conversions, sizeof *list * (size_t)n);
+    models[m] = (mb_cli_exec_model){b->model_path, n, list, b->config.baseline};
+  }
+  if (rc == MB_EXIT_OK) {
+    mb_cli_report_output output = report_output(b);
+    rc = mb__cli_exec_bench(&b->exec, &output, models, b->n_models);
+  }
+  for (int m = 0; m < b->n_models; m++)
+    free((void *)models[m].conversions);
+  free(models);
   return rc;
 }
 
@@ -1013,6 +1027,8 @@ static int run(bench_cli *b) {
   b->config.on_result = on_result;
   b->config.user = b;
   mb__log_set_level((mb_log_level)b->config.log_level);
+  if (b->exec.executor)
+    return run_elsewhere(b);
 
   /* One model: exit codes as before. Several: each model's failure is
    * reported and the others still run; the worst exit code wins. */
@@ -1028,7 +1044,8 @@ static int run(bench_cli *b) {
       return model_rc;
     if (model_rc != MB_EXIT_OK)
       rc = MB_MAX(rc, MB_EXIT_FAILURE);
-    if (write_reports(b) != MB_EXIT_OK)
+    mb_cli_report_output output = report_output(b);
+    if (mb__cli_reports_write(&output, b->reports, b->n_reports) != MB_EXIT_OK)
       rc = MB_MAX(rc, MB_EXIT_FAILURE);
   }
   if (b->n_models > 1)
@@ -1053,6 +1070,7 @@ static void bench_free(bench_cli *b) {
   free(b->merged_ranges);
   free(b->ranges);
   mb__cli_shapes_free(&b->shapes);
+  mb__cli_exec_free(&b->exec);
   free(b->config_storage);
 }
 

@@ -31,6 +31,7 @@ int mb__cli_history(int argc, char **argv);
 int mb__cli_compare(int argc, char **argv);
 int mb__cli_cache(int argc, char **argv);
 int mb__cli_convert(int argc, char **argv);
+int mb__cli_jobs(int argc, char **argv);
 
 /* Parses "[NAME=]LO:HI" (flag names the option in errors) and appends it to
  * *ranges (malloc, grown). arg is modified. Returns an MB_EXIT_ code. */
@@ -132,6 +133,30 @@ bool mb__cli_file_exists(const char *path);
  * when a folder holds no model or a filter matches none). */
 int mb__cli_expand_models(const char *cmd, char *const *specs, int n_specs,
                           bool recursive, char ***paths_out, int *n_out);
+
+/* What `bench` does with a finished report (report_output.c): a local run
+ * and a run merged from other machines (--executor, `jobs collect`) share
+ * it. Every pointer is borrowed. */
+typedef struct mb_cli_report_output {
+  const char *json_path, *csv_path, *markdown_path, *html_path; /* or NULL */
+  const char *cache_dir; /* --cache-dir or NULL */
+  bool no_record;
+  const char *const *labels; /* "key=value" stored with each run */
+  int n_labels;
+  double predicted_ms;
+  bool traceback;
+  int log_level;
+  bool explicit_conversions; /* an unavailable conversion is a failure */
+} mb_cli_report_output;
+/* Prints the table and recommendation, stores the run in the results
+ * database (unless no_record) and the details --traceback asks for.
+ * Returns MB_EXIT_FAILURE when a conversion failed, else MB_EXIT_OK. */
+int mb__cli_report_show(const mb_cli_report_output *output,
+                        const mb_bench_report *report, bool color);
+/* Writes the report files of `output` over n reports. Returns an exit
+ * code. */
+int mb__cli_reports_write(const mb_cli_report_output *output,
+                          mb_bench_report *const *reports, int n);
 
 /* Monotonic clock in seconds. */
 double mb__cli_now(void);

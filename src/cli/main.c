@@ -27,6 +27,8 @@ static const mb_cli_command commands[] = {
      mb__cli_cache},
     {"convert", "write the model a conversion produces (FP16, INT8, ...)",
      mb__cli_convert},
+    {"jobs", "follow and collect bench runs on Slurm or other machines",
+     mb__cli_jobs},
 };
 
 static void usage(FILE *out) {

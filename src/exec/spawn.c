@@ -1,0 +1,170 @@
+/* Running the tools executors drive (sbatch, squeue, ssh, scp): fork and
+ * exec with the output captured, a time limit, and messages that show the
+ * command as a shell would take it. */
+#include "exec/exec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+bool mb__exec_shell_quote(char **buf, size_t *len, size_t *cap, const char *s) {
+  size_t need = *len + 4 * strlen(s) + 3;
+  if (need + 1 > *cap) {
+    size_t grown = MB_MAX(need + 1, *cap * 2);
+    char *p = realloc(*buf, grown);
+    if (!p)
+      return false;
+    *buf = p;
+    *cap = grown;
+  }
+  char *o = *buf + *len;
+  *o++ = '\'';
+  for (; *s; s++) {
+    if (*s == '\'') {
+      memcpy(o, "'\\''", 4); /* close, escaped quote, reopen */
+      o += 4;
+    } else {
+      *o++ = *s;
+    }
+  }
+  *o++ = '\'';
+  *o = '\0';
+  *len = (size_t)(o - *buf);
+  return true;
+}
+
+const char *mb__exec_argv_string(char *const *argv) {
+  static char text[2048];
+  size_t used = 0;
+  text[0] = '\0';
+  for (int i = 0; argv[i] && used + 1 < sizeof text; i++) {
+    bool plain =
+        argv[i][0] != '\0' &&
+        strspn(argv[i], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ"
+                        "RSTUVWXYZ0123456789-_=./:,@%+") == strlen(argv[i]);
+    int w = snprintf(text + used, sizeof text - used, plain ? "%s%s" : "%s'%s'",
+                     i ? " " : "", argv[i]);
+    if (w < 0)
+      break;
+    used = MB_MIN(used + (size_t)w, sizeof text - 1);
+  }
+  return text;
+}
+
+mb_status mb__exec_capture(char *const *argv, double timeout_s, int *exit_out,
+                           char **out_text, mb_error *err) {
+  int fds[2], errpipe[2];
+  char *text = NULL;
+  size_t len = 0, cap = 0;
+  *exit_out = -1;
+  if (out_text)
+    *out_text = NULL;
+  if (pipe(fds) != 0)
+    return mb__error(err, MB_STATUS_IO, "%s: pipe: %s", argv[0],
+                     strerror(errno));
+  /* A second pipe, closed on exec, tells a failed exec from a command
+   * that ran and failed. */
+  if (pipe(errpipe) != 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return mb__error(err, MB_STATUS_IO, "%s: pipe: %s", argv[0],
+                     strerror(errno));
+  }
+  fcntl(errpipe[1], F_SETFD, FD_CLOEXEC);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    close(errpipe[0]);
+    close(errpipe[1]);
+    return mb__error(err, MB_STATUS_IO, "%s: fork: %s", argv[0],
+                     strerror(errno));
+  }
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDONLY);
+    if (null >= 0)
+      dup2(null, STDIN_FILENO);
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    close(errpipe[0]);
+    setpgid(0, 0); /* a timeout kills the command and its children */
+    execvp(argv[0], argv);
+    int e = errno;
+    if (write(errpipe[1], &e, sizeof e) < 0)
+      _exit(127);
+    _exit(127);
+  }
+  close(fds[1]);
+  close(errpipe[1]);
+  int exec_errno = 0;
+  ssize_t got = read(errpipe[0], &exec_errno, sizeof exec_errno);
+  close(errpipe[0]);
+  if (got == (ssize_t)sizeof exec_errno) {
+    close(fds[0]);
+    waitpid(pid, NULL, 0);
+    return mb__error(err, MB_STATUS_NOT_FOUND, "cannot run %s: %s", argv[0],
+                     strerror(exec_errno));
+  }
+  double deadline = timeout_s > 0 ? now_s() + timeout_s : 0;
+  bool timed_out = false;
+  for (;;) {
+    struct pollfd p = {fds[0], POLLIN, 0};
+    int wait_ms = -1;
+    if (deadline > 0) {
+      double left = deadline - now_s();
+      if (left <= 0) {
+        timed_out = true;
+        break;
+      }
+      wait_ms = (int)(left * 1000) + 1;
+    }
+    int r = poll(&p, 1, wait_ms);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      continue; /* the deadline is checked above */
+    if (cap - len < 4096) {
+      char *grown = realloc(text, cap + 65536);
+      if (!grown)
+        break;
+      text = grown;
+      cap += 65536;
+    }
+    ssize_t n = read(fds[0], text + len, cap - len - 1);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    len += (size_t)n;
+  }
+  close(fds[0]);
+  if (timed_out)
+    kill(-pid, SIGKILL);
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+    ;
+  if (text)
+    text[len] = '\0';
+  if (!timed_out && WIFEXITED(wstatus))
+    *exit_out = WEXITSTATUS(wstatus);
+  if (out_text)
+    *out_text = text;
+  else
+    free(text);
+  if (timed_out)
+    return mb__error(err, MB_STATUS_UNAVAILABLE, "%s: no answer within %.0f s",
+                     mb__exec_argv_string(argv), timeout_s);
+  return MB_STATUS_OK;
+}

@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# `bench --executor slurm` against a real Slurm: the test starts its own
+# one-node cluster (scripts/local-slurm.sh: munged, slurmctld, slurmd with
+# a generated slurm.conf in a temporary folder, free ports) and stops it on
+# every exit path. Checks: a 3-model bench through Slurm gives the same
+# statuses and result keys as the same bench run locally; --split
+# conversions merges one model's tasks into one report; a task killed with
+# scancel is reported with Slurm's state, and rerun with --retries 1;
+# --no-wait then `jobs status` and `jobs collect`; a Slurm that is not
+# running gives a clear error naming what was tried.
+#
+# Needs Debian's slurm-wlm and munge. Without them the test is skipped,
+# unless MB_WITH_SLURM=1 (set by `make test`, which installs them).
+set -uo pipefail
+
+: "${MB_CLI:?MB_CLI must name the modelbench binary}"
+: "${MB_TEST_MODELS:?MB_TEST_MODELS must name the models folder}"
+: "${MB_SOURCE_DIR:?MB_SOURCE_DIR must name the source tree}"
+
+cli=$MB_CLI
+python=/usr/bin/python3
+models=$MB_TEST_MODELS
+script=$MB_SOURCE_DIR/scripts/local-slurm.sh
+
+for tool in munged slurmctld slurmd sbatch squeue scancel; do
+  if ! command -v $tool >/dev/null 2>&1; then
+    if [ "${MB_WITH_SLURM:-0}" = 1 ]; then
+      echo "FAIL: $tool not found but MB_WITH_SLURM=1: install slurm-wlm and" \
+        "munge (MB_WITH_SLURM=1 scripts/install-deps.sh)" >&2
+      exit 1
+    fi
+    echo "SKIP: $tool not found (apt install slurm-wlm munge, or run" \
+      "'make test', which installs them)"
+    exit 0
+  fi
+done
+
+tmp=$(mktemp -d)
+export MB_SLURM_DIR=$tmp/slurm
+cleanup() {
+  "$script" stop || echo "FAIL: scripts/local-slurm.sh stop failed" >&2
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+# shellcheck source=tests/shell_lib.sh
+. "$MB_SOURCE_DIR/tests/shell_lib.sh"
+
+if ! started=$("$script" start 2>"$tmp/start.err"); then
+  # Where the daemons cannot run at all (a sandbox without sockets or
+  # setuid) the test says why and skips, unless `make test` asked for it.
+  if [ "${MB_WITH_SLURM:-0}" = 1 ]; then
+    echo "FAIL: scripts/local-slurm.sh start" >&2
+    cat "$tmp/start.err" >&2
+    exit 1
+  fi
+  echo "SKIP: the local Slurm cluster did not start:"
+  tail -n 20 "$tmp/start.err"
+  exit 0
+fi
+eval "$started"
+: "${SLURM_CONF:?local-slurm.sh start did not export SLURM_CONF}"
+# The run folders and build cache live where every "node" sees them.
+export MODELBENCH_CACHE_DIR=$tmp/cache
+quick=(--tier 1 --warmup 1 --warmup-time 0 --min-iterations 3 --min-time 0)
+three=("$models/mlp.onnx" "$models/small_cnn.onnx" "$models/resnet_blocks.onnx")
+
+# Waits (at most $2 seconds) until `squeue` shows task $1 (JOB_N) running.
+wait_running() {
+  local i
+  for ((i = 0; i < $2 * 5; i++)); do
+    [ "$(squeue -h -r -j "${1%_*}" -t all -o '%i %T' | awk -v t="$1" '$1 == t {print $2}')" = RUNNING ] && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+# The job id of the latest run's first Slurm job (from run.json).
+latest_job() {
+  "$python" - "$MODELBENCH_CACHE_DIR/runs" <<'EOF'
+import json, os, sys
+runs = sorted(os.listdir(sys.argv[1]))
+print(json.load(open(os.path.join(sys.argv[1], runs[-1], "run.json")))["jobs"][0])
+EOF
+}
+
+# ---- 1. three models locally and through Slurm: same statuses and keys ----
+run 0 bench "${three[@]}" "${quick[@]}" --no-record --json "$tmp/local.json"
+run 0 bench "${three[@]}" "${quick[@]}" --executor slurm \
+  --json "$tmp/slurm.json" --csv "$tmp/slurm.csv" --html "$tmp/slurm.html" \
+  --label nightly=1
+expect_in "$tmp/err" "3 tasks on slurm" "bench --executor slurm"
+expect_in "$tmp/out" "3 models benchmarked, 0 failed" "bench --executor slurm"
+py "local and Slurm reports agree" '
+import json, sys
+local = json.load(open(sys.argv[1]))["reports"]
+slurm = json.load(open(sys.argv[2]))["reports"]
+assert [r["model"]["path"] for r in local] == [r["model"]["path"] for r in slurm], "models differ"
+for a, b in zip(local, slurm):
+    sa = [(r["conversion"], r["status"]) for r in a["results"]]
+    sb = [(r["conversion"], r["status"]) for r in b["results"]]
+    assert sa == sb, (sa, sb)
+    assert all(s == "ok" for _, s in sb), sb
+    for ra, rb in zip(a["results"], b["results"]):
+        assert set(ra) == set(rb), set(ra) ^ set(rb)
+        assert rb["machine"]["host"], rb["machine"]
+        assert len(rb["samples_ms"]) >= 3
+    assert a["model"]["sha256"] == b["model"]["sha256"]
+' "$tmp/local.json" "$tmp/slurm.json"
+expect_in "$tmp/slurm.csv" "ORT_CPU" "the merged CSV"
+expect_in "$tmp/slurm.html" "resnet_blocks" "the merged HTML"
+run 0 history --label executor=slurm
+py "three runs recorded with the executor's labels" '
+import sys
+rows = [l for l in open(sys.argv[1]) if "nightly=1" in l and "executor=slurm" in l]
+assert len(rows) == 3, open(sys.argv[1]).read()
+' "$tmp/out"
+
+# ---- 2. --split conversions: one model, one task per conversion ----
+run 0 bench "$models/mlp.onnx" "${quick[@]}" --executor slurm \
+  --split conversions --json "$tmp/split.json" --no-record
+expect_in "$tmp/err" "2 tasks on slurm" "--split conversions"
+py "a split model comes back as one report in its planned order" '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [x["conversion"] for x in r["results"]] == ["REFERENCE", "ORT_CPU"], r["results"]
+assert all(x["status"] == "ok" for x in r["results"])
+assert r["baseline"] == "REFERENCE" and r["results"][0]["speedup_vs_baseline"] == 1
+' "$tmp/split.json"
+
+# ---- 3. scancel: reported with Slurm's state; rerun with --retries 1 ----
+slow=(--tier 1 --warmup 0 --warmup-time 0 --min-iterations 3 --min-time 4)
+"$cli" bench "$models/mlp.onnx" "$models/small_cnn.onnx" "${slow[@]}" \
+  --executor slurm --no-record --json "$tmp/cancel.json" \
+  >"$tmp/cancel.out" 2>"$tmp/cancel.err" &
+pid=$!
+sleep 1
+job=$(latest_job)
+checks=$((checks + 1))
+if wait_running "${job}_0" 30; then
+  scancel "${job}_0"
+else
+  fail "task ${job}_0 never ran"
+fi
+wait $pid
+rc=$?
+checks=$((checks + 1))
+[ $rc -eq 1 ] || fail "a cancelled task: exit $rc, expected 1"
+expect_in "$tmp/cancel.err" "CANCELLED" "scancel"
+py "the cancelled task is recorded with its state, the other kept" '
+import json, sys
+reports = json.load(open(sys.argv[1]))["reports"]
+cancelled = reports[0]["results"]
+assert all(r["status"] == "error" and "CANCELLED" in r["error"] for r in cancelled), cancelled
+assert all(r["status"] == "ok" for r in reports[1]["results"]), reports[1]["results"]
+' "$tmp/cancel.json"
+
+"$cli" bench "$models/mlp.onnx" "${slow[@]}" --executor slurm --retries 1 \
+  --no-record --json "$tmp/retry.json" >"$tmp/retry.out" 2>"$tmp/retry.err" &
+pid=$!
+sleep 1
+job=$(latest_job)
+if wait_running "${job}_0" 30; then
+  scancel "${job}_0"
+fi
+wait $pid
+rc=$?
+checks=$((checks + 1))
+[ $rc -eq 0 ] || { fail "a retried task: exit $rc, expected 0"; show "$tmp/retry.err"; }
+expect_in "$tmp/retry.err" "resubmitting (attempt 2 of 2)" "--retries 1"
+py "the rerun task ran to its end" '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert all(x["status"] == "ok" for x in r["results"]), r["results"]
+' "$tmp/retry.json"
+
+# ---- 4. --no-wait, then jobs status and jobs collect ----
+run 0 bench "$models/mlp.onnx" "${quick[@]}" --executor slurm --no-wait \
+  --json "$tmp/later.json"
+id=$(head -n 1 "$tmp/out")
+expect_in "$tmp/err" "modelbench jobs collect $id" "--no-wait"
+run 0 jobs status "$id"
+expect_in "$tmp/out" "run $id (slurm)" "jobs status"
+run 0 jobs collect "$id"
+expect_in "$tmp/out" "ORT_CPU" "jobs collect"
+py "jobs collect wrote the report bench was asked for" '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [x["status"] for x in r["results"]] == ["ok", "ok"], r["results"]
+' "$tmp/later.json"
+run 0 jobs collect "$MODELBENCH_CACHE_DIR/runs/$id"
+expect_in "$tmp/err" "collected before" "a second jobs collect"
+run 0 jobs status "$id"
+expect_in "$tmp/out" "(collected)" "jobs status after collect"
+run 1 jobs status nosuchrun
+expect_in "$tmp/err" "no run 'nosuchrun'" "jobs status of an unknown run"
+
+# ---- 5. usage errors and a Slurm that is not running ----
+usage_error "--no-wait needs --executor" bench "$models/mlp.onnx" --no-wait
+usage_error "expected slurm or ssh" bench "$models/mlp.onnx" --executor pbs
+usage_error "are Slurm's" bench "$models/mlp.onnx" --executor ssh:h --mem 1G
+sed "s/^SlurmctldPort=.*/SlurmctldPort=9/" "$SLURM_CONF" >"$tmp/down.conf"
+SLURM_CONF=$tmp/down.conf run 1 bench "$models/mlp.onnx" "${quick[@]}" \
+  --executor slurm
+expect_in "$tmp/err" "tried 'scontrol ping' with SLURM_CONF=$tmp/down.conf" \
+  "a Slurm that is not running"
+
+echo "$checks checks, $failures failures"
+[ "$failures" -eq 0 ]

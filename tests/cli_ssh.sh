@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# `bench --executor ssh:HOST,...` against real OpenSSH: the test starts two
+# sshd on 127.0.0.1 with their own host keys, user key, ports and config in
+# a temporary folder (ssh and scp read a config of the test's own through
+# --ssh-config; nothing under /etc/ssh or ~/.ssh is read or written) and
+# stops them on every exit path. Checks: a 2-model run spread over two
+# hosts; a host that cannot be reached, one without modelbench and one
+# with another version are clear errors; a host that drops mid-run fails
+# only its own model.
+#
+# Needs Debian's openssh-server and openssh-client. Without them the test
+# is skipped, unless MB_WITH_SLURM=1 (set by `make test`, which installs
+# them with Slurm's packages).
+set -uo pipefail
+
+: "${MB_CLI:?MB_CLI must name the modelbench binary}"
+: "${MB_TEST_MODELS:?MB_TEST_MODELS must name the models folder}"
+: "${MB_SOURCE_DIR:?MB_SOURCE_DIR must name the source tree}"
+
+cli=$MB_CLI
+python=/usr/bin/python3
+models=$MB_TEST_MODELS
+sshd=/usr/sbin/sshd
+
+for tool in $sshd ssh scp ssh-keygen; do
+  if ! command -v $tool >/dev/null 2>&1; then
+    if [ "${MB_WITH_SLURM:-0}" = 1 ]; then
+      echo "FAIL: $tool not found but MB_WITH_SLURM=1: install openssh-server" \
+        "and openssh-client (MB_WITH_SLURM=1 scripts/install-deps.sh)" >&2
+      exit 1
+    fi
+    echo "SKIP: $tool not found (apt install openssh-server openssh-client," \
+      "or run 'make test', which installs them)"
+    exit 0
+  fi
+done
+
+tmp=$(mktemp -d)
+chmod 755 "$tmp"
+cleanup() {
+  local f
+  for f in "$tmp"/sshd-*.pid; do
+    [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
+  done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+# shellcheck source=tests/shell_lib.sh
+. "$MB_SOURCE_DIR/tests/shell_lib.sh"
+export MODELBENCH_CACHE_DIR=$tmp/cache
+
+free_port() {
+  local p tries
+  for ((tries = 0; tries < 200; tries++)); do
+    p=$((20000 + RANDOM % 30000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# sshd refuses to start as root without its privilege separation folder,
+# which Debian's service creates at boot; a container may lack it.
+[ "$(id -u)" != 0 ] || [ -d /run/sshd ] || mkdir -p -m 0755 /run/sshd
+
+ssh-keygen -q -t ed25519 -N '' -f "$tmp/user_key" -C modelbench-test
+cp "$tmp/user_key.pub" "$tmp/authorized_keys"
+: >"$tmp/known_hosts"
+# start_sshd NAME: an sshd of its own on a free port; its port in $port.
+start_sshd() {
+  port=$(free_port) || return 1
+  ssh-keygen -q -t ed25519 -N '' -f "$tmp/host_key_$1"
+  cat >"$tmp/sshd_config_$1" <<EOF
+Port $port
+ListenAddress 127.0.0.1
+HostKey $tmp/host_key_$1
+AuthorizedKeysFile $tmp/authorized_keys
+PidFile $tmp/sshd-$1.pid
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+UseDNS no
+StrictModes no
+PermitRootLogin prohibit-password
+Subsystem sftp internal-sftp
+EOF
+  "$sshd" -f "$tmp/sshd_config_$1" -E "$tmp/sshd_$1.log" || return 1
+  echo "[127.0.0.1]:$port $(cut -d' ' -f1,2 "$tmp/host_key_$1.pub")" \
+    >>"$tmp/known_hosts"
+  local i
+  for ((i = 0; i < 50; i++)); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+host_entry() { # NAME PORT
+  cat <<EOF
+Host $1
+  HostName 127.0.0.1
+  Port $2
+  User $(id -un)
+  IdentityFile $tmp/user_key
+  IdentitiesOnly yes
+  UserKnownHostsFile $tmp/known_hosts
+  GlobalKnownHostsFile /dev/null
+  StrictHostKeyChecking yes
+EOF
+}
+
+# Where sshd cannot run at all (a sandbox without sockets or privilege
+# separation) the test says why and skips, unless `make test` asked for it.
+sshd_failed() {
+  if [ "${MB_WITH_SLURM:-0}" = 1 ]; then
+    echo "FAIL: sshd $1 did not start" >&2
+    cat "$tmp/sshd_$1.log" >&2
+    exit 1
+  fi
+  echo "SKIP: sshd $1 did not start:"
+  cat "$tmp/sshd_$1.log"
+  exit 0
+}
+start_sshd a || sshd_failed a
+port_a=$port
+start_sshd b || sshd_failed b
+port_b=$port
+closed=$(free_port)
+{
+  host_entry hosta "$port_a"
+  host_entry hostb "$port_b"
+  host_entry nohost "$closed"
+} >"$tmp/ssh_config"
+
+quick=(--tier 1 --warmup 1 --warmup-time 0 --min-iterations 3 --min-time 0
+  --no-cache --no-record --ssh-config "$tmp/ssh_config")
+two=("$models/mlp.onnx" "$models/small_cnn.onnx")
+
+# ---- 1. two models over two hosts ----
+run 0 bench "${two[@]}" "${quick[@]}" --executor ssh:hosta,hostb \
+  --remote-modelbench "$cli" --json "$tmp/ssh.json"
+expect_in "$tmp/err" "2 tasks on ssh:hosta,hostb" "bench --executor ssh"
+expect_in "$tmp/out" "2 models benchmarked, 0 failed" "bench --executor ssh"
+py "both models ran on the hosts, reported under their own paths" '
+import json, os, sys
+reports = json.load(open(sys.argv[1]))["reports"]
+paths = [os.path.realpath(p) for p in sys.argv[2:]]
+assert [r["model"]["path"] for r in reports] == paths, [r["model"]["path"] for r in reports]
+for r in reports:
+    assert [x["status"] for x in r["results"]] == ["ok", "ok"], r["results"]
+' "$tmp/ssh.json" "${two[@]}"
+
+# ---- 2. hosts that cannot be used ----
+run 1 bench "$models/mlp.onnx" "${quick[@]}" --executor ssh:hosta,nohost \
+  --remote-modelbench "$cli"
+expect_in "$tmp/err" "cannot reach host 'nohost'" "a wrong host"
+run 1 bench "$models/mlp.onnx" "${quick[@]}" --executor ssh:hosta \
+  --remote-modelbench "$tmp/nowhere/modelbench"
+expect_in "$tmp/err" "host 'hosta' has no usable modelbench" \
+  "a host without modelbench"
+printf '#!/bin/sh\necho "modelbench 0.0.0"\n' >"$tmp/old-modelbench"
+chmod +x "$tmp/old-modelbench"
+run 1 bench "$models/mlp.onnx" "${quick[@]}" --executor ssh:hosta \
+  --remote-modelbench "$tmp/old-modelbench"
+expect_in "$tmp/err" "runs 'modelbench 0.0.0'" "another modelbench version"
+
+# ---- 3. a host that drops mid-run fails only its models ----
+# On host b the remote modelbench kills its own ssh session as it starts
+# to benchmark: the connection drops under the submitter.
+cat >"$tmp/dropping-modelbench" <<EOF
+#!/bin/sh
+case "\$SSH_CONNECTION \$1" in
+*" $port_b bench") kill -9 \$PPID ;;
+esac
+exec "$cli" "\$@"
+EOF
+chmod +x "$tmp/dropping-modelbench"
+run 1 bench "${two[@]}" "${quick[@]}" --executor ssh:hosta,hostb \
+  --remote-modelbench "$tmp/dropping-modelbench" --json "$tmp/drop.json"
+expect_in "$tmp/err" "lost host 'hostb'" "a host that drops"
+py "the dropped host failed its model only" '
+import json, sys
+a, b = json.load(open(sys.argv[1]))["reports"]
+assert all(x["status"] == "ok" for x in a["results"]), a["results"]
+assert all(x["status"] == "error" and "lost host" in x["error"] for x in b["results"]), b["results"]
+' "$tmp/drop.json"
+
+echo "$checks checks, $failures failures"
+[ "$failures" -eq 0 ]
