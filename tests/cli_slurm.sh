@@ -204,5 +204,54 @@ SLURM_CONF=$tmp/down.conf run 1 bench "$models/mlp.onnx" "${quick[@]}" \
 expect_in "$tmp/err" "tried 'scontrol ping' with SLURM_CONF=$tmp/down.conf" \
   "a Slurm that is not running"
 
+# ---- 6. the Python front: benchmark_model(..., executor="slurm") ----
+# Debian's python cannot load an ASan library; without torch the section is
+# skipped unless MB_WITH_TORCH=1 (make test), where that is a failure.
+if [ "${MB_SANITIZE:-OFF}" = ON ]; then
+  echo "skipped the Python front's section: sanitizer build"
+elif ! "$python" -c 'import torch' 2>/dev/null; then
+  if [ "${MB_WITH_TORCH:-0}" = 1 ]; then
+    fail "MB_WITH_TORCH=1 but $python cannot import torch"
+  else
+    echo "skipped the Python front's section: $python lacks torch"
+  fi
+else
+  checks=$((checks + 1))
+  if ! PYTHONPATH=$MB_SOURCE_DIR/python \
+    MODELBENCH_LIBRARY=$MB_BUILD_DIR/lib/libmodelbench.so \
+    "$python" - "$tmp/python.json" >"$tmp/python.out" 2>&1 <<'EOF'
+import logging, sys
+import torch
+import modelbench
+
+logging.basicConfig(level=logging.INFO)  # the engine's lines, "1 task on slurm"
+
+model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU())
+config = {"warmup": 0, "warmup_time": 0, "min_iterations": 3, "min_time": 0,
+          "n_samples": 2, "record": False, "json": sys.argv[1]}
+results = modelbench.benchmark_model(model, config, conversions=["EAGER", "ORT_CPU"],
+                                     data=torch.randn(8), executor="slurm",
+                                     executor_options={"retries": 0})
+assert [results[c]["bench_status"] for c in ("EAGER", "ORT_CPU")] == ["ok", "ok"], results
+assert results["EAGER"]["machine"]["host"], results["EAGER"]
+for bad, kind in (({"partiton": "x"}, ValueError), ({"sbatch_args": "--x"}, TypeError)):
+    try:
+        modelbench.benchmark_model(model, config, conversions=["EAGER"],
+                                   data=torch.randn(8), executor="slurm",
+                                   executor_options=bad)
+    except kind as e:
+        print("refused:", e)
+    else:
+        raise AssertionError(f"{bad} was accepted")
+print("python front through slurm: ok")
+EOF
+  then
+    fail "benchmark_model(..., executor=\"slurm\")"
+    show "$tmp/python.out"
+  fi
+  expect_in "$tmp/python.out" "did you mean 'partition'" "a misspelt executor option"
+  expect_in "$tmp/python.out" "1 task on slurm" "benchmark_model through Slurm"
+fi
+
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]

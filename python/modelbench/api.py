@@ -11,6 +11,7 @@ CLI run. With multiprocessing (the default) that run happens in a fresh
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
@@ -47,7 +48,54 @@ def _engine_env() -> Dict[str, str]:
     path = env.get("PYTHONPATH")
     env["PYTHONPATH"] = root + (os.pathsep + path if path else "")
     env[WORKER_ENV] = "1"
+    # The tasks of a run on Slurm (executor=) start this front, not the bare
+    # CLI, so that they have the PyTorch host runtime.
+    env.setdefault("MODELBENCH_TASK_COMMAND", f"{sys.executable} -m modelbench")
     return env
+
+
+# executor_options of benchmark_model: bench's options of the same names
+# (docs/executors.md).
+_EXECUTOR_OPTIONS = ("split", "partition", "time_limit", "mem", "cpus_per_task",
+                     "account", "sbatch_args", "retries", "run_dir", "ssh_config",
+                     "remote_modelbench")
+
+
+def _executor_argv(executor: Optional[str],
+                   options: Optional[Mapping[str, Any]]) -> List[str]:
+    """bench's --executor flags; ValueError/TypeError naming a bad one."""
+    if executor is None:
+        if options:
+            raise ValueError("executor_options were given without an executor")
+        return []
+    if not isinstance(executor, str) or not (
+            executor == "slurm" or (executor.startswith("ssh:") and len(executor) > 4)):
+        raise ValueError(f"executor must be 'slurm' or 'ssh:HOST[,HOST...]', got {executor!r}")
+    argv = ["--executor", executor]
+    for key, value in (options or {}).items():
+        if key not in _EXECUTOR_OPTIONS:
+            close = difflib.get_close_matches(str(key), _EXECUTOR_OPTIONS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"unknown executor option {key!r}{hint}")
+        if key == "sbatch_args":
+            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+                raise TypeError("executor option 'sbatch_args' must be a list of str, "
+                                f"got {value!r}")
+            argv += [f"--sbatch-arg={v}" for v in value]
+        else:
+            argv += [f"--{key.replace('_', '-')}", str(value)]
+    return argv
+
+
+def _shared_run_parent(cfg: BenchmarkConfig) -> str:
+    """Where a run for an executor keeps its manifest and inputs: in the cache
+    folder, which Slurm's nodes must share anyway (a temporary folder of this
+    machine is not theirs)."""
+    base = (cfg.cache_dir or os.environ.get("MODELBENCH_CACHE_DIR")
+            or os.path.join(os.path.expanduser("~"), ".cache", "modelbench"))
+    parent = os.path.join(base, "python-runs")
+    os.makedirs(parent, exist_ok=True)
+    return parent
 
 
 def _bench_argv(cfg: BenchmarkConfig, model_path: str, names: List[str],
@@ -152,6 +200,8 @@ def benchmark_model(
     conversions: Optional[Sequence[Union[str, int]]] = None,
     data: Any = None,
     data_loader: Any = None,
+    executor: Optional[str] = None,
+    executor_options: Optional[Mapping[str, Any]] = None,
 ) -> Results:
     """Benchmarks `model` under each conversion and returns the results by name.
 
@@ -167,6 +217,13 @@ def benchmark_model(
             dtype are generated, the same for every conversion.
         data_loader: any iterable of tensors, tuples of tensors, or
             (inputs, labels); with labels every conversion reports task_accuracy.
+        executor: None (this machine), ``"slurm"`` (one Slurm task, its results
+            merged back; the cache folder must be on storage the nodes share)
+            or ``"ssh:HOST[,HOST...]"`` (docs/executors.md). Needs
+            multiprocessing.
+        executor_options: bench's executor options by name: partition,
+            time_limit, mem, cpus_per_task, account, sbatch_args (a list),
+            retries, split, run_dir, ssh_config, remote_modelbench.
 
     Returns:
         :class:`Results`, a dict keyed by conversion whose values hold every key
@@ -204,7 +261,12 @@ def benchmark_model(
     if not names:
         raise ValueError("conversions is empty: name at least one (modelbench list)")
     device = _resolve_device(cfg)
-    run_dir = tempfile.mkdtemp(prefix="modelbench-run-")
+    executor_argv = _executor_argv(executor, executor_options)
+    if executor_argv and not cfg.multiprocessing:
+        raise ValueError("executor needs multiprocessing=True: the model travels to "
+                         "the other machine as a file, not as this process's object")
+    run_dir = tempfile.mkdtemp(prefix="modelbench-run-",
+                               dir=_shared_run_parent(cfg) if executor_argv else None)
     live_key: Optional[str] = None
     try:
         inputs = None
@@ -250,7 +312,7 @@ def benchmark_model(
         labels = {"model": source.name, "framework": "pytorch" if source.kind != "onnx" else "onnx"}
         labels.update(cfg.labels)
         argv = _bench_argv(cfg, model_path, names, inputs, json_path, labels, device,
-                           in_process=not cfg.multiprocessing)
+                           in_process=not cfg.multiprocessing) + executor_argv
         rc = _run_engine(argv, in_process=not cfg.multiprocessing)
         if rc == 2 or not os.path.exists(json_path):
             raise ValueError(
