@@ -63,6 +63,7 @@ static const runtime_row runtimes[] = {
  *   w:c[8,3,3,3]     float32 initializer in [-1, 1)
  *   v:cpos[8]        float32 initializer in [0.5, 2) (variances)
  *   s:i64{2,-1}      int64 1-D initializer, k:i{0} int64 scalar
+ *   l:i32{5,5}       int32 1-D initializer (RNN sequence_lens)
  *   f:f32{1,2}       float32 1-D initializer, a:f{0.5} float32 scalar
  * graph: nodes separated by ';', each `Op(in,in->out,out) attr=value ...`.
  * An empty input name is an omitted optional input. Every node output no
@@ -540,6 +541,39 @@ static const xcase cases[] = {
      XNN},
     {"chain/conv_prelu", 0, "x[1,3,6,6] w:c[8,3,3,3] sl:c[8,1,1]",
      "Conv(x,w->c) pads=[1,1,1,1]; PRelu(c,sl->y)", XNN},
+    /* ---- recurrent layers (oneDNN's RNN primitives) ---- */
+    {"rnn/lstm_forward", 14, "x[5,2,4] w:c[1,24,4] r:c[1,24,6] b:c[1,48]",
+     "LSTM(x,w,r,b->y,yh,yc) hidden_size=6", DNN},
+    {"rnn/lstm_bidirectional_states_peepholes", 14,
+     "x[5,2,4] h[2,2,6] c[2,2,6] w:c[2,24,4] r:c[2,24,6] b:c[2,48] "
+     "p:c[2,18] sl:i32{5,5}",
+     "LSTM(x,w,r,b,sl,h,c,p->y,yh,yc) hidden_size=6 "
+     "direction=bidirectional",
+     DNN},
+    {"rnn/lstm_reverse_batch_first_states_only", 14,
+     "x[3,5,4] h[3,1,6] w:c[1,24,4] r:c[1,24,6]",
+     "LSTM(x,w,r,,,h->,yh) hidden_size=6 direction=reverse layout=1", DNN},
+    {"rnn/lstm_bidirectional_batch_first", 14,
+     "x[2,4,3] w:c[2,20,3] r:c[2,20,5] b:c[2,40]",
+     "LSTM(x,w,r,b->y,yh,yc) hidden_size=5 direction=bidirectional layout=1",
+     DNN},
+    {"rnn/gru_reset_after", 14,
+     "x[6,2,4] h[1,2,5] w:c[1,15,4] r:c[1,15,5] "
+     "b:c[1,30]",
+     "GRU(x,w,r,b,,h->y,yh) hidden_size=5", DNN},
+    {"rnn/gru_linear_before_reset_bidirectional", 14,
+     "x[6,2,4] w:c[2,15,4] r:c[2,15,5] b:c[2,30]",
+     "GRU(x,w,r,b->y,yh) hidden_size=5 direction=bidirectional "
+     "linear_before_reset=1",
+     DNN},
+    {"rnn/vanilla_bidirectional", 14,
+     "x[4,3,5] h[2,3,6] w:c[2,6,5] r:c[2,6,6] b:c[2,12]",
+     "RNN(x,w,r,b,,h->y,yh) hidden_size=6 direction=bidirectional", DNN},
+    {"rnn/lstm_then_linear", 14,
+     "x[5,1,4] w:c[2,24,4] r:c[2,24,6] b:c[2,48] s:i64{5,12} fw:c[12,3]",
+     "LSTM(x,w,r,b->y) hidden_size=6 direction=bidirectional; "
+     "Transpose(y->t) perm=[0,2,1,3]; Reshape(t,s->f); MatMul(f,fw->o)",
+     DNN},
     {"hybrid/fallback_in_the_middle", 0, "x[1,3,6,6] w:c[4,3,3,3]",
      "Conv(x,w->a) pads=[1,1,1,1]; Cos(a->b); Relu(b->y)"},
     {"hybrid/value_read_across_segments", 0, "x[1,3,6,6] w:c[4,3,3,3]",
@@ -634,6 +668,7 @@ static const struct kind_row {
     {"c", false, false, false, MB_DTYPE_FLOAT, -1.0f, 1.0f},
     {"cpos", false, false, false, MB_DTYPE_FLOAT, 0.5f, 2.0f},
     {"i64", false, true, false, MB_DTYPE_INT64, 0, 0},
+    {"i32", false, true, false, MB_DTYPE_INT32, 0, 0},
     {"i", false, true, true, MB_DTYPE_INT64, 0, 0},
     {"f32", false, true, false, MB_DTYPE_FLOAT, 0, 0},
     {"f", false, true, true, MB_DTYPE_FLOAT, 0, 0},

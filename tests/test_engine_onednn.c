@@ -1346,6 +1346,66 @@ TEST(rejects_what_it_must) {
   return check_rejected(&c, 0, "exponent");
 }
 
+/* What oneDNN's RNN primitives cannot express stays on the reference
+ * interpreter, with the reason (the accepted forms are checked against the
+ * reference in test_cross_runtime's rnn/ cases). */
+TEST(rnn_rejects_what_it_must) {
+  SKIP_UNLESS_AVAILABLE();
+  static const struct {
+    const char *what, *attr, *value;
+    int64_t int_value;
+    const char *reason;
+  } rows[] = {
+      {"clip", "clip", NULL, 0, "clip"},
+      {"input_forget", "input_forget", NULL, 1, "input_forget"},
+      {"activations", "activations", "Relu", 0, "activation"},
+      {"short sequence", NULL, NULL, 0, "sequence_lens"},
+      {"weights not constant", NULL, NULL, 0, "not a constant"},
+  };
+  int64_t x3[3] = {4, 2, 3}, w3[3] = {1, 16, 3}, r3[3] = {1, 16, 4};
+  for (size_t i = 0; i < MB_ARRAY_COUNT(rows); i++) {
+    gcase c;
+    gc_init(&c, 14);
+    gc_input(&c, "x", 3, x3);
+    if (strcmp(rows[i].what, "weights not constant") == 0)
+      gc_input(&c, "w", 3, w3);
+    else
+      gc_const(&c, "w", 3, w3, NULL, -1, 1);
+    gc_const(&c, "r", 3, r3, NULL, -1, 1);
+    if (strcmp(rows[i].what, "short sequence") == 0) {
+      mb_tensor *lens = NULL;
+      int64_t two[1] = {2};
+      if (!c.failed &&
+          mb_tensor_create(MB_DTYPE_INT32, 1, two, &lens, &c.err) == 0) {
+        ((int32_t *)lens->data)[0] = 4;
+        ((int32_t *)lens->data)[1] = 3;
+        mb__graph_add_initializer(c.g, "l", lens, &c.err);
+      }
+      gc_node(&c, "LSTM", "x,w,r,,l", "y");
+    } else {
+      gc_node(&c, "LSTM", "x,w,r", "y");
+    }
+    gc_int(&c, "hidden_size", 4);
+    if (rows[i].attr && strcmp(rows[i].attr, "clip") == 0)
+      gc_float(&c, "clip", 1.0f);
+    else if (rows[i].attr && strcmp(rows[i].attr, "input_forget") == 0)
+      gc_int(&c, "input_forget", 1);
+    else if (rows[i].attr && !c.failed) {
+      mb_attr a = {.type = MB_ATTR_STRINGS, .n = 3};
+      a.name = "activations";
+      a.strings = mb__arena_alloc(c.model->arena, 3 * sizeof(char *));
+      a.strings[0] = "Sigmoid";
+      a.strings[1] = rows[i].value;
+      a.strings[2] = "Tanh";
+      mb__node_add_attr(c.g, c.g->n_nodes - 1, &a, &c.err);
+    }
+    gc_output(&c, "y");
+    if (check_rejected(&c, 0, rows[i].reason))
+      TEST_FAIL_("LSTM with %s was not rejected for it", rows[i].what);
+  }
+  return 0;
+}
+
 TEST(precisions) {
   SKIP_UNLESS_AVAILABLE();
   char reason[256] = "";
@@ -1527,7 +1587,8 @@ TEST_MAIN(TEST_ENTRY(probe_reports), TEST_ENTRY(conv_variants),
           TEST_ENTRY(reductions), TEST_ENTRY(transpose_reshape_concat),
           TEST_ENTRY(residual_network), TEST_ENTRY(repeated_runs_new_buffers),
           TEST_ENTRY(segment_of_a_suffix), TEST_ENTRY(folded_constants),
-          TEST_ENTRY(rejects_what_it_must), TEST_ENTRY(precisions),
+          TEST_ENTRY(rejects_what_it_must),
+          TEST_ENTRY(rnn_rejects_what_it_must), TEST_ENTRY(precisions),
           TEST_ENTRY(bf16_transformer_block), TEST_ENTRY(profile_counts_runs),
           TEST_ENTRY(run_checks_shapes), TEST_ENTRY(int8_convolutions),
           TEST_ENTRY(int8_gemm_and_matmul), TEST_ENTRY(int8_without_parameters))

@@ -540,6 +540,10 @@ mb_status mb__dn_lower_conv(lctx *l, const dn_group *g);
 /* matmul.c */
 mb_status mb__dn_lower_mm(lctx *l, const dn_group *g);
 
+/* rnn.c */
+int mb__dn_check_rnn(mb_engine_check *c);
+mb_status mb__dn_lower_rnn(lctx *l, const mb_node *n);
+
 /* norm.c */
 mb_status mb__dn_lower_pool(lctx *l, const mb_node *n);
 mb_status mb__dn_lower_batchnorm(lctx *l, const mb_node *n);

@@ -19,6 +19,8 @@
  *   matmul.c   MatMul and Gemm (fp32, bf16, int8) with their post-ops
  *   eltwise.c  unary eltwise nodes, Erf, binary nodes
  *   norm.c     pooling, BatchNormalization, Softmax, LayerNormalization
+ *   rnn.c      LSTM, GRU and RNN as oneDNN's recurrent primitives (weights
+ *              re-laid out at compile time, gate order mapped)
  *   movement.c Transpose, reshapes, Identity, Concat, reductions, Slice,
  *              Split
  *   session.c  the library state (status names, OpenMP threads), run(),

@@ -837,6 +837,9 @@ static const dn_op_row dn_ops[] = {
     {"Slice", check_slice, mb__dn_lower_slice},
     {"Split", mb__dn_check_split, mb__dn_lower_split},
     {"Where", check_where, mb__dn_lower_where},
+    {"LSTM", mb__dn_check_rnn, mb__dn_lower_rnn},
+    {"GRU", mb__dn_check_rnn, mb__dn_lower_rnn},
+    {"RNN", mb__dn_check_rnn, mb__dn_lower_rnn},
 };
 
 const dn_op_row *mb__dn_op_find(const mb_node *n) {
