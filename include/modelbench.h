@@ -450,7 +450,9 @@ typedef struct mb_conversion_info {
   int tier;         /* 1 quick check, 2 core deployment options, 3 everything;
                       `--tier N` runs the available conversions with tier <= N */
   int available;    /* filled by mb_conversion_get */
-  char reason[256]; /* why not available, else "" */
+  char reason[256]; /* why not available; when available, a note such as
+                       "emulated on this CPU: ..." (such a conversion is
+                       tier 3), else "" */
   mb_model_format format; /* the form of the model it runs: ONNX for most,
                              PYTORCH for EAGER, JIT_*, ...; it applies to a
                              model only when the model offers that format */
@@ -670,6 +672,11 @@ typedef struct mb_bench_result {
   double task_accuracy;
   int64_t task_rows;
   int inaccurate; /* reduced precision beyond max_error (see config) */
+  /* Hybrid conversions at a reduced precision: the share of the model's
+   * FLOPs whose segments ran at that precision (the rest fell back to
+   * fp32 or the reference interpreter), 0..1; < 0 when not applicable or
+   * unknown. mb_bench_result_precision() words it. */
+  double precision_share;
   int cache_hit;
   double build_ms;
   char build_id[160];     /* the cache's id of the build, "" when none */
@@ -686,7 +693,9 @@ typedef struct mb_bench_result {
 typedef struct mb_segment_stats {
   char runtime[32];
   int nodes;
-  double mean_ms; /* per inference */
+  double mean_ms;    /* per inference */
+  char precision[8]; /* what it computed in ("fp32", "fp16", ...) */
+  double gflops;     /* of its nodes, per inference; < 0 unknown */
 } mb_segment_stats;
 
 /* A whole run: model, machine, effective config and one result per
@@ -728,6 +737,12 @@ mb_status mb_benchmark_model(const char *model_path,
  * skipped are deleted with the report, logs of failed ones are kept. */
 void mb_bench_report_free(mb_bench_report *report);
 
+/* The precision a result ran at, for people: "fp32", or "fp16 (83% of
+ * FLOPs)" when segments of a reduced-precision hybrid conversion fell back.
+ * buf: caller-owned; returns buf. */
+const char *mb_bench_result_precision(const mb_bench_result *result, char *buf,
+                                      size_t size);
+
 /* Writes the report as JSON (schema: docs/json-schema.md). */
 mb_status mb_bench_report_write_json(const mb_bench_report *report,
                                      const char *path, mb_error *err);
@@ -749,6 +764,11 @@ typedef struct mb_profile_segment {
   int64_t runs;
   double mean_ms; /* per run */
   double share;   /* of the total, 0..1 */
+  /* Hybrid runtimes: the precision it computed in (a segment the engine
+   * cannot run at the conversion's reduced precision runs in fp32), and
+   * the FLOPs of its nodes per inference; "" and < 0 when unknown. */
+  char precision[8];
+  double gflops;
 } mb_profile_segment;
 
 typedef struct mb_profile_node {

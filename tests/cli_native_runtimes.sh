@@ -35,10 +35,17 @@ if tier == 1:
     assert names == ["REFERENCE", "ORT_CPU"], names
     assert [c["name"] for c in rows if c["format"] == "pytorch"] == ["EAGER"], rows
 if tier >= 2:
-    for n in ("XNNPACK", "ONEDNN", "BF16+ONEDNN", "FP16+XNNPACK"):
+    for n in ("XNNPACK", "ONEDNN", "BF16+ONEDNN"):
         assert n in names, (n, names)
 if tier == 3:
     assert "ORT_CPU_NO_OPT" in names, names
+    # FP16+XNNPACK: tier 2 where the CPU has fp16 arithmetic; where it is
+    # emulated it stays available but leaves tier 2, saying why.
+    (fp,) = [c for c in rows if c["name"] == "FP16+XNNPACK"]
+    assert fp["tier"] == 2 or not fp["available"] or \
+        "emulated on this CPU" in fp["reason"], fp
+    if fp["available"] and fp["tier"] == 3:
+        print("FP16+XNNPACK: " + fp["reason"])
 ' "$tmp/out" "$tier"
   fi
 done

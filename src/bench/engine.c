@@ -626,6 +626,7 @@ static void result_init(engine *e, int position, mb_bench_result *r) {
   r->cache_hit = -1;
   r->build_ms = -1.0;
   r->machine = e->job.machine;
+  r->precision_share = -1.0;
 }
 
 static mb_status run_conversion(engine *e, int position, mb_bench_result *r,

@@ -170,11 +170,14 @@ void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
     mb__wire_put(w, r->samples_ms, sizeof(double) * (size_t)r->n_samples_ms);
   mb__wire_put_str(w, r->log_path);
   mb__wire_put_str(w, r->backtrace);
+  mb__wire_put_f64(w, r->precision_share);
   mb__wire_put_u32(w, (uint32_t)(r->segments ? r->n_segments : 0));
   for (int i = 0; r->segments && i < r->n_segments; i++) {
     mb__wire_put_str(w, r->segments[i].runtime);
     mb__wire_put_u32(w, (uint32_t)r->segments[i].nodes);
     mb__wire_put_f64(w, r->segments[i].mean_ms);
+    mb__wire_put_str(w, r->segments[i].precision);
+    mb__wire_put_f64(w, r->segments[i].gflops);
   }
 }
 
@@ -253,6 +256,7 @@ mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
   }
   mb__wire_get_str_buf(w, r->log_path, sizeof r->log_path);
   r->backtrace = mb__wire_get_str(w);
+  r->precision_share = mb__wire_get_f64(w);
   uint32_t n_segments = mb__wire_get_u32(w);
   /* Each entry takes at least 16 bytes, which bounds a corrupt count. */
   if (!w->failed && n_segments > 0 && n_segments <= (w->size - w->pos) / 16) {
@@ -265,6 +269,9 @@ mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
                            sizeof r->segments[i].runtime);
       r->segments[i].nodes = (int)mb__wire_get_u32(w);
       r->segments[i].mean_ms = mb__wire_get_f64(w);
+      mb__wire_get_str_buf(w, r->segments[i].precision,
+                           sizeof r->segments[i].precision);
+      r->segments[i].gflops = mb__wire_get_f64(w);
     }
   } else if (n_segments > 0) {
     w->failed = 1;
@@ -697,6 +704,48 @@ done:
 
 /* Untimed pass after the benchmark: where a hybrid conversion's time goes,
  * per segment. A few runs, at most about a second. */
+/* A reduced-precision hybrid conversion's segments may have run in fp32
+ * (or on the reference interpreter, as unsupported nodes always do): the
+ * share of FLOPs at the conversion's precision, and a warning when engine
+ * segments fell back to fp32. */
+static void precision_share(mb_bench_result *result, const char *note) {
+  const mb_conversion_def *def = mb__conversion_def(result->conversion_index);
+  double total = 0.0, reduced = 0.0;
+  int fp32 = 0;
+  if (!def || def->precision == MB_PRECISION_FP32)
+    return;
+  const char *want = mb_precision_name(def->precision);
+  for (int i = 0; i < result->n_segments; i++) {
+    const mb_segment_stats *s = &result->segments[i];
+    if (s->gflops < 0 || !s->precision[0])
+      return; /* not a hybrid profile */
+    total += s->gflops;
+    if (strcmp(s->precision, want) == 0)
+      reduced += s->gflops;
+    else if (strcmp(s->runtime, "reference") != 0)
+      fp32++; /* an engine segment that fell back */
+  }
+  if (total <= 0.0)
+    return;
+  result->precision_share = reduced / total;
+  if (fp32 == 0)
+    return;
+  char line[512];
+  snprintf(line, sizeof line,
+           "%s for %.0f%% of the FLOPs: %d %s segment%s ran in fp32, which "
+           "the engine could not compile in %s (%s)",
+           want, 100.0 * result->precision_share, fp32, result->runtime,
+           fp32 == 1 ? "" : "s", want, note && note[0] ? note : "no reason");
+  char **grown = realloc(result->warnings,
+                         sizeof *grown * (size_t)(result->n_warnings + 1));
+  if (grown && (grown[result->n_warnings] = mb__strdup(line))) {
+    result->warnings = grown;
+    result->n_warnings++;
+  } else if (grown) {
+    result->warnings = grown;
+  }
+}
+
 static mb_status collect_segments(const mb_runtime *rt, void *session,
                                   const mb_bench_job *job,
                                   mb_bench_result *result, mb_error *err) {
@@ -729,7 +778,12 @@ static mb_status collect_segments(const mb_runtime *rt, void *session,
                "%s", profile.segments[i].runtime);
       result->segments[i].nodes = profile.segments[i].nodes;
       result->segments[i].mean_ms = profile.segments[i].mean_ms;
+      snprintf(result->segments[i].precision,
+               sizeof result->segments[i].precision, "%s",
+               profile.segments[i].precision);
+      result->segments[i].gflops = profile.segments[i].gflops;
     }
+    precision_share(result, profile.note);
   }
   mb__profile_clear(&profile);
   return MB_STATUS_OK;
@@ -901,6 +955,7 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
   result->max_abs_err = -1.0;
   result->cache_hit = -1;
   result->build_ms = -1.0;
+  result->precision_share = -1.0;
   if (!worker_prepare(job, index, progress, result, &p))
     goto done;
   if ((status = mb__measure(p.rt, p.session, job, progress, result, &err)))

@@ -60,8 +60,8 @@ static int print_conversions(bool json, int tier) {
              info.name, info.runtime, mb_model_format_name(info.format),
              mb_device_name(info.device), mb_precision_name(info.precision),
              info.in_default_set ? "yes" : "no", info.tier,
-             info.available ? "yes" : "no", info.available ? "" : ": ",
-             info.reason);
+             info.available ? "yes" : "no",
+             info.reason[0] ? (info.available ? ", " : ": ") : "", info.reason);
     }
   }
   if (json) {

@@ -21,7 +21,8 @@ typedef struct mb_conversion_def {
   int in_default_set;
   const char *description;
   /* Optional extra availability check beyond the runtime's probe (CPU
-   * features, ...): returns 0 and fills reason when unavailable. */
+   * features, ...): returns 0 and fills reason when unavailable, 2 (with
+   * a note in reason) when it runs emulated here (it then leaves tier 2). */
   int (*check)(char *reason, size_t size);
   /* 1: quick check (baseline + default ORT); 2: the core deployment
    * options (one fp32 option per runtime plus its reduced-precision one);

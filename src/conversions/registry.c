@@ -301,14 +301,25 @@ mb_status mb_conversion_get(int index, mb_conversion_info *info_out,
              rinfo.reason[0] ? rinfo.reason : "runtime unavailable");
     return MB_STATUS_OK;
   }
-  if (def->check && !def->check(info_out->reason, sizeof info_out->reason)) {
+  int check =
+      def->check ? def->check(info_out->reason, sizeof info_out->reason) : 1;
+  if (!check) {
     if (!info_out->reason[0])
       snprintf(info_out->reason, sizeof info_out->reason,
                "not supported on this machine");
     return MB_STATUS_OK;
   }
   info_out->available = 1;
-  info_out->reason[0] = '\0';
+  /* Emulated here (the engine's supports_precision said 2): it runs, but
+   * cannot pay off on this CPU, so it leaves the core tier. */
+  if (check == 2) {
+    info_out->tier = MB_MAX(info_out->tier, 3);
+    if (!info_out->reason[0])
+      snprintf(info_out->reason, sizeof info_out->reason,
+               "emulated on this CPU");
+  } else {
+    info_out->reason[0] = '\0';
+  }
   return MB_STATUS_OK;
 }
 

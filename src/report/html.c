@@ -479,7 +479,8 @@ static void write_table_row(FILE *f, const mb_bench_report *report, int index,
   const mb_bench_result *r = &report->results[index];
   const char *status = mb_bench_status_name(r->status);
   bool known;
-  mb_precision precision = mb__report_precision(r, &known);
+  char precision[64];
+  mb__report_precision(r, &known);
   fprintf(f,
           "<tr class=\"result status-%s%s\" data-status=\"%s\" "
           "data-conversion=\"",
@@ -492,7 +493,8 @@ static void write_table_row(FILE *f, const mb_bench_report *report, int index,
     fputs(" <span class=\"meta\">(baseline)</span>", f);
   fputs("</td>", f);
   td(f, r->runtime[0] ? r->runtime : "-");
-  td(f, known ? mb_precision_name(precision) : "?");
+  td(f,
+     known ? mb_bench_result_precision(r, precision, sizeof precision) : "?");
   fputs("<td class=\"status\">", f);
   put_html(f, status);
   fputs("</td>", f);

@@ -278,6 +278,15 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
                      ok ? NULL : (r->error[0] ? r->error : "unknown error"));
   kv_string_or_null(j, "device", r->device);
   mb__json_kv_string(j, "precision", result_precision(r));
+  if (r->precision_share >= 0) {
+    char label[64];
+    mb__json_kv_double(j, "precision_share", r->precision_share);
+    mb__json_kv_string(j, "precision_label",
+                       mb_bench_result_precision(r, label, sizeof label));
+  } else {
+    mb__json_kv_string(j, "precision_share", NULL);
+    mb__json_kv_string(j, "precision_label", NULL);
+  }
   kv_string_or_null(j, "runtime", r->runtime);
   kv_string_or_null(j, "runtime_version", r->runtime_version);
   mb__json_kv_bool(j, "inaccurate", r->inaccurate != 0);
@@ -329,6 +338,13 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
       mb__json_kv_string(j, "runtime", r->segments[i].runtime);
       mb__json_kv_int(j, "nodes", r->segments[i].nodes);
       mb__json_kv_double(j, "mean_ms", r->segments[i].mean_ms);
+      mb__json_kv_string(j, "precision",
+                         r->segments[i].precision[0] ? r->segments[i].precision
+                                                     : NULL);
+      if (r->segments[i].gflops >= 0)
+        mb__json_kv_double(j, "gflops", r->segments[i].gflops);
+      else
+        mb__json_kv_string(j, "gflops", NULL);
       mb__json_object_end(j);
     }
     mb__json_array_end(j);

@@ -397,3 +397,19 @@ int mb__report_machine_kinds(const mb_bench_report *report, int *kind_out) {
   }
   return kinds;
 }
+
+const char *mb_bench_result_precision(const mb_bench_result *r, char *buf,
+                                      size_t size) {
+  bool known;
+  mb_precision precision = mb__report_precision(r, &known);
+  if (!buf || !size)
+    return buf;
+  if (!known)
+    snprintf(buf, size, "unknown");
+  else if (r->precision_share >= 0 && r->precision_share < 0.9995)
+    snprintf(buf, size, "%s (%.0f%% of FLOPs)", mb_precision_name(precision),
+             100.0 * r->precision_share);
+  else
+    snprintf(buf, size, "%s", mb_precision_name(precision));
+  return buf;
+}

@@ -78,7 +78,10 @@ typedef struct mb_engine {
    * libxnnpack-dev"). Never fails. */
   void (*probe)(mb_runtime_info *info);
   /* Can it compute in this precision here? 0 with a reason when not (e.g.
-   * BF16 on a CPU without AVX-512 BF16 or AMX). FP32 is always 1. */
+   * BF16 on a CPU without AVX-512 BF16 or AMX); 2 when it can but this CPU
+   * has no arithmetic of that precision, so it is emulated (converted to
+   * and from fp32 around each operator, slower than fp32), with the reason
+   * saying so. FP32 is always 1. */
   int (*supports_precision)(mb_precision precision, char *reason, size_t size);
   /* Can node `node` run on the engine, given its static shapes, dtypes,
    * attributes and which inputs are constant? 0 with a one-line reason
@@ -87,6 +90,12 @@ typedef struct mb_engine {
   int (*supports_node)(const mb_engine_graph *eg, int node,
                        const mb_engine_options *options, char *reason,
                        size_t size);
+  /* Optional (NULL: every node it accepts runs at any precision it
+   * supports): can accepted node `node` run at options->precision, a
+   * reduced one? 0 when the engine runs it only in fp32; the hybrid layer
+   * then gives such nodes fp32 segments of their own. */
+  int (*node_precision)(const mb_engine_graph *eg, int node,
+                        const mb_engine_options *options);
   /* Builds the engine's program for a segment (weights repacked here).
    * *compiled_out: owned by the caller, freed with release(). */
   mb_status (*compile)(const mb_segment_desc *segment,
@@ -227,6 +236,10 @@ typedef enum mb_auto_pad {
 } mb_auto_pad;
 /* The auto_pad attribute of c->n into *out. */
 int mb__engine_auto_pad(mb_engine_check *c, mb_auto_pad *out);
+
+/* Does /proc/cpuinfo list one of these flags (`n` of them)? -1 when it
+ * cannot be read. */
+int mb__engine_cpu_has(const char *const *flags, int n);
 
 /* Fused groups: the positions (in d's order) of the segment's nodes that
  * read value v, each node once; returns the count, storing at most max

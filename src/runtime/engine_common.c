@@ -311,3 +311,29 @@ mb_status mb__engine_check_tensor(const char *engine, mb_dtype dtype, int rank,
   }
   return MB_STATUS_OK;
 }
+
+/* ---- the CPU ---- */
+
+int mb__engine_cpu_has(const char *const *flags, int n) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[8192];
+  int found = -1;
+  if (!f)
+    return -1;
+  while (found < 1 && fgets(line, sizeof line, f)) {
+    /* x86 names them "flags", Arm "Features". */
+    size_t skip = strncmp(line, "flags", 5) == 0      ? 5
+                  : strncmp(line, "Features", 8) == 0 ? 8
+                                                      : 0;
+    if (!skip)
+      continue;
+    found = 0;
+    for (char *tok = strtok(line + skip, " \t\n:"); tok && !found;
+         tok = strtok(NULL, " \t\n:"))
+      for (int i = 0; i < n; i++)
+        found |= strcmp(tok, flags[i]) == 0;
+    break;
+  }
+  fclose(f);
+  return found;
+}

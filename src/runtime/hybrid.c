@@ -18,8 +18,18 @@
  * independent branches (a Shape->Gather chain beside a Conv chain) do not
  * split segments needlessly. Graphs with subgraph-carrying nodes (If,
  * Loop) keep the loader's order, since their outer-scope reads are not
- * visible as inputs. */
+ * visible as inputs.
+ *
+ * Precision: a segment the engine cannot compile at the conversion's
+ * reduced precision (XNNPACK without an fp16 operator for one of its
+ * nodes, oneDNN without an int8 form) is compiled in fp32 instead, and one
+ * it cannot compile at all runs on the reference interpreter; the profile
+ * says which precision each segment ran at, with its FLOPs (analysis/
+ * flops.c's per-node formulas, pure functions of the IR), so a report can
+ * say "fp16 (83% of FLOPs)". With --no-fallback both are errors. */
 #include "runtime/engine.h"
+
+#include "analysis/analysis.h"
 
 #include <stdlib.h>
 
@@ -86,8 +96,10 @@ typedef struct hybrid_graph {
   bool *skip;                  /* per node: every output folded, never run */
   int n_order;                 /* nodes that run */
   bool *native;                /* per node: the engine runs it */
-  char **reasons;              /* per node: why not (malloc), or NULL */
-  int *order;                  /* execution order of node indices */
+  bool *reduced;  /* per native node: at the conversion's reduced precision
+                     (else fp32); all false at fp32 */
+  char **reasons; /* per node: why not (malloc), or NULL */
+  int *order;     /* execution order of node indices */
   int n_groups;
   struct hybrid_group *groups;
 } hybrid_graph;
@@ -95,6 +107,8 @@ typedef struct hybrid_graph {
 /* A run of consecutive steps in `order` on one side. */
 typedef struct hybrid_group {
   bool native;
+  bool reduced;     /* native, at the conversion's reduced precision */
+  bool split;       /* made by splitting a group that failed to compile */
   int first, count; /* range in order[] */
 } hybrid_group;
 
@@ -111,6 +125,7 @@ static void hybrid_graph_clear(hybrid_graph *hg, const mb_graph *g) {
   free(hg->shapes);
   free(hg->constants);
   free(hg->native);
+  free(hg->reduced);
   free(hg->order);
   free(hg->groups);
   memset(hg, 0, sizeof *hg);
@@ -150,11 +165,12 @@ static bool subgraph_reads(const mb_node *n, const char *name) {
   return false;
 }
 
-/* Kahn's algorithm preferring the kind of the previous node; ties go to
- * the lowest index, so an all-one-kind graph keeps the loader's order. */
+/* Kahn's algorithm preferring the kind of the previous node (reference,
+ * engine at reduced precision, engine in fp32); ties go to the lowest
+ * index, so an all-one-kind graph keeps the loader's order. */
 static mb_status order_nodes(const mb_graph *g, const bool *native,
-                             const bool *skip, int *order, int *n_order,
-                             mb_error *err) {
+                             const bool *reduced, const bool *skip, int *order,
+                             int *n_order, mb_error *err) {
   int n = g->n_nodes;
   int *pending = calloc((size_t)n + 1, sizeof *pending);
   bool *done = calloc((size_t)n + 1, sizeof *done);
@@ -193,10 +209,11 @@ static mb_status order_nodes(const mb_graph *g, const bool *native,
         pending[i]--;
     }
   }
-  bool last_native = false;
+#define KIND(i) ((native[i] ? 1 : 0) + (reduced[i] ? 2 : 0))
+  int last_kind = 0;
   for (int i = 0; i < n; i++)
     if (!skip[i]) {
-      last_native = native[i];
+      last_kind = KIND(i);
       break;
     }
   for (int k = 0; k < to_order; k++) {
@@ -204,7 +221,7 @@ static mb_status order_nodes(const mb_graph *g, const bool *native,
     for (int i = 0; i < n && pick < 0; i++) {
       if (skip[i] || done[i] || pending[i] > 0)
         continue;
-      if (native[i] == last_native)
+      if (KIND(i) == last_kind)
         pick = i;
       else if (other < 0)
         other = i;
@@ -219,7 +236,7 @@ static mb_status order_nodes(const mb_graph *g, const bool *native,
     order[k] = pick;
     *n_order = k + 1;
     done[pick] = true;
-    last_native = native[pick];
+    last_kind = KIND(pick);
     /* Each input edge counted once per input slot, so release the same. */
     for (int i = 0; i < n; i++) {
       if (done[i])
@@ -232,6 +249,7 @@ static mb_status order_nodes(const mb_graph *g, const bool *native,
       }
     }
   }
+#undef KIND
 done:
   free(pending);
   free(done);
@@ -249,13 +267,14 @@ static mb_status analyze(const mb_model *model, const mb_engine *engine,
   hg->shapes = calloc(nv, sizeof *hg->shapes);
   hg->constants = calloc(nv, sizeof *hg->constants);
   hg->native = calloc(nn, sizeof *hg->native);
+  hg->reduced = calloc(nn, sizeof *hg->reduced);
   hg->reasons = calloc(nn, sizeof *hg->reasons);
   hg->order = calloc(nn, sizeof *hg->order);
   hg->groups = calloc(nn, sizeof *hg->groups);
   hg->folded = calloc(nv, sizeof *hg->folded);
   hg->skip = calloc(nn, sizeof *hg->skip);
-  if (!hg->shapes || !hg->constants || !hg->native || !hg->reasons ||
-      !hg->order || !hg->groups || !hg->folded || !hg->skip) {
+  if (!hg->shapes || !hg->constants || !hg->native || !hg->reduced ||
+      !hg->reasons || !hg->order || !hg->groups || !hg->folded || !hg->skip) {
     status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
                        "cannot allocate the partition");
     goto fail;
@@ -297,6 +316,7 @@ static mb_status analyze(const mb_model *model, const mb_engine *engine,
                "its shapes depend on data known only at run time");
     else if (engine->supports_node(&hg->eg, i, options, reason, sizeof reason))
       hg->native[i] = true;
+    hg->reduced[i] = hg->native[i] && options->precision != MB_PRECISION_FP32;
     if (!hg->native[i]) {
       size_t size = strlen(reason) + 200;
       if (!(hg->reasons[i] = malloc(size))) {
@@ -309,13 +329,14 @@ static mb_status analyze(const mb_model *model, const mb_engine *engine,
                reason[0] ? reason : "not supported");
     }
   }
-  if ((status =
-           order_nodes(g, hg->native, hg->skip, hg->order, &hg->n_order, err)))
+  if ((status = order_nodes(g, hg->native, hg->reduced, hg->skip, hg->order,
+                            &hg->n_order, err)))
     goto fail;
   for (int k = 0; k < hg->n_order; k++) {
-    bool nat = hg->native[hg->order[k]];
-    if (hg->n_groups == 0 || hg->groups[hg->n_groups - 1].native != nat)
-      hg->groups[hg->n_groups++] = (hybrid_group){nat, k, 0};
+    bool nat = hg->native[hg->order[k]], red = hg->reduced[hg->order[k]];
+    if (hg->n_groups == 0 || hg->groups[hg->n_groups - 1].native != nat ||
+        hg->groups[hg->n_groups - 1].reduced != red)
+      hg->groups[hg->n_groups++] = (hybrid_group){nat, red, false, k, 0};
     hg->groups[hg->n_groups - 1].count++;
   }
   return MB_STATUS_OK;
@@ -332,7 +353,8 @@ typedef struct hybrid_segment {
   mb_segment_desc desc;
   int *nodes, *inputs, *outputs; /* owned arrays behind desc */
   void *compiled;
-  const mb_tensor **in; /* per run: session values */
+  mb_precision precision; /* what it was compiled for */
+  const mb_tensor **in;   /* per run: session values */
   mb_tensor **out;
 } hybrid_segment;
 
@@ -346,25 +368,33 @@ typedef struct hybrid_session {
   hybrid_segment *segments; /* one per native group, in group order */
   int profile_level;
   int64_t profile_runs;
-  double *group_ms; /* per group, summed while profiling */
+  double *group_ms;    /* per group, summed while profiling */
+  double *group_flops; /* per group, one inference (unknown counts 0) */
+  /* Why the first segment that fell back (to fp32 or the reference) did,
+   * for the profile's note; "" when none did. */
+  char fallback_note[256];
 } hybrid_session;
+
+static void segment_free(hybrid_session *hs, hybrid_segment *seg) {
+  if (seg->compiled)
+    hs->engine->release(seg->compiled);
+  free(seg->nodes);
+  free(seg->inputs);
+  free(seg->outputs);
+  free(seg->in);
+  free(seg->out);
+  memset(seg, 0, sizeof *seg);
+}
 
 static void hybrid_release(void *session) {
   hybrid_session *hs = session;
   if (!hs)
     return;
-  for (int i = 0; i < hs->n_segments; i++) {
-    hybrid_segment *seg = &hs->segments[i];
-    if (seg->compiled)
-      hs->engine->release(seg->compiled);
-    free(seg->nodes);
-    free(seg->inputs);
-    free(seg->outputs);
-    free(seg->in);
-    free(seg->out);
-  }
+  for (int i = 0; i < hs->n_segments; i++)
+    segment_free(hs, &hs->segments[i]);
   free(hs->segments);
   free(hs->group_ms);
+  free(hs->group_flops);
   mb_session_free(hs->ref);
   hybrid_graph_clear(&hs->hg, hs->model->graph);
   free(hs);
@@ -443,6 +473,73 @@ done:
   return status;
 }
 
+/* Compiles seg at the session's precision, else (a reduced precision the
+ * engine cannot give this segment, and fallback allowed) in fp32. */
+static mb_status compile_segment(hybrid_session *hs, hybrid_segment *seg,
+                                 bool reduced, bool no_fallback,
+                                 mb_error *err) {
+  mb_engine_options options = hs->options;
+  if (!reduced) { /* nodes the engine runs only in fp32 */
+    options.precision = MB_PRECISION_FP32;
+    options.quant = NULL;
+  }
+  seg->precision = options.precision;
+  mb_status status =
+      hs->engine->compile(&seg->desc, &options, &seg->compiled, err);
+  if (status != MB_STATUS_UNSUPPORTED || no_fallback ||
+      options.precision == MB_PRECISION_FP32)
+    return status;
+  seg->compiled = NULL;
+  mb__log(MB_LOG_INFO, "%s segment %d (%d nodes) runs in fp32: %s",
+          hs->engine->name, hs->n_segments, seg->desc.n_nodes, err->message);
+  if (!hs->fallback_note[0])
+    snprintf(hs->fallback_note, sizeof hs->fallback_note,
+             "segment %d (%d nodes) ran in fp32: %.200s", hs->n_segments,
+             seg->desc.n_nodes, err->message);
+  options.precision = MB_PRECISION_FP32;
+  options.quant = NULL;
+  seg->precision = MB_PRECISION_FP32;
+  err->status = MB_STATUS_OK;
+  err->message[0] = '\0';
+  status = hs->engine->compile(&seg->desc, &options, &seg->compiled, err);
+  if (status)
+    seg->compiled = NULL;
+  return status;
+}
+
+/* Cuts native group gi into runs of nodes the engine does and does not
+ * run at the reduced precision (engine->node_precision), in place; returns
+ * how many groups it became (1: left whole). */
+static int split_group(hybrid_session *hs, int gi) {
+  hybrid_graph *hg = &hs->hg;
+  hybrid_group whole = hg->groups[gi];
+  hybrid_group *parts = calloc((size_t)whole.count, sizeof *parts);
+  int n = 0;
+  hg->groups[gi].split = true;
+  if (!parts)
+    return 1; /* out of memory: left whole (it will run in fp32) */
+  for (int k = 0; k < whole.count; k++) {
+    int node = hg->order[whole.first + k];
+    bool red = hs->engine->node_precision(&hg->eg, node, &hs->options) != 0;
+    if (n == 0 || parts[n - 1].reduced != red)
+      parts[n++] = (hybrid_group){true, red, true, whole.first + k, 0};
+    parts[n - 1].count++;
+  }
+  if (n < 2) {
+    free(parts);
+    return 1;
+  }
+  memmove(&hg->groups[gi + n], &hg->groups[gi + 1],
+          sizeof *hg->groups * (size_t)(hg->n_groups - gi - 1));
+  memcpy(&hg->groups[gi], parts, sizeof *parts * (size_t)n);
+  hg->n_groups += n - 1;
+  for (int p = 0; p < n; p++)
+    for (int k = 0; k < parts[p].count; k++)
+      hg->reduced[hg->order[parts[p].first + k]] = parts[p].reduced;
+  free(parts);
+  return n;
+}
+
 static mb_status unsupported_error(const hybrid_graph *hg, const mb_graph *g,
                                    const char *engine, int count,
                                    mb_error *err) {
@@ -475,6 +572,9 @@ static mb_status hybrid_prepare(const mb_engine *engine, const mb_model *model,
   bool *ref_mask = NULL;
   mb_status status;
   char reason[256] = "";
+  mb_error local = {0};
+  if (!err) /* a segment's failure is read back below */
+    err = &local;
   if (!options || !options->example_inputs)
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                      "%s compiles for concrete input shapes; none were given",
@@ -506,13 +606,91 @@ static mb_status hybrid_prepare(const mb_engine *engine, const mb_model *model,
     status = unsupported_error(&hs->hg, g, engine->name, fallback, err);
     goto fail;
   }
+  /* Splitting may add groups: room for one per node. */
+  size_t max_groups = (size_t)g->n_nodes + 1;
   if (!(ref_mask = calloc((size_t)g->n_nodes + 1, sizeof *ref_mask)) ||
-      !(hs->group_ms =
-            calloc((size_t)hs->hg.n_groups + 1, sizeof *hs->group_ms)) ||
-      !(hs->segments =
-            calloc((size_t)hs->hg.n_groups + 1, sizeof *hs->segments))) {
+      !(hs->group_ms = calloc(max_groups, sizeof *hs->group_ms)) ||
+      !(hs->group_flops = calloc(max_groups, sizeof *hs->group_flops)) ||
+      !(hs->segments = calloc(max_groups, sizeof *hs->segments))) {
     status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot allocate session");
     goto fail;
+  }
+  /* Segments first: one that cannot be compiled may join the reference
+   * side, whose session is made for the nodes it ends up with. */
+  bool log_compile = options->verbose && engine->log_compile;
+  if (log_compile)
+    engine->log_compile(1);
+  for (int gi = 0; gi < hs->hg.n_groups; gi++) {
+    hybrid_group *grp = &hs->hg.groups[gi];
+    if (!grp->native)
+      continue;
+    hybrid_segment *seg = &hs->segments[hs->n_segments];
+    if ((status = describe_segment(hs, gi, seg, err)))
+      break;
+    hs->n_segments++;
+    /* A reduced-precision segment that fails is cut where the engine runs
+     * nodes only in fp32, when it can say which, and retried in parts. */
+    bool may_split = grp->reduced && !grp->split && !options->no_fallback &&
+                     engine->node_precision;
+    status = compile_segment(hs, seg, grp->reduced,
+                             options->no_fallback || may_split, err);
+    if (status == MB_STATUS_UNSUPPORTED && may_split &&
+        split_group(hs, gi) > 1) {
+      mb__log(MB_LOG_INFO,
+              "%s segment %d (%d nodes) is cut at its nodes without %s: %s",
+              engine->name, hs->n_segments, seg->desc.n_nodes,
+              mb_precision_name(hs->options.precision), err->message);
+      if (!hs->fallback_note[0])
+        snprintf(hs->fallback_note, sizeof hs->fallback_note,
+                 "nodes without %s run in fp32 segments: %.200s",
+                 mb_precision_name(hs->options.precision), err->message);
+      segment_free(hs, seg);
+      hs->n_segments--;
+      err->status = MB_STATUS_OK;
+      err->message[0] = '\0';
+      gi--; /* compile its first part next */
+      continue;
+    }
+    if (status == MB_STATUS_UNSUPPORTED && may_split) /* nothing to cut */
+      status = compile_segment(hs, seg, true, false, err);
+    if (status == MB_STATUS_UNSUPPORTED && !options->no_fallback) {
+      /* Not even in fp32: these nodes run on the reference interpreter. */
+      mb__log(MB_LOG_INFO,
+              "%s segment %d (%d nodes) runs on the reference interpreter: "
+              "%s",
+              engine->name, hs->n_segments, seg->desc.n_nodes, err->message);
+      snprintf(hs->fallback_note, sizeof hs->fallback_note,
+               "segment %d (%d nodes) ran on the reference interpreter: "
+               "%.180s",
+               hs->n_segments, seg->desc.n_nodes, err->message);
+      segment_free(hs, seg);
+      hs->n_segments--;
+      grp->native = grp->reduced = false;
+      for (int k = 0; k < grp->count; k++)
+        hs->hg.native[hs->hg.order[grp->first + k]] = false;
+      err->status = MB_STATUS_OK;
+      err->message[0] = '\0';
+      status = MB_STATUS_OK;
+      continue;
+    }
+    if (status) {
+      mb__error_prefix(err, status, "%s segment %d (%d nodes)", engine->name,
+                       hs->n_segments, seg->desc.n_nodes);
+      break;
+    }
+  }
+  if (log_compile)
+    engine->log_compile(0);
+  if (status)
+    goto fail;
+  for (int gi = 0; gi < hs->hg.n_groups; gi++) {
+    const hybrid_group *grp = &hs->hg.groups[gi];
+    for (int k = 0; k < grp->count; k++) {
+      bool formula;
+      double f = mb__node_flops(g, &g->nodes[hs->hg.order[grp->first + k]],
+                                hs->hg.shapes, &formula);
+      hs->group_flops[gi] += f > 0 ? f : 0.0;
+    }
   }
   for (int i = 0; i < g->n_nodes; i++)
     ref_mask[i] = !hs->hg.native[i] && !hs->hg.skip[i];
@@ -530,26 +708,6 @@ static mb_status hybrid_prepare(const mb_engine *engine, const mb_model *model,
       t->capacity = 0;
       t->name = NULL;
     }
-  bool log_compile = options->verbose && engine->log_compile;
-  if (log_compile)
-    engine->log_compile(1);
-  for (int gi = 0; gi < hs->hg.n_groups && !status; gi++) {
-    if (!hs->hg.groups[gi].native)
-      continue;
-    hybrid_segment *seg = &hs->segments[hs->n_segments++];
-    if ((status = describe_segment(hs, gi, seg, err)))
-      break;
-    if ((status =
-             engine->compile(&seg->desc, &hs->options, &seg->compiled, err))) {
-      seg->compiled = NULL;
-      mb__error_prefix(err, status, "%s segment %d (%d nodes)", engine->name,
-                       hs->n_segments, seg->desc.n_nodes);
-    }
-  }
-  if (log_compile)
-    engine->log_compile(0);
-  if (status)
-    goto fail;
   free(ref_mask);
   *session_out = hs;
   return MB_STATUS_OK;
@@ -651,7 +809,16 @@ static mb_status hybrid_profile_collect(void *session, mb_profile *out,
              mb__node_label(first, label, sizeof label), hs->profile_runs,
              hs->group_ms[gi], err)))
       goto done;
+    /* The reference side computes the float32 model. */
+    mb_profile_segment *ps = &out->segments[out->n_segments - 1];
+    snprintf(ps->precision, sizeof ps->precision, "%s",
+             mb_precision_name(grp->native ? hs->segments[si++].precision
+                                           : MB_PRECISION_FP32));
+    ps->gflops = hs->group_flops[gi] * 1e-9;
   }
+  si = 0;
+  if (hs->fallback_note[0] && !out->note[0])
+    snprintf(out->note, sizeof out->note, "%s", hs->fallback_note);
   if (hs->profile_level < 2)
     goto done;
   for (int gi = 0; gi < hs->hg.n_groups; gi++) {

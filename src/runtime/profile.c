@@ -33,6 +33,7 @@ mb_status mb__profile_add_segment(mb_profile *p, const char *runtime, int nodes,
   seg->nodes = nodes;
   seg->runs = runs;
   seg->mean_ms = total_ms; /* a sum until mb__profile_finish */
+  seg->gflops = -1.0;      /* the hybrid runtimes fill these two */
   return MB_STATUS_OK;
 }
 

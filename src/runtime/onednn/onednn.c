@@ -139,27 +139,6 @@ static const char *isa_name(dnnl_cpu_isa_t isa) {
   return "an older ISA";
 }
 
-/* Does /proc/cpuinfo list one of these flags? -1 when it cannot be read. */
-static int cpuinfo_has(const char *const *flags, int n) {
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  char line[8192];
-  int found = -1;
-  if (!f)
-    return -1;
-  while (found < 1 && fgets(line, sizeof line, f)) {
-    if (strncmp(line, "flags", 5) != 0)
-      continue;
-    found = 0;
-    for (char *tok = strtok(line + 5, " \t\n:"); tok && !found;
-         tok = strtok(NULL, " \t\n:"))
-      for (int i = 0; i < n; i++)
-        found |= strcmp(tok, flags[i]) == 0;
-    break;
-  }
-  fclose(f);
-  return found;
-}
-
 static int dn_supports_precision(mb_precision precision, char *reason,
                                  size_t size) {
   static const char *const bf16_flags[] = {"avx512_bf16", "amx_bf16"};
@@ -177,7 +156,7 @@ static int dn_supports_precision(mb_precision precision, char *reason,
   dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
   bool isa_ok = ((unsigned)isa & (unsigned)dnnl_cpu_isa_avx512_core_bf16) ==
                 (unsigned)dnnl_cpu_isa_avx512_core_bf16;
-  int cpu = cpuinfo_has(bf16_flags, 2);
+  int cpu = mb__engine_cpu_has(bf16_flags, 2);
   if (isa_ok && cpu != 0)
     return 1;
   if (reason && size) {

@@ -174,9 +174,21 @@ static void int8_probe_once(void) {
 static int xnn_supports_precision(mb_precision precision, char *reason,
                                   size_t size) {
   /* FP16 is accepted here; whether XNNPACK can run a given segment in fp16
-   * only shows when its runtime is created, and compile() reports that. */
-  if (precision == MB_PRECISION_FP32 || precision == MB_PRECISION_FP16)
+   * only shows when its runtime is created, and compile() reports that.
+   * Without fp16 arithmetic (AVX512-FP16 on x86, FEAT_FP16 on Arm) XNNPACK
+   * converts around fp32 kernels: it runs, slower than fp32. */
+  static const char *const fp16_flags[] = {"avx512fp16", "asimdhp"};
+  if (precision == MB_PRECISION_FP32)
     return 1;
+  if (precision == MB_PRECISION_FP16) {
+    if (mb__engine_cpu_has(fp16_flags, 2) > 0)
+      return 1;
+    if (reason && size)
+      snprintf(reason, size,
+               "emulated on this CPU: no fp16 arithmetic (avx512fp16 or "
+               "asimdhp), XNNPACK converts to and from fp32");
+    return 2;
+  }
   if (precision == MB_PRECISION_INT8) {
     pthread_once(&int8_once, int8_probe_once);
     if (int8_status == xnn_status_success)
@@ -238,6 +250,40 @@ static double node_work(const mb_engine_graph *eg, const mb_node *n) {
   return out;
 }
 
+/* Does XNNPACK's fp16 rewrite take node n (an accepted one)? Its operators
+ * with an fp16 form, binary ones without constant operands, and a Gemm
+ * whose C needs no separate add. */
+static bool node_fp16_ok(const mb_engine_graph *eg, const mb_node *n) {
+  const xnn_op_row *row = mb__xnn_op_find(n);
+  if (!row)
+    return false;
+  bool ok = row->fp16_ok && !row->fp16_aborts;
+  for (int k = 0; k < n->n_inputs && ok && row->lower == mb__xnn_lower_binary;
+       k++)
+    ok = !mb__engine_constant(eg, n->inputs[k]);
+  if (ok && row->lower == mb__xnn_lower_fc) {
+    /* A C that varies along M is added by a binary node afterwards. */
+    char reason[8];
+    mb_engine_check c = {eg,
+                         n,
+                         mb__model_opset(eg->model, ""),
+                         reason,
+                         sizeof reason,
+                         &mb__xnn_limits};
+    fc_params p;
+    ok = mb__xnn_fc_params_get(&c, &p) && p.bias_kind != 2;
+  }
+  return ok;
+}
+
+static int xnn_node_precision(const mb_engine_graph *eg, int node,
+                              const mb_engine_options *options) {
+  const mb_node *n = &eg->graph->nodes[node];
+  if (options->precision != MB_PRECISION_FP16 || mb__engine_node_folded(eg, n))
+    return 1;
+  return node_fp16_ok(eg, n);
+}
+
 /* "; nodes without fp16 support in XNNPACK git20220216: Gemm 'fc'" for
  * the message of a failed fp16 compile. */
 static const char *fp16_culprits(const mb_segment_desc *d, char *buf,
@@ -248,26 +294,8 @@ static const char *fp16_culprits(const mb_segment_desc *d, char *buf,
   buf[0] = '\0';
   for (int i = 0; i < d->n_nodes; i++) {
     const mb_node *n = &eg->graph->nodes[d->nodes[i]];
-    const xnn_op_row *row = mb__xnn_op_find(n);
-    if (mb__engine_node_folded(eg, n) || !row)
-      continue;
-    bool ok = row->fp16_ok;
-    for (int k = 0; k < n->n_inputs && ok && row->lower == mb__xnn_lower_binary;
-         k++)
-      ok = !mb__engine_constant(eg, n->inputs[k]);
-    if (ok && row->lower == mb__xnn_lower_fc) {
-      /* A C that varies along M is added by a binary node afterwards. */
-      char reason[8];
-      mb_engine_check c = {eg,
-                           n,
-                           mb__model_opset(eg->model, ""),
-                           reason,
-                           sizeof reason,
-                           &mb__xnn_limits};
-      fc_params p;
-      ok = mb__xnn_fc_params_get(&c, &p) && p.bias_kind != 2;
-    }
-    if (ok)
+    if (mb__engine_node_folded(eg, n) || !mb__xnn_op_find(n) ||
+        node_fp16_ok(eg, n))
       continue;
     if (shown == 3) {
       more++;
@@ -525,6 +553,7 @@ const mb_engine mb__engine_xnnpack = {
     .probe = xnn_probe,
     .supports_precision = xnn_supports_precision,
     .supports_node = xnn_supports_node,
+    .node_precision = xnn_node_precision,
     .compile = xnn_compile,
     .run = mb__xnn_run,
     /* This snapshot has no per-operator profiling. */
