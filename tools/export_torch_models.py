@@ -29,7 +29,7 @@ def calibrate_batchnorm(model, shape):
     """Gives BN layers realistic running stats and affine parameters."""
     gen = torch.Generator().manual_seed(SEED + 1)
     for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):  # 1-D, 2-D, 3-D
             m.reset_running_stats()
             m.momentum = None  # cumulative average over the calibration runs
             with torch.no_grad():
