@@ -681,6 +681,12 @@ TEST(json_read_back) {
   f.results[1].machine = f.report.machine;
   snprintf(f.results[1].machine.host, sizeof f.results[1].machine.host,
            "node7");
+  /* A hybrid result at a reduced precision, partly run in fp32. */
+  mb_segment_stats segments[2] = {{"onednn", 12, 3.5, "bf16", 1.25},
+                                  {"reference", 2, 0.5, "fp32", -1}};
+  f.results[1].precision_share = 0.83;
+  f.results[1].segments = segments;
+  f.results[1].n_segments = 2;
   /* The reader finds the registry's rows by name, as the writer would. */
   for (int i = 0; i < N_RESULTS; i++)
     mb_conversion_find(f.results[i].conversion, &f.results[i].conversion_index,

@@ -65,6 +65,7 @@ static const field result_fields[] = {
     F_INT(mb_bench_result, "id", conversion_id, 0),
     F_TEXT(mb_bench_result, "error", error),
     F_TEXT(mb_bench_result, "device", device),
+    F_DOUBLE(mb_bench_result, "precision_share", precision_share, -1),
     F_TEXT(mb_bench_result, "runtime", runtime),
     F_TEXT(mb_bench_result, "runtime_version", runtime_version),
     F_BOOL(mb_bench_result, "inaccurate", inaccurate, 0),
@@ -287,6 +288,8 @@ static mb_status read_segments(loader *l, const mb_json_value *obj,
       F_TEXT(mb_segment_stats, "runtime", runtime),
       F_INT(mb_segment_stats, "nodes", nodes, 0),
       F_DOUBLE(mb_segment_stats, "mean_ms", mean_ms, 0),
+      F_TEXT(mb_segment_stats, "precision", precision),
+      F_DOUBLE(mb_segment_stats, "gflops", gflops, -1),
   };
   mb_status status;
   const mb_json_value *v = member(l, obj, "segments", MB_JSON_ARRAY, &status);
