@@ -71,6 +71,20 @@ static const struct tolerance_row {
     {NULL, 0, 0, NULL}, /* end of table */
 };
 
+/* Tests whose expected outputs contradict their own model, skipped with
+ * the reason (the unit test named there checks the case as intended).
+ * Matched against the test folder name. */
+static const struct broken_row {
+  const char *test;
+  const char *why;
+} broken_tests[] = {
+    {"test_adam_multiple",
+     "the expected outputs use epsilon 0.01, which the Adam node of the "
+     "model lacks (onnx/onnx#7749); test_ops_training runs it with epsilon "
+     "set"},
+    {NULL, NULL}, /* end of table */
+};
+
 /* Tests whose expected outputs were drawn from numpy's random generator:
  * ONNX leaves the values of random operators unspecified, so no
  * implementation reproduces them. These compare element type and shape,
@@ -297,6 +311,14 @@ static void tolerance_for(const char *dir, double *rtol, double *atol) {
       *rtol = tolerances[i].rtol;
       *atol = tolerances[i].atol;
     }
+}
+
+static const char *broken_reason(const char *dir) {
+  const char *name = base_name(dir);
+  for (size_t i = 0; broken_tests[i].test; i++)
+    if (strcmp(name, broken_tests[i].test) == 0)
+      return broken_tests[i].why;
+  return NULL;
 }
 
 static const struct random_row *random_row_for(const char *dir) {
@@ -790,6 +812,11 @@ static void run_test(const test *t, const options *o, child_result *r,
   }
   model_ops(model, ops, sizeof ops);
   send_ops(ops, user);
+  const char *broken = broken_reason(t->dir);
+  if (broken) {
+    set_result(r, SKIPPED, "broken test data: %s", broken);
+    goto done;
+  }
   status = mb_session_create(model, NULL, &session, &err);
   if (status != MB_STATUS_OK) {
     if (status == MB_STATUS_UNSUPPORTED) {

@@ -31,10 +31,11 @@ typedef struct op_case {
 static inline int case_init(op_case *c, const char *domain, const char *op_type,
                             int n_in, int n_out) {
   static const char *const in_names[] = {"i0", "i1", "i2", "i3", "i4",
-                                         "i5", "i6", "i7", "i8"};
-  static const char *const out_names[] = {"o0", "o1", "o2"};
+                                         "i5", "i6", "i7", "i8", "i9"};
+  static const char *const out_names[] = {"o0", "o1", "o2", "o3", "o4", "o5"};
   memset(c, 0, sizeof *c);
-  if (n_in > 9 || n_out > 3)
+  if (n_in > (int)MB_ARRAY_COUNT(in_names) ||
+      n_out > (int)MB_ARRAY_COUNT(out_names))
     return 1;
   c->model = mb__model_create();
   if (!c->model)

@@ -270,7 +270,8 @@ void mb__sgemm(struct mb_threadpool *pool, bool trans_a, bool trans_b,
   X(detection)                                                                 \
   X(random)                                                                    \
   X(sequence)                                                                  \
-  X(control)
+  X(control)                                                                   \
+  X(training)
 
 #define MB_X(family)                                                           \
   extern const mb_op_def mb__ops_##family[];                                   \
