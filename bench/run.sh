@@ -17,7 +17,9 @@
 # evaluation samples) on ResNet-18, MobileNetV2, a transformer encoder and
 # BERT; MB_BENCH_CONVERSIONS=0 skips it. Then bench/transformers.sh (issue
 # 17: transformers on oneDNN against ORT_CPU); MB_BENCH_TRANSFORMERS=0
-# skips it.
+# skips it. Then bench/recurrent.sh (issue 13: a 2-layer bidirectional
+# LSTM and GRU on the reference, ORT_CPU and oneDNN's recurrent
+# primitives); MB_BENCH_RECURRENT=0 skips it.
 # Then the Python front (bench/pytorch.py): ResNet-18 under PyTorch's and
 # the engine's conversions, the digits CNN with task accuracy, and EAGER's
 # fidelity against a plain loop; MB_BENCH_PYTORCH=0 skips it.
@@ -110,6 +112,11 @@ fi
 if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_TRANSFORMERS:-1}" != 0 ]; then
   echo
   "$(dirname "$0")/transformers.sh" "$build"
+fi
+
+if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_RECURRENT:-1}" != 0 ]; then
+  echo
+  "$(dirname "$0")/recurrent.sh" "$build"
 fi
 
 # The Python front: PyTorch's conversions beside the engine's on ResNet-18,
