@@ -32,6 +32,17 @@ const char *mb__json_type_name(mb_json_type type) {
 
 /* ---- errors ---- */
 
+mb_status mb__json_value_error(mb_error *err, const char *path,
+                               const mb_json_value *v, const char *fmt, ...) {
+  char msg[MB_ERROR_MESSAGE_SIZE];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return mb__error(err, MB_STATUS_PARSE, "%s:%d:%d: %s", path, v->line,
+                   v->column, msg);
+}
+
 static mb_status fail_at(parser *ps, int line, int column, const char *fmt, ...)
     MB_PRINTF(4, 5);
 static mb_status fail_at(parser *ps, int line, int column, const char *fmt,

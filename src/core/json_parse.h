@@ -73,5 +73,10 @@ const mb_json_value *mb__json_find(const mb_json_value *object,
                                    const char *key);
 /* "object", "string", ... */
 const char *mb__json_type_name(mb_json_type type);
+/* An error about the value v of a document read from path: "PATH:LINE:
+ * COLUMN: message", MB_STATUS_PARSE. Returns that status. */
+mb_status mb__json_value_error(mb_error *err, const char *path,
+                               const mb_json_value *v, const char *fmt, ...)
+    MB_PRINTF(4, 5);
 
 #endif /* MB_CORE_JSON_PARSE_H */

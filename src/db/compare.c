@@ -420,18 +420,8 @@ typedef struct json_loader {
   mb_error *err;
 } json_loader;
 
-static mb_status field_error(json_loader *l, const mb_json_value *v,
-                             const char *fmt, ...) MB_PRINTF(3, 4);
-static mb_status field_error(json_loader *l, const mb_json_value *v,
-                             const char *fmt, ...) {
-  char msg[MB_ERROR_MESSAGE_SIZE];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return mb__error(l->err, MB_STATUS_PARSE, "%s:%d:%d: %s", l->path, v->line,
-                   v->column, msg);
-}
+#define field_error(l, v, ...)                                                 \
+  mb__json_value_error((l)->err, (l)->path, v, __VA_ARGS__)
 
 /* An optional string member: NULL when missing or null. */
 static mb_status get_string(json_loader *l, const mb_json_value *obj,

@@ -186,6 +186,9 @@ mb_status mb__exec_merge(const mb_exec_run *run, mb_bench_report ***reports_out,
  * MB_STATUS_NOT_FOUND when argv[0] cannot be run. */
 mb_status mb__exec_capture(char *const *argv, double timeout_s, int *exit_out,
                            char **out_text, mb_error *err);
+/* The last non-empty line of a tool's output, trimmed, into buf ("" for
+ * NULL): what its error message usually is. */
+void mb__exec_last_line(const char *text, char *buf, size_t size);
 /* "a 'b c' d": argv as a shell would need it, for messages (static). */
 const char *mb__exec_argv_string(char *const *argv);
 /* Appends s single-quoted for /bin/sh to buf (grown with realloc). */

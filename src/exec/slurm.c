@@ -83,20 +83,6 @@ static mb_status slurm_command(char *const *argv, int *exit_out, char **out,
   return MB_STATUS_OK;
 }
 
-/* The last non-empty line of text, trimmed, into buf. */
-static void last_line(const char *text, char *buf, size_t size) {
-  buf[0] = '\0';
-  if (!text)
-    return;
-  const char *end = text + strlen(text);
-  while (end > text && (end[-1] == '\n' || end[-1] == ' '))
-    end--;
-  const char *start = end;
-  while (start > text && start[-1] != '\n')
-    start--;
-  snprintf(buf, size, "%.*s", (int)(end - start), start);
-}
-
 static mb_status slurm_check(mb_exec_run *run, mb_error *err) {
   (void)run;
   char *argv[] = {"scontrol", "ping", NULL};
@@ -106,7 +92,7 @@ static mb_status slurm_check(mb_exec_run *run, mb_error *err) {
   if (!status && (code != 0 || !out || !strstr(out, "UP"))) {
     char line[256];
     const char *conf = getenv("SLURM_CONF");
-    last_line(out, line, sizeof line);
+    mb__exec_last_line(out, line, sizeof line);
     status = mb__error(err, MB_STATUS_UNAVAILABLE,
                        "slurm: no controller answers (tried 'scontrol ping' "
                        "with SLURM_CONF=%s: %s); start one with "
@@ -280,7 +266,7 @@ static mb_status slurm_submit(mb_exec_run *run, const int *tasks, int n,
   if ((status = slurm_command((char *const *)argv, &code, &out, err)))
     goto done;
   char line[512];
-  last_line(out, line, sizeof line);
+  mb__exec_last_line(out, line, sizeof line);
   long job = strtol(line, NULL, 10);
   if (code != 0 || job <= 0) {
     const char *conf = getenv("SLURM_CONF");
@@ -395,7 +381,7 @@ static void settle_gone(const mb_exec_run *run, int i) {
       return;
     }
   }
-  last_line(out, line, sizeof line);
+  mb__exec_last_line(out, line, sizeof line);
   free(out);
   t->state = MB_TASK_FAILED;
   snprintf(t->slurm_state, sizeof t->slurm_state, "UNKNOWN");
@@ -429,7 +415,7 @@ static mb_status slurm_poll(mb_exec_run *run, mb_error *err) {
      * settled one by one below. */
     if (code != 0 && !(out && strstr(out, "Invalid job id"))) {
       char line[256];
-      last_line(out, line, sizeof line);
+      mb__exec_last_line(out, line, sizeof line);
       status = mb__error(err, MB_STATUS_UNAVAILABLE,
                          "slurm: squeue failed (exit %d: %s)", code, line);
       free(out);

@@ -44,6 +44,19 @@ bool mb__exec_shell_quote(char **buf, size_t *len, size_t *cap, const char *s) {
   return true;
 }
 
+void mb__exec_last_line(const char *text, char *buf, size_t size) {
+  buf[0] = '\0';
+  if (!text)
+    return;
+  const char *end = text + strlen(text);
+  while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+    end--;
+  const char *start = end;
+  while (start > text && start[-1] != '\n')
+    start--;
+  snprintf(buf, size, "%.*s", (int)(end - start), start);
+}
+
 const char *mb__exec_argv_string(char *const *argv) {
   static char text[2048];
   size_t used = 0;

@@ -160,20 +160,6 @@ static mb_status ssh_run(const mb_exec_run *run, const char *host,
   return status;
 }
 
-/* The last non-empty line of text (trimmed) into buf. */
-static void last_line(const char *text, char *buf, size_t size) {
-  buf[0] = '\0';
-  if (!text)
-    return;
-  const char *end = text + strlen(text);
-  while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
-    end--;
-  const char *start = end;
-  while (start > text && start[-1] != '\n')
-    start--;
-  snprintf(buf, size, "%.*s", (int)(end - start), start);
-}
-
 /* ---- check ---- */
 
 static mb_status ssh_check(mb_exec_run *run, mb_error *err) {
@@ -192,7 +178,7 @@ static mb_status ssh_check(mb_exec_run *run, mb_error *err) {
                        "ssh: cannot run ssh: not found (install Debian's "
                        "openssh-client)");
     }
-    last_line(out, last, sizeof last);
+    mb__exec_last_line(out, last, sizeof last);
     free(out);
     if (status)
       return mb__error(err, MB_STATUS_UNAVAILABLE, "ssh: host '%s': %s", host,
@@ -264,7 +250,7 @@ static bool copy(const mb_exec_run *run, int task, const char *const *sources,
   } else {
     log_output(run, task, a.v, out);
     char last[200];
-    last_line(out, last, sizeof last);
+    mb__exec_last_line(out, last, sizeof last);
     if (code != 0)
       snprintf(why, why_size, "scp to/from the host failed (exit %d: %s)", code,
                last[0] ? last : "no message");
@@ -297,7 +283,7 @@ static bool remote_step(const mb_exec_run *run, int task, const char *host,
     ok = *code != 255;
     if (!ok) {
       char last[200];
-      last_line(*out, last, sizeof last);
+      mb__exec_last_line(*out, last, sizeof last);
       snprintf(why, why_size, "lost host '%s' (ssh exit 255: %s)", host,
                last[0] ? last : "no message");
     }
@@ -341,7 +327,7 @@ static void run_task(const mb_exec_run *run, int task, const char *host) {
   bool ok = remote_step(run, task, host, &mk, &code, &out, why, sizeof why);
   free(mk.s);
   if (ok) {
-    last_line(out, remote_dir, sizeof remote_dir);
+    mb__exec_last_line(out, remote_dir, sizeof remote_dir);
     if (code != 0 || remote_dir[0] != '/') {
       snprintf(why, sizeof why, "mktemp on host '%s' failed (exit %d: %s)",
                host, code, remote_dir);
