@@ -2,11 +2,16 @@
 # fresh Debian 12 machine (they install missing packages first).
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+# make test runs every fuzz target this long (seconds), make fuzz as long as
+# FUZZ_SECONDS says, over the targets named in FUZZ_TARGETS (default: all).
+FUZZ_TEST_SECONDS ?= 20
+FUZZ_TARGETS ?=
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 RUN_MODEL  ?= $(BUILD)/models/resnet_blocks.onnx
 
-.PHONY: all deps build run test test-unit test-asan bench fuzz format clean install
+.PHONY: all deps build run test test-unit test-asan test-fuzz fuzz-build bench fuzz format clean install
 
 all: build
 
@@ -31,10 +36,12 @@ test: export MB_WITH_TORCH = 1
 test: export MB_WITH_BROWSER = 1
 test: export MB_WITH_SLURM = 1
 test: export MB_REQUIRE_ORT = 1
+test: export MB_WITH_FUZZ = 1
 test: deps
 	@$(MAKE) --no-print-directory build
 	@$(MAKE) --no-print-directory test-unit
 	@$(MAKE) --no-print-directory test-asan
+	@$(MAKE) --no-print-directory test-fuzz
 
 test-unit:
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
@@ -48,14 +55,24 @@ test-asan:
 bench: build
 	bench/run.sh $(BUILD)
 
+# Every fuzz target (clang, libFuzzer, ASan+UBSan), built as `make test`
+# builds them, so a target that stops building fails the suite.
+fuzz-build:
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMB_FUZZ=ON -DMB_BUILD_TESTS=OFF $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_targets
+
+# A short run of every target over its seeds and saved crashes; the fixed
+# seed makes a failure here repeat on the next run.
+test-fuzz: fuzz-build
+	FUZZ_FLAGS="-seed=1 $${FUZZ_FLAGS:-}" fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_TEST_SECONDS) $(FUZZ_TARGETS)
+
 fuzz: export MB_WITH_FUZZ = 1
 fuzz: deps
-	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DMB_FUZZ=ON -DMB_BUILD_TESTS=OFF >/dev/null
-	@cmake --build build-fuzz -j$(JOBS) --target fuzz_loader
-	fuzz/run.sh build-fuzz $${FUZZ_SECONDS:-60}
+	@$(MAKE) --no-print-directory fuzz-build
+	fuzz/run.sh $(FUZZ_BUILD) $${FUZZ_SECONDS:-60} $(FUZZ_TARGETS)
 
 format:
-	clang-format -i include/*.h src/*/*.[ch] tests/*.[ch] tools/*.c bench/*.c fuzz/*.c examples/*.c 2>/dev/null || true
+	clang-format -i include/*.h src/*/*.[ch] tests/*.[ch] tools/*.c bench/*.c fuzz/*.[ch] fuzz/targets/*.c examples/*.c 2>/dev/null || true
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

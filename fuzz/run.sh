@@ -1,39 +1,59 @@
 #!/usr/bin/env bash
-# Runs the model-loader fuzzer: fuzz/run.sh BUILD_DIR SECONDS
+# Runs fuzz targets one after the other:
+#   fuzz/run.sh BUILD_DIR SECONDS [TARGET...]   (default: every target)
 # BUILD_DIR was configured with -DMB_FUZZ=ON and clang (see `make fuzz`).
-# Crashing inputs are saved under fuzz/crashes/; reproduce one with
-#   BUILD_DIR/bin/fuzz_loader fuzz/crashes/crash-...
-# and, once fixed, move it to fuzz/regressions/, which
+# Each target starts from its seed corpus (fuzz/make_corpus.sh, made fresh
+# in a temporary folder) and its saved crashes, fuzz/regressions/TARGET/.
+# A crashing input is saved under fuzz/crashes/TARGET/; reproduce it with
+#   BUILD_DIR/bin/fuzz_TARGET fuzz/crashes/TARGET/crash-...
+# and, once fixed, move it to fuzz/regressions/TARGET/, which
 # tests/test_fuzz_regressions.c replays in every test run.
-# FUZZ_FLAGS adds libFuzzer flags (later flags win), e.g. -jobs=2.
+# FUZZ_FLAGS adds libFuzzer flags (later flags win), e.g. -seed=1.
+# Exit status: 0 when no target crashed, else that of the last failure.
 set -euo pipefail
-build=${1:?usage: fuzz/run.sh BUILD_DIR SECONDS}
+build=${1:?usage: fuzz/run.sh BUILD_DIR SECONDS [TARGET...]}
 seconds=${2:-60}
+shift 2 || shift $#
 here=$(cd "$(dirname "$0")" && pwd)
-bin=$build/bin/fuzz_loader
-[ -x "$bin" ] || { echo "fuzz/run.sh: $bin not built (make fuzz)" >&2; exit 2; }
-max_len=131072
-
-corpus=$(mktemp -d)
-log=$(mktemp)
-trap 'rm -rf "$corpus" "$log"' EXIT
-"$here/make_corpus.sh" "$corpus" "$max_len"
-mkdir -p "$here/crashes"
-
-rc=0
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} MODELBENCH_LOG=error \
-  "$bin" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 \
-  -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1 \
-  -artifact_prefix="$here/crashes/" ${FUZZ_FLAGS:-} "$corpus" >"$log" 2>&1 || rc=$?
-
-execs=$(grep -oE "stat::number_of_executed_units: [0-9]+" "$log" | grep -oE "[0-9]+$" || echo "?")
-if [ "$rc" -eq 0 ]; then
-  grep -E "^#[0-9]+.*DONE|stat::" "$log" | tail -8
-  echo "fuzz: $execs executions in ${seconds}s, no crash"
-else
-  # The report: the first error line and the top of its stack.
-  grep -m1 -A14 -E "ERROR: |runtime error|Sanitizer" "$log" | grep -vE "^ *#([1-9][0-9])"
-  grep -E "Test unit written|SUMMARY" "$log"
-  echo "fuzz: FAILED after $execs executions (exit $rc); reproducer in $here/crashes/"
+if [ $# -eq 0 ]; then
+  # The list in fuzz/targets.h, in its order.
+  set -- $(awk '/^#define MB_FUZZ_TARGET_LIST/ { on = 1 }
+                on { print; if (!/\\$/) exit }' "$here/targets.h" |
+    grep -oE ' X\([a-z_0-9]+\)' | sed 's/ X(\(.*\))/\1/')
 fi
-exit "$rc"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+overall=0
+for target in "$@"; do
+  bin=$build/bin/fuzz_$target
+  [ -x "$bin" ] || { echo "fuzz/run.sh: $bin not built (make fuzz)" >&2; exit 2; }
+  corpus=$work/$target
+  log=$work/$target.log
+  max_len=$("$here/make_corpus.sh" "$target" "$corpus" "$build")
+  dirs=("$corpus")
+  [ -d "$here/regressions/$target" ] && dirs+=("$here/regressions/$target")
+  dict=()
+  [ -f "$here/dicts/$target.dict" ] && dict=(-dict="$here/dicts/$target.dict")
+  mkdir -p "$here/crashes/$target"
+  echo "fuzz $target: $(find "$corpus" -type f | wc -l) seeds, ${seconds}s"
+  rc=0
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} MODELBENCH_LOG=error \
+    "$bin" -max_total_time="$seconds" -max_len="$max_len" -timeout=25 \
+    -rss_limit_mb=2560 -malloc_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$here/crashes/$target/" "${dict[@]}" ${FUZZ_FLAGS:-} \
+    "${dirs[@]}" >"$log" 2>&1 || rc=$?
+  execs=$(grep -oE "stat::number_of_executed_units: [0-9]+" "$log" | grep -oE "[0-9]+$" || echo "?")
+  if [ "$rc" -eq 0 ]; then
+    echo "fuzz $target: $execs executions in ${seconds}s, no crash;" \
+      "$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1)"
+  else
+    # The report: the first error line and the top of its stack.
+    grep -m1 -A14 -E "ERROR: |runtime error|Sanitizer" "$log" | grep -vE "^ *#([1-9][0-9])" || tail -20 "$log"
+    grep -E "Test unit written|SUMMARY" "$log" || true
+    echo "fuzz $target: FAILED after $execs executions (exit $rc);" \
+      "reproducer in $here/crashes/$target/"
+    overall=$rc
+  fi
+done
+exit "$overall"

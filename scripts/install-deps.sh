@@ -7,7 +7,8 @@
 #                    TORCHSCRIPT conversion's C++ module); `make test` sets it.
 #   MB_WITH_BROWSER=1 also install chromium (the HTML report's browser test;
 #                    `make test` sets it).
-#   MB_WITH_FUZZ=1   also install clang (libFuzzer).
+#   MB_WITH_FUZZ=1   also install clang (libFuzzer; `make test` and `make fuzz`
+#                    set it).
 #   MB_WITH_SLURM=1  also install Slurm (slurm-wlm: slurmctld, slurmd, the
 #                    client tools), munge and OpenSSH's server and client:
 #                    scripts/local-slurm.sh and the executors' tests
