@@ -567,6 +567,11 @@ typedef struct mb_bench_config {
    * (ORT's default), 1 percentile (99.999% of the values, cutting
    * outliers). */
   int calibration_method;
+  /* Labels of the run, "key=value" each (bench's --label): the report
+   * keeps them (with a model manifest's own labels) and `bench` stores them
+   * with the run in the results database. Borrowed; may be NULL. */
+  int n_labels;
+  const char *const *labels;
   const char *log_dir; /* per-conversion logs; NULL: a temp folder */
   int log_level;       /* mb_log_level of the CLI: 3 = debug */
   mb_bench_progress_fn on_progress;
@@ -719,7 +724,16 @@ typedef struct mb_bench_report {
   int n_results;
   mb_bench_result *results;
   int baseline_result; /* index into results */
-  void *storage_;      /* internal */
+  /* Where the model came from, as a model manifest's "source" says (the
+   * Python front's `script` command): the script that ran it and where
+   * the model was built ("file:line"); "" when not known. */
+  char model_script[1024];
+  char model_location[256];
+  /* The run's labels, "key=value": config->labels, then the manifest's
+   * (a key in both keeps config's value). Owned by the report. */
+  int n_labels;
+  const char **labels;
+  void *storage_; /* internal */
 } mb_bench_report;
 
 /* Benchmarks the model under every requested conversion (each in its own

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages modelbench needs, only those missing.
 # Idempotent and silent when everything is present; never asks questions.
-#   MB_WITH_TORCH=1  also install PyTorch/torchvision/onnx, pytest and
-#                    scikit-learn (the PyTorch export tests, the Python
-#                    front's tests and examples) and libtorch-dev (the
-#                    TORCHSCRIPT conversion's C++ module); `make test` sets it.
+#   MB_WITH_TORCH=1  also install PyTorch/torchvision/onnx, pytest,
+#                    scikit-learn and cloudpickle (the PyTorch export tests,
+#                    the Python front's tests and examples, `modelbench
+#                    script`) and libtorch-dev (the TORCHSCRIPT conversion's
+#                    C++ module); `make test` sets it.
 #   MB_WITH_BROWSER=1 also install chromium (the HTML report's browser test;
 #                    `make test` sets it).
 #   MB_WITH_FUZZ=1   also install clang (libFuzzer; `make test` and `make fuzz`
@@ -30,7 +31,7 @@ packages=(
 )
 if [ "${MB_WITH_TORCH:-0}" = 1 ]; then
   packages+=(python3-torch python3-torchvision python3-onnx python3-numpy
-             python3-pytest python3-sklearn)
+             python3-pytest python3-sklearn python3-cloudpickle)
   packages+=(libtorch-dev)                # TORCHSCRIPT (libmodelbench-libtorch.so)
 fi
 if [ "${MB_WITH_BROWSER:-0}" = 1 ]; then

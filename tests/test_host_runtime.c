@@ -352,20 +352,34 @@ TEST(manifest_with_onnx) {
   if (!models)
     return 0; /* run by ctest, which sets it */
   char text[1024];
-  snprintf(text, sizeof text,
-           "{\"modelbench_model\": 1, \"name\": \"mlp\",\n"
-           " \"inputs\": [{\"name\": \"input\"}],\n"
-           " \"formats\": {\"onnx\": {\"path\": \"%s/mlp.onnx\"}},\n"
-           " \"reference\": \"REFERENCE\"}\n",
-           models);
+  snprintf(
+      text, sizeof text,
+      "{\"modelbench_model\": 1, \"name\": \"mlp\",\n"
+      " \"inputs\": [{\"name\": \"input\"}],\n"
+      " \"formats\": {\"onnx\": {\"path\": \"%s/mlp.onnx\"}},\n"
+      " \"reference\": \"REFERENCE\",\n"
+      " \"source\": {\"script\": \"/s/demo.py\", \"location\": "
+      "\"demo.py:3\",\n"
+      "            \"labels\": {\"task\": \"demo\", \"kind\": \"file\"}}}\n",
+      models);
   write_text("onnx.json", text);
   mb_error err;
   mb_bench_report *report = NULL;
   int conversions[] = {find("REFERENCE"), find("EAGER")};
   mb_bench_config c = fast_config(conversions, 2);
   c.batch_size = 1;
+  /* The config's labels come first; a manifest label of the same key
+   * gives way. */
+  const char *labels[] = {"kind=cli"};
+  c.labels = labels;
+  c.n_labels = 1;
   ASSERT_OK(mb_benchmark_model(path_of("onnx.json"), &c, &report, &err), &err);
   ASSERT_STR_EQ(report->reference, "REFERENCE");
+  ASSERT_STR_EQ(report->model_script, "/s/demo.py");
+  ASSERT_STR_EQ(report->model_location, "demo.py:3");
+  ASSERT_EQ(report->n_labels, 2);
+  ASSERT_STR_EQ(report->labels[0], "kind=cli");
+  ASSERT_STR_EQ(report->labels[1], "task=demo");
   ASSERT_EQ(report->results[0].status, MB_BENCH_OK);
   ASSERT(report->results[0].has_accuracy);
   ASSERT_EQ(report->results[1].status, MB_BENCH_ERROR);
@@ -422,6 +436,23 @@ TEST(manifest_errors) {
        "{\"pytorch\": {\"path\": \"a\"}}, \"reference\": \"EAGRE\"}",
        "did you mean EAGER"},
       {"{\"modelbench_model\": 1, \"inputs\": [", "bad.json:1:"},
+      {"{\"modelbench_model\": 1, \"inputs\": [], \"formats\": "
+       "{\"pytorch\": {\"path\": \"a\"}}, \"inputs_dir\": 3}",
+       "\"inputs_dir\""},
+      {"{\"modelbench_model\": 1, \"inputs\": [], \"formats\": "
+       "{\"pytorch\": {\"path\": \"a\"}}, \"source\": \"x.py\"}",
+       "\"source\" must be an object"},
+      {"{\"modelbench_model\": 1, \"inputs\": [], \"formats\": "
+       "{\"pytorch\": {\"path\": \"a\"}}, \"source\": {\"file\": 1}}",
+       "unknown key 'file' in \"source\""},
+      {"{\"modelbench_model\": 1, \"inputs\": [], \"formats\": "
+       "{\"pytorch\": {\"path\": \"a\"}}, \"source\": {\"labels\": "
+       "{\"n\": 1}}}",
+       "a label's value must be a string: n"},
+      {"{\"modelbench_model\": 1, \"inputs\": [], \"formats\": "
+       "{\"pytorch\": {\"path\": \"a\"}}, \"source\": {\"labels\": "
+       "{\"a b\": \"x\"}}}",
+       "bad label"},
   };
   mb_error err;
   mb_bench_report *report = NULL;

@@ -16,6 +16,7 @@ from .args import parse_benchmark_args
 from .config import BenchmarkConfig
 from .conversions import ALIASES, PYTORCH_CONVERSIONS, list_conversions
 from .logs import setup_logging
+from .profiling import ProfileSession, profile, profile_session, report
 from .results import ConversionError, Result, Results, display_all_results
 
 __version__ = "0.1.0"
@@ -25,11 +26,15 @@ __all__ = [
     "BenchmarkConfig",
     "ConversionError",
     "PYTORCH_CONVERSIONS",
+    "ProfileSession",
     "Result",
     "Results",
     "benchmark_model",
     "display_all_results",
     "list_conversions",
     "parse_benchmark_args",
+    "profile",
+    "profile_session",
+    "report",
     "setup_logging",
 ]

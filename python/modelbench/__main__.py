@@ -11,7 +11,12 @@ from . import _lib, host
 
 
 def main() -> int:
-    """Installs the host runtime and runs the CLI; returns its exit status."""
+    """Installs the host runtime and runs the CLI; returns its exit status.
+    `script` is the Python front's own command (modelbench.script)."""
+    if sys.argv[1:2] == ["script"]:
+        from . import script
+
+        return script.main(sys.argv[2:])
     host.install()
     return _lib.cli_main(["modelbench"] + sys.argv[1:])
 

@@ -196,8 +196,15 @@ def _uses_main(source: ModelSource) -> bool:
     return any(type(m).__module__ == "__main__" for m in source.module.modules())
 
 
-def write_pytorch_spec(source: ModelSource, folder: str, live_key: Optional[str]) -> str:
-    """Writes what a worker needs to rebuild the model; returns the spec's path."""
+def write_pytorch_spec(source: ModelSource, folder: str, live_key: Optional[str],
+                       by_value: bool = False) -> str:
+    """Writes what a worker needs to rebuild the model; returns the spec's path.
+
+    by_value: pickle classes defined in __main__ with the module (cloudpickle),
+    so that the worker does not run the script to import them (``modelbench
+    script`` and function profiles capture modules of scripts that are not
+    guarded by ``if __name__ == "__main__":``).
+    """
     import torch
 
     spec: Dict[str, Any] = {"sys_path": [p for p in sys.path if p]}
@@ -208,7 +215,10 @@ def write_pytorch_spec(source: ModelSource, folder: str, live_key: Optional[str]
         torch.jit.save(source.module, file)
         spec.update(kind="torchscript", file=os.path.basename(file))
     else:
-        if _uses_main(source):
+        pickle_module: Any = pickle
+        if by_value:
+            pickle_module = _by_value_pickle()
+        elif _uses_main(source):
             main = _main_script()
             if main is None:
                 raise ValueError(
@@ -217,16 +227,18 @@ def write_pytorch_spec(source: ModelSource, folder: str, live_key: Optional[str]
                     "file, or set multiprocessing=False"
                 )
             spec["main"] = main
+
         def save_factory(path: str) -> None:
             with open(path, "wb") as f:
-                pickle.dump(source.factory, f)
+                pickle_module.dump(source.factory, f)
 
         # How each kind travels to the workers, and what to do when it cannot.
         how = {
             "factory": ("factory.pkl", save_factory,
                         "the model factory", "define it at module level (not a lambda or a "
                         "nested function)"),
-            "module": ("module.pt", lambda f: torch.save(source.module, f),
+            "module": ("module.pt",
+                       lambda f: torch.save(source.module, f, pickle_module=pickle_module),
                        "the module", "define its classes at module level, pass a "
                        "zero-argument factory"),
         }
@@ -244,6 +256,18 @@ def write_pytorch_spec(source: ModelSource, folder: str, live_key: Optional[str]
     with open(path, "w") as f:
         json.dump(spec, f, indent=1)
     return path
+
+
+def _by_value_pickle() -> Any:
+    """cloudpickle, which pickles __main__'s classes and functions by value."""
+    try:
+        import cloudpickle  # type: ignore[import-not-found]
+    except ImportError as e:
+        raise ImportError(
+            "modules built by a script are sent to the worker processes with "
+            "cloudpickle: apt install python3-cloudpickle"
+        ) from e
+    return cloudpickle
 
 
 # ---------------------------------------------------------------------------

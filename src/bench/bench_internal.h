@@ -98,6 +98,16 @@ typedef struct mb_model_files {
   char *reference; /* the manifest's reference conversion, or NULL */
   char name[128];  /* the manifest's name, else the file's stem */
   char sha256[65]; /* identity: the manifest's, else the file's */
+  /* A manifest's "inputs_dir" (resolved against the manifest), used when
+   * config->inputs_dir is not set; or NULL. */
+  char *inputs_dir;
+  /* A manifest's "source": the script that ran the model, where it was
+   * built ("file:line") and the script's labels ("key=value"); NULL or
+   * empty when not said. */
+  char *script;
+  char *location;
+  char **labels;
+  int n_labels;
 } mb_model_files;
 
 /* Opens `path`. A TorchScript file takes its inputs from

@@ -803,6 +803,8 @@ static mb_status plan(engine *e, const mb_bench_config *config, mb_error *err) {
   copy->loader_user = NULL;
   copy->inputs_dir = arena_strdup_or_null(arena, c->inputs_dir);
   copy->labels_path = arena_strdup_or_null(arena, c->labels_path);
+  copy->labels = NULL; /* the report's merged labels, once the model is open */
+  copy->n_labels = 0;
   if (c->conversion_timeouts) {
     double *timeouts = mb__arena_alloc(arena, sizeof *timeouts * (size_t)n);
     if (!timeouts)
@@ -865,6 +867,51 @@ static mb_status prepare_log_dir(engine *e, mb_error *err) {
   return MB_STATUS_OK;
 }
 
+/* Whether "key=..." labels hold `label`'s key. */
+static bool has_label_key(const char *const *labels, int n, const char *label) {
+  size_t key = strcspn(label, "=");
+  for (int i = 0; i < n; i++)
+    if (strncmp(labels[i], label, key) == 0 && labels[i][key] == '=')
+      return true;
+  return false;
+}
+
+/* What the report says of where the model came from: a manifest's source
+ * (script, location, labels) and its inputs folder, with the config's
+ * labels first. */
+static mb_status describe_source(engine *e, mb_arena *arena, mb_error *err) {
+  mb_bench_report *report = e->report;
+  const mb_model_files *f = &e->files;
+  snprintf(report->model_script, sizeof report->model_script, "%s",
+           f->script ? f->script : "");
+  snprintf(report->model_location, sizeof report->model_location, "%s",
+           f->location ? f->location : "");
+  if (!e->config.inputs_dir && f->inputs_dir) {
+    e->config.inputs_dir = f->inputs_dir;
+    if (!(report->config.inputs_dir = mb__arena_strdup(arena, f->inputs_dir)))
+      return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+  }
+  int n_config = e->config.labels ? MB_MAX(e->config.n_labels, 0) : 0;
+  int n = n_config + f->n_labels;
+  if (n == 0)
+    return MB_STATUS_OK;
+  const char **labels = mb__arena_alloc(arena, sizeof *labels * (size_t)n);
+  if (!labels)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+  int k = 0;
+  for (int i = 0; i < n_config; i++)
+    if (!(labels[k++] = mb__arena_strdup(arena, e->config.labels[i])))
+      return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; i < f->n_labels; i++)
+    if (!has_label_key(labels, n_config, f->labels[i]) &&
+        !(labels[k++] = mb__arena_strdup(arena, f->labels[i])))
+      return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+  report->labels = labels;
+  report->config.labels = labels;
+  report->n_labels = report->config.n_labels = k;
+  return MB_STATUS_OK;
+}
+
 /* Loads the model and materialises every input sample. */
 static mb_status load_inputs(engine *e, const char *model_path, mb_error *err) {
   mb_bench_job *job = &e->job;
@@ -887,6 +934,8 @@ static mb_status load_inputs(engine *e, const char *model_path, mb_error *err) {
            e->files.sha256);
   snprintf(report->model_name, sizeof report->model_name, "%s", e->files.name);
   report->model_formats = e->files.formats;
+  if ((status = describe_source(e, arena, err)))
+    return status;
 
   if ((status = mb__input_source_open(model, &e->config, &e->source, err)))
     return status;

@@ -16,6 +16,7 @@
  * the file of its format (runtime options' model_path). */
 #include "bench/bench_internal.h"
 #include "core/json_parse.h"
+#include "db/results_db.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -255,6 +256,52 @@ static mb_status read_formats(const char *path, const mb_json_value *formats,
   return MB_STATUS_OK;
 }
 
+/* "source": {"script", "location", "labels": {"key": "value", ...}}: where
+ * the model came from (the Python front's `script` command writes it). */
+static mb_status read_source(const char *path, const mb_json_value *source,
+                             mb_model_files *f, mb_error *err) {
+  static const char *const keys[] = {"script", "location", "labels"};
+  if (source->type != MB_JSON_OBJECT)
+    return bad(err, path, source, "\"source\" must be an object",
+               "{\"script\", \"location\", \"labels\"}");
+  mb_status status =
+      check_keys(path, source, keys, MB_ARRAY_COUNT(keys), "\"source\"", err);
+  if (status)
+    return status;
+  const mb_json_value *script = mb__json_find(source, "script");
+  const mb_json_value *location = mb__json_find(source, "location");
+  const mb_json_value *labels = mb__json_find(source, "labels");
+  if ((script && script->type != MB_JSON_STRING) ||
+      (location && location->type != MB_JSON_STRING) ||
+      (labels && labels->type != MB_JSON_OBJECT))
+    return bad(err, path, source, "bad value in \"source\"",
+               "\"script\" and \"location\" are strings, \"labels\" an "
+               "object of strings");
+  if ((script && !(f->script = mb__strdup(script->string))) ||
+      (location && !(f->location = mb__strdup(location->string))))
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+  if (!labels || labels->count == 0)
+    return MB_STATUS_OK;
+  if (!(f->labels = calloc(labels->count, sizeof *f->labels)))
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+  for (size_t i = 0; i < labels->count; i++) {
+    const mb_json_member *m = &labels->members[i];
+    if (m->value.type != MB_JSON_STRING)
+      return bad(err, path, &m->value, "a label's value must be a string",
+                 m->key);
+    size_t n = strlen(m->key) + strlen(m->value.string) + 2;
+    char *label = malloc(n);
+    if (!label)
+      return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+    snprintf(label, n, "%s=%s", m->key, m->value.string);
+    f->labels[f->n_labels++] = label;
+    mb_error why;
+    if (mb__db_check_label(label, &why) != MB_STATUS_OK)
+      return bad(err, path, &m->value, "bad label", why.message);
+  }
+  return MB_STATUS_OK;
+}
+
 static bool is_sha256(const char *s) {
   size_t n = 0;
   for (; s[n]; n++)
@@ -265,9 +312,9 @@ static bool is_sha256(const char *s) {
 
 static mb_status open_manifest(const char *path, mb_model_files *f,
                                mb_error *err) {
-  static const char *const keys[] = {"modelbench_model", "name",     "sha256",
-                                     "description",      "inputs",   "outputs",
-                                     "formats",          "reference"};
+  static const char *const keys[] = {
+      "modelbench_model", "name",    "sha256",    "description", "inputs",
+      "outputs",          "formats", "reference", "inputs_dir",  "source"};
   mb_json_doc *doc = NULL;
   mb_status status = mb__json_parse_file(path, &doc, err);
   if (status)
@@ -280,6 +327,8 @@ static mb_status open_manifest(const char *path, mb_model_files *f,
   const mb_json_value *outputs = mb__json_find(root, "outputs");
   const mb_json_value *formats = mb__json_find(root, "formats");
   const mb_json_value *reference = mb__json_find(root, "reference");
+  const mb_json_value *inputs_dir = mb__json_find(root, "inputs_dir");
+  const mb_json_value *source = mb__json_find(root, "source");
   if (root->type != MB_JSON_OBJECT || !version) {
     status = bad(err, path, root, "not a model manifest",
                  "expected a JSON object with \"modelbench_model\": 1 "
@@ -303,12 +352,19 @@ static mb_status open_manifest(const char *path, mb_model_files *f,
   if ((name && name->type != MB_JSON_STRING) ||
       (reference && reference->type != MB_JSON_STRING) ||
       (sha && (sha->type != MB_JSON_STRING || !is_sha256(sha->string))) ||
-      (outputs && outputs->type != MB_JSON_ARRAY)) {
+      (outputs && outputs->type != MB_JSON_ARRAY) ||
+      (inputs_dir && inputs_dir->type != MB_JSON_STRING)) {
     status = bad(err, path, root, "bad value",
-                 "\"name\" and \"reference\" are strings, \"sha256\" 64 "
-                 "lowercase hex digits, \"outputs\" an array");
+                 "\"name\", \"reference\" and \"inputs_dir\" are strings, "
+                 "\"sha256\" 64 lowercase hex digits, \"outputs\" an array");
     goto done;
   }
+  if (inputs_dir && !(f->inputs_dir = resolve_path(path, inputs_dir->string))) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+    goto done;
+  }
+  if (source && (status = read_source(path, source, f, err)))
+    goto done;
   if ((status = read_formats(path, formats, f, err)))
     goto done;
   if (sha)
@@ -392,6 +448,12 @@ void mb__model_files_close(mb_model_files *f) {
     free(f->errors[i]);
   }
   free(f->reference);
+  free(f->inputs_dir);
+  free(f->script);
+  free(f->location);
+  for (int i = 0; i < f->n_labels; i++)
+    free(f->labels[i]);
+  free(f->labels);
   memset(f, 0, sizeof *f);
 }
 

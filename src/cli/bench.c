@@ -107,7 +107,8 @@ static const char bench_help[] =
     "      --predicted-ms X       a predicted median to compare the\n"
     "                             recommended option with\n"
     "      --label KEY=VALUE      stored with the run in the results\n"
-    "                             database (repeatable)\n"
+    "                             database and shown in the reports\n"
+    "                             (repeatable)\n"
     "      --cache-dir DIR        results database and cache folder\n"
     "                             (default $MODELBENCH_CACHE_DIR or\n"
     "                             ~/.cache/modelbench)\n"
@@ -1026,6 +1027,8 @@ static int run(bench_cli *b) {
   b->config.on_progress = on_progress;
   b->config.on_result = on_result;
   b->config.user = b;
+  b->config.labels = b->labels;
+  b->config.n_labels = b->n_labels;
   mb__log_set_level((mb_log_level)b->config.log_level);
   if (b->exec.executor)
     return run_elsewhere(b);

@@ -32,6 +32,7 @@ int mb__cli_compare(int argc, char **argv);
 int mb__cli_cache(int argc, char **argv);
 int mb__cli_convert(int argc, char **argv);
 int mb__cli_jobs(int argc, char **argv);
+int mb__cli_script(int argc, char **argv);
 
 /* Parses "[NAME=]LO:HI" (flag names the option in errors) and appends it to
  * *ranges (malloc, grown). arg is modified. Returns an MB_EXIT_ code. */

@@ -29,6 +29,8 @@ static const mb_cli_command commands[] = {
      mb__cli_convert},
     {"jobs", "follow and collect bench runs on Slurm or other machines",
      mb__cli_jobs},
+    {"script", "find the models a Python script runs and benchmark them",
+     mb__cli_script},
 };
 
 static void usage(FILE *out) {

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Prints the last `lines` lines of a log file to stderr. */
@@ -61,9 +62,55 @@ static void print_details(const mb_cli_report_output *o,
   }
 }
 
+/* Whether one of labels[0..n) has the key of "key=value" `label`. */
+static bool has_key(const char *const *labels, int n, const char *label) {
+  size_t len = strcspn(label, "=");
+  for (int i = 0; i < n; i++)
+    if (strncmp(labels[i], label, len) == 0 && labels[i][len] == '=')
+      return true;
+  return false;
+}
+
+/* Stores the run in the results database with its labels: --label, then
+ * the report's own (a manifest's: a script's `# labels:`), then, for a
+ * model a script ran, "script=PATH" and "location=FILE:LINE", so that
+ * `history --label script=PATH` finds a script's runs. */
+static void record_run(const mb_cli_report_output *o,
+                       const mb_bench_report *report) {
+  mb_error err;
+  int64_t run_id = 0;
+  char db_path[PATH_MAX];
+  char script[sizeof report->model_script + 8];
+  char location[sizeof report->model_location + 10];
+  const char **labels =
+      malloc(sizeof *labels * (size_t)(o->n_labels + report->n_labels + 2));
+  if (!labels) {
+    mb__cli_error(NULL, "warning: run not recorded: out of memory");
+    return;
+  }
+  int n = 0;
+  for (int i = 0; i < o->n_labels; i++)
+    labels[n++] = o->labels[i];
+  for (int i = 0; report->labels && i < report->n_labels; i++)
+    if (!has_key(labels, n, report->labels[i]))
+      labels[n++] = report->labels[i];
+  snprintf(script, sizeof script, "script=%s", report->model_script);
+  snprintf(location, sizeof location, "location=%s", report->model_location);
+  if (report->model_script[0] && !has_key(labels, n, script))
+    labels[n++] = script;
+  if (report->model_location[0] && !has_key(labels, n, location))
+    labels[n++] = location;
+  if (mb__db_record_report(o->cache_dir, report, labels, n, &run_id, db_path,
+                           sizeof db_path, &err) == MB_STATUS_OK)
+    mb__log(MB_LOG_INFO, "recorded as run %lld in %s", (long long)run_id,
+            db_path);
+  else
+    mb__cli_error(NULL, "warning: run not recorded: %s", err.message);
+  free(labels);
+}
+
 int mb__cli_report_show(const mb_cli_report_output *o,
                         const mb_bench_report *report, bool color) {
-  mb_error err;
   mb_bench_report_print_table(report, stdout, isatty(STDOUT_FILENO) && color);
   fflush(stdout);
   mb_recommend_options ropts = {o->predicted_ms};
@@ -72,17 +119,8 @@ int mb__cli_report_show(const mb_cli_report_output *o,
   if (rec.summary[0])
     printf("\n%s\n", rec.summary);
   fflush(stdout);
-  if (!o->no_record) {
-    int64_t run_id = 0;
-    char db_path[PATH_MAX];
-    if (mb__db_record_report(o->cache_dir, report, o->labels, o->n_labels,
-                             &run_id, db_path, sizeof db_path,
-                             &err) == MB_STATUS_OK)
-      mb__log(MB_LOG_INFO, "recorded as run %lld in %s", (long long)run_id,
-              db_path);
-    else
-      mb__cli_error(NULL, "warning: run not recorded: %s", err.message);
-  }
+  if (!o->no_record)
+    record_run(o, report);
   print_details(o, report);
   int rc = MB_EXIT_OK;
   for (int i = 0; i < report->n_results; i++)

@@ -63,11 +63,18 @@ static const char *const columns[] = {
     "batch_size",
     "warnings",
     "task_accuracy",
+    "script",
+    "model_location",
+    /* then one "label:KEY" column per label key of any report */
 };
+
+/* Label columns at most (keys beyond are left out of the CSV). */
+#define MAX_LABEL_COLUMNS 64
 
 typedef struct row_writer {
   FILE *f;
   int n_cells;
+  int n_label_columns;
 } row_writer;
 
 static void put_field(row_writer *w, const char *s) {
@@ -99,8 +106,9 @@ static void put_field(row_writer *w, const char *s) {
 }
 
 static void end_row(row_writer *w) {
-  /* Every row has one cell per column: write_row follows `columns`. */
-  MB_ASSERT(w->n_cells == (int)MB_ARRAY_COUNT(columns));
+  /* Every row has one cell per column: write_row follows `columns`, then
+   * the label columns. */
+  MB_ASSERT(w->n_cells == (int)MB_ARRAY_COUNT(columns) + w->n_label_columns);
   fputs("\r\n", w->f);
   w->n_cells = 0;
 }
@@ -164,7 +172,9 @@ static void put_warnings(row_writer *w, const mb_bench_result *r) {
   free(joined);
 }
 
-static void write_row(row_writer *w, const mb_bench_report *report, int index) {
+static void write_row(row_writer *w, const mb_bench_report *report, int index,
+                      const char *const *label_keys,
+                      const size_t *label_keys_len, int n_label_keys) {
   const mb_bench_result *r = &report->results[index];
   const mb_latency_stats *s = &r->latency_ms;
   bool ok = r->status == MB_BENCH_OK;
@@ -221,6 +231,10 @@ static void write_row(row_writer *w, const mb_bench_report *report, int index) {
     put_number(w, r, r->task_accuracy, true);
   else
     put_field(w, ok ? "n/a: no labels" : missing(r));
+  put_field(w, report->model_script);
+  put_field(w, report->model_location);
+  for (int k = 0; k < n_label_keys; k++)
+    put_field(w, mb__report_label(report, label_keys[k], label_keys_len[k]));
   end_row(w);
 }
 
@@ -233,14 +247,24 @@ mb_status mb_bench_reports_write_csv(const mb_bench_report *const *reports,
   mb_status status = mb__report_file_open(&rf, path, "CSV report", err);
   if (status)
     return status;
-  row_writer w = {rf.f, 0};
+  const char *label_keys[MAX_LABEL_COLUMNS];
+  size_t label_keys_len[MAX_LABEL_COLUMNS];
+  int n_label_keys = mb__report_label_keys(reports, n, label_keys,
+                                           label_keys_len, MAX_LABEL_COLUMNS);
+  row_writer w = {rf.f, 0, n_label_keys};
   for (size_t i = 0; i < MB_ARRAY_COUNT(columns); i++)
     put_field(&w, columns[i]);
+  for (int k = 0; k < n_label_keys; k++) {
+    char name[160];
+    snprintf(name, sizeof name, "label:%.*s", (int)label_keys_len[k],
+             label_keys[k]);
+    put_field(&w, name);
+  }
   end_row(&w);
   for (int m = 0; m < n; m++) {
     const mb_bench_report *report = reports[m];
     for (int i = 0; report && report->results && i < report->n_results; i++)
-      write_row(&w, report, i);
+      write_row(&w, report, i, label_keys, label_keys_len, n_label_keys);
   }
   return mb__report_file_commit(&rf, err);
 }

@@ -114,6 +114,9 @@ static const char page_style[] =
     ".sub,.meta,figcaption,.legend{color:var(--muted);font-size:13px}\n"
     "nav a{margin-right:12px}\n"
     "section.model{border-top:1px solid var(--line);padding-bottom:12px}\n"
+    "section.script{border-top:3px solid var(--line);margin-top:28px}\n"
+    "section.script>h2{font-size:21px}"
+    "section.script section.model{margin-left:18px}\n"
     "code{font:13px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}\n"
     ".recommendation{background:var(--panel);border-left:4px solid "
     "var(--best);padding:10px 14px;margin:14px 0}\n"
@@ -197,6 +200,32 @@ static const char page_script[] =
     "  body.setAttribute(\"data-rendered\", \"1\");\n"
     "})();\n";
 
+/* The first report of reports[m]'s script (models are grouped under the
+ * script that ran them, in the order scripts first appear); m itself when
+ * the model has no script or is its script's first. */
+static int script_group(const mb_bench_report *const *reports, int m) {
+  const char *script = reports[m]->model_script;
+  for (int k = 0; script[0] && k < m; k++)
+    if (reports[k] && strcmp(reports[k]->model_script, script) == 0)
+      return k;
+  return m;
+}
+
+/* A model's title: its path, or for a model a script ran, its name and
+ * where it was built. */
+static void put_model_title(FILE *f, const mb_bench_report *report) {
+  if (report->model_script[0]) {
+    put_html(f, report->model_name[0] ? report->model_name : "?");
+    if (report->model_location[0]) {
+      fputs(" <span class=\"meta\">(", f);
+      put_html(f, report->model_location);
+      fputs(")</span>", f);
+    }
+    return;
+  }
+  put_html(f, report->model_path[0] ? report->model_path : "?");
+}
+
 static void write_page_start(FILE *f, const mb_bench_report *const *reports,
                              int n) {
   const char *version = n > 0 && reports[0] && reports[0]->tool_version[0]
@@ -226,6 +255,14 @@ static void write_page_start(FILE *f, const mb_bench_report *const *reports,
     for (int m = 0; m < n; m++) {
       if (!reports[m])
         continue;
+      if (reports[m]->model_script[0]) {
+        if (script_group(reports, m) == m) {
+          fprintf(f, "<a href=\"#script-%d\">", m);
+          put_html(f, reports[m]->model_script);
+          fputs("</a>", f);
+        }
+        continue;
+      }
       fprintf(f, "<a href=\"#model-%d\">", m);
       put_html(f, reports[m]->model_path[0] ? reports[m]->model_path : "?");
       fputs("</a>", f);
@@ -710,7 +747,7 @@ static void write_machine(FILE *f, const mb_bench_report *report) {
 static void write_model_head(FILE *f, const mb_bench_report *report,
                              int model) {
   fprintf(f, "<section class=\"model\" id=\"model-%d\">\n<h2>", model);
-  put_html(f, report->model_path[0] ? report->model_path : "?");
+  put_model_title(f, report);
   fputs("</h2>\n<p class=\"meta\">", f);
   if (report->model_sha256[0]) {
     fputs("sha256 <code>", f);
@@ -729,6 +766,36 @@ static void write_model_head(FILE *f, const mb_bench_report *report,
     put_html(f, report->input_dtypes ? mb_dtype_name(report->input_dtypes[i])
                                      : "");
     put_html(f, shape);
+  }
+  /* A script's labels are in its section's head. */
+  for (int i = 0;
+       !report->model_script[0] && report->labels && i < report->n_labels;
+       i++) {
+    fputs(i == 0 ? "; labels: <code>" : ", <code>", f);
+    put_html(f, report->labels[i]);
+    fputs("</code>", f);
+  }
+  fputs("</p>\n", f);
+}
+
+/* A script's section head: its path, its labels and how many models it
+ * ran (the models follow, then the caller closes the section). */
+static void write_script_head(FILE *f, const mb_bench_report *const *reports,
+                              int n, int first) {
+  const mb_bench_report *r = reports[first];
+  int models = 0;
+  for (int k = first; k < n; k++)
+    models += reports[k] && script_group(reports, k) == first;
+  fprintf(f, "<section class=\"script\" id=\"script-%d\">\n<h2>Script <code>",
+          first);
+  put_html(f, r->model_script);
+  fprintf(f, "</code></h2>\n<p class=\"meta\">%d model%s", models,
+          models == 1 ? "" : "s");
+  for (int i = 0; i < r->n_labels && r->labels; i++) {
+    fputs(i == 0 ? "; labels: <code>" : "</code>, <code>", f);
+    put_html(f, r->labels[i]);
+    if (i == r->n_labels - 1)
+      fputs("</code>", f);
   }
   fputs("</p>\n", f);
 }
@@ -771,13 +838,26 @@ mb_status mb_bench_reports_write_html(const mb_bench_report *const *reports,
   if (status)
     return status;
   write_page_start(rf.f, reports, n);
+  /* Models without a script in order; those a script ran grouped under it,
+   * where the script first appears. */
   for (int m = 0; m < n; m++) {
-    if (!reports[m])
+    if (!reports[m] || script_group(reports, m) != m)
       continue;
-    if ((status = write_model(rf.f, reports[m], m, err))) {
-      mb__report_file_abort(&rf);
-      return status;
+    if (reports[m]->model_script[0])
+      write_script_head(rf.f, reports, n, m);
+    for (int k = m; k < n; k++) {
+      if (!reports[k] || (k > m && (!reports[m]->model_script[0] ||
+                                    script_group(reports, k) != m)))
+        continue;
+      if ((status = write_model(rf.f, reports[k], k, err))) {
+        mb__report_file_abort(&rf);
+        return status;
+      }
+      if (!reports[m]->model_script[0])
+        break;
     }
+    if (reports[m]->model_script[0])
+      fputs("</section>\n", rf.f);
   }
   write_page_end(rf.f);
   return mb__report_file_commit(&rf, err);

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -44,6 +45,8 @@ static void write_model(mb_json *j, const mb_bench_report *r) {
   kv_string_or_null(j, "path", r->model_path);
   kv_string_or_null(j, "name", r->model_name);
   kv_string_or_null(j, "sha256", r->model_sha256);
+  kv_string_or_null(j, "script", r->model_script);
+  kv_string_or_null(j, "location", r->model_location);
   mb__json_key(j, "formats");
   mb__json_array_begin(j);
   for (int f = 0; f < MB_MODEL_FORMAT_COUNT; f++)
@@ -368,6 +371,18 @@ static void write_report(mb_json *j, const mb_bench_report *r) {
   else
     mb__json_null(j);
   kv_string_or_null(j, "reference", r->reference);
+  /* "key=value" labels as {"key": "value"}. */
+  mb__json_key(j, "labels");
+  mb__json_object_begin(j);
+  for (int i = 0; i < r->n_labels && r->labels; i++) {
+    const char *eq = strchr(r->labels[i], '=');
+    char key[128];
+    snprintf(key, sizeof key, "%.*s",
+             (int)(eq ? eq - r->labels[i] : (ptrdiff_t)strlen(r->labels[i])),
+             r->labels[i]);
+    mb__json_kv_string(j, key, eq ? eq + 1 : "");
+  }
+  mb__json_object_end(j);
   mb__json_key(j, "results");
   mb__json_array_begin(j);
   for (int i = 0; i < r->n_results && r->results; i++)

@@ -413,3 +413,33 @@ const char *mb_bench_result_precision(const mb_bench_result *r, char *buf,
     snprintf(buf, size, "%s", mb_precision_name(precision));
   return buf;
 }
+
+const char *mb__report_label(const mb_bench_report *report, const char *key,
+                             size_t key_len) {
+  for (int i = 0; report && i < report->n_labels && report->labels; i++) {
+    const char *label = report->labels[i];
+    if (strncmp(label, key, key_len) == 0 && label[key_len] == '=')
+      return label + key_len + 1;
+  }
+  return NULL;
+}
+
+int mb__report_label_keys(const mb_bench_report *const *reports, int n,
+                          const char **keys, size_t *keys_len, int max) {
+  int count = 0;
+  for (int m = 0; m < n; m++)
+    for (int i = 0; reports[m] && reports[m]->labels &&
+                    i < reports[m]->n_labels && count < max;
+         i++) {
+      const char *label = reports[m]->labels[i];
+      size_t len = strcspn(label, "=");
+      bool seen = false;
+      for (int k = 0; k < count && !seen; k++)
+        seen = keys_len[k] == len && strncmp(keys[k], label, len) == 0;
+      if (!seen) {
+        keys[count] = label;
+        keys_len[count++] = len;
+      }
+    }
+  return count;
+}

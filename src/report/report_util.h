@@ -102,4 +102,14 @@ void mb__report_format_ms(char *buf, size_t size, double ms);
 void mb__report_format_sps(char *buf, size_t size, double sps);
 void mb__report_format_err(char *buf, size_t size, double err);
 
+/* Labels ("key=value"): the value of `key` in the report, NULL when the
+ * report has no such label; and the distinct keys of every report, in the
+ * order first seen, into keys (at most max; the count is returned). The
+ * keys are "key" prefixes of the reports' labels: keys[i] points into a
+ * label and keys_len[i] is its length. */
+const char *mb__report_label(const mb_bench_report *report, const char *key,
+                             size_t key_len);
+int mb__report_label_keys(const mb_bench_report *const *reports, int n,
+                          const char **keys, size_t *keys_len, int max);
+
 #endif /* MB_REPORT_REPORT_UTIL_H */

@@ -1,0 +1,240 @@
+"""The child process of ``modelbench script``: runs one user script and
+records every model it calls.
+
+``python3 -m modelbench.discover SPEC.json`` runs the script named in the
+spec as ``__main__`` (its folder first on sys.path, its arguments in
+sys.argv, as ``python3 SCRIPT.py ARGS`` would), with a capture on
+``nn.Module.__call__`` (``modelbench.capture``). Each model is recorded at
+the end of its first call: class, where it was built, parameters, the
+input signature, its hash; with ``benchmark`` in the spec the models to
+benchmark are also written as model manifests then (module, inputs, ONNX
+export), so that whatever happens later (the script raises, hangs and is
+stopped) what was found is kept. Records go to an append-only JSON-lines
+file as they happen; the last line says how the script ended.
+
+It runs in its own process because the script runs PyTorch operators, and
+the process that forks the engine's workers never may (GNU OpenMP does not
+survive fork() after use): the parent starts a fresh
+``python3 -m modelbench bench`` on the manifests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import signal
+import sys
+import time
+import traceback
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import capture
+
+
+class ScriptStopped(BaseException):
+    """Raised in the script when the parent asks it to stop (its timeout)."""
+
+
+class Discovery(capture.Listener):
+    """Records the models of one script run (see the module doc)."""
+
+    def __init__(self, spec: Dict[str, Any]) -> None:
+        self.spec = spec
+        self.max_depth = int(spec.get("max_depth", 0))
+        self.hash_prefix = spec.get("hash") or ""
+        self.records: Dict[int, Dict[str, Any]] = {}
+        self.modules: Dict[int, Any] = {}  # keeps ids unique while recorded
+        self.order: Dict[int, int] = {}  # id -> index, given when a first call starts
+        self.names: Dict[int, Optional[str]] = {}  # id -> "net.block" 
+        self.stack: List[int] = []
+        self.out = open(spec["records"], "a", buffering=1)
+        self.written: Dict[str, str] = {}  # sha256 -> manifest (one per hash)
+
+    def emit(self, record: Dict[str, Any]) -> None:
+        self.out.write(json.dumps(record) + "\n")
+        self.out.flush()
+
+    def on_call(self, module, args, kwargs, depth, call):
+        key = id(module)
+        record = self.records.get(key)
+        if record is not None:
+            record["calls"] += 1
+            self.stack.append(key)
+            try:
+                return call()
+            finally:
+                self.stack.pop()
+        if key in self.order:  # a recursive call inside its own first call
+            return call()
+        parent = self.stack[-1] if self.stack else None
+        variable = _variable_name(module, self.modules.get(parent) if parent else None)
+        if parent is not None and variable:
+            variable = f"{self.names.get(parent) or self.modules[parent].__class__.__name__}.{variable}"
+        self.names[key] = variable
+        self.order[key] = len(self.order)
+        self.modules[key] = module
+        self.stack.append(key)
+        try:
+            # The inputs before the call: a module may change them in place.
+            try:
+                tensors: Optional[Tuple[Any, ...]] = capture.positional_tensors(module, args, kwargs)
+                why_not = ""
+            except capture.NotBenchmarkable as e:
+                tensors, why_not = None, str(e)
+            signature = capture.call_signature(module, args, kwargs)
+            started = time.perf_counter()
+            result = call()
+            first_call_ms = (time.perf_counter() - started) * 1e3
+        finally:
+            self.stack.pop()
+        self.record(module, key, depth, parent, signature, tensors, why_not, first_call_ms,
+                    variable)
+        return result
+
+    def record(self, module, key, depth, parent, signature, tensors, why_not, first_call_ms,
+               variable) -> None:
+        params, size = capture.parameter_stats(module)
+        record: Dict[str, Any] = {
+            "event": "model",
+            "index": self.order[key],
+            "class": capture.class_name(module),
+            "name": type(module).__name__,
+            "variable": variable,
+            "location": capture.built_at(module),
+            "depth": depth,
+            "parent": self.order.get(parent) if parent is not None else None,
+            "parameters": params,
+            "parameter_bytes": size,
+            "inputs": signature,
+            "calls": 1,
+            "first_call_ms": first_call_ms,
+            "sha256": None,
+            "benchmark": None,
+            "manifest": None,
+        }
+        self.records[key] = record
+        try:
+            if tensors is not None:
+                record["sha256"] = capture.model_hash(module, tensors)
+        except Exception as e:  # noqa: BLE001 - a model we cannot hash is still listed
+            why_not = f"cannot hash it: {type(e).__name__}: {e}"
+        if why_not:
+            record["benchmark"] = f"not benchmarked: {why_not}"
+        elif self.spec.get("benchmark") and record["sha256"].startswith(self.hash_prefix):
+            self.write_manifest(module, record, tensors)
+        self.emit(record)
+
+    def write_manifest(self, module, record, tensors) -> None:
+        sha = record["sha256"]
+        if sha in self.written:
+            record["manifest"] = self.written[sha]
+            record["benchmark"] = "same model as one found before"
+            return
+        folder = os.path.join(self.spec["folder"], f"{record['name']}-{sha[:12]}")
+        origin = capture.ModelOrigin(self.spec["script"], record["location"],
+                                     self.spec.get("labels") or {})
+        try:
+            path = capture.write_model(
+                folder, module, tensors, sha, origin, self.spec.get("formats") or [],
+                self.spec.get("opset"), bool(self.spec.get("cache", True)),
+                self.spec.get("cache_dir"),
+            )
+        except Exception as e:  # noqa: BLE001 - one model's failure spares the others
+            record["benchmark"] = f"not benchmarked: {type(e).__name__}: {e}".splitlines()[0]
+            record["traceback"] = traceback.format_exc()
+            return
+        self.written[sha] = path
+        record["manifest"] = path
+
+    def finish(self, status: str, error: str = "", trace: str = "") -> None:
+        self.emit({
+            "event": "end",
+            "status": status,
+            "error": error,
+            "traceback": trace,
+            "calls": {str(r["index"]): r["calls"] for r in self.records.values()},
+        })
+        self.out.close()
+
+
+def _variable_name(module: Any, parent: Any) -> Optional[str]:
+    """What the script calls the module: its attribute name in the module
+    that calls it; else the name (or dict entry) bound to it in the
+    outermost frame of the user's code that has one."""
+    if parent is not None:
+        for name, child in parent.named_children():
+            if child is module:
+                return name
+        return None
+    frames = []
+    frame = sys._getframe(3)
+    while frame is not None:
+        if not capture._is_library(frame.f_code.co_filename):
+            frames.append(frame)
+        frame = frame.f_back
+    for frame in reversed(frames):
+        scopes = [frame.f_locals] if frame.f_locals is frame.f_globals else [frame.f_locals, frame.f_globals]
+        named = None
+        for scope in scopes:
+            for name, value in list(scope.items()):
+                if name.startswith("_"):
+                    continue
+                if isinstance(value, dict):
+                    for key, item in value.items():
+                        if item is module and isinstance(key, (str, int)):
+                            return f"{name}[{key!r}]"
+                elif value is module and named is None:
+                    named = name
+        if named:
+            return named
+    return None
+
+
+def _stop(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise ScriptStopped(f"stopped by signal {signum}")
+
+
+def run(spec: Dict[str, Any]) -> int:
+    """Runs the script of `spec` under discovery; returns 0 (the outcome is
+    in the records file)."""
+    script = spec["script"]
+    discovery = Discovery(spec)
+    signal.signal(signal.SIGTERM, _stop)
+    capture.track_construction()
+    sys.argv = [script] + list(spec.get("args") or [])
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    status, error, trace = "ok", "", ""
+    try:
+        with capture.listening(discovery):
+            runpy.run_path(script, run_name="__main__")
+    except ScriptStopped as e:
+        status, error = "stopped", str(e)
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            status, error = "raised", f"SystemExit: {e.code}"
+            trace = traceback.format_exc()
+    except BaseException as e:  # noqa: BLE001 - the script's own failure is data
+        status, error = "raised", f"{type(e).__name__}: {e}".splitlines()[0]
+        trace = traceback.format_exc()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    discovery.finish(status, error, trace)
+    return 0
+
+
+def main(argv: List[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python3 -m modelbench.discover SPEC.json", file=sys.stderr)
+        return 2
+    with open(argv[0]) as f:
+        spec = json.load(f)
+    rc = run(spec)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: the script's threads and atexit handlers
+    # are not ours to wait for once the records are written.
+    os._exit(rc)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,233 @@
+"""`modelbench script`: discovery of the models a script runs (tree, JSON,
+depth, counts, shapes, hashes, labels, failing scripts) and their benchmark
+(one bench run, reports with the script, history with its labels)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+PYTHON_DIR = str(Path(__file__).resolve().parent.parent)
+
+MODELS = '''
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+class Wrapper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.head(self.block(x).mean((2, 3)))
+'''
+
+FAST = ["--min-time", "0", "--warmup", "1", "--warmup-time", "0", "--min-iterations", "3",
+        "--no-record"]
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PYTHON_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.pop("MODELBENCH_WORKER", None)
+    return env
+
+
+def script(folder: Path, name: str, body: str, header: str = "") -> Path:
+    path = folder / name
+    path.write_text(header + MODELS + textwrap.dedent(body))
+    return path
+
+
+def modelbench(*args, cwd=None, check=None):
+    proc = subprocess.run([sys.executable, "-m", "modelbench", *map(str, args)],
+                          capture_output=True, text=True, env=_env(), cwd=cwd, timeout=600)
+    if check is not None:
+        assert proc.returncode == check, proc.stdout + proc.stderr
+    return proc
+
+
+def discover(tmp_path, *targets, extra=()):
+    out = tmp_path / f"found-{len(list(tmp_path.glob('found-*')))}.json"
+    proc = modelbench("script", *targets, "--analyze-only", "--json", out, *extra)
+    return proc, json.loads(out.read_text())
+
+
+TWO_MODELS = '''
+torch.manual_seed(0)
+net = Wrapper()
+mlp = nn.Sequential(nn.Linear(6, 5), nn.ReLU())
+x = torch.randn(2, 3, 8, 8)
+for _ in range(3):
+    net(x)
+mlp(torch.randn(4, 6))
+'''
+
+
+def test_discovery_top_level_and_nested(tmp_path, cache_dir):
+    s = script(tmp_path, "two.py", TWO_MODELS)
+    proc, found = discover(tmp_path, s)
+    assert proc.returncode == 0, proc.stderr
+    (run,) = found["scripts"]
+    assert run["status"] == "ok"
+    models = run["models"]
+    assert [m["class"] for m in models] == ["Wrapper", "torch.nn.modules.container.Sequential"]
+    net, mlp = models
+    assert net["variable"] == "net" and mlp["variable"] == "mlp"
+    assert net["calls"] == 3 and mlp["calls"] == 1
+    assert net["inputs"] == [{"name": "x", "value": "float32[2, 3, 8, 8]"}]
+    assert mlp["inputs"][0]["value"] == "float32[4, 6]"
+    lines = s.read_text().splitlines()
+    line = int(net["location"].rsplit(":", 1)[1])
+    assert lines[line - 1].strip() == "net = Wrapper()", net["location"]
+    assert net["parameters"] == 3 * 4 * 9 + 4 + 4 * 3 + 3
+    assert net["parameter_bytes"] == 4 * net["parameters"]
+    assert all(m["depth"] == 0 and len(m["sha256"]) == 64 for m in models)
+    # The tree says the same.
+    assert "net (executed 3x)" in proc.stdout and "Wrapper" in proc.stdout
+
+    # --max-depth 1: the submodules each model calls, under their parent.
+    _, deep = discover(tmp_path, s, extra=["--max-depth", "1"])
+    models = deep["scripts"][0]["models"]
+    by_var = {m["variable"]: m for m in models}
+    assert set(by_var) == {"net", "net.block", "net.head", "mlp", "mlp.0", "mlp.1"}
+    assert by_var["net.block"]["depth"] == 1
+    assert by_var["net.block"]["parent"] == by_var["net"]["index"]
+    assert by_var["net.head"]["inputs"][0]["value"] == "float32[2, 4]"
+    assert by_var["net.block"]["calls"] == 3
+    # Block was built inside Wrapper.__init__: that line is its location.
+    line = int(by_var["net.block"]["location"].rsplit(":", 1)[1])
+    assert lines[line - 1].strip() == "self.block = Block()"
+    # Block.conv is two levels down: not listed.
+    assert not any(m["class"].endswith("Conv2d") for m in models)
+
+
+def test_hashes_are_stable_and_change_with_weights_and_shapes(tmp_path, cache_dir):
+    base = TWO_MODELS
+    a = script(tmp_path, "a.py", base)
+    b = script(tmp_path, "b.py", "# another script, the same models\n" + base)
+    weight = script(tmp_path, "weight.py", base.replace(
+        "for _ in range(3):", "with torch.no_grad():\n    net.head.bias[0] += 1\nfor _ in range(3):"))
+    shape = script(tmp_path, "shape.py", base.replace("torch.randn(2, 3, 8, 8)", "torch.randn(2, 3, 9, 8)"))
+    _, found = discover(tmp_path, a, b, weight, shape)
+    runs = {Path(r["path"]).name: r for r in found["scripts"]}
+    h = {name: [m["sha256"] for m in r["models"]] for name, r in runs.items()}
+    assert h["a.py"] == h["b.py"]
+    assert h["weight.py"][0] != h["a.py"][0] and h["weight.py"][1] == h["a.py"][1]
+    assert h["shape.py"][0] != h["a.py"][0] and h["shape.py"][1] == h["a.py"][1]
+    # Run again: the same hashes.
+    _, again = discover(tmp_path, a)
+    assert [m["sha256"] for m in again["scripts"][0]["models"]] == h["a.py"]
+
+
+def test_failing_scripts_keep_what_ran(tmp_path, cache_dir):
+    raising = script(tmp_path, "raising.py", TWO_MODELS + "raise RuntimeError('after the models')\n")
+    empty = tmp_path / "empty.py"
+    empty.write_text("import torch\nprint(torch.ones(2).sum())\n")
+    hanging = script(tmp_path, "hanging.py", TWO_MODELS + "import time\ntime.sleep(600)\n")
+    proc, found = discover(tmp_path, raising, empty, hanging, tmp_path / "missing.py",
+                           extra=["--script-timeout", "20"])
+    assert proc.returncode == 1
+    runs = {Path(r["path"]).name: r for r in found["scripts"]}
+    r = runs["raising.py"]
+    assert r["status"] == "raised" and "RuntimeError: after the models" in r["error"]
+    assert "raise RuntimeError" in r["traceback"] and len(r["models"]) == 2
+    assert runs["empty.py"]["status"] == "ok" and runs["empty.py"]["models"] == []
+    h = runs["hanging.py"]
+    assert h["status"] == "stopped" and "--script-timeout 20" in h["error"]
+    assert [m["calls"] for m in h["models"]] == [3, 1]
+    assert h["seconds"] < 60
+    assert runs["missing.py"]["status"] == "missing"
+    out = proc.stdout
+    assert "raised an exception after the models below ran" in out
+    assert "no model: the script called no torch.nn.Module" in out
+    assert "was stopped" in out and "no such file" in out
+
+
+def test_benchmark_with_labels_hash_filter_and_reports(tmp_path, cache_dir):
+    header = "# labels: task::demo author::tests\n"
+    s = script(tmp_path, "bench_me.py", TWO_MODELS, header=header)
+    other = script(tmp_path, "other.py", "m = nn.Linear(3, 2)\nm(torch.randn(1, 3))\n")
+    _, found = discover(tmp_path, s)
+    net_hash = found["scripts"][0]["models"][0]["sha256"]
+    assert found["scripts"][0]["labels"] == {"task": "demo", "author": "tests"}
+
+    report = tmp_path / "r.json"
+    html = tmp_path / "r.html"
+    csv = tmp_path / "r.csv"
+    proc = modelbench("script", f"{s}::{net_hash[:8]}", other, "-c", "EAGER,JIT_TRACE,ORT_CPU",
+                      "--json", report, "--html", html, "--csv", csv,
+                      *[a for a in FAST if a != "--no-record"], check=0)
+    reports = json.loads(report.read_text())["reports"]
+    # ::HASH kept Wrapper only; other.py's model is there too.
+    assert [r["model"]["name"] for r in reports] == ["Wrapper", "Linear"]
+    net = reports[0]
+    assert net["model"]["sha256"] == net_hash
+    assert net["model"]["script"] == str(s.resolve())
+    assert net["model"]["location"].endswith(f"{s.name}:{_line(s, 'net = Wrapper()')}")
+    assert net["labels"] == {"model": "Wrapper", "framework": "pytorch", "task": "demo",
+                             "author": "tests"}
+    assert reports[1]["labels"] == {"model": "Linear", "framework": "pytorch"}
+    assert {r["conversion"]: r["status"] for r in net["results"]} == {
+        "EAGER": "ok", "JIT_TRACE": "ok", "ORT_CPU": "ok"}
+    assert net["baseline"] == "EAGER" and net["reference"] == "EAGER"
+    assert all(r["accuracy"]["max_abs_err"] < 1e-4 for r in net["results"])
+    # The script's own inputs were benchmarked.
+    assert net["model"]["inputs"][0]["shape"] == [2, 3, 8, 8]
+    page = html.read_text()
+    assert page.count('<section class="script"') == 2
+    assert f"Script <code>{s.resolve()}</code>" in page and "task=demo" in page
+    header_row = csv.read_text().splitlines()[0].split(",")
+    assert header_row[-6:] == ["script", "model_location", "label:model", "label:framework",
+                               "label:task", "label:author"]
+
+    # The history keeps the labels and the script.
+    hist = modelbench("history", "--label", "task=demo", "--json", check=0).stdout
+    runs = json.loads(hist)["runs"]
+    assert len(runs) == 1
+    assert runs[0]["labels"]["script"] == str(s.resolve())
+    assert runs[0]["labels"]["author"] == "tests"
+
+
+def _line(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if line.strip() == text)
+
+
+def test_options_are_checked_before_any_script_runs(tmp_path, cache_dir):
+    s = script(tmp_path, "s.py", TWO_MODELS)
+    proc = modelbench("script", s, "-c", "EAGR", check=2)
+    assert "EAGR" in proc.stderr and "did you mean" in proc.stderr
+    proc = modelbench("script", s, "--batch-size", "4", check=2)
+    assert "inputs the script gives" in proc.stderr
+    proc = modelbench("script", check=2)
+    assert "at least one" in proc.stderr
+
+
+def test_bench_options_table_matches_bench():
+    """script.py passes bench's options through: its table must know each one."""
+    from modelbench import script as script_cmd
+
+    text = modelbench("bench", "--help", check=0).stdout
+    import re
+
+    options = set(re.findall(r"(--[a-z][a-z-]+)", text))
+    known = set(script_cmd.BENCH_VALUE_OPTIONS) | set(script_cmd.BENCH_FLAGS) | set(
+        script_cmd.REFUSED) | {"--json", "--recursive", "--help"}
+    assert options - known == set(), options - known
