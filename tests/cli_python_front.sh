@@ -36,4 +36,13 @@ MODELBENCH_CACHE_DIR=$(mktemp -d)
 export MODELBENCH_CACHE_DIR
 trap 'rm -rf "$MODELBENCH_CACHE_DIR"' EXIT
 cd "$MB_SOURCE_DIR/python" || exit 1
-PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -p no:cacheprovider tests
+# `modelbench script` and function profiles (test_script*.py, test_profile.py)
+# run as a ctest entry of their own (cli_python_script.sh sets
+# MB_PYTEST_PART=script), beside the rest, each within its timeout.
+script_tests=(tests/test_script.py tests/test_script_examples.py tests/test_profile.py)
+if [ "${MB_PYTEST_PART:-front}" = script ]; then
+  targets=("${script_tests[@]}")
+else
+  targets=(tests "${script_tests[@]/#/--ignore=}")
+fi
+PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -p no:cacheprovider "${targets[@]}"

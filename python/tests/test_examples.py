@@ -58,29 +58,3 @@ def test_mnist_example(tmp_path, cache_dir):
     out = run(["benchmark_random_tensor.py", "--model-path", "model/mnist_ptq.pt",
                "--conversions", "EAGER,JIT_FREEZE"] + FAST, folder)
     assert out.count("Throughput:") == 2, out
-
-
-def test_script_analysis_example(tmp_path, cache_dir):
-    folder = tmp_path / "script_analysis"
-    shutil.copytree(ROOT / "examples" / "script_analysis", folder)
-    out = run(["-m", "modelbench", "script", "captioning_demo.py", "--analyze-only",
-               "--max-depth", "1"], folder)
-    assert "captioner (executed 3x)" in out and "classifier (executed 3x)" in out
-    assert "captioner.encoder (executed 3x)" in out  # the wrapped module
-    assert "Input:      ids: int64[2, 5]" in out
-    out = run(["-m", "modelbench", "script", "captioning_demo.py", "-c", "EAGER,ORT_CPU"]
-              + FAST, folder)
-    assert "2 models benchmarked, 0 failed" in out, out
-
-
-def test_profile_function_example(tmp_path, cache_dir):
-    folder = tmp_path / "profile_function"
-    shutil.copytree(ROOT / "examples" / "profile_function", folder)
-    out = run(["profile_classify.py", "--calls", "4", "--min-time", "0",
-               "--conversions", "EAGER,JIT_TRACE,ORT_CPU"], folder)
-    assert "modelbench profile: classify" in out and "4 calls measured" in out, out
-    rows = {line.split()[0]: line for line in out.splitlines()
-            if line.strip().startswith(("EAGER ", "JIT_TRACE ", "ORT_CPU "))}
-    assert set(rows) == {"EAGER", "JIT_TRACE", "ORT_CPU"}, out
-    assert "%" in rows["JIT_TRACE"] and "not validated" in out  # JIT validated, ORT not
-    assert "last result: [(" in out
