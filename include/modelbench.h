@@ -816,6 +816,33 @@ mb_status mb_profile_model(const char *model_path, const char *conversion,
                            mb_profile **profile_out, mb_error *err);
 void mb_profile_free(mb_profile *profile);
 
+/* One conversion of an ONNX model prepared and run in the calling process,
+ * outside any benchmark and without a worker (a crashing runtime takes the
+ * caller down): what the Python front's function profiles put in place of
+ * a module to validate ORT_CPU, ONEDNN, ... predictions. Only conversions
+ * that run the ONNX graph (format onnx); the row's steps (OPTIMIZE+, FP16+,
+ * INT8_*+) are applied as bench applies them, without the build cache.
+ * model_path: an ONNX file or a manifest with one. threads: the runtime's
+ * intra-op threads (<= 0: 1); the rest as bench's defaults. example_inputs:
+ * borrowed, n_inputs tensors in graph input order, read during the call:
+ * the calibration batch and the shapes hybrid runtimes (XNNPACK, ONEDNN)
+ * compile for; their runs must use the same shapes. *runner_out: release
+ * with mb_runner_free. */
+typedef struct mb_runner mb_runner;
+mb_status mb_runner_create(const char *model_path, const char *conversion,
+                           int threads, int n_inputs,
+                           const mb_tensor *const *example_inputs,
+                           mb_runner **runner_out, mb_error *err);
+/* The model's output count (0 for NULL). */
+int mb_runner_output_count(const mb_runner *runner);
+/* One inference. inputs: borrowed, graph input order. outputs: n_outputs
+ * slots (mb_runner_output_count) that receive new caller-owned tensors
+ * (mb_tensor_free); left NULL on failure. */
+mb_status mb_runner_run(mb_runner *runner, int n_inputs,
+                        const mb_tensor *const *inputs, int n_outputs,
+                        mb_tensor **outputs, mb_error *err);
+void mb_runner_free(mb_runner *runner);
+
 /* Writes the model as conversion `conversion` converts it (OPTIMIZE+,
  * FP16+, INT8_DYNAMIC+, INT8_STATIC+ ...: the row's steps; a conversion
  * without steps writes the model unchanged) to out_path: the artifact to

@@ -205,6 +205,11 @@ _declare("mb_host_build_finish", c_int, c_void_p, c_char_p, c_char_p, c_double,
 _declare("mb_host_build_close", None, c_void_p)
 _declare("mb_cli_main", c_int, c_int, POINTER(c_char_p))
 _declare("mb_model_file_formats", c_int, c_char_p, POINTER(c_uint), POINTER(MbError))
+_declare("mb_runner_create", c_int, c_char_p, c_char_p, c_int, c_int, c_void_p,
+         POINTER(c_void_p), POINTER(MbError))
+_declare("mb_runner_output_count", c_int, c_void_p)
+_declare("mb_runner_run", c_int, c_void_p, c_int, c_void_p, c_int, c_void_p, POINTER(MbError))
+_declare("mb_runner_free", None, c_void_p)
 
 # The mirrors above must match the library actually loaded.
 for _struct, _mirror in (

@@ -72,6 +72,7 @@ class Segment:
     tensors: Optional[Tuple[Any, ...]] = None  # inputs of its first call
     why_not: str = ""  # why it cannot be benchmarked
     sha256: str = ""
+    onnx_path: str = ""  # its ONNX export, while the report runs
     calls: List[int] = field(default_factory=list)  # per kept function call
     seconds: List[float] = field(default_factory=list)
 
@@ -213,15 +214,21 @@ class ProfileSession:
         report = ProfileReport([])
         if not records:
             return report
-        bench = _benchmark(records, self.conversions, self.config)
-        for record in records:
-            names = _names(record.conversions or self.conversions)
-            table = _function_table(record, names, bench)
-            if record.validate:
-                _validate(record, table, self.validate_calls)
-            report.functions.append(table)
-            for line in table.lines():
-                self.display(line)
+        # The modules' manifests and exports live here until the validation
+        # has run the ONNX conversions.
+        run_dir = tempfile.mkdtemp(prefix="modelbench-profile-")
+        try:
+            bench = _benchmark(records, self.conversions, self.config, run_dir)
+            for record in records:
+                names = _names(record.conversions or self.conversions)
+                table = _function_table(record, names, bench)
+                if record.validate:
+                    _validate(record, table, self.validate_calls, bench.threads)
+                report.functions.append(table)
+                for line in table.lines():
+                    self.display(line)
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
         self.last_report = report
         return report
 
@@ -350,9 +357,13 @@ class _Bench:
 
     median_ms: Dict[Tuple[str, str], float] = field(default_factory=dict)
     errors: Dict[Tuple[str, str], str] = field(default_factory=dict)
+    threads: int = 1  # the benchmark's, for the validation
 
 
-def _benchmark(records: List[FunctionRecord], conversions: Any, config: Any) -> _Bench:
+def _benchmark(records: List[FunctionRecord], conversions: Any, config: Any,
+               run_dir: str) -> _Bench:
+    """One bench run over the manifests of every captured module (written
+    under run_dir); each segment learns its hash and ONNX export."""
     from .api import _bench_argv, _run_engine
 
     cfg = _config(config)
@@ -362,53 +373,59 @@ def _benchmark(records: List[FunctionRecord], conversions: Any, config: Any) -> 
             if name not in names:
                 names.append(name)
     formats = capture.wanted_formats(names, None)
-    run_dir = tempfile.mkdtemp(prefix="modelbench-profile-")
-    bench = _Bench()
-    try:
-        manifests: Dict[str, str] = {}
-        for record in records:
-            script = record.where.rsplit(":", 1)[0]
-            for segment in record.segments.values():
-                if segment.tensors is None:
+    bench = _Bench(threads=max(int(cfg.threads or 1), 1))
+    manifests: Dict[str, str] = {}
+    for record in records:
+        script = record.where.rsplit(":", 1)[0]
+        for segment in record.segments.values():
+            if segment.tensors is None:
+                continue
+            try:
+                segment.sha256 = capture.model_hash(segment.module, segment.tensors)
+                if segment.sha256 in manifests:
+                    segment.onnx_path = _onnx_path(manifests[segment.sha256])
                     continue
-                try:
-                    segment.sha256 = capture.model_hash(segment.module, segment.tensors)
-                    if segment.sha256 in manifests:
-                        continue
-                    origin = capture.ModelOrigin(
-                        os.path.abspath(script) if os.path.exists(script) else script,
-                        segment.location.split(" at ", 1)[-1], {"function": record.name})
-                    manifests[segment.sha256] = capture.write_model(
-                        os.path.join(run_dir, f"{segment.name}-{segment.sha256[:12]}"),
-                        segment.module, segment.tensors, segment.sha256, origin, formats,
-                        cfg.opset, cfg.cache, cfg.cache_dir)
-                except Exception as e:  # noqa: BLE001 - one module's failure spares the rest
-                    segment.why_not = f"{type(e).__name__}: {e}".splitlines()[0]
-        if not manifests:
-            return bench
-        paths = list(manifests.values())
-        json_path = cfg.json or os.path.join(run_dir, "report.json")
-        argv = _bench_argv(cfg, paths[0], names, None, json_path, cfg.labels, "cpu",
-                           in_process=False)
-        argv[3:3] = paths[1:]
-        rc = _run_engine(argv, in_process=False)
-        if not os.path.exists(json_path):
-            raise RuntimeError(f"modelbench bench wrote no report (exit status {rc}); its "
-                               "messages are in the 'modelbench' log (setup_logging())")
-        with open(json_path) as f:
-            data = json.load(f)
-        for rep in data.get("reports", [data]):
-            sha = rep["model"]["sha256"]
-            for r in rep["results"]:
-                key = (sha, r["conversion"])
-                median = (r.get("latency_ms") or {}).get("median")
-                if r["status"] == "ok" and median is not None:
-                    bench.median_ms[key] = float(median)
-                else:
-                    bench.errors[key] = f"{r['status']}: {r.get('error') or ''}".rstrip(": ")
+                origin = capture.ModelOrigin(
+                    os.path.abspath(script) if os.path.exists(script) else script,
+                    segment.location.split(" at ", 1)[-1], {"function": record.name})
+                manifests[segment.sha256] = capture.write_model(
+                    os.path.join(run_dir, f"{segment.name}-{segment.sha256[:12]}"),
+                    segment.module, segment.tensors, segment.sha256, origin, formats,
+                    cfg.opset, cfg.cache, cfg.cache_dir)
+                segment.onnx_path = _onnx_path(manifests[segment.sha256])
+            except Exception as e:  # noqa: BLE001 - one module's failure spares the rest
+                segment.why_not = f"{type(e).__name__}: {e}".splitlines()[0]
+    if not manifests:
         return bench
-    finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
+    paths = list(manifests.values())
+    json_path = cfg.json or os.path.join(run_dir, "report.json")
+    argv = _bench_argv(cfg, paths[0], names, None, json_path, cfg.labels, "cpu",
+                       in_process=False)
+    argv[3:3] = paths[1:]
+    rc = _run_engine(argv, in_process=False)
+    if not os.path.exists(json_path):
+        raise RuntimeError(f"modelbench bench wrote no report (exit status {rc}); its "
+                           "messages are in the 'modelbench' log (setup_logging())")
+    with open(json_path) as f:
+        data = json.load(f)
+    for rep in data.get("reports", [data]):
+        sha = rep["model"]["sha256"]
+        for r in rep["results"]:
+            key = (sha, r["conversion"])
+            median = (r.get("latency_ms") or {}).get("median")
+            if r["status"] == "ok" and median is not None:
+                bench.median_ms[key] = float(median)
+            else:
+                bench.errors[key] = f"{r['status']}: {r.get('error') or ''}".rstrip(": ")
+    return bench
+
+
+def _onnx_path(manifest: str) -> str:
+    """The ONNX export a manifest names, or "" (its export failed)."""
+    with open(manifest) as f:
+        entry = json.load(f).get("formats", {}).get("onnx", {})
+    path = entry.get("path") or ""
+    return os.path.join(os.path.dirname(manifest), path) if path else ""
 
 
 # ---------------------------------------------------------------------------
@@ -576,37 +593,73 @@ def _converted(segment: Segment, conversion: str, threads: int) -> Callable[...,
     return run
 
 
-def _validate(record: FunctionRecord, table: FunctionTable, calls: int) -> None:
-    """Measures the function with each PyTorch conversion in place of its
-    modules and sets measured_ms and error_pct of those rows."""
+def _onnx_converted(segment: Segment, conversion: str, threads: int) -> Callable[..., Any]:
+    """The module's ONNX export run by an ONNX conversion in this process
+    (mb_runner), its outputs in the structure the module returns."""
     import torch
 
+    from .runner import Runner, unflatten
+
+    if not segment.onnx_path:
+        raise RuntimeError(f"{segment.name} has no ONNX export")
+    runner = Runner(segment.onnx_path, conversion, segment.tensors or (), threads)
+    with capture.paused(), torch.no_grad():
+        template = segment.module(*(segment.tensors or ()))
+
+    def run(args: Tuple[Any, ...], kwargs: Dict[str, Any], call: Callable[[], Any]) -> Any:
+        inputs = capture.positional_tensors(segment.module, args, kwargs) if kwargs else args
+        return unflatten(template, runner(inputs))
+
+    return run
+
+
+def _validate(record: FunctionRecord, table: FunctionTable, calls: int,
+              threads: int) -> None:
+    """Measures the function with each conversion's form of its modules in
+    their place (the PyTorch options as torch runs them, the ONNX ones
+    through mb_runner on the export) and sets measured_ms and error_pct."""
+    import torch
+
+    from . import conversions as conv_table
     from .conversions import PYTORCH_CONVERSIONS
 
     if record.last_call is None:
         return
     args, kwargs = record.last_call
+    formats = {r["name"]: r["format"] for r in conv_table.list_conversions()}
     for row in table.rows:
-        if row.conversion not in PYTORCH_CONVERSIONS:
+        if row.conversion in PYTORCH_CONVERSIONS:
+            make = _converted
+            threads_here = torch.get_num_threads()
+        elif formats.get(row.conversion) == "onnx":
+            make = _onnx_converted
+            threads_here = threads
+        else:
             row.note = (row.note + "; " if row.note else "") + (
-                "not validated: ONNX conversions run only in the engine's workers")
+                f"not validated: {row.conversion} runs only in the engine's workers")
             continue
         segments = [(k, s) for k, s in record.segments.items() if s.tensors is not None]
         try:
-            substitutes = {k: _converted(s, row.conversion, torch.get_num_threads())
-                           for k, s in segments}
+            substitutes = {k: make(s, row.conversion, threads_here) for k, s in segments}
         except Exception as e:  # noqa: BLE001 - a conversion that fails here is reported
             row.note = (row.note + "; " if row.note else "") + (
                 f"not validated: {type(e).__name__}: {e}".splitlines()[0])
             continue
         totals = []
-        for i in range(record.warmup_calls + calls):
-            listener = _CallListener(record, substitutes)
-            started = time.perf_counter()
-            with capture.listening(listener):
-                record.fn(*args, **kwargs)
-            if i >= record.warmup_calls:
-                totals.append(time.perf_counter() - started)
+        try:
+            for i in range(record.warmup_calls + calls):
+                listener = _CallListener(record, substitutes)
+                started = time.perf_counter()
+                with capture.listening(listener):
+                    record.fn(*args, **kwargs)
+                if i >= record.warmup_calls:
+                    totals.append(time.perf_counter() - started)
+        except Exception as e:  # noqa: BLE001 - the converted form failed on these calls
+            row.note = (row.note + "; " if row.note else "") + (
+                f"not validated: {type(e).__name__}: {e}".splitlines()[0])
+            continue
+        finally:
+            substitutes.clear()  # ONNX runners release their sessions
         row.measured_ms = statistics.median(totals) * 1e3
         if row.predicted_ms is not None and row.measured_ms > 0:
             row.error_pct = (row.predicted_ms - row.measured_ms) / row.measured_ms * 100

@@ -76,10 +76,14 @@ def test_uncaptured_python_and_prediction(cache_dir):
 def test_validate_jit(cache_dir):
     model = small_model()
 
+    outputs = []
+
     @modelbench.profile(conversions=["EAGER", "JIT_TRACE", "ORT_CPU"], validate=True)
     def infer(x):
         busy_loop(1.0)
-        return model(x).softmax(1)
+        y = model(x).softmax(1)
+        outputs.append(y)
+        return y
 
     x = torch.randn(2, 32)
     lines = []
@@ -87,14 +91,82 @@ def test_validate_jit(cache_dir):
         for _ in range(6):
             infer(x)
     table = s.last_report.function("infer")
-    for name in ("EAGER", "JIT_TRACE"):
+    # JIT_TRACE by torch, ORT_CPU by the C library in this process.
+    for name in ("EAGER", "JIT_TRACE", "ORT_CPU"):
         row = table.row(name)
         assert row.measured_ms is not None and row.measured_ms > 0.5, row
         assert row.error_pct is not None
         assert abs(row.error_pct - (row.predicted_ms - row.measured_ms) / row.measured_ms * 100) < 1e-9
-    ort = table.row("ORT_CPU")
-    assert ort.predicted_ms is not None and ort.measured_ms is None
-    assert "not validated" in ort.note
+    # The function ran on the converted forms' outputs: the same softmax.
+    assert len(outputs) > 6 and all(torch.allclose(o, outputs[0], atol=1e-5) for o in outputs)
+
+
+def test_validate_onnx_runner(cache_dir):
+    """An ONNX conversion in place of a module returning a tuple: the
+    function gets the same structure and values; a hybrid engine prepared
+    for the first call's shapes cannot take another batch: not validated."""
+    from modelbench import _lib
+    from modelbench.runner import Runner, unflatten
+
+    torch.manual_seed(0)
+
+    class TwoHeads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(8, 3)
+            self.b = nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.a(x), {"b": self.b(x)}
+
+    model = TwoHeads().eval()
+    seen = []
+
+    @modelbench.profile(conversions=["EAGER", "ORT_CPU", "XNNPACK"], validate=True)
+    def infer(x):
+        a, rest = model(x)
+        seen.append((a, rest["b"]))
+        return a.sum() + rest["b"].sum()
+
+    batches = [torch.randn(2, 8), torch.randn(3, 8)]
+    with modelbench.profile_session(config=FAST, display=lambda line: None, warmup_calls=1,
+                                    validate_calls=2) as s:
+        for i in range(4):
+            infer(batches[i % 2])
+    table = s.last_report.function("infer")
+    assert table.row("ORT_CPU").measured_ms is not None
+    with torch.no_grad():
+        want = model(batches[1])
+    a, b = seen[-1]  # the last validation call ran ORT_CPU or XNNPACK on batch 1
+    assert torch.allclose(a, want[0], atol=1e-5) and torch.allclose(b, want[1]["b"], atol=1e-5)
+    xnn = table.row("XNNPACK")
+    if _lib.conversion_info(_lib.conversion_find("XNNPACK"))["available"]:
+        assert xnn.predicted_ms is not None, xnn
+        assert xnn.measured_ms is None and "not validated" in xnn.note, xnn
+        assert "another shape" in xnn.note, xnn.note
+
+    # The runner itself: a wrong number of inputs names both counts.
+    import os
+    import tempfile
+
+    path = os.path.join(tempfile.mkdtemp(), "m.onnx")
+    torch.onnx.export(nn.Linear(4, 2), (torch.randn(1, 4),), path)
+    runner = Runner(path, "ORT_CPU", [torch.randn(1, 4)], 1)
+    (y,) = runner([torch.ones(1, 4)])
+    assert y.shape == (1, 2)
+    try:
+        runner([torch.ones(1, 4), torch.ones(1, 4)])
+    except ValueError as e:
+        assert "2 inputs given, the model takes 1" in str(e)
+    else:
+        raise AssertionError("two inputs accepted")
+    assert unflatten((y, [y]), [y, y])[1][0] is y
+    try:
+        Runner(path, "EAGER", [torch.randn(1, 4)], 1)
+    except RuntimeError as e:
+        assert "EAGER" in str(e) and "ONNX" in str(e)
+    else:
+        raise AssertionError("EAGER accepted by a runner")
 
 
 def test_decorator_outside_a_session_and_report(cache_dir):

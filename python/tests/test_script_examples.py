@@ -31,5 +31,6 @@ def test_profile_function_example(tmp_path, cache_dir):
     rows = {line.split()[0]: line for line in out.splitlines()
             if line.strip().startswith(("EAGER ", "JIT_TRACE ", "ORT_CPU "))}
     assert set(rows) == {"EAGER", "JIT_TRACE", "ORT_CPU"}, out
-    assert "%" in rows["JIT_TRACE"] and "not validated" in out  # JIT validated, ORT not
+    # JIT_TRACE validated by torch, ORT_CPU by the C library in this process.
+    assert "%" in rows["JIT_TRACE"] and "%" in rows["ORT_CPU"], out
     assert "last result: [(" in out
