@@ -687,6 +687,13 @@ TEST(json_read_back) {
   f.results[1].precision_share = 0.83;
   f.results[1].segments = segments;
   f.results[1].n_segments = 2;
+  /* A model a script ran: its script, location and labels come back. */
+  static const char *labels[] = {"task=demo", "script=/s/demo.py"};
+  snprintf(f.report.model_script, sizeof f.report.model_script, "/s/demo.py");
+  snprintf(f.report.model_location, sizeof f.report.model_location,
+           "/s/demo.py:12");
+  f.report.labels = labels;
+  f.report.n_labels = 2;
   /* The reader finds the registry's rows by name, as the writer would. */
   for (int i = 0; i < N_RESULTS; i++)
     mb_conversion_find(f.results[i].conversion, &f.results[i].conversion_index,
@@ -702,6 +709,9 @@ TEST(json_read_back) {
   ASSERT_EQ(n, 1);
   ASSERT_OK(mb_bench_report_write_json(loaded[0], second, &err), &err);
   int host_kept = strcmp(loaded[0]->results[1].machine.host, "node7") == 0;
+  int source_kept = strcmp(loaded[0]->model_location, "/s/demo.py:12") == 0 &&
+                    loaded[0]->n_labels == 2 &&
+                    strcmp(loaded[0]->labels[1], "script=/s/demo.py") == 0;
   mb__reports_free(loaded, n);
   void *a = NULL, *b = NULL;
   size_t na = 0, nb = 0;
@@ -716,6 +726,7 @@ TEST(json_read_back) {
   free(b);
   ASSERT(same);
   ASSERT(host_kept);
+  ASSERT(source_kept);
   return 0;
 }
 

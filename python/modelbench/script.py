@@ -46,6 +46,10 @@ BENCH_FLAGS = (
 )
 #: bench's input options: a script's models run on the inputs the script gave them.
 REFUSED = ("--batch-size", "--shape", "--input-range", "--n-samples", "--inputs", "--labels")
+#: bench's executor options (docs/executors.md): a script's models run here.
+LOCAL_ONLY = ("--executor", "--split", "--partition", "--time-limit", "--mem",
+              "--cpus-per-task", "--account", "--sbatch-arg", "--retries", "--no-wait",
+              "--run-dir", "--ssh-config", "--remote-modelbench")
 
 LABEL_LINE = re.compile(r"^#\s*labels:\s*(.*)$")
 LABEL_KEY = re.compile(r"^[A-Za-z0-9_.\-/]+$")
@@ -66,6 +70,13 @@ class _Refused(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         parser.error(f"{option_string}: a script's models run on the inputs the script "
                      "gives them, so bench's input options do not apply")
+
+
+class _LocalOnly(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"{option_string}: a script's models are benchmarked on this machine "
+                     "(their manifests, pickled modules and inputs are in a local run "
+                     "folder); run 'modelbench bench --executor' on model files instead")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
         a(opt, action=_Passthrough, nargs=0, help=argparse.SUPPRESS)
     for opt in REFUSED:
         a(opt, action=_Refused, help=argparse.SUPPRESS)
+    for opt in LOCAL_ONLY:
+        a(opt, action=_LocalOnly, nargs="?", help=argparse.SUPPRESS)
     return p
 
 

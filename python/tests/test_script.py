@@ -218,6 +218,8 @@ def test_options_are_checked_before_any_script_runs(tmp_path, cache_dir):
     assert "inputs the script gives" in proc.stderr
     proc = modelbench("script", check=2)
     assert "at least one" in proc.stderr
+    proc = modelbench("script", s, "--executor", "slurm", check=2)
+    assert "--executor" in proc.stderr and "this machine" in proc.stderr
 
 
 def test_bench_options_table_matches_bench():
@@ -229,5 +231,5 @@ def test_bench_options_table_matches_bench():
 
     options = set(re.findall(r"(--[a-z][a-z-]+)", text))
     known = set(script_cmd.BENCH_VALUE_OPTIONS) | set(script_cmd.BENCH_FLAGS) | set(
-        script_cmd.REFUSED) | {"--json", "--recursive", "--help"}
+        script_cmd.REFUSED) | set(script_cmd.LOCAL_ONLY) | {"--json", "--recursive", "--help"}
     assert options - known == set(), options - known

@@ -400,6 +400,8 @@ static mb_status read_model(loader *l, const mb_json_value *root,
       F_TEXT(mb_bench_report, "path", model_path),
       F_TEXT(mb_bench_report, "name", model_name),
       F_TEXT(mb_bench_report, "sha256", model_sha256),
+      F_TEXT(mb_bench_report, "script", model_script),
+      F_TEXT(mb_bench_report, "location", model_location),
   };
   mb_status status;
   const mb_json_value *model =
@@ -418,6 +420,34 @@ static mb_status read_model(loader *l, const mb_json_value *root,
                  mb_model_format_name((mb_model_format)f)) == 0)
         report->model_formats |= 1u << f;
   return status ? status : read_inputs(l, model, report);
+}
+
+/* labels {"key": "value"} as "key=value" (report and config share them,
+ * as the engine's reports do). */
+static mb_status read_labels(loader *l, const mb_json_value *root,
+                             mb_bench_report *report) {
+  mb_status status;
+  const mb_json_value *v = member(l, root, "labels", MB_JSON_OBJECT, &status);
+  if (!v || v->count == 0)
+    return status;
+  const char **labels = mb__arena_alloc(l->arena, sizeof *labels * v->count);
+  if (!labels)
+    return oom(l);
+  for (size_t i = 0; i < v->count; i++) {
+    const mb_json_member *m = &v->members[i];
+    if (m->value.type != MB_JSON_STRING)
+      return field_error(l, &m->value, "labels: expected string values");
+    size_t klen = strlen(m->key), vlen = strlen(m->value.string);
+    char *label = mb__arena_alloc(l->arena, klen + vlen + 2);
+    if (!label)
+      return oom(l);
+    snprintf(label, klen + vlen + 2, "%s=%s", m->key, m->value.string);
+    labels[i] = label;
+  }
+  report->labels = labels;
+  report->config.labels = labels;
+  report->n_labels = report->config.n_labels = (int)v->count;
+  return MB_STATUS_OK;
 }
 
 /* config.shapes {"x": [1, 3]} and config.input_ranges {"x": [lo, hi]}. */
@@ -568,6 +598,7 @@ static mb_status read_report(loader *l, const mb_json_value *root,
       (status = read_fields(l, root, report_fields,
                             MB_ARRAY_COUNT(report_fields), report)) ||
       (status = read_model(l, root, report)) ||
+      (status = read_labels(l, root, report)) ||
       (status = read_config(l, root, report)))
     goto fail;
   const mb_json_value *machine =
