@@ -76,10 +76,14 @@ def main():
     p.add_argument("--conversions", default="EAGER,JIT_TRACE,JIT_FREEZE,ORT_CPU,ONEDNN")
     p.add_argument("--calls", type=int, default=30, help="calls profiled (default 30)")
     p.add_argument("--min-time", type=float, default=1.0, help="seconds per conversion")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads of the model here and in the benchmark (default: torch's)")
     p.add_argument("--no-validate", action="store_true")
     p.add_argument("--html", default=None, help="the engine's HTML report of the segments")
     args = p.parse_args()
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     images = [torch.randint(0, 256, (160, 200, 3), dtype=torch.uint8) for _ in range(4)]
     captions = ["a photo of a small dark animal in the grass", "the big light animal",
