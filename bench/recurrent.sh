@@ -2,10 +2,11 @@
 # Recurrent layers (issue 13): the 2-layer bidirectional LSTM and GRU of
 # tools/export_zoo.py (40 features, hidden 128, batch 1, 50 steps, a linear
 # head) on the reference interpreter, ONNX Runtime and oneDNN's recurrent
-# primitives (fp32 and bf16), at 1 and 2 threads. Each conversion is timed
+# primitives (fp32, bf16 and int8), at 1 and 2 threads. Each conversion is timed
 # in ROUNDS alternated rounds; the table gives the median over rounds of
 # its median latency and its speed-up over ORT_CPU (same round), with the
-# accuracy against the reference interpreter.
+# accuracy against the reference interpreter and the precision it ran at
+# ("fp32 (3% of FLOPs)" where part of an int8 model ran in fp32).
 #   bench/recurrent.sh BUILD_DIR
 # MB_BENCH_ROUNDS (default 3), MB_BENCH_THREADS (default 1,2); needs
 # /usr/bin/python3 with torch and onnx to export the models.
@@ -15,7 +16,7 @@ build=${1:-build}
 bin=$build/bin
 models=$build/recurrent_models
 rounds=${MB_BENCH_ROUNDS:-3}
-convs=REFERENCE,ORT_CPU,ONEDNN,BF16+ONEDNN
+convs=REFERENCE,ORT_CPU,ONEDNN,BF16+ONEDNN,INT8_STATIC+ONEDNN
 names=(lstm_bidirectional_2layer gru_bidirectional_2layer)
 
 exporter=$(dirname "$0")/../tools/export_zoo.py
@@ -54,19 +55,20 @@ for path in sys.argv[1:]:
         continue
     for r in report["results"]:
         runs.setdefault(r["conversion"], []).append(r)
-print("%-14s %-6s %11s %14s %12s %10s" % ("conversion", "status", "median ms",
-                                          "vs ORT_CPU", "max abs err", "cosine"))
+print("%-19s %-6s %11s %11s %12s %10s  %s" % (
+    "conversion", "status", "median ms", "vs ORT_CPU", "max abs err", "cosine",
+    "precision"))
 for name, rs in runs.items():
     ok = [r for r in rs if r["status"] == "ok"]
     if not ok:
-        print("%-14s %-6s %s" % (name, rs[0]["status"], (rs[0]["error"] or "")[:80]))
+        print("%-19s %-6s %s" % (name, rs[0]["status"], (rs[0]["error"] or "")[:80]))
         continue
     median = statistics.median(r["latency_ms"]["median"] for r in ok)
     speedup = statistics.median(r["speedup_vs_baseline"] or 0 for r in ok)
     acc = ok[0]["accuracy"] or {}
-    print("%-14s %-6s %11.3f %13.2fx %12.2g %10.6f" % (
+    print("%-19s %-6s %11.3f %10.2fx %12.2g %10.6f  %s" % (
         name, "ok", median, speedup, acc.get("max_abs_err") or 0.0,
-        acc.get("cosine") or 0.0))
+        acc.get("cosine") or 0.0, ok[0].get("precision_label") or ""))
 PY
   done
 done

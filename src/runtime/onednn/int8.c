@@ -80,6 +80,9 @@ mb_status mb__dn_value_get_q(lctx *l, int v, const dnnl_memory_desc_t *want,
   mb_status status;
   float scale = xq->scales[0];
   int32_t zp = xq->zero_points[0];
+  if (x->n_reps == 0 && mb__engine_constant(l->eg, v) &&
+      (status = mb__dn_const_rep(l, v)))
+    return status;
   for (int i = 0; i < x->n_reps; i++)
     if (mb__dn_md_same(&x->rep[i].md, want) && x->rep[i].qscale == scale &&
         x->rep[i].qzp == zp) {

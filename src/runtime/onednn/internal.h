@@ -473,6 +473,11 @@ mb_status mb__dn_const_memory(lctx *l, const dnnl_memory_desc_t *src_md,
                               const void *data, bool take,
                               const dnnl_memory_desc_t *want,
                               dnnl_memory_t *mem_out, int *buf_out);
+mb_status mb__dn_const_memory_attr(lctx *l, const dnnl_memory_desc_t *src_md,
+                                   const void *data, bool take,
+                                   const dnnl_memory_desc_t *want,
+                                   const_dnnl_primitive_attr_t attr,
+                                   dnnl_memory_t *mem_out, int *buf_out);
 void mb__dn_value_dims(lctx *l, int v, int *rank, int64_t *dims);
 mb_status mb__dn_rep_add(lctx *l, int v, const dnnl_memory_desc_t *md,
                          dnnl_memory_t mem, int buf, dn_rep **out);
@@ -542,6 +547,8 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g);
 
 /* rnn.c */
 int mb__dn_check_rnn(mb_engine_check *c);
+int mb__dn_rnn_int8(const mb_engine_graph *eg, const mb_quant_params *quant,
+                    const mb_node *n, char *why, size_t size);
 mb_status mb__dn_lower_rnn(lctx *l, const mb_node *n);
 
 /* norm.c */

@@ -515,6 +515,17 @@ mb_status mb__dn_const_memory(lctx *l, const dnnl_memory_desc_t *src_md,
                               const void *data, bool take,
                               const dnnl_memory_desc_t *want,
                               dnnl_memory_t *mem_out, int *buf_out) {
+  return mb__dn_const_memory_attr(l, src_md, data, take, want, NULL, mem_out,
+                                  buf_out);
+}
+
+/* mb__dn_const_memory with the reorder's attributes (int8 RNN weights:
+ * their quantisation scales), NULL for none. attr: borrowed. */
+mb_status mb__dn_const_memory_attr(lctx *l, const dnnl_memory_desc_t *src_md,
+                                   const void *data, bool take,
+                                   const dnnl_memory_desc_t *want,
+                                   const_dnnl_primitive_attr_t attr,
+                                   dnnl_memory_t *mem_out, int *buf_out) {
   dn_segment *s = l->s;
   dnnl_primitive_desc_t pd = NULL;
   dnnl_primitive_t prim = NULL;
@@ -547,7 +558,7 @@ mb_status mb__dn_const_memory(lctx *l, const dnnl_memory_desc_t *src_md,
   DN_GOTO(l, dnnl_memory_create(&src, src_md, s->engine, (void *)data));
   MB_TRY_GOTO(mb__dn_mem_new(l, want, b, mem_out));
   DN_GOTO(l, dnnl_reorder_primitive_desc_create(&pd, src_md, s->engine, want,
-                                                s->engine, NULL));
+                                                s->engine, attr));
   DN_GOTO(l, dnnl_primitive_create(&prim, pd));
   dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, *mem_out}};
   DN_GOTO(l, dnnl_primitive_execute(prim, s->stream, 2, args));

@@ -191,6 +191,21 @@ static int dn_supports_node(const mb_engine_graph *eg, int node,
   return row->check(&c);
 }
 
+/* INT8: a recurrent node without an int8 form here (rnn.c: peepholes, no
+ * calibrated range, a cell oneDNN has no int8 primitive for) makes its
+ * segment's compile fail, and runs in an fp32 segment of its own, so the
+ * result says fp32 for its FLOPs. Every other node stays in its segment
+ * (those without an int8 form compute in float32 inside it). */
+static int dn_node_precision(const mb_engine_graph *eg, int node,
+                             const mb_engine_options *options) {
+  const mb_node *n = &eg->graph->nodes[node];
+  const dn_op_row *row = mb__dn_op_find(n);
+  if (options->precision != MB_PRECISION_INT8 ||
+      mb__engine_node_folded(eg, n) || !row || row->lower != mb__dn_lower_rnn)
+    return 1;
+  return mb__dn_rnn_int8(eg, options->quant, n, NULL, 0);
+}
+
 static mb_status dn_compile(const mb_segment_desc *d,
                             const mb_engine_options *options,
                             void **compiled_out, mb_error *err) {
@@ -307,6 +322,7 @@ const mb_engine mb__engine_onednn = {
     .probe = dn_probe,
     .supports_precision = dn_supports_precision,
     .supports_node = dn_supports_node,
+    .node_precision = dn_node_precision,
     .compile = dn_compile,
     .run = mb__dn_run,
     .node_profile = mb__dn_node_profile,

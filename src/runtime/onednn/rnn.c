@@ -1,6 +1,16 @@
 /* oneDNN engine: ONNX RNN, GRU and LSTM nodes as oneDNN's vanilla RNN,
  * GRU (linear-before-reset GRU when linear_before_reset = 1) and LSTM
- * primitives, fp32 or bf16.
+ * primitives, fp32 or bf16, and int8 where oneDNN has an int8 form.
+ *
+ * INT8: X, the initial h and the h the cell writes share one u8 scale and
+ * shift (oneDNN quantises them alike): the union of X's calibrated range,
+ * initial_h's, and Y's and Y_h's (else [-1, 1]). W and R share one s8
+ * scale per gate and hidden unit, from their own values (the static
+ * quantiser leaves recurrent weights alone). Y comes out float32, the
+ * final h as u8, dequantised on its way to Y_h. A
+ * node with no int8 form (see int8_get) fails the int8 compile with
+ * MB_STATUS_UNSUPPORTED and the engine's node_precision names it, so the
+ * hybrid layer runs it in an fp32 segment of its own.
  *
  * Weights are re-laid out once, at compile time: ONNX keeps W as
  * [directions, gates * hidden, input] in gate order i, o, f, c (LSTM) or
@@ -186,6 +196,100 @@ int mb__dn_check_rnn(mb_engine_check *c) {
   return rnn_get(c, &p);
 }
 
+/* ---- int8 ---- */
+
+/* oneDNN 2.6's int8 recurrent primitives (forward inference): u8 data,
+ * src_layer and src_iter sharing one scale and shift (u8 = scale * real +
+ * shift), s8 weights_layer and weights_iter sharing one scale per gate and
+ * hidden unit (s8 = round(scale * w)), float32 biases and cell states;
+ * dst_layer float32 here, dst_iter u8 (2.6 has no float32 one with u8
+ * data), dequantised into the final h. */
+#define DN_RNN_WEIGHT_MASK ((1 << 3) | (1 << 4)) /* g and o of ldigo */
+
+/* The cells oneDNN 2.6 has an int8 form of. */
+static const struct dn_rnn_int8_row {
+  dn_rnn_kind kind;
+  bool lbr;
+  const char *no; /* NULL: it has one; else why not */
+} dn_rnn_int8_rows[] = {
+    {DN_LSTM, false, NULL},
+    {DN_GRU, false, NULL},
+    {DN_GRU, true,
+     "linear_before_reset = 1 (oneDNN 2.6 has no int8 form "
+     "of that GRU)"},
+    {DN_RNN, false, "oneDNN 2.6 has no int8 vanilla RNN"},
+};
+
+/* The data quantisation: real = step * (u8 - zp). */
+typedef struct dn_rnn_q {
+  float step;
+  int32_t zp;
+} dn_rnn_q;
+
+/* Widens [*lo, *hi] by value v's calibrated range; false when it has
+ * none. */
+static bool range_add(const mb_engine_graph *eg, const mb_quant_params *quant,
+                      int v, double *lo, double *hi) {
+  const mb_quant_param *e =
+      quant ? mb__quant_params_find(quant, eg->graph->values[v].name) : NULL;
+  if (!e || e->kind != MB_QUANT_KIND_ACTIVATION || !(e->min <= e->max))
+    return false;
+  *lo = fmin(*lo, e->min);
+  *hi = fmax(*hi, e->max);
+  return true;
+}
+
+/* Can node c->n (read into p) run on an int8 primitive with the
+ * calibration `quant`? Its data scale and shift into q: one range covers
+ * X, the initial h (a constant's values, else its calibrated range) and
+ * the h values the cell writes (Y's and Y_h's calibrated ranges; without
+ * them [-1, 1], where the default activations keep h). */
+static int int8_get(mb_engine_check *c, const mb_quant_params *quant,
+                    const dn_rnn_params *p, dn_rnn_q *q) {
+  const mb_node *n = c->n;
+  double lo = 0, hi = 0;
+  for (size_t i = 0; i < MB_ARRAY_COUNT(dn_rnn_int8_rows); i++) {
+    const struct dn_rnn_int8_row *row = &dn_rnn_int8_rows[i];
+    if (row->kind == p->kind && (p->kind != DN_GRU || row->lbr == p->lbr) &&
+        row->no)
+      return mb__engine_reject(c, "no int8 form: %s", row->no);
+  }
+  if (p->kind == DN_LSTM && mb__engine_input(n, 7) >= 0)
+    return mb__engine_reject(c, "no int8 form: peepholes (oneDNN's int8 "
+                                "LSTM has none)");
+  if (!range_add(c->eg, quant, n->inputs[0], &lo, &hi))
+    return mb__engine_reject(c, "no int8 form: X has no calibrated range");
+  bool seen = false;
+  for (int j = 0; j < 2; j++) {
+    int v = mb__engine_output(n, j);
+    seen = (v >= 0 && range_add(c->eg, quant, v, &lo, &hi)) || seen;
+  }
+  if (!seen) {
+    lo = fmin(lo, -1.0);
+    hi = fmax(hi, 1.0);
+  }
+  int h0 = mb__engine_input(n, 5);
+  const mb_tensor *k = h0 >= 0 ? mb__engine_constant(c->eg, h0) : NULL;
+  for (int64_t i = 0; k && i < k->numel; i++) {
+    lo = fmin(lo, ((const float *)k->data)[i]);
+    hi = fmax(hi, ((const float *)k->data)[i]);
+  }
+  if (h0 >= 0 && !k && !range_add(c->eg, quant, h0, &lo, &hi))
+    return mb__engine_reject(c, "no int8 form: initial_h has no calibrated "
+                                "range");
+  mb__quant_scale_zero_point(lo, hi, MB_DTYPE_UINT8, &q->step, &q->zp);
+  return 1;
+}
+
+int mb__dn_rnn_int8(const mb_engine_graph *eg, const mb_quant_params *quant,
+                    const mb_node *n, char *why, size_t size) {
+  mb_engine_check c = {eg,  n,    mb__model_opset(eg->model, ""),
+                       why, size, &mb__dn_limits};
+  dn_rnn_params p;
+  dn_rnn_q q;
+  return rnn_get(&c, &p) && int8_get(&c, quant, &p, &q);
+}
+
 /* ---- weights in oneDNN's order ---- */
 
 /* W [dirs, gates * H, k] -> ldigo [1, dirs, k, gates, H], float32. */
@@ -245,10 +349,36 @@ static float *relayout_peephole(const dn_rnn_params *p, const float *peep) {
   return out;
 }
 
+/* int8: the scale of each gate and hidden unit (G * H, oneDNN's order),
+ * shared by weights_layer wl (k = input) and weights_iter wi (k = H), both
+ * relaid out, over every direction: 127 / max |w|. Malloc'ed; NULL on
+ * OOM. */
+static float *weight_scales(const dn_rnn_params *p, const float *wl,
+                            const float *wi) {
+  int64_t G = p->gates, H = p->hidden;
+  float *scale = malloc(sizeof(float) * (size_t)(G * H));
+  if (!scale)
+    return NULL;
+  for (int64_t o = 0; o < G * H; o++)
+    scale[o] = 0.0f;
+  for (int m = 0; m < 2; m++) {
+    const float *w = m ? wi : wl;
+    int64_t rows = p->dirs * (m ? H : p->input);
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t o = 0; o < G * H; o++)
+        scale[o] = fmaxf(scale[o], fabsf(w[r * G * H + o]));
+  }
+  for (int64_t o = 0; o < G * H; o++)
+    scale[o] = scale[o] > 0.0f ? 127.0f / scale[o] : 1.0f;
+  return scale;
+}
+
 /* A constant argument of the primitive: data (plain float32 per
- * plain_dims, taken) reordered into what pd wants for `arg`. */
+ * plain_dims, taken) reordered into what pd wants for `arg`, with the
+ * reorder attributes attr (int8 weights' scales; may be NULL). */
 static mb_status const_arg(lctx *l, const_dnnl_primitive_desc_t pd, int arg,
                            int rank, const int64_t *plain_dims, float *data,
+                           const_dnnl_primitive_attr_t attr,
                            dnnl_memory_t *mem) {
   dnnl_memory_desc_t src_md;
   const dnnl_memory_desc_t *want =
@@ -259,7 +389,8 @@ static mb_status const_arg(lctx *l, const_dnnl_primitive_desc_t pd, int arg,
     mb__aligned_free(data);
     return mb__dn_internal_error(l, "weights descriptor");
   }
-  return mb__dn_const_memory(l, &src_md, data, true, want, mem, NULL);
+  return mb__dn_const_memory_attr(l, &src_md, data, true, want, attr, mem,
+                                  NULL);
 }
 
 /* ---- states and outputs ---- */
@@ -290,14 +421,28 @@ static dnnl_status_t state_view_md(const dn_rnn_params *p, dnnl_data_type_t dt,
                             : mb__dn_md_view(md, &any, 4, dims, strides, 0);
 }
 
-/* An initial state (value v) as the primitive's ldnc memory `md`. */
+/* Value v plain in md's data type: quantised with xq when md is u8. */
+static mb_status plain_get(lctx *l, int v, dnnl_data_type_t dt,
+                           const mb_quant_param *xq, dn_rep **out) {
+  dnnl_memory_desc_t want;
+  int rank;
+  int64_t dims[MB_MAX_RANK];
+  if (dt != dnnl_u8)
+    return mb__dn_value_get(l, v, DN_WANT_PLAIN, dt, NULL, out);
+  mb__dn_value_dims(l, v, &rank, dims);
+  DN_TRY(l, mb__dn_md_plain(&want, rank, dims, dt));
+  return mb__dn_value_get_q(l, v, &want, xq, out);
+}
+
+/* An initial state (value v) as the primitive's ldnc memory `md` (u8:
+ * quantised with xq). */
 static mb_status state_in(lctx *l, const dn_rnn_params *p, int v,
-                          const dnnl_memory_desc_t *md, dnnl_memory_t *mem) {
+                          const dnnl_memory_desc_t *md,
+                          const mb_quant_param *xq, dnnl_memory_t *mem) {
   dn_rep *in;
   dnnl_memory_desc_t view;
   dnnl_memory_t view_mem;
-  mb_status status =
-      mb__dn_value_get(l, v, DN_WANT_PLAIN, md->data_type, NULL, &in);
+  mb_status status = plain_get(l, v, md->data_type, xq, &in);
   if (status)
     return status;
   DN_TRY(l, state_view_md(p, md->data_type, &view));
@@ -311,16 +456,19 @@ static mb_status state_in(lctx *l, const dn_rnn_params *p, int v,
 }
 
 /* A final state: the primitive writes `md` (*mem); value v (may be -1)
- * receives it after the primitive (layout 1 reorders in `after`). */
+ * receives it after the primitive: a reorder in `after` for layout 1, or
+ * (u8) one that dequantises with xq. */
 typedef struct state_out {
   int v;
   dnnl_memory_t mem;  /* the primitive's */
-  dnnl_memory_t onnx; /* layout 1: v's memory seen as (1, D, N, H) */
+  dnnl_memory_t onnx; /* reordered into: v's memory seen as (1, D, N, H) */
   dnnl_memory_desc_t md, view;
+  const mb_quant_param *xq; /* u8: its quantisation */
 } state_out;
 
 static mb_status state_out_prepare(lctx *l, const dn_rnn_params *p, int v,
-                                   const dnnl_memory_desc_t *md, state_out *o) {
+                                   const dnnl_memory_desc_t *md,
+                                   const mb_quant_param *xq, state_out *o) {
   dn_rep *out;
   dnnl_memory_desc_t plain;
   mb_status status;
@@ -329,15 +477,17 @@ static mb_status state_out_prepare(lctx *l, const dn_rnn_params *p, int v,
   memset(o, 0, sizeof *o);
   o->v = v;
   o->md = *md;
+  o->xq = md->data_type == dnnl_u8 ? xq : NULL;
+  dnnl_data_type_t dt = o->xq ? dnnl_f32 : md->data_type;
   if (v < 0)
     return MB_STATUS_OK;
   mb__dn_value_dims(l, v, &rank, dims);
-  DN_TRY(l, mb__dn_md_plain(&plain, rank, dims, md->data_type));
+  DN_TRY(l, mb__dn_md_plain(&plain, rank, dims, dt));
   if ((status = mb__dn_value_define(l, v, &plain, &out)))
     return status;
-  if (!p->batch_first)
+  if (!p->batch_first && !o->xq)
     return mb__dn_rep_view(l, out, md, &o->mem);
-  DN_TRY(l, state_view_md(p, md->data_type, &o->view));
+  DN_TRY(l, state_view_md(p, dt, &o->view));
   dn_rep dst = *out;
   if ((status = mb__dn_rep_view(l, &dst, &o->view, &o->onnx)))
     return status;
@@ -347,7 +497,11 @@ static mb_status state_out_prepare(lctx *l, const dn_rnn_params *p, int v,
 static mb_status state_out_finish(lctx *l, const state_out *o) {
   if (o->v < 0 || !o->onnx)
     return MB_STATUS_OK;
-  return mb__dn_emit_reorder(l, o->mem, &o->md, o->onnx, &o->view);
+  if (!o->xq)
+    return mb__dn_emit_reorder(l, o->mem, &o->md, o->onnx, &o->view);
+  dn_qattr qa = {1, 0, o->xq->scales, false, false, 0};
+  return mb__dn_emit_reorder_q(l, o->mem, &o->md, o->onnx, &o->view, &qa,
+                               o->xq->zero_points[0]);
 }
 
 /* ---- the lowering ---- */
@@ -381,11 +535,98 @@ rnn_desc_init(const dn_rnn_params *p, dnnl_rnn_desc_t *d,
   return dnnl_invalid_arguments;
 }
 
+/* The primitive's memory descriptors: src_layer and both h states as dt,
+ * dst_layer as dst_dt, weights as w_dt (any layout); biases, peepholes and
+ * cell states float32. */
+typedef struct rnn_mds {
+  dnnl_memory_desc_t src, h, c, wl, wi, peep, bias, dst, hout, cout;
+} rnn_mds;
+
+static dnnl_status_t rnn_mds_init(const dn_rnn_params *p, int bias_gates,
+                                  dnnl_data_type_t dt, dnnl_data_type_t dst_dt,
+                                  dnnl_data_type_t w_dt, rnn_mds *m) {
+  const int64_t T = p->seq, N = p->batch, I = p->input, H = p->hidden,
+                D = p->dirs, G = p->gates;
+  dnnl_dims_t src_dims = {T, N, I}, dst_dims = {T, N, D * H};
+  int64_t state_dims[4] = {1, D, N, H};
+  int64_t wl_dims[5] = {1, D, I, G, H}, wi_dims[5] = {1, D, H, G, H};
+  int64_t bias_dims[4] = {1, D, bias_gates, H}, peep_dims[4] = {1, D, 3, H};
+  dnnl_format_tag_t layer_tag = p->batch_first ? dnnl_ntc : dnnl_tnc;
+  dnnl_status_t st;
+  if ((st =
+           dnnl_memory_desc_init_by_tag(&m->src, 3, src_dims, dt, layer_tag)) ||
+      (st = dnnl_memory_desc_init_by_tag(&m->dst, 3, dst_dims, dst_dt,
+                                         layer_tag)) ||
+      (st = mb__dn_md_plain(&m->h, 4, state_dims, dt)) ||
+      (st = mb__dn_md_plain(&m->hout, 4, state_dims, dt)) ||
+      /* Cell states stay float32 (oneDNN's bf16 and int8 LSTMs keep them
+       * so). */
+      (st = mb__dn_md_plain(&m->c, 4, state_dims, dnnl_f32)) ||
+      (st = mb__dn_md_plain(&m->cout, 4, state_dims, dnnl_f32)) ||
+      (st = mb__dn_md_any(&m->wl, 5, wl_dims, w_dt)) ||
+      (st = mb__dn_md_any(&m->wi, 5, wi_dims, w_dt)) ||
+      (st = mb__dn_md_plain(&m->bias, 4, bias_dims, dnnl_f32)))
+    return st;
+  return mb__dn_md_plain(&m->peep, 4, peep_dims, dnnl_f32);
+}
+
+/* int8 attributes: data scale and shift, weights' scales (G * H). For
+ * the primitive (`primitive`: the segment's scratchpad) or for the reorder
+ * that quantises the weights at compile time (oneDNN's own scratchpad:
+ * no scratchpad argument is given there). *attr: NULL on failure. */
+static mb_status int8_attr(lctx *l, const dn_rnn_params *p, const dn_rnn_q *q,
+                           const float *wscales, bool primitive,
+                           dnnl_primitive_attr_t *attr) {
+  mb_status status = MB_STATUS_OK;
+  if (primitive)
+    status = mb__dn_attr_new(l, NULL, NULL, attr);
+  else
+    DN_TRY(l, dnnl_primitive_attr_create(attr));
+  if (status)
+    return status;
+  dnnl_status_t st = dnnl_primitive_attr_set_rnn_data_qparams(
+      *attr, 1.0f / q->step, (float)q->zp);
+  if (st == dnnl_success)
+    st = dnnl_primitive_attr_set_rnn_weights_qparams(
+        *attr, p->gates * p->hidden, DN_RNN_WEIGHT_MASK, wscales);
+  if (st == dnnl_success)
+    return MB_STATUS_OK;
+  dnnl_primitive_attr_destroy(*attr);
+  *attr = NULL;
+  return mb__dn_fail(l, "dnnl_primitive_attr_set_rnn_qparams", st);
+}
+
+/* The node has no int8 form here: MB_STATUS_UNSUPPORTED, so the hybrid
+ * layer runs it in an fp32 segment (engine->node_precision says which). */
+static mb_status no_int8(lctx *l, const char *reason) {
+  char label[160];
+  return mb__error(l->err, MB_STATUS_UNSUPPORTED, "onednn: %s: %s",
+                   mb__node_label(l->node, label, sizeof label), reason);
+}
+
 mb_status mb__dn_lower_rnn(lctx *l, const mb_node *n) {
   dn_rnn_params p;
+  dn_rnn_q q = {1.0f, 0};
   dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_attr_t attr = NULL, wattr = NULL;
+  float *wl_data = NULL, *wi_data = NULL, *wscales = NULL;
   mb_status status = MB_STATUS_OK;
   DN_PARAMS(l, n, rnn_get, &p);
+  /* INT8: the node's int8 form, or none (fp32 then, in a segment of its
+   * own). */
+  const bool int8 = l->quant != NULL;
+  if (int8) {
+    char reason[256] = "";
+    mb_engine_check c = mb__dn_lower_check_ctx(l, n, reason, sizeof reason);
+    if (!int8_get(&c, l->quant, &p, &q))
+      return no_int8(l, reason);
+  }
+  mb_quant_param xq = {.kind = MB_QUANT_KIND_ACTIVATION,
+                       .dtype = MB_DTYPE_UINT8,
+                       .axis = -1,
+                       .channels = 1,
+                       .scales = &q.step,
+                       .zero_points = &q.zp};
   const int64_t T = p.seq, N = p.batch, I = p.input, H = p.hidden, D = p.dirs,
                 G = p.gates;
   int bias_gates = p.kind == DN_GRU && p.lbr ? 4 : (int)G;
@@ -395,50 +636,64 @@ mb_status mb__dn_lower_rnn(lctx *l, const mb_node *n) {
   int in_p = p.kind == DN_LSTM ? mb__engine_input(n, 7) : -1;
   int out_y = mb__engine_output(n, 0), out_h = mb__engine_output(n, 1);
   int out_c = p.kind == DN_LSTM ? mb__engine_output(n, 2) : -1;
-  dnnl_memory_desc_t src_md, h_md, c_md, wl_md, wi_md, peep_md, bias_md, dst_md,
-      hout_md, cout_md;
-  dnnl_dims_t src_dims = {T, N, I}, dst_dims = {T, N, D * H};
-  int64_t state_dims[4] = {1, D, N, H};
   int64_t wl_dims[5] = {1, D, I, G, H}, wi_dims[5] = {1, D, H, G, H};
   int64_t bias_dims[4] = {1, D, bias_gates, H}, peep_dims[4] = {1, D, 3, H};
-  dnnl_data_type_t dt = l->act_dt;
-  /* In the segment's precision, else float32 (bf16 RNNs need
-   * avx512_core_bf16; the reorders around it are cheap). */
+  const mb_tensor *w = mb__engine_constant(l->eg, n->inputs[1]);
+  const mb_tensor *r = mb__engine_constant(l->eg, n->inputs[2]);
+  const mb_tensor *b = in_b >= 0 ? mb__engine_constant(l->eg, in_b) : NULL;
+  const mb_tensor *peep = in_p >= 0 ? mb__engine_constant(l->eg, in_p) : NULL;
+  /* Weights in oneDNN's order, once (int8: their scales come first). */
+  wl_data = relayout_weights(&p, w->data, I);
+  wi_data = relayout_weights(&p, r->data, H);
+  if (!wl_data || !wi_data ||
+      (int8 && !(wscales = weight_scales(&p, wl_data, wi_data)))) {
+    status = mb__dn_oom(l);
+    goto done;
+  }
+  if (int8) {
+    MB_TRY_GOTO(int8_attr(l, &p, &q, wscales, true, &attr));
+    MB_TRY_GOTO(int8_attr(l, &p, &q, wscales, false, &wattr));
+  }
+  rnn_mds m;
+  bool states_in = in_h >= 0 || in_c >= 0;
+  bool states_out = out_h >= 0 || out_c >= 0;
+  bool lstm = p.kind == DN_LSTM;
+  /* int8: u8 data and states (dequantised after), float32 Y, s8 weights
+   * (oneDNN 2.6 writes the final h only as u8). Else the segment's
+   * precision, then float32 (bf16 RNNs need avx512_core_bf16; the reorders
+   * around it are cheap). */
+  dnnl_data_type_t in_dt = int8 ? dnnl_u8 : l->act_dt;
+  dnnl_data_type_t out_dt = int8 ? dnnl_f32 : l->act_dt;
   for (int attempt = 0; attempt < 2 && !pd; attempt++) {
     dnnl_rnn_desc_t desc;
     if (attempt == 1) {
-      if (dt == dnnl_f32)
+      if (int8 || in_dt == dnnl_f32)
         break;
-      dt = dnnl_f32;
+      in_dt = out_dt = dnnl_f32;
     }
-    dnnl_format_tag_t layer_tag = p.batch_first ? dnnl_ntc : dnnl_tnc;
-    DN_GOTO(l,
-            dnnl_memory_desc_init_by_tag(&src_md, 3, src_dims, dt, layer_tag));
-    DN_GOTO(l,
-            dnnl_memory_desc_init_by_tag(&dst_md, 3, dst_dims, dt, layer_tag));
-    DN_GOTO(l, mb__dn_md_plain(&h_md, 4, state_dims, dt));
-    DN_GOTO(l, mb__dn_md_plain(&hout_md, 4, state_dims, dt));
-    /* Cell states stay float32 (oneDNN's bf16 LSTM keeps them so). */
-    DN_GOTO(l, mb__dn_md_plain(&c_md, 4, state_dims, dnnl_f32));
-    DN_GOTO(l, mb__dn_md_plain(&cout_md, 4, state_dims, dnnl_f32));
-    DN_GOTO(l, mb__dn_md_any(&wl_md, 5, wl_dims, dt));
-    DN_GOTO(l, mb__dn_md_any(&wi_md, 5, wi_dims, dt));
-    DN_GOTO(l, mb__dn_md_plain(&bias_md, 4, bias_dims, dnnl_f32));
-    DN_GOTO(l, mb__dn_md_plain(&peep_md, 4, peep_dims, dnnl_f32));
-    bool states_in = in_h >= 0 || in_c >= 0;
-    bool states_out = out_h >= 0 || out_c >= 0;
-    bool lstm = p.kind == DN_LSTM;
-    DN_GOTO(l, rnn_desc_init(&p, &desc, &src_md,
-                             (lstm ? states_in : in_h >= 0) ? &h_md : NULL,
-                             lstm && states_in ? &c_md : NULL, &wl_md, &wi_md,
-                             in_p >= 0 ? &peep_md : NULL, &bias_md, &dst_md,
-                             (lstm ? states_out : out_h >= 0) ? &hout_md : NULL,
-                             lstm && states_out ? &cout_md : NULL));
+    DN_GOTO(l, rnn_mds_init(&p, bias_gates, in_dt, out_dt,
+                            int8 ? dnnl_s8 : in_dt, &m));
+    DN_GOTO(l, rnn_desc_init(&p, &desc, &m.src,
+                             (lstm ? states_in : in_h >= 0) ? &m.h : NULL,
+                             lstm && states_in ? &m.c : NULL, &m.wl, &m.wi,
+                             in_p >= 0 ? &m.peep : NULL, &m.bias, &m.dst,
+                             (lstm ? states_out : out_h >= 0) ? &m.hout : NULL,
+                             lstm && states_out ? &m.cout : NULL));
     /* oneDNN names its GEMM-based RNN "ref" too (it is its only one for
      * GRU and vanilla RNN): accept it. */
-    dnnl_status_t st = mb__dn_pd_try(l, &desc, NULL, &pd);
-    bool last = attempt == 1 || dt == dnnl_f32;
-    if (st != dnnl_success && last) {
+    dnnl_status_t st =
+        int8 ? dnnl_primitive_desc_create(&pd, &desc, attr, l->s->engine, NULL)
+             : mb__dn_pd_try(l, &desc, NULL, &pd);
+    if (st != dnnl_success)
+      pd = NULL;
+    if (st != dnnl_success && int8) {
+      char reason[160];
+      snprintf(reason, sizeof reason, "oneDNN refuses its int8 form here (%s)",
+               mb__dn_status_name(st));
+      status = no_int8(l, reason);
+      goto done;
+    }
+    if (st != dnnl_success && (attempt == 1 || in_dt == dnnl_f32)) {
       status = mb__dn_fail(l, "dnnl_primitive_desc_create(rnn)", st);
       goto done;
     }
@@ -447,43 +702,43 @@ mb_status mb__dn_lower_rnn(lctx *l, const mb_node *n) {
     status = mb__dn_internal_error(l, "no RNN primitive");
     goto done;
   }
-  /* Weights, once. */
-  const mb_tensor *w = mb__engine_constant(l->eg, n->inputs[1]);
-  const mb_tensor *r = mb__engine_constant(l->eg, n->inputs[2]);
-  const mb_tensor *b = in_b >= 0 ? mb__engine_constant(l->eg, in_b) : NULL;
-  const mb_tensor *peep = in_p >= 0 ? mb__engine_constant(l->eg, in_p) : NULL;
   dnnl_memory_t wl, wi, bias, peep_mem = NULL;
-  MB_TRY_GOTO(const_arg(l, pd, DNNL_ARG_WEIGHTS_LAYER, 5, wl_dims,
-                        relayout_weights(&p, w->data, I), &wl));
-  MB_TRY_GOTO(const_arg(l, pd, DNNL_ARG_WEIGHTS_ITER, 5, wi_dims,
-                        relayout_weights(&p, r->data, H), &wi));
+  float *data = wl_data;
+  wl_data = NULL; /* const_arg takes it */
+  MB_TRY_GOTO(
+      const_arg(l, pd, DNNL_ARG_WEIGHTS_LAYER, 5, wl_dims, data, wattr, &wl));
+  data = wi_data;
+  wi_data = NULL;
+  MB_TRY_GOTO(
+      const_arg(l, pd, DNNL_ARG_WEIGHTS_ITER, 5, wi_dims, data, wattr, &wi));
   MB_TRY_GOTO(const_arg(l, pd, DNNL_ARG_BIAS, 4, bias_dims,
-                        relayout_bias(&p, b ? b->data : NULL, bias_gates),
+                        relayout_bias(&p, b ? b->data : NULL, bias_gates), NULL,
                         &bias));
   if (peep)
     MB_TRY_GOTO(const_arg(l, pd, DNNL_ARG_WEIGHTS_PEEPHOLE, 4, peep_dims,
-                          relayout_peephole(&p, peep->data), &peep_mem));
-  /* X: [T, N, I] or [N, T, I] plain is tnc or ntc as it stands. */
+                          relayout_peephole(&p, peep->data), NULL, &peep_mem));
+  /* X: [T, N, I] or [N, T, I] plain is tnc or ntc as it stands (int8:
+   * quantised once). */
   dn_rep *x;
   dnnl_memory_t x_mem, h_mem = NULL, c_mem = NULL, y_mem;
-  MB_TRY_GOTO(mb__dn_value_get(l, in_x, DN_WANT_PLAIN, dt, NULL, &x));
+  MB_TRY_GOTO(plain_get(l, in_x, in_dt, &xq, &x));
   dn_rep x_rep = *x;
-  MB_TRY_GOTO(mb__dn_rep_view(l, &x_rep, &src_md, &x_mem));
+  MB_TRY_GOTO(mb__dn_rep_view(l, &x_rep, &m.src, &x_mem));
   if (in_h >= 0)
-    MB_TRY_GOTO(state_in(l, &p, in_h, &h_md, &h_mem));
+    MB_TRY_GOTO(state_in(l, &p, in_h, &m.h, &xq, &h_mem));
   if (in_c >= 0)
-    MB_TRY_GOTO(state_in(l, &p, in_c, &c_md, &c_mem));
+    MB_TRY_GOTO(state_in(l, &p, in_c, &m.c, NULL, &c_mem));
   /* oneDNN's LSTM takes both initial states or neither: the missing one
-   * is zero, as in ONNX. */
+   * is zero, as in ONNX (u8: the zero point). */
   if (p.kind == DN_LSTM && (h_mem != NULL) != (c_mem != NULL)) {
-    const dnnl_memory_desc_t *md = h_mem ? &c_md : &h_md;
+    const dnnl_memory_desc_t *md = h_mem ? &m.c : &m.h;
     size_t size = dnnl_memory_desc_get_size(md);
     void *zeros = mb__aligned_alloc(MB_MAX(size, 1));
     if (!zeros) {
       status = mb__dn_oom(l);
       goto done;
     }
-    memset(zeros, 0, size);
+    memset(zeros, md->data_type == dnnl_u8 ? (int)q.zp : 0, size);
     MB_TRY_GOTO(mb__dn_const_memory(l, md, zeros, true, md,
                                     h_mem ? &c_mem : &h_mem, NULL));
   }
@@ -496,19 +751,19 @@ mb_status mb__dn_lower_rnn(lctx *l, const mb_node *n) {
     int rank;
     int64_t dims[MB_MAX_RANK];
     mb__dn_value_dims(l, out_y, &rank, dims);
-    DN_GOTO(l, mb__dn_md_plain(&y_md, rank, dims, dt));
+    DN_GOTO(l, mb__dn_md_plain(&y_md, rank, dims, out_dt));
     MB_TRY_GOTO(mb__dn_value_define(l, out_y, &y_md, &y));
   }
   int y_buf = -1;
   if (y_direct) {
     dn_rep y_rep = *y;
-    MB_TRY_GOTO(mb__dn_rep_view(l, &y_rep, &dst_md, &y_mem));
+    MB_TRY_GOTO(mb__dn_rep_view(l, &y_rep, &m.dst, &y_mem));
   } else {
-    MB_TRY_GOTO(scratch_memory(l, &dst_md, &y_mem, &y_buf));
+    MB_TRY_GOTO(scratch_memory(l, &m.dst, &y_mem, &y_buf));
   }
   state_out hs, cs;
-  MB_TRY_GOTO(state_out_prepare(l, &p, out_h, &hout_md, &hs));
-  MB_TRY_GOTO(state_out_prepare(l, &p, out_c, &cout_md, &cs));
+  MB_TRY_GOTO(state_out_prepare(l, &p, out_h, &m.hout, &xq, &hs));
+  MB_TRY_GOTO(state_out_prepare(l, &p, out_c, &m.cout, NULL, &cs));
   /* Likewise both final states or neither: the unused one goes to a
    * buffer of its own. */
   bool want_h = out_h >= 0, want_c = out_c >= 0;
@@ -546,8 +801,8 @@ mb_status mb__dn_lower_rnn(lctx *l, const mb_node *n) {
     dnnl_memory_t from_mem, to_mem;
     int64_t dims4[4] = {T, N, D, H};
     int64_t to_strides[4] = {D * N * H, H, N * H, 1};
-    DN_GOTO(l, mb__dn_md_plain(&from, 4, dims4, dt));
-    DN_GOTO(l, mb__dn_md_plain(&plain, 4, dims4, dt));
+    DN_GOTO(l, mb__dn_md_plain(&from, 4, dims4, out_dt));
+    DN_GOTO(l, mb__dn_md_plain(&plain, 4, dims4, out_dt));
     DN_GOTO(l, mb__dn_md_view(&to, &plain, 4, dims4, to_strides, 0));
     dn_rep y_rep = *y;
     MB_TRY_GOTO(mb__dn_mem_new(l, &from, y_buf, &from_mem));
@@ -559,6 +814,13 @@ mb_status mb__dn_lower_rnn(lctx *l, const mb_node *n) {
 done:
   if (pd)
     dnnl_primitive_desc_destroy(pd);
+  if (attr)
+    dnnl_primitive_attr_destroy(attr);
+  if (wattr)
+    dnnl_primitive_attr_destroy(wattr);
+  mb__aligned_free(wl_data);
+  mb__aligned_free(wi_data);
+  free(wscales);
   return status;
 }
 
