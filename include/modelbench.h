@@ -257,17 +257,28 @@ typedef struct mb_input_shape {
 
 /* How to make a model's declared, possibly symbolic, input shapes concrete.
  * A zero-initialised spec means batch size 1 and no overrides. */
+/* A value for every symbolic dimension of that name (--dim seq=128). name:
+ * borrowed. */
+typedef struct mb_dim_value {
+  const char *name;
+  int64_t value;
+} mb_dim_value;
+
 typedef struct mb_shape_spec {
   int64_t batch_size; /* replaces a dynamic first dim; <= 0 means 1 */
   int n_shapes;
   const mb_input_shape *shapes; /* borrowed; explicit overrides by name */
+  int n_dims;
+  const mb_dim_value *dims; /* borrowed; symbolic dims by name, all inputs */
 } mb_shape_spec;
 
 /* Resolves the concrete shape of every graph input: an explicit override
- * wins, then the declared static dims, then spec->batch_size for a dynamic
- * first dim. Fails with
+ * wins, then the declared static dims, then spec->dims for a symbolic dim
+ * of that name (any position), then spec->batch_size for a dynamic first
+ * dim. Fails with
  *   MB_STATUS_DYNAMIC           another dim is dynamic (the message names
- *                               the input, dim index and symbolic name),
+ *                               the input, dim index and symbolic name, and
+ *                               the --dim NAME=V that would set it),
  *   MB_STATUS_INVALID_ARGUMENT  an override names no input (the message
  *                               lists the inputs), its rank differs from the
  *                               declared rank, or a dim is negative,
@@ -496,6 +507,49 @@ typedef void (*mb_bench_progress_fn)(void *user, int conversion_i,
 typedef void (*mb_bench_result_fn)(void *user,
                                    const struct mb_bench_result *result);
 
+/* ---- load scenarios: MLPerf LoadGen's questions (modelbench load) ----
+ * X(NAME, "name"). NONE is bench's timed loop. */
+#define MB_LOAD_SCENARIO_LIST(X)                                               \
+  X(NONE, "none")                                                              \
+  X(SINGLE_STREAM, "single-stream")                                            \
+  X(SERVER, "server")                                                          \
+  X(OFFLINE, "offline")
+typedef enum mb_load_scenario {
+#define MB_X(name, str) MB_LOAD_##name,
+  MB_LOAD_SCENARIO_LIST(MB_X)
+#undef MB_X
+      MB_LOAD_SCENARIO_COUNT
+} mb_load_scenario;
+const char *mb_load_scenario_name(mb_load_scenario scenario);
+/* "single-stream", "server", "offline" (or "none"). Fails with
+ * MB_STATUS_INVALID_ARGUMENT listing the names. */
+mb_status mb_load_scenario_parse(const char *name, mb_load_scenario *out,
+                                 mb_error *err);
+
+/* How a load run issues queries (a query is one input sample of the run's
+ * batch size). Times in seconds. */
+typedef struct mb_load_config {
+  mb_load_scenario scenario; /* default NONE: bench's timed loop */
+  /* server: mean rate of the seeded Poisson arrivals (required unless
+   * find_peak, where it is the first QPS tried; 0: estimated from the
+   * warm-up). offline: the expected rate that sizes the query set as
+   * LoadGen does (max(min_queries, qps * min_duration) queries issued at
+   * once); 0 issues queries until both minimums are met. */
+  double qps;
+  /* Sessions serving queries in parallel, each prepared alike and run on a
+   * thread of its own (server, offline); default 1. */
+  int concurrency;
+  double min_duration;  /* a valid run lasts this long; default 10 */
+  int64_t min_queries;  /* a valid run holds this many; default 100 */
+  double qps_tolerance; /* server: achieved QPS below the schedule's rate
+                           by more than this share is INVALID; 0.1 */
+  /* The latency SLO (--slo p99=20ms): the slo_percentile-th percentile of
+   * the latency must stay <= slo_ms. slo_percentile 0: no SLO. */
+  double slo_percentile;
+  double slo_ms;
+  int find_peak; /* server: search the highest QPS that meets the SLO */
+} mb_load_config;
+
 /* Every setting of a benchmark run. Initialise with mb_bench_config_init,
  * then override; times are in seconds. Pointers are borrowed for the
  * duration of mb_benchmark_model. */
@@ -577,6 +631,11 @@ typedef struct mb_bench_config {
   mb_bench_progress_fn on_progress;
   mb_bench_result_fn on_result; /* called as soon as each result exists */
   void *user;
+  /* Load scenarios instead of the timed loop (modelbench load). */
+  mb_load_config load;
+  /* The sweep point this run is (--sweep: "batch=4 threads=2 seq=64"),
+   * copied into the report; NULL when the run is no sweep's point. */
+  const char *sweep_point;
 } mb_bench_config;
 
 /* Fills every field with its default. */
@@ -633,6 +692,48 @@ typedef struct mb_machine_info {
   double load_average; /* 1-minute, at the start of the run */
   char host[64];       /* the host name; "" unknown */
 } mb_machine_info;
+/* One run of a find-peak search. */
+typedef struct mb_load_trial {
+  double target_qps;   /* asked */
+  double achieved_qps; /* queries completed per second */
+  double latency_ms;   /* at the SLO's percentile, from arrival */
+  int valid;           /* LoadGen's rules: duration, queries, QPS */
+  int slo_met;
+} mb_load_trial;
+
+/* What a load run measured (result->load); scenario NONE for bench's
+ * timed loop. latency_ms of the result then holds each query's latency
+ * from its scheduled arrival (server: queueing included), samples_ms those
+ * latencies in query order, iterations the queries served. */
+typedef struct mb_load_stats {
+  mb_load_scenario scenario;
+  int concurrency;
+  double target_qps;     /* server: asked (find-peak: the proving run's) */
+  double scheduled_qps;  /* server: queries / last scheduled arrival */
+  double achieved_qps;   /* queries completed / duration */
+  int64_t queries;       /* issued */
+  int64_t unserved;      /* not started before max_seconds (their latency
+                            counts up to the stop, a lower bound) */
+  int samples_per_query; /* the batch size */
+  double duration_s;     /* start to the last completion */
+  int valid;             /* 0: INVALID, invalid_reason says why */
+  char invalid_reason[256];
+  /* Queries waiting for a session when a query arrives (server). */
+  double queue_depth_mean;
+  int64_t queue_depth_max;
+  mb_latency_stats service_ms; /* run() alone, without queueing */
+  /* The SLO (config slo_percentile > 0): the latency at its percentile,
+   * met (1), missed (0) or no SLO (-1), and the share of queries slower
+   * than slo_ms. */
+  double slo_latency_ms;
+  int slo_met;
+  double over_slo_share;
+  /* find-peak: the highest QPS whose run met the SLO and was valid (0
+   * when none did); every run of the search in order. trials: owned. */
+  double peak_qps;
+  int n_trials;
+  mb_load_trial *trials;
+} mb_load_stats;
 
 /* The result of one conversion. Owned by its mb_bench_report. */
 typedef struct mb_bench_result {
@@ -691,6 +792,7 @@ typedef struct mb_bench_result {
    * reports say when results of different kinds of machine sit side by
    * side. */
   mb_machine_info machine;
+  mb_load_stats load; /* load scenarios (modelbench load) */
 } mb_bench_result;
 
 /* One segment of a hybrid conversion: a maximal run of nodes on one
@@ -733,7 +835,8 @@ typedef struct mb_bench_report {
    * (a key in both keeps config's value). Owned by the report. */
   int n_labels;
   const char **labels;
-  void *storage_; /* internal */
+  char sweep_point[160]; /* config->sweep_point, "" when none */
+  void *storage_;        /* internal */
 } mb_bench_report;
 
 /* Benchmarks the model under every requested conversion (each in its own
@@ -926,6 +1029,34 @@ typedef struct mb_recommendations {
 void mb_bench_recommend(const mb_bench_report *report,
                         const mb_recommend_options *options,
                         mb_recommendations *out);
+
+/* What to deploy under a latency SLO, over the points of a sweep (one
+ * report per point, all of one model): the conversion and settings that
+ * serve the most requests per second with the SLO met, at accuracy. A
+ * request is one sample, so a query of batch B counts B. Per result:
+ * server runs give their peak QPS (find-peak) or their achieved QPS when
+ * valid and within the SLO; offline, single-stream and bench runs their
+ * samples per second when the SLO's percentile of their latency is within
+ * the SLO. */
+typedef struct mb_slo_recommendation {
+  double slo_percentile, slo_ms; /* the SLO judged (reports[0]'s) */
+  int report, result; /* the pick: indices into reports[] and its results;
+                         -1 when nothing meets the SLO at accuracy */
+  double qps;         /* requests per second it serves within the SLO */
+  int batch_size, threads, concurrency;
+  /* The default: ORT_CPU (EAGER for a PyTorch model) at the first point's
+   * settings of the smallest batch, concurrency and thread count; -1 when
+   * it did not run there. default_qps 0: it misses the SLO. */
+  int default_report, default_result;
+  double default_qps;
+  double headroom; /* qps / default_qps; 0 when either is 0 */
+  char summary[512];
+} mb_slo_recommendation;
+
+/* reports: n borrowed reports of one model. Without an SLO in
+ * reports[0]->config.load the summary says so and nothing is picked. */
+void mb_bench_recommend_slo(const mb_bench_report *const *reports, int n,
+                            mb_slo_recommendation *out);
 
 /* ------------------------------------------------------------------------ */
 /* Host runtimes: runtimes whose code lives in the program that embeds us    */

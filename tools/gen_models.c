@@ -191,6 +191,21 @@ static void add_input(builder *b, const char *name, mb_dtype dtype, int rank,
       b, mb__graph_add_input(b->graph, name, dtype, rank, d, params, b->err));
 }
 
+/* An input or output whose dynamic dims carry these symbolic names
+ * (dims < 0 where a name is given). */
+static void add_value_named(builder *b, bool output, const char *name,
+                            mb_dtype dtype, int rank, const int64_t *dims,
+                            const char *const *params) {
+  if (failed(b))
+    return;
+  const char *p[MB_MAX_RANK] = {NULL};
+  memcpy(p, params, sizeof *p * (size_t)rank);
+  check_index(b, output ? mb__graph_add_output(b->graph, name, dtype, rank,
+                                               dims, p, b->err)
+                        : mb__graph_add_input(b->graph, name, dtype, rank, dims,
+                                              p, b->err));
+}
+
 static void add_output(builder *b, const char *name, int rank,
                        const int64_t *dims) {
   if (failed(b))
@@ -368,10 +383,9 @@ static const char *transpose(builder *b, const char *x, const int64_t *perm) {
   return y;
 }
 
-static void build_transformer_block(builder *b) {
-  int64_t io_dims[3] = {-1, SEQ, HIDDEN};
-  add_input(b, "input", MB_DTYPE_FLOAT, 3, io_dims);
-  const char *x = "input";
+/* One post-norm encoder layer (attention, FFN) on x [batch, seq, HIDDEN],
+ * its result named `out`. */
+static void encoder_layer(builder *b, const char *x, const char *out) {
   /* 0 copies the input dim, so batch (and seq) stay dynamic. */
   const int64_t heads_shape[4] = {0, 0, HEADS, HEAD_DIM};
   const int64_t merged_shape[3] = {0, 0, -1};
@@ -403,8 +417,30 @@ static void build_transformer_block(builder *b) {
   const char *gelu =
       OP(b, "Mul", OP(b, "Mul", f, e), scalar_f32(b, "half", 0.5f));
   f = dense(b, gelu, 4 * HIDDEN, HIDDEN, 1.0);
-  layernorm(b, OP(b, "Add", h, f), "output");
+  layernorm(b, OP(b, "Add", h, f), out);
+}
+
+static void build_transformer_block(builder *b) {
+  int64_t io_dims[3] = {-1, SEQ, HIDDEN};
+  add_input(b, "input", MB_DTYPE_FLOAT, 3, io_dims);
+  encoder_layer(b, "input", "output");
   add_output(b, "output", 3, io_dims);
+}
+
+/* The encoder layer with a symbolic sequence length, as a BERT export
+ * declares it: input [batch, seq, HIDDEN] and mask [batch, seq] (1 keeps a
+ * position, 0 zeroes it), so `--dim seq=N` sets both and `--sweep
+ * dim:seq=...` charts latency against sequence length. */
+static void build_seq_encoder(builder *b) {
+  static const char *const params[3] = {"batch", "seq", NULL};
+  const int64_t io_dims[3] = {-1, -1, HIDDEN}, mask_dims[2] = {-1, -1};
+  const int64_t axes[1] = {2};
+  add_value_named(b, false, "input", MB_DTYPE_FLOAT, 3, io_dims, params);
+  add_value_named(b, false, "mask", MB_DTYPE_FLOAT, 2, mask_dims, params);
+  const char *mask =
+      OP(b, "Unsqueeze", "mask", init_i64(b, "mask_axes", 1, axes));
+  encoder_layer(b, OP(b, "Mul", "input", mask), "output");
+  add_value_named(b, true, "output", MB_DTYPE_FLOAT, 3, io_dims, params);
 }
 
 /* torchvision.models.resnet18 (224x224, 1000 classes), BN unfolded. */
@@ -477,6 +513,7 @@ static const model_def models[] = {
     {"small_cnn.onnx", build_small_cnn, false},
     {"resnet_blocks.onnx", build_resnet_blocks, false},
     {"transformer_block.onnx", build_transformer_block, false},
+    {"seq_encoder.onnx", build_seq_encoder, false},
     {"resnet18.onnx", build_resnet18, true},
     {"mobilenetv2.onnx", build_mobilenetv2, true},
 };

@@ -6,6 +6,8 @@
  *              handlers, prepare/measure/accuracy, and the wire format that
  *              carries results, progress and reference outputs over a pipe.
  *   measure.c  the measurement loop (first run, warm-up, timed iterations).
+ *   load.c     load scenarios instead (single-stream, server with seeded
+ *              Poisson arrivals, offline; find-peak; validity).
  *   stats.c    latency statistics and result warnings.
  *   machine.c  CPU model, cores, ISA flags, OS, governor, load average.
  *
@@ -151,6 +153,9 @@ typedef struct mb_bench_job {
   int64_t *labels;
   int64_t n_labels;
   mb_machine_info machine;
+  /* When the parent kills this worker (mb__now() clock), 0 for never:
+   * long searches (find-peak) stop in time. */
+  double deadline;
 } mb_bench_job;
 
 /* Progress sink of the measurement loop: the worker forwards to the pipe
@@ -231,6 +236,40 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
 mb_status mb__measure(const mb_runtime *rt, void *session,
                       const mb_bench_job *job, const mb_progress_sink *progress,
                       mb_bench_result *result, mb_error *err);
+
+/* ---- load scenarios (load.c) ---- */
+
+/* Sessions a load run may serve queries with (--concurrency). */
+#define MB_LOAD_MAX_CONCURRENCY 64
+/* find-peak bisects until the bracket is this close (share of the lower
+ * end). */
+#define MB_FIND_PEAK_PRECISION 0.02
+
+/* The arrival times of a server run, in seconds from its start: seeded
+ * exponential gaps of mean 1/qps (a Poisson process), until there are
+ * min_queries arrivals and the last is at or past min_duration, none past
+ * max_seconds (<= 0: no cap). The same seed gives the same draws at every
+ * rate, so schedules at two rates are one pattern scaled. *arrivals_out:
+ * *n_out entries, malloc'd (caller frees). */
+mb_status mb__load_schedule(uint64_t seed, double qps, double min_duration,
+                            int64_t min_queries, double max_seconds,
+                            double **arrivals_out, int64_t *n_out,
+                            mb_error *err);
+
+/* Parses an SLO, "p99=20ms" ("p90=0.5s", "p99.9=20": milliseconds when no
+ * unit), into its percentile (0, 100] and milliseconds > 0. */
+mb_status mb__slo_parse(const char *text, double *percentile_out,
+                        double *ms_out, mb_error *err);
+
+/* First run, warm-up of every session, then the run (or the find-peak
+ * search) of job->config->load on the n_sessions prepared sessions. Fills
+ * result->load and, for the run (find-peak: the one proving the peak),
+ * latency_ms, samples_ms, iterations, throughput_sps, elapsed_seconds,
+ * inference_seconds, batch_size, first_run_ms. */
+mb_status mb__load_measure(const mb_runtime *rt, void *const *sessions,
+                           int n_sessions, const mb_bench_job *job,
+                           const mb_progress_sink *progress,
+                           mb_bench_result *result, mb_error *err);
 
 /* ---- the worker (worker.c) ---- */
 

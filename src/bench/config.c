@@ -5,7 +5,7 @@
  * the table below. Loading is all-or-nothing: values are staged on a copy of
  * the config, checked, and only then copied back, with every string and
  * array the config points to packed into one malloc'd block. */
-#include "conversions/conversion.h"
+#include "bench/bench_internal.h"
 #include "core/json_parse.h"
 
 #include <math.h>
@@ -33,6 +33,11 @@ void mb_bench_config_init(mb_bench_config *config) {
   config->baseline = -1;
   config->reference = -1;
   config->log_level = (int)mb__log_get_level(); /* honours MODELBENCH_LOG */
+  config->load.scenario = MB_LOAD_NONE;
+  config->load.concurrency = 1;
+  config->load.min_duration = 10.0;
+  config->load.min_queries = 100;
+  config->load.qps_tolerance = 0.1;
 }
 
 /* ---- staging ---- */
@@ -45,6 +50,7 @@ typedef struct staged {
   int *conversions; /* scratch, malloc'd */
   mb_input_shape *shapes;
   mb_input_range *ranges;
+  mb_dim_value *dims;
   const mb_json_value *baseline; /* resolved once conversions are known */
 } staged;
 
@@ -370,6 +376,89 @@ static mb_status set_input_ranges(staged *s, const char *key,
   return MB_STATUS_OK;
 }
 
+static mb_status set_scenario(staged *s, const char *key,
+                              const mb_json_value *v, mb_error *err) {
+  char got[64];
+  mb_error parse_err;
+  if (v->type != MB_JSON_STRING)
+    return key_error(s, v, err, "key '%s' must be a string, got %s", key,
+                     describe(v, got, sizeof got));
+  if (mb_load_scenario_parse(v->string, &s->config.load.scenario, &parse_err) !=
+      MB_STATUS_OK)
+    return key_error(s, v, err, "key '%s': %s", key, parse_err.message);
+  return MB_STATUS_OK;
+}
+
+static mb_status set_min_queries(staged *s, const char *key,
+                                 const mb_json_value *v, mb_error *err) {
+  char got[64];
+  if (v->type != MB_JSON_NUMBER || !v->is_integer || v->integer < 1)
+    return key_error(s, v, err, "key '%s' must be an integer >= 1, got %s", key,
+                     describe(v, got, sizeof got));
+  s->config.load.min_queries = v->integer;
+  return MB_STATUS_OK;
+}
+
+/* "slo": {"p99": 20} (milliseconds) or the CLI's "p99=20ms". */
+static mb_status set_slo(staged *s, const char *key, const mb_json_value *v,
+                         mb_error *err) {
+  char got[64];
+  double percentile = 0, ms = 0;
+  mb_error parse_err;
+  if (v->type == MB_JSON_STRING) {
+    if (mb__slo_parse(v->string, &percentile, &ms, &parse_err) != MB_STATUS_OK)
+      return key_error(s, v, err, "key '%s': %s", key, parse_err.message);
+  } else if (v->type == MB_JSON_OBJECT && v->count == 1 &&
+             v->members[0].value.type == MB_JSON_NUMBER) {
+    char text[96];
+    snprintf(text, sizeof text, "%s=%.17gms", v->members[0].key,
+             v->members[0].value.number);
+    if (mb__slo_parse(text, &percentile, &ms, &parse_err) != MB_STATUS_OK)
+      return key_error(s, v, err, "key '%s': %s", key, parse_err.message);
+  } else {
+    return key_error(
+        s, v, err,
+        "key '%s' must be {\"p99\": MILLISECONDS} or \"p99=20ms\", "
+        "got %s",
+        key, describe(v, got, sizeof got));
+  }
+  s->config.load.slo_percentile = percentile;
+  s->config.load.slo_ms = ms;
+  return MB_STATUS_OK;
+}
+
+/* "dims": {"seq": 128}: every symbolic dimension of that name. */
+static mb_status set_dims(staged *s, const char *key, const mb_json_value *v,
+                          mb_error *err) {
+  char got[64];
+  if (v->type != MB_JSON_OBJECT)
+    return key_error(s, v, err,
+                     "key '%s' must be an object such as {\"seq\": 128}, got "
+                     "%s",
+                     key, describe(v, got, sizeof got));
+  mb_dim_value *dims = calloc(v->count ? v->count : 1, sizeof *dims);
+  if (!dims)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "%s: out of memory",
+                     s->path);
+  for (size_t i = 0; i < v->count; i++) {
+    const mb_json_value *d = &v->members[i].value;
+    if (d->type != MB_JSON_NUMBER || !d->is_integer || d->integer < 0) {
+      free(dims);
+      return key_error(s, d, err,
+                       "key '%s': dimension '%s' must be a non-negative "
+                       "integer",
+                       key, v->members[i].key);
+    }
+    dims[i].name = v->members[i].key;
+    dims[i].value = d->integer;
+  }
+  free(s->dims);
+  s->dims = dims;
+  s->config.shapes.dims = dims;
+  s->config.shapes.n_dims = (int)v->count;
+  return MB_STATUS_OK;
+}
+
 #define FIELD(f) offsetof(mb_bench_config, f)
 #define NO_MAX 1e308
 
@@ -397,12 +486,24 @@ static const config_key keys[] = {
     {"conversions", KEY_CUSTOM, 0, 0, false, 0, "", set_conversions},
     {"baseline", KEY_CUSTOM, 0, 0, false, 0, "", set_baseline},
     {"shapes", KEY_CUSTOM, 0, 0, false, 0, "", set_shapes},
+    {"dims", KEY_CUSTOM, 0, 0, false, 0, "", set_dims},
     {"input_ranges", KEY_CUSTOM, 0, 0, false, 0, "", set_input_ranges},
     {"inputs", KEY_CUSTOM, 0, 0, false, 0, "", set_inputs},
     {"rtol", KEY_DOUBLE, FIELD(rtol), 0, false, NO_MAX, "", NULL},
     {"atol", KEY_DOUBLE, FIELD(atol), 0, false, NO_MAX, "", NULL},
     {"log_dir", KEY_CUSTOM, 0, 0, false, 0, "", set_log_dir},
     {"log_level", KEY_CUSTOM, 0, 0, false, 0, "", set_log_level},
+    {"scenario", KEY_CUSTOM, 0, 0, false, 0, "", set_scenario},
+    {"qps", KEY_DOUBLE, FIELD(load.qps), 0, false, NO_MAX, "", NULL},
+    {"concurrency", KEY_INT, FIELD(load.concurrency), 1, false,
+     MB_LOAD_MAX_CONCURRENCY, "", NULL},
+    {"min_duration", KEY_DOUBLE, FIELD(load.min_duration), 0, false, NO_MAX,
+     " seconds", NULL},
+    {"min_queries", KEY_CUSTOM, 0, 0, false, 0, "", set_min_queries},
+    {"qps_tolerance", KEY_DOUBLE, FIELD(load.qps_tolerance), 0, false, 0.99, "",
+     NULL},
+    {"slo", KEY_CUSTOM, 0, 0, false, 0, "", set_slo},
+    {"find_peak", KEY_BOOL, FIELD(load.find_peak), 0, false, 0, "", NULL},
 };
 
 static mb_status unknown_key(const staged *s, const mb_json_member *m,
@@ -485,8 +586,12 @@ static mb_status pack(staged *s, const mb_bench_config *original,
   size_t n_shapes = s->shapes ? (size_t)c->shapes.n_shapes : 0;
   size_t n_ranges = s->ranges ? (size_t)c->n_ranges : 0;
   size_t n_conv = s->conversions ? (size_t)c->n_conversions : 0;
+  size_t n_dims = s->dims ? (size_t)c->shapes.n_dims : 0;
   size_t bytes = n_shapes * sizeof(mb_input_shape) +
-                 n_ranges * sizeof(mb_input_range) + n_conv * sizeof(int);
+                 n_ranges * sizeof(mb_input_range) +
+                 n_dims * sizeof(mb_dim_value) + n_conv * sizeof(int);
+  for (size_t i = 0; i < n_dims; i++)
+    bytes += string_size(s->dims[i].name);
   for (size_t i = 0; i < n_shapes; i++)
     bytes += string_size(s->shapes[i].name);
   for (size_t i = 0; i < n_ranges; i++)
@@ -514,6 +619,12 @@ static mb_status pack(staged *s, const mb_bench_config *original,
     cursor += n_ranges * sizeof *ranges;
     c->ranges = ranges;
   }
+  if (n_dims) {
+    mb_dim_value *dims = (mb_dim_value *)(void *)cursor;
+    memcpy(dims, s->dims, n_dims * sizeof *dims);
+    cursor += n_dims * sizeof *dims;
+    c->shapes.dims = dims;
+  }
   if (n_conv) {
     int *conv = (int *)(void *)cursor;
     memcpy(conv, s->conversions, n_conv * sizeof *conv);
@@ -526,6 +637,9 @@ static mb_status pack(staged *s, const mb_bench_config *original,
   for (size_t i = 0; i < n_ranges; i++)
     ((mb_input_range *)(void *)c->ranges)[i].name =
         pack_string(&cursor, s->ranges[i].name);
+  for (size_t i = 0; i < n_dims; i++)
+    ((mb_dim_value *)(void *)c->shapes.dims)[i].name =
+        pack_string(&cursor, s->dims[i].name);
   if (own_inputs)
     c->inputs_dir = pack_string(&cursor, c->inputs_dir);
   if (own_log_dir)
@@ -584,6 +698,7 @@ done:
   free(s.conversions);
   free(s.shapes);
   free(s.ranges);
+  free(s.dims);
   mb__json_doc_free(doc);
   return status;
 }

@@ -651,6 +651,8 @@ static mb_status run_conversion(engine *e, int position, mb_bench_result *r,
   if (e->config.conversion_timeouts &&
       e->config.conversion_timeouts[position] > 0.0)
     e->timeout = e->config.conversion_timeouts[position];
+  /* The worker inherits it through fork. */
+  e->job.deadline = e->timeout > 0.0 ? mb__now() + e->timeout : 0.0;
   if ((status = run_child(e, conversion_body, &arg, r->log_path, &out, err)))
     goto done;
   if (out.have_result) {
@@ -686,6 +688,49 @@ done:
 /* ------------------------------------------------------------------------ */
 /* Planning                                                                  */
 /* ------------------------------------------------------------------------ */
+
+/* The load settings, named by their CLI options. */
+static mb_status validate_load(const mb_load_config *l, mb_error *err) {
+  if ((unsigned)l->scenario >= MB_LOAD_SCENARIO_COUNT)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "config: scenario %d is not a known scenario",
+                     (int)l->scenario);
+  if (!(l->qps >= 0) || isinf(l->qps) || !(l->min_duration >= 0) ||
+      isinf(l->min_duration) || !(l->qps_tolerance >= 0) ||
+      !(l->qps_tolerance < 1))
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "config: --qps and --min-duration must be finite and "
+                     ">= 0, --qps-tolerance in [0, 1) (got %g, %g, %g)",
+                     l->qps, l->min_duration, l->qps_tolerance);
+  if (l->concurrency < 1 || l->concurrency > MB_LOAD_MAX_CONCURRENCY)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "config: --concurrency must be between 1 and %d (got "
+                     "%d)",
+                     MB_LOAD_MAX_CONCURRENCY, l->concurrency);
+  if (l->min_queries < 1)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "config: --min-queries must be >= 1 (got %lld)",
+                     (long long)l->min_queries);
+  if (l->slo_percentile < 0 || l->slo_percentile > 100 ||
+      (l->slo_percentile > 0 && !(l->slo_ms > 0 && isfinite(l->slo_ms))))
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "config: the SLO needs a percentile in (0, 100] and a "
+                     "latency > 0 (got p%g=%g ms)",
+                     l->slo_percentile, l->slo_ms);
+  if (l->find_peak && (l->scenario != MB_LOAD_SERVER || l->slo_percentile <= 0))
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "config: --find-peak searches a server's QPS under an "
+                     "SLO: it needs --scenario server and --slo");
+  if (l->scenario == MB_LOAD_SERVER && !l->find_peak && !(l->qps > 0))
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "config: the server scenario needs --qps (the mean "
+                     "arrival rate) or --find-peak");
+  if (l->scenario == MB_LOAD_SINGLE_STREAM && l->concurrency > 1)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "config: single-stream issues one query at a time; "
+                     "--concurrency applies to server and offline");
+  return MB_STATUS_OK;
+}
 
 /* Range checks with messages naming the setting (by its CLI/JSON key).
  * A max_time or timeout of 0 means none; when min_time exceeds max_time the
@@ -729,6 +774,9 @@ static mb_status validate_config(const mb_bench_config *c, mb_error *err) {
                        "config: %s must be >= %d (got %d)", ints[i].name,
                        ints[i].min, v);
   }
+  mb_status status = validate_load(&c->load, err);
+  if (status)
+    return status;
   if (c->reference >= 0 && !mb__conversion_def(c->reference))
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                      "config: reference %d is not a registry index (0..%d)",
@@ -841,6 +889,23 @@ static mb_status plan(engine *e, const mb_bench_config *config, mb_error *err) {
     copy->shapes.n_shapes = 0;
     copy->shapes.shapes = NULL;
   }
+  if (c->shapes.n_dims > 0 && c->shapes.dims) {
+    mb_dim_value *dims =
+        mb__arena_alloc(arena, sizeof *dims * (size_t)c->shapes.n_dims);
+    if (!dims)
+      return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot plan the run");
+    for (int i = 0; i < c->shapes.n_dims; i++) {
+      dims[i] = c->shapes.dims[i];
+      dims[i].name = arena_strdup_or_null(arena, c->shapes.dims[i].name);
+    }
+    copy->shapes.dims = dims;
+  } else {
+    copy->shapes.n_dims = 0;
+    copy->shapes.dims = NULL;
+  }
+  copy->sweep_point = arena_strdup_or_null(arena, c->sweep_point);
+  snprintf(e->report->sweep_point, sizeof e->report->sweep_point, "%s",
+           c->sweep_point ? c->sweep_point : "");
   return MB_STATUS_OK;
 }
 

@@ -52,6 +52,39 @@ static const mb_input_shape *find_override(const mb_shape_spec *spec,
   return NULL;
 }
 
+/* The --dim value of symbolic dimension `param`, or NULL. */
+static const mb_dim_value *find_dim(const mb_shape_spec *spec,
+                                    const char *param) {
+  for (int i = 0; spec && param && param[0] && i < spec->n_dims; i++)
+    if (spec->dims[i].name && strcmp(spec->dims[i].name, param) == 0)
+      return &spec->dims[i];
+  return NULL;
+}
+
+/* Appends "'a', 'b'" (the symbolic dims of every input) to buf. */
+static void list_dim_names(const mb_model *model, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  int n = mb_model_input_count(model);
+  for (int i = 0; i < n && used < size; i++) {
+    mb_value_info info;
+    if (mb_model_input_info(model, i, &info, NULL) != MB_STATUS_OK)
+      continue;
+    for (int d = 0; d < info.rank && used < size; d++) {
+      const char *param = info.dim_params[d];
+      if (!param || !param[0] || strstr(buf, param))
+        continue;
+      int w =
+          snprintf(buf + used, size - used, "%s'%s'", used ? ", " : "", param);
+      if (w < 0)
+        return;
+      used += (size_t)w;
+    }
+  }
+  if (!buf[0])
+    snprintf(buf, size, "none");
+}
+
 /* Resolves one input from its declared info. */
 static mb_status resolve_one(const mb_value_info *info,
                              const mb_shape_spec *spec, mb_input_shape *out,
@@ -79,17 +112,24 @@ static mb_status resolve_one(const mb_value_info *info,
   int64_t batch = spec && spec->batch_size > 0 ? spec->batch_size : 1;
   out->rank = info->rank;
   for (int d = 0; d < info->rank; d++) {
+    const char *param = info->dim_params[d];
+    const mb_dim_value *named = find_dim(spec, param);
     if (info->dims[d] >= 0) {
       out->dims[d] = info->dims[d];
+    } else if (named) {
+      out->dims[d] = named->value;
     } else if (d == 0) {
       out->dims[d] = batch;
-    } else {
-      const char *param = info->dim_params[d];
+    } else if (param && param[0]) {
       return mb__error(err, MB_STATUS_DYNAMIC,
-                       "input '%s': dim %d%s%s%s is dynamic: pass --shape "
+                       "input '%s': dim %d ('%s') is symbolic: pass --dim "
+                       "%s=N (every input's '%s') or --shape %s=D0,D1,...",
+                       info->name, d, param, param, param, info->name);
+    } else {
+      return mb__error(err, MB_STATUS_DYNAMIC,
+                       "input '%s': dim %d is dynamic: pass --shape "
                        "%s=D0,D1,...",
-                       info->name, d, param ? " ('" : "", param ? param : "",
-                       param ? "')" : "", info->name);
+                       info->name, d, info->name);
     }
   }
   return check_shape_size(out, info->dtype, err);
@@ -117,6 +157,29 @@ mb_status mb_model_resolve_input_shapes(const mb_model *model,
       return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                        "--shape %s: the model has no input '%s' (inputs: %s)",
                        name, name, names);
+    }
+  }
+  /* So is a --dim naming no symbolic dimension. */
+  for (int k = 0; spec && k < spec->n_dims; k++) {
+    const char *name = spec->dims[k].name ? spec->dims[k].name : "";
+    bool found = false;
+    for (int i = 0; i < n && !found; i++) {
+      mb_value_info info;
+      if (mb_model_input_info(model, i, &info, NULL) != MB_STATUS_OK)
+        continue;
+      for (int d = 0; d < info.rank && !found; d++)
+        found = info.dim_params[d] && strcmp(info.dim_params[d], name) == 0;
+    }
+    if (!found || spec->dims[k].value < 0) {
+      char names[384];
+      list_dim_names(model, names, sizeof names);
+      return found ? mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                               "--dim %s=%lld: a dimension cannot be negative",
+                               name, (long long)spec->dims[k].value)
+                   : mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                               "--dim %s: no input has a symbolic dimension "
+                               "'%s' (symbolic dimensions: %s)",
+                               name, name, names);
     }
   }
   for (int i = 0; i < n; i++) {

@@ -126,6 +126,76 @@ int mb__wire_get_str_buf(mb_wire *w, char *buf, size_t size) {
   return !w->failed;
 }
 
+/* result->load: plain numbers, then the reason and the trials. */
+static void put_load(mb_wire *w, const mb_load_stats *l) {
+  mb__wire_put_u32(w, (uint32_t)l->scenario);
+  mb__wire_put_u32(w, (uint32_t)l->concurrency);
+  mb__wire_put_f64(w, l->target_qps);
+  mb__wire_put_f64(w, l->scheduled_qps);
+  mb__wire_put_f64(w, l->achieved_qps);
+  mb__wire_put_i64(w, l->queries);
+  mb__wire_put_i64(w, l->unserved);
+  mb__wire_put_u32(w, (uint32_t)l->samples_per_query);
+  mb__wire_put_f64(w, l->duration_s);
+  mb__wire_put_u32(w, (uint32_t)l->valid);
+  mb__wire_put_str(w, l->invalid_reason);
+  mb__wire_put_f64(w, l->queue_depth_mean);
+  mb__wire_put_i64(w, l->queue_depth_max);
+  mb__wire_put(w, &l->service_ms, sizeof l->service_ms); /* plain doubles */
+  mb__wire_put_f64(w, l->slo_latency_ms);
+  mb__wire_put_u32(w, (uint32_t)(l->slo_met + 1));
+  mb__wire_put_f64(w, l->over_slo_share);
+  mb__wire_put_f64(w, l->peak_qps);
+  mb__wire_put_u32(w, (uint32_t)(l->trials ? l->n_trials : 0));
+  for (int i = 0; l->trials && i < l->n_trials; i++) {
+    mb__wire_put_f64(w, l->trials[i].target_qps);
+    mb__wire_put_f64(w, l->trials[i].achieved_qps);
+    mb__wire_put_f64(w, l->trials[i].latency_ms);
+    mb__wire_put_u32(w, (uint32_t)l->trials[i].valid);
+    mb__wire_put_u32(w, (uint32_t)l->trials[i].slo_met);
+  }
+}
+
+static void get_load(mb_wire *w, mb_load_stats *l) {
+  uint32_t scenario = mb__wire_get_u32(w);
+  l->scenario = scenario < MB_LOAD_SCENARIO_COUNT ? (mb_load_scenario)scenario
+                                                  : MB_LOAD_NONE;
+  l->concurrency = (int)mb__wire_get_u32(w);
+  l->target_qps = mb__wire_get_f64(w);
+  l->scheduled_qps = mb__wire_get_f64(w);
+  l->achieved_qps = mb__wire_get_f64(w);
+  l->queries = mb__wire_get_i64(w);
+  l->unserved = mb__wire_get_i64(w);
+  l->samples_per_query = (int)mb__wire_get_u32(w);
+  l->duration_s = mb__wire_get_f64(w);
+  l->valid = (int)mb__wire_get_u32(w);
+  mb__wire_get_str_buf(w, l->invalid_reason, sizeof l->invalid_reason);
+  l->queue_depth_mean = mb__wire_get_f64(w);
+  l->queue_depth_max = mb__wire_get_i64(w);
+  mb__wire_get(w, &l->service_ms, sizeof l->service_ms);
+  l->slo_latency_ms = mb__wire_get_f64(w);
+  l->slo_met = (int)mb__wire_get_u32(w) - 1;
+  l->over_slo_share = mb__wire_get_f64(w);
+  l->peak_qps = mb__wire_get_f64(w);
+  uint32_t n = mb__wire_get_u32(w);
+  /* Each trial takes 32 bytes, which bounds a corrupt count. */
+  if (w->failed || n == 0)
+    return;
+  if (n > (w->size - w->pos) / 32 ||
+      !(l->trials = calloc(n, sizeof *l->trials))) {
+    w->failed = 1;
+    return;
+  }
+  l->n_trials = (int)n;
+  for (uint32_t i = 0; i < n; i++) {
+    l->trials[i].target_qps = mb__wire_get_f64(w);
+    l->trials[i].achieved_qps = mb__wire_get_f64(w);
+    l->trials[i].latency_ms = mb__wire_get_f64(w);
+    l->trials[i].valid = (int)mb__wire_get_u32(w);
+    l->trials[i].slo_met = (int)mb__wire_get_u32(w);
+  }
+}
+
 void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
   mb__wire_put_u32(w, (uint32_t)r->conversion_index);
   mb__wire_put_u32(w, (uint32_t)r->conversion_id);
@@ -179,6 +249,7 @@ void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
     mb__wire_put_str(w, r->segments[i].precision);
     mb__wire_put_f64(w, r->segments[i].gflops);
   }
+  put_load(w, &r->load);
 }
 
 mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
@@ -276,6 +347,7 @@ mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
   } else if (n_segments > 0) {
     w->failed = 1;
   }
+  get_load(w, &r->load);
   if (w->failed) {
     mb__result_clear(r);
     return mb__error(err, MB_STATUS_INTERNAL,
@@ -809,9 +881,19 @@ static void report(const mb_progress_sink *progress, const char *phase) {
 typedef struct prepared {
   const mb_conversion_def *def;
   const mb_runtime *rt;
-  void *session;
+  void *session; /* sessions[0] */
+  /* Load runs with --concurrency N: N sessions prepared alike. */
+  void *sessions[MB_LOAD_MAX_CONCURRENCY];
+  int n_sessions;
   mb_worker_build wb;
 } prepared;
+
+/* Sessions a run needs: --concurrency for server and offline loads. */
+static int sessions_needed(const mb_bench_config *c) {
+  if (c->load.scenario != MB_LOAD_SERVER && c->load.scenario != MB_LOAD_OFFLINE)
+    return 1;
+  return MB_MIN(MB_MAX(c->load.concurrency, 1), MB_LOAD_MAX_CONCURRENCY);
+}
 
 /* Keeps a host runtime's detail (a traceback) of the failure just seen
  * with the result, unless a crash already gave it a backtrace. */
@@ -921,11 +1003,30 @@ static int worker_prepare(const mb_bench_job *job, int index,
                        p->wb.bytes ? p->wb.size : job->model_size, &options,
                        &p->session, &err);
   result->load_ms = (mb__now() - t0) * 1e3;
+  if (!status) {
+    p->sessions[0] = p->session;
+    p->n_sessions = 1;
+  }
+  /* More sessions for a concurrent load run, from the same build. */
+  for (int k = 1; !status && k < sessions_needed(c); k++) {
+    status = rt->prepare(p->wb.model ? p->wb.model : job->model,
+                         p->wb.bytes ? p->wb.bytes : job->model_bytes,
+                         p->wb.bytes ? p->wb.size : job->model_size, &options,
+                         &p->sessions[k], &err);
+    if (status)
+      mb__error_prefix(&err, status, "session %d of %d", k + 1,
+                       sessions_needed(c));
+    else
+      p->n_sessions = k + 1;
+  }
   mb__worker_build_done(&p->wb, c);
   if (status) {
     mb__error_prefix(&err, status, "preparing %s", def->name);
     fail_result(result, MB_BENCH_ERROR, err.message);
     take_detail(rt, result);
+    for (int k = 0; k < p->n_sessions; k++)
+      rt->release(p->sessions[k]);
+    p->n_sessions = 0;
     p->session = NULL;
   }
 
@@ -938,8 +1039,8 @@ done:
 /* Releases what worker_prepare made. */
 static void worker_finish(const mb_bench_job *job, prepared *p) {
   mb__worker_build_done(&p->wb, job->config);
-  if (p->session)
-    p->rt->release(p->session);
+  for (int k = 0; k < p->n_sessions; k++)
+    p->rt->release(p->sessions[k]);
   mb__worker_build_free(&p->wb);
   memset(p, 0, sizeof *p);
 }
@@ -958,7 +1059,12 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
   result->precision_share = -1.0;
   if (!worker_prepare(job, index, progress, result, &p))
     goto done;
-  if ((status = mb__measure(p.rt, p.session, job, progress, result, &err)))
+  if (job->config->load.scenario != MB_LOAD_NONE)
+    status = mb__load_measure(p.rt, p.sessions, p.n_sessions, job, progress,
+                              result, &err);
+  else
+    status = mb__measure(p.rt, p.session, job, progress, result, &err);
+  if (status)
     goto failed;
   report(progress, "accuracy");
   if ((status = check_accuracy(p.rt, p.session, job, p.def, result, &err)))

@@ -12,6 +12,7 @@
 #include "cli/exec_cli.h"
 #include "conversions/conversion.h"
 #include "db/results_db.h"
+#include "report/report_util.h"
 
 #include <limits.h>
 #include <stddef.h>
@@ -91,11 +92,26 @@ static const char bench_help[] =
     "                             layouts as --inputs; the first N with\n"
     "                             --calibration-samples), so that\n"
     "                             evaluation data stays unseen\n"
+    "      --dim NAME=N           every symbolic dimension NAME (all inputs)\n"
+    "                             is N: --dim seq=128 for ids and mask\n"
     "      --labels FILE.npy      integer class labels, one per input row:\n"
     "                             every conversion's top-1 task accuracy\n"
     "      --inputs DIR           real inputs: test_data_set_*/input_N.pb,\n"
     "                             or NAME.npy / input_N.npy files (in DIR or\n"
     "                             one sub-folder per sample)\n"
+    "\n"
+    "Sweeps and SLOs:\n"
+    "      --sweep KEY=V1,V2,...  run every point for every conversion, one\n"
+    "                             report per point (repeatable: the product);\n"
+    "                             KEY batch, threads or dim:NAME (a symbolic\n"
+    "                             dimension: --sweep dim:seq=16,64,256); the\n"
+    "                             HTML charts latency and throughput against\n"
+    "                             batch and latency against the dimension\n"
+    "      --slo pNN=LATENCY      a latency SLO (p99=20ms): the "
+    "recommendation\n"
+    "                             names the conversion and settings serving\n"
+    "                             the most samples/s within it, at accuracy\n"
+    "                             (load scenarios: 'modelbench load --help')\n"
     "\n"
     "Output:\n"
     "      --json FILE            write every result as JSON (rewritten after\n"
@@ -182,6 +198,8 @@ enum {
   OPT_LABELS,
   OPT_EXEC,
   OPT_EXEC_LAST = OPT_EXEC + MB_CLI_EXEC_COUNT - 1,
+  OPT_SERVING,
+  OPT_SERVING_LAST = OPT_SERVING + MB_CLI_SERVE_COUNT - 1,
 };
 
 #define MB_CLI_EXEC_BASE_ OPT_EXEC
@@ -230,11 +248,13 @@ static const struct option options[] = {
     {"max-error", required_argument, NULL, OPT_MAX_ERROR},
     {"reference", required_argument, NULL, OPT_REFERENCE},
     {"labels", required_argument, NULL, OPT_LABELS},
-    MB_CLI_EXEC_OPTIONS{"help", no_argument, NULL, 'h'},
+    MB_CLI_EXEC_OPTIONS MB_CLI_SERVING_OPTIONS(OPT_SERVING),
+    {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 
-static const char *const cmd = "bench";
+/* The command's name in messages: "bench" or "load". */
+static const char *cmd = "bench";
 
 /* Everything the command owns; freed by bench_free. */
 typedef struct bench_cli {
@@ -283,6 +303,9 @@ typedef struct bench_cli {
   bool progress_tty;
   bool color;
   mb_cli_exec exec; /* --executor and the options its tasks get */
+  /* Sweeps, SLO and load scenarios; the help text of the command. */
+  mb_cli_serving serving;
+  const char *help;
 } bench_cli;
 
 /* ---- option values ---- */
@@ -515,6 +538,9 @@ static int apply_option(bench_cli *b, int c, char *arg) {
       return mb__cli_exec_option(&b->exec, cmd, c - OPT_EXEC, arg);
     if (c >= OPT_CALIBRATION && c <= OPT_CALIBRATION_LAST)
       return mb__cli_calibration_option(cmd, c - OPT_CALIBRATION, arg, cfg);
+    if (c >= OPT_SERVING && c <= OPT_SERVING_LAST)
+      return mb__cli_serving_option(&b->serving, cmd, c - OPT_SERVING, arg,
+                                    cfg);
     return MB_EXIT_USAGE;
   }
 }
@@ -713,9 +739,11 @@ static int parse_args(bench_cli *b, int argc, char **argv) {
   optind = 0;
   while ((c = getopt_long(argc, argv, ":hc:", options, NULL)) != -1) {
     if (c == 'h') {
-      fputs(bench_help, stdout);
-      fputs("\n", stdout);
-      fputs(mb__cli_exec_help, stdout);
+      fputs(b->help, stdout);
+      if (!b->serving.load) {
+        fputs("\n", stdout);
+        fputs(mb__cli_exec_help, stdout);
+      }
       return -1;
     }
     if (c == OPT_CONFIG)
@@ -768,6 +796,8 @@ static int parse_args(bench_cli *b, int argc, char **argv) {
                                  b->config.calibration_dir);
   }
   if ((rc = merge_inputs(b)) != MB_EXIT_OK)
+    return rc;
+  if ((rc = mb__cli_serving_check(&b->serving, cmd, &b->config)) != MB_EXIT_OK)
     return rc;
   if (b->tier > 0 && b->explicit_conversions && b->config.n_conversions > 0)
     return mb__cli_usage_error(cmd, "--tier and -c both choose the "
@@ -891,6 +921,8 @@ static void on_result(void *user, const mb_bench_result *result) {
            MB_VERSION_STRING);
   snprintf(partial.model_path, sizeof partial.model_path, "%s", b->model_path);
   partial.config = b->config;
+  snprintf(partial.sweep_point, sizeof partial.sweep_point, "%s",
+           b->config.sweep_point ? b->config.sweep_point : "");
   partial.n_results = b->n_results;
   partial.results = b->results;
   partial.baseline_result =
@@ -1019,6 +1051,26 @@ static int run_elsewhere(bench_cli *b) {
   return rc;
 }
 
+/* After a model's points: what serves the most within the SLO, once per
+ * workload (the symbolic dimensions' values; batch, threads and load
+ * settings are what it chooses). */
+static void print_slo_recommendations(bench_cli *b, int first) {
+  int n = b->n_reports - first;
+  const mb_bench_report *const *reports =
+      (const mb_bench_report *const *)b->reports + first;
+  const mb_bench_report **sel = malloc(sizeof *sel * (size_t)MB_MAX(n, 1));
+  for (int i = 0; sel && i < n; i++) {
+    int n_sel = mb__report_workload_group(reports, n, i, sel);
+    if (n_sel == 0)
+      continue;
+    mb_slo_recommendation rec;
+    mb_bench_recommend_slo(sel, n_sel, &rec);
+    printf("\n%s\n", rec.summary);
+  }
+  free(sel);
+  fflush(stdout);
+}
+
 static int run(bench_cli *b) {
   const char *no_color = getenv("NO_COLOR");
   bool color_allowed = !(no_color && no_color[0]);
@@ -1030,26 +1082,49 @@ static int run(bench_cli *b) {
   b->config.labels = b->labels;
   b->config.n_labels = b->n_labels;
   mb__log_set_level((mb_log_level)b->config.log_level);
-  if (b->exec.executor)
+  if (b->exec.executor) {
+    /* The executors run plain bench tasks: sweeps, --dim and load
+     * scenarios run here. */
+    if (b->serving.n_axes > 0 || b->serving.n_dims > 0 ||
+        b->config.load.scenario != MB_LOAD_NONE) {
+      return mb__cli_usage_error(cmd, "--executor runs plain bench runs; "
+                                      "--sweep, --dim and load scenarios run "
+                                      "on this machine (leave out --executor)");
+    }
     return run_elsewhere(b);
+  }
 
   /* One model: exit codes as before. Several: each model's failure is
    * reported and the others still run; the worst exit code wins. */
   int rc = MB_EXIT_OK;
+  int points = mb__cli_sweep_count(&b->serving);
   for (int m = 0; m < b->n_models; m++) {
     b->model_path = b->models[m];
     if (b->n_models > 1)
       printf("%s[%d/%d] %s\n", m ? "\n" : "", m + 1, b->n_models,
              b->model_path);
     fflush(stdout);
-    int model_rc = run_model(b, color_allowed);
-    if (model_rc == MB_EXIT_USAGE && b->n_models == 1)
-      return model_rc;
-    if (model_rc != MB_EXIT_OK)
-      rc = MB_MAX(rc, MB_EXIT_FAILURE);
-    mb_cli_report_output output = report_output(b);
-    if (mb__cli_reports_write(&output, b->reports, b->n_reports) != MB_EXIT_OK)
-      rc = MB_MAX(rc, MB_EXIT_FAILURE);
+    int first_report = b->n_reports;
+    for (int p = 0; p < points; p++) {
+      if (mb__cli_sweep_apply(&b->serving, p, &b->config) != MB_EXIT_OK)
+        return MB_EXIT_FAILURE;
+      if (b->serving.n_axes > 0) {
+        printf("%s[point %d/%d] %s\n", p ? "\n" : "", p + 1, points,
+               b->serving.label);
+        fflush(stdout);
+      }
+      int model_rc = run_model(b, color_allowed);
+      if (model_rc == MB_EXIT_USAGE && b->n_models == 1)
+        return model_rc;
+      if (model_rc != MB_EXIT_OK)
+        rc = MB_MAX(rc, MB_EXIT_FAILURE);
+      mb_cli_report_output output = report_output(b);
+      if (mb__cli_reports_write(&output, b->reports, b->n_reports) !=
+          MB_EXIT_OK)
+        rc = MB_MAX(rc, MB_EXIT_FAILURE);
+    }
+    if (b->config.load.slo_percentile > 0)
+      print_slo_recommendations(b, first_report);
   }
   if (b->n_models > 1)
     printf("\n%d model%s benchmarked, %d failed to load or run\n", b->n_reports,
@@ -1074,14 +1149,21 @@ static void bench_free(bench_cli *b) {
   free(b->ranges);
   mb__cli_shapes_free(&b->shapes);
   mb__cli_exec_free(&b->exec);
+  mb__cli_serving_free(&b->serving);
   free(b->config_storage);
 }
 
-int mb__cli_bench(int argc, char **argv) {
+int mb__cli_bench_main(int argc, char **argv, const char *name,
+                       const char *help, bool load) {
   bench_cli b;
   memset(&b, 0, sizeof b);
+  cmd = name;
+  b.help = help;
+  b.serving.load = load;
   mb_bench_config_init(&b.config);
   b.config.build_cache = 1; /* the CLI keeps builds; the library opts in */
+  if (load)
+    b.config.load.scenario = MB_LOAD_SINGLE_STREAM;
   int rc = parse_args(&b, argc, argv);
   if (rc == MB_EXIT_OK)
     rc = run(&b);
@@ -1089,4 +1171,8 @@ int mb__cli_bench(int argc, char **argv) {
     rc = MB_EXIT_OK; /* --help */
   bench_free(&b);
   return rc;
+}
+
+int mb__cli_bench(int argc, char **argv) {
+  return mb__cli_bench_main(argc, argv, "bench", bench_help, false);
 }

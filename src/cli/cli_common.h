@@ -33,6 +33,11 @@ int mb__cli_cache(int argc, char **argv);
 int mb__cli_convert(int argc, char **argv);
 int mb__cli_jobs(int argc, char **argv);
 int mb__cli_script(int argc, char **argv);
+int mb__cli_load(int argc, char **argv);
+/* bench and load are one command with two faces: load runs the scenarios
+ * (`cmd` names the command in messages, `help` is its --help text). */
+int mb__cli_bench_main(int argc, char **argv, const char *cmd, const char *help,
+                       bool load);
 
 /* Parses "[NAME=]LO:HI" (flag names the option in errors) and appends it to
  * *ranges (malloc, grown). arg is modified. Returns an MB_EXIT_ code. */
@@ -78,6 +83,82 @@ enum {
 struct mb_bench_config;
 int mb__cli_calibration_option(const char *cmd, int which, const char *arg,
                                struct mb_bench_config *config);
+
+/* Serving questions (serving.c): the options bench and load share
+ * (--sweep, --dim, --slo) and load's own (--scenario, --qps, ...), as
+ * getopt_long entries whose values are base + MB_CLI_SERVE_*. */
+enum {
+  MB_CLI_SERVE_SWEEP,         /* --sweep KEY=V1,V2,... */
+  MB_CLI_SERVE_DIM,           /* --dim NAME=V */
+  MB_CLI_SERVE_SLO,           /* --slo p99=20ms */
+  MB_CLI_SERVE_SCENARIO,      /* load: --scenario S */
+  MB_CLI_SERVE_QPS,           /* load: --qps X */
+  MB_CLI_SERVE_CONCURRENCY,   /* load: --concurrency N */
+  MB_CLI_SERVE_MIN_DURATION,  /* load: --min-duration S */
+  MB_CLI_SERVE_MIN_QUERIES,   /* load: --min-queries N */
+  MB_CLI_SERVE_QPS_TOLERANCE, /* load: --qps-tolerance X */
+  MB_CLI_SERVE_FIND_PEAK,     /* load: --find-peak */
+  MB_CLI_SERVE_COUNT
+};
+#define MB_CLI_SERVING_OPTIONS(base)                                           \
+  {"sweep", required_argument, NULL, (base) + MB_CLI_SERVE_SWEEP},             \
+      {"dim", required_argument, NULL, (base) + MB_CLI_SERVE_DIM},             \
+      {"slo", required_argument, NULL, (base) + MB_CLI_SERVE_SLO},             \
+      {"scenario", required_argument, NULL, (base) + MB_CLI_SERVE_SCENARIO},   \
+      {"qps", required_argument, NULL, (base) + MB_CLI_SERVE_QPS},             \
+      {"concurrency", required_argument, NULL,                                 \
+       (base) + MB_CLI_SERVE_CONCURRENCY},                                     \
+      {"min-duration", required_argument, NULL,                                \
+       (base) + MB_CLI_SERVE_MIN_DURATION},                                    \
+      {"min-queries", required_argument, NULL,                                 \
+       (base) + MB_CLI_SERVE_MIN_QUERIES},                                     \
+      {"qps-tolerance", required_argument, NULL,                               \
+       (base) + MB_CLI_SERVE_QPS_TOLERANCE},                                   \
+  {                                                                            \
+    "find-peak", no_argument, NULL, (base) + MB_CLI_SERVE_FIND_PEAK            \
+  }
+
+/* One --sweep axis. */
+typedef enum mb_cli_axis_kind {
+  MB_CLI_AXIS_BATCH,
+  MB_CLI_AXIS_THREADS,
+  MB_CLI_AXIS_CONCURRENCY,
+  MB_CLI_AXIS_QPS,
+  MB_CLI_AXIS_DIM,
+} mb_cli_axis_kind;
+
+typedef struct mb_cli_axis {
+  mb_cli_axis_kind kind;
+  const char *dim; /* MB_CLI_AXIS_DIM: the symbolic dimension (into argv) */
+  int n;
+  double *values; /* owned */
+} mb_cli_axis;
+
+typedef struct mb_cli_serving {
+  bool load;             /* the load command: its options are allowed */
+  const char *load_only; /* a load option given to bench, for the error */
+  mb_cli_axis *axes;     /* owned, in the order given */
+  int n_axes;
+  mb_dim_value *dims; /* --dim (owned array, names into argv) */
+  int n_dims;
+  mb_dim_value *point_dims; /* --dim plus the point's dim axes (owned) */
+  char label[160];          /* the current point, "batch=4 threads=2 seq=64" */
+} mb_cli_serving;
+
+/* Applies option `which` (MB_CLI_SERVE_*) with arg. Returns an exit code. */
+int mb__cli_serving_option(mb_cli_serving *s, const char *cmd, int which,
+                           char *arg, struct mb_bench_config *config);
+/* After parsing: load options outside load, sweeps that cannot apply.
+ * Returns an exit code. */
+int mb__cli_serving_check(mb_cli_serving *s, const char *cmd,
+                          const struct mb_bench_config *config);
+/* Points of the sweep (the product of the axes; 1 without --sweep). */
+int mb__cli_sweep_count(const mb_cli_serving *s);
+/* Sets config (batch, threads, concurrency, qps, dims, sweep_point) for
+ * point `point` and s->label. Returns an exit code. */
+int mb__cli_sweep_apply(mb_cli_serving *s, int point,
+                        struct mb_bench_config *config);
+void mb__cli_serving_free(mb_cli_serving *s);
 
 /* --shape NAME=D0,D1,... and --batch-size, accumulated into a spec. */
 typedef struct mb_cli_shapes {

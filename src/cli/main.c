@@ -15,6 +15,8 @@ static const mb_cli_command commands[] = {
     {"list-ops", "list the operators the reference interpreter implements",
      mb__cli_list_ops},
     {"bench", "benchmark a model under conversion options", mb__cli_bench},
+    {"load", "serve queries under a load scenario (server QPS within an SLO)",
+     mb__cli_load},
     {"list", "list the conversion options and whether each is available",
      mb__cli_list},
     {"profile", "time one conversion per segment and per node",

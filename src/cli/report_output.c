@@ -83,7 +83,7 @@ static void record_run(const mb_cli_report_output *o,
   char script[sizeof report->model_script + 8];
   char location[sizeof report->model_location + 10];
   const char **labels =
-      malloc(sizeof *labels * (size_t)(o->n_labels + report->n_labels + 2));
+      malloc(sizeof *labels * (size_t)(o->n_labels + report->n_labels + 4));
   if (!labels) {
     mb__cli_error(NULL, "warning: run not recorded: out of memory");
     return;
@@ -100,6 +100,17 @@ static void record_run(const mb_cli_report_output *o,
     labels[n++] = script;
   if (report->model_location[0] && !has_key(labels, n, location))
     labels[n++] = location;
+  /* scenario=... for a load run, sweep=... for a sweep's point, so
+   * `history` tells the runs apart. */
+  char scenario[64], point[sizeof report->sweep_point + 8];
+  snprintf(scenario, sizeof scenario, "scenario=%s",
+           mb_load_scenario_name(report->config.load.scenario));
+  snprintf(point, sizeof point, "sweep=%s", report->sweep_point);
+  if (report->config.load.scenario != MB_LOAD_NONE &&
+      !has_key(labels, n, scenario))
+    labels[n++] = scenario;
+  if (report->sweep_point[0] && !has_key(labels, n, point))
+    labels[n++] = point;
   if (mb__db_record_report(o->cache_dir, report, labels, n, &run_id, db_path,
                            sizeof db_path, &err) == MB_STATUS_OK)
     mb__log(MB_LOG_INFO, "recorded as run %lld in %s", (long long)run_id,
@@ -116,7 +127,11 @@ int mb__cli_report_show(const mb_cli_report_output *o,
   mb_recommend_options ropts = {o->predicted_ms};
   mb_recommendations rec;
   mb_bench_recommend(report, &ropts, &rec);
-  if (rec.summary[0])
+  /* A server's or offline run's latency depends on the load it was given:
+   * the fastest median is no answer there (the SLO's is). */
+  mb_load_scenario scenario = report->config.load.scenario;
+  if (rec.summary[0] && scenario != MB_LOAD_SERVER &&
+      scenario != MB_LOAD_OFFLINE)
     printf("\n%s\n", rec.summary);
   fflush(stdout);
   if (!o->no_record)

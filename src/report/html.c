@@ -40,8 +40,7 @@
  * element text and double- or single-quoted attributes alike. Control
  * characters become spaces (newlines too unless keep_newlines), invalid
  * UTF-8 becomes U+FFFD. Returns true when s was cut. */
-static bool put_html_n(FILE *f, const char *s, int max_chars,
-                       bool keep_newlines) {
+bool mb__html_put_n(FILE *f, const char *s, int max_chars, bool keep_newlines) {
   const unsigned char *p = (const unsigned char *)(s ? s : "");
   for (int chars = 0; *p; chars++) {
     if (max_chars >= 0 && chars == max_chars)
@@ -85,11 +84,11 @@ static bool put_html_n(FILE *f, const char *s, int max_chars,
 }
 
 static void put_html(FILE *f, const char *s) {
-  put_html_n(f, s, -1, false);
+  mb__html_put_n(f, s, -1, false);
 }
 
 /* A number for a data-* attribute: plain C-locale decimal, "" unknown. */
-static void put_data_number(FILE *f, const char *attr, double v) {
+void mb__html_put_number(FILE *f, const char *attr, double v) {
   if (isfinite(v))
     fprintf(f, " %s=\"%.6g\"", attr, v);
   else
@@ -197,6 +196,8 @@ static const char page_script[] =
     "    bars += sections[s].querySelectorAll(\"svg .bar\").length;\n"
     "  }\n"
     "  body.setAttribute(\"data-bars\", String(bars));\n"
+    "  var points = document.querySelectorAll(\"svg.line-chart .point\");\n"
+    "  body.setAttribute(\"data-sweep-points\", String(points.length));\n"
     "  body.setAttribute(\"data-rendered\", \"1\");\n"
     "})();\n";
 
@@ -244,10 +245,10 @@ static void write_page_start(FILE *f, const mb_bench_report *const *reports,
     put_html(f, reports[0]->model_path);
   }
   fprintf(f,
-          "</title>\n<style>\n%s</style>\n</head>\n<body>\n<header>\n"
+          "</title>\n<style>\n%s%s</style>\n</head>\n<body>\n<header>\n"
           "<h1>modelbench report</h1>\n<p class=\"sub\">%d model%s, "
           "modelbench ",
-          page_style, n, n == 1 ? "" : "s");
+          page_style, mb__html_sweep_style, n, n == 1 ? "" : "s");
   put_html(f, version);
   fputs("</p>\n", f);
   if (n > 1) {
@@ -280,7 +281,7 @@ static void write_page_end(FILE *f) {
 
 /* An axis end at a round number above max: 1, 2 or 5 times a power of
  * ten per tick, about five ticks. */
-static double nice_axis(double max, double *step_out) {
+double mb__html_nice_axis(double max, double *step_out) {
   if (!(max > 0) || !isfinite(max)) {
     *step_out = 0.2;
     return 1.0;
@@ -354,7 +355,7 @@ static void write_chart_row(FILE *f, const mb_bench_report *report,
           "\">\n<text class=\"label\" x=\"%d\" y=\"%.1f\" "
           "text-anchor=\"end\" dominant-baseline=\"middle\">",
           CHART_LABEL_WIDTH - 8, mid);
-  if (put_html_n(f, name, CHART_LABEL_CHARS - 1, false))
+  if (mb__html_put_n(f, name, CHART_LABEL_CHARS - 1, false))
     fputs("\xe2\x80\xa6", f); /* the ellipsis */
   fputs("</text>\n", f);
 
@@ -365,10 +366,10 @@ static void write_chart_row(FILE *f, const mb_bench_report *report,
   put_html(f, name);
   fputs("\"", f);
   if (kind == CHART_LATENCY) {
-    put_data_number(f, "data-median-ms", row->value);
-    put_data_number(f, "data-p90-ms", r->latency_ms.p90);
+    mb__html_put_number(f, "data-median-ms", row->value);
+    mb__html_put_number(f, "data-p90-ms", r->latency_ms.p90);
   } else {
-    put_data_number(f, "data-throughput-sps", row->value);
+    mb__html_put_number(f, "data-throughput-sps", row->value);
   }
   fprintf(f, " x=\"%d\" y=\"%.1f\" width=\"%.2f\" height=\"%d\"><title>",
           CHART_LABEL_WIDTH, bar_y, MB_MAX(x1 - CHART_LABEL_WIDTH, 1.0),
@@ -397,8 +398,8 @@ static void write_chart_row(FILE *f, const mb_bench_report *report,
     fputs("<line class=\"whisker\" data-conversion=\"", f);
     put_html(f, name);
     fputs("\"", f);
-    put_data_number(f, "data-lo-ms", row->lo);
-    put_data_number(f, "data-hi-ms", row->hi);
+    mb__html_put_number(f, "data-lo-ms", row->lo);
+    mb__html_put_number(f, "data-hi-ms", row->hi);
     fprintf(f, " x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\"/>\n", wl, mid,
             wh, mid);
     for (int cap = 0; cap < 2; cap++)
@@ -434,7 +435,7 @@ static void write_chart(FILE *f, const mb_bench_report *report, int model,
   double max = 0;
   for (int i = 0; i < n; i++)
     max = MB_MAX(max, MB_MAX(rows[i].value, rows[i].hi));
-  double step, axis_max = nice_axis(max, &step);
+  double step, axis_max = mb__html_nice_axis(max, &step);
   int plot_height = n * CHART_ROW_HEIGHT;
   int height = CHART_TOP + plot_height + CHART_AXIS_HEIGHT;
 
@@ -497,7 +498,7 @@ static void td(FILE *f, const char *text) {
 
 static void write_error_cell(FILE *f, const mb_bench_result *r) {
   fprintf(f, "<td class=\"error\" colspan=\"%d\">", TABLE_NUMBER_COLUMNS);
-  put_html_n(f, r->error[0] ? r->error : "no message", -1, true);
+  mb__html_put_n(f, r->error[0] ? r->error : "no message", -1, true);
   if (r->log_path[0]) {
     fputs("<br><span class=\"meta\">log: <code>", f);
     put_html(f, r->log_path);
@@ -505,7 +506,7 @@ static void write_error_cell(FILE *f, const mb_bench_result *r) {
   }
   if (r->backtrace) {
     fputs("<details><summary>backtrace</summary><pre>", f);
-    put_html_n(f, r->backtrace, -1, true);
+    mb__html_put_n(f, r->backtrace, -1, true);
     fputs("</pre></details>", f);
   }
   fputs("</td>", f);
@@ -849,6 +850,9 @@ mb_status mb_bench_reports_write_html(const mb_bench_report *const *reports,
       if (!reports[k] || (k > m && (!reports[m]->model_script[0] ||
                                     script_group(reports, k) != m)))
         continue;
+      /* A sweep's points (or load runs) of one model: their charts
+       * first. */
+      mb__html_write_sweep(rf.f, reports, n, k);
       if ((status = write_model(rf.f, reports[k], k, err))) {
         mb__report_file_abort(&rf);
         return status;

@@ -117,6 +117,27 @@ static const char *result_name(const mb_bench_result *r) {
   return r->conversion ? r->conversion : "";
 }
 
+/* The load settings, under the keys a --config file takes. */
+static void write_load_config(mb_json *j, const mb_load_config *l) {
+  mb__json_kv_string(j, "scenario", mb_load_scenario_name(l->scenario));
+  kv_measured(j, "qps", l->qps, l->qps > 0);
+  mb__json_kv_int(j, "concurrency", l->concurrency);
+  mb__json_kv_double(j, "min_duration", l->min_duration);
+  mb__json_kv_int(j, "min_queries", l->min_queries);
+  mb__json_kv_double(j, "qps_tolerance", l->qps_tolerance);
+  mb__json_key(j, "slo");
+  if (l->slo_percentile > 0) {
+    char key[32];
+    snprintf(key, sizeof key, "p%g", l->slo_percentile);
+    mb__json_object_begin(j);
+    mb__json_kv_double(j, key, l->slo_ms);
+    mb__json_object_end(j);
+  } else {
+    mb__json_null(j);
+  }
+  mb__json_kv_bool(j, "find_peak", l->find_peak != 0);
+}
+
 /* Every setting of the run, under the keys a --config file takes. */
 static void write_config(mb_json *j, const mb_bench_report *r) {
   const mb_bench_config *c = &r->config;
@@ -187,6 +208,14 @@ static void write_config(mb_json *j, const mb_bench_report *r) {
     mb__json_array_end(j);
   }
   mb__json_object_end(j);
+  /* --dim values by symbolic dimension name. */
+  mb__json_key(j, "dims");
+  mb__json_object_begin(j);
+  for (int i = 0; i < c->shapes.n_dims && c->shapes.dims; i++)
+    mb__json_kv_int(j, c->shapes.dims[i].name ? c->shapes.dims[i].name : "",
+                    c->shapes.dims[i].value);
+  mb__json_object_end(j);
+  write_load_config(j, &c->load);
   kv_string_or_null(j, "inputs", c->inputs_dir);
   kv_string_or_null(j, "labels", c->labels_path);
   kv_string_or_null(j, "log_dir", c->log_dir);
@@ -267,6 +296,91 @@ static void write_accuracy(mb_json *j, const mb_bench_result *r) {
     mb__json_object_end(j);
   }
   mb__json_array_end(j);
+  mb__json_object_end(j);
+}
+
+static void write_stats(mb_json *j, const char *key, const mb_latency_stats *s,
+                        bool known) {
+  mb__json_key(j, key);
+  mb__json_object_begin(j);
+  kv_measured(j, "mean", s->mean, known);
+  kv_measured(j, "median", s->median, known);
+  kv_measured(j, "min", s->min, known);
+  kv_measured(j, "max", s->max, known);
+  kv_measured(j, "p90", s->p90, known);
+  kv_measured(j, "p95", s->p95, known);
+  kv_measured(j, "p99", s->p99, known);
+  mb__json_object_end(j);
+}
+
+/* What a load run measured; null for bench's timed loop. */
+static void write_load(mb_json *j, const mb_bench_result *r) {
+  const mb_load_stats *l = &r->load;
+  bool server = l->scenario == MB_LOAD_SERVER;
+  bool ran = l->queries > 0;
+  mb__json_key(j, "load");
+  if (l->scenario == MB_LOAD_NONE) {
+    mb__json_null(j);
+    return;
+  }
+  mb__json_object_begin(j);
+  mb__json_kv_string(j, "scenario", mb_load_scenario_name(l->scenario));
+  mb__json_kv_int(j, "concurrency", l->concurrency);
+  kv_measured(j, "target_qps", l->target_qps, server && l->target_qps > 0);
+  kv_measured(j, "scheduled_qps", l->scheduled_qps, server && ran);
+  kv_measured(j, "achieved_qps", l->achieved_qps, ran);
+  mb__json_kv_int(j, "queries", l->queries);
+  mb__json_kv_int(j, "unserved", l->unserved);
+  mb__json_kv_int(j, "samples_per_query", l->samples_per_query);
+  kv_measured(j, "duration_s", l->duration_s, ran);
+  mb__json_key(j, "valid");
+  if (ran)
+    mb__json_bool(j, l->valid != 0);
+  else
+    mb__json_null(j);
+  kv_string_or_null(j, "invalid_reason",
+                    ran && !l->valid ? l->invalid_reason : NULL);
+  mb__json_key(j, "queue_depth");
+  if (server && ran) {
+    mb__json_object_begin(j);
+    mb__json_kv_double(j, "mean", l->queue_depth_mean);
+    mb__json_kv_int(j, "max", l->queue_depth_max);
+    mb__json_object_end(j);
+  } else {
+    mb__json_null(j);
+  }
+  write_stats(j, "service_ms", &l->service_ms, ran);
+  mb__json_key(j, "slo");
+  if (l->slo_met >= 0) {
+    mb__json_object_begin(j);
+    mb__json_kv_double(j, "latency_ms", l->slo_latency_ms);
+    mb__json_kv_bool(j, "met", l->slo_met == 1);
+    mb__json_kv_double(j, "over_share", l->over_slo_share);
+    mb__json_object_end(j);
+  } else {
+    mb__json_null(j);
+  }
+  mb__json_key(j, "find_peak");
+  if (l->n_trials > 0 && l->trials) {
+    mb__json_object_begin(j);
+    kv_measured(j, "peak_qps", l->peak_qps, l->peak_qps > 0);
+    mb__json_key(j, "trials");
+    mb__json_array_begin(j);
+    for (int i = 0; i < l->n_trials; i++) {
+      const mb_load_trial *t = &l->trials[i];
+      mb__json_object_begin(j);
+      mb__json_kv_double(j, "target_qps", t->target_qps);
+      mb__json_kv_double(j, "achieved_qps", t->achieved_qps);
+      mb__json_kv_double(j, "latency_ms", t->latency_ms);
+      mb__json_kv_bool(j, "valid", t->valid != 0);
+      mb__json_kv_bool(j, "slo_met", t->slo_met != 0);
+      mb__json_object_end(j);
+    }
+    mb__json_array_end(j);
+    mb__json_object_end(j);
+  } else {
+    mb__json_null(j);
+  }
   mb__json_object_end(j);
 }
 
@@ -352,6 +466,7 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
     }
     mb__json_array_end(j);
   }
+  write_load(j, r);
   mb__json_object_end(j);
 }
 
@@ -383,6 +498,7 @@ static void write_report(mb_json *j, const mb_bench_report *r) {
     mb__json_kv_string(j, key, eq ? eq + 1 : "");
   }
   mb__json_object_end(j);
+  kv_string_or_null(j, "sweep_point", r->sweep_point);
   mb__json_key(j, "results");
   mb__json_array_begin(j);
   for (int i = 0; i < r->n_results && r->results; i++)

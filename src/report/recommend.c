@@ -23,9 +23,7 @@
 
 /* The conversion people get when they do not choose. */
 static const char *default_conversion(const mb_bench_report *report) {
-  return report->model_formats & (1u << MB_MODEL_FORMAT_PYTORCH)
-             ? "EAGER"
-             : PORTABLE_CONVERSION;
+  return mb__report_default_conversion(report);
 }
 
 /* Why the default has no result to compare with, by its status. */

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <strings.h>
 #include <unistd.h>
@@ -441,5 +442,87 @@ int mb__report_label_keys(const mb_bench_report *const *reports, int n,
         keys_len[count++] = len;
       }
     }
+  return count;
+}
+
+/* ---- serving within an SLO ---- */
+
+const char *mb__report_default_conversion(const mb_bench_report *report) {
+  return report->model_formats & (1u << MB_MODEL_FORMAT_PYTORCH) ? "EAGER"
+                                                                 : "ORT_CPU";
+}
+
+bool mb__report_latency_at(const mb_bench_result *r, double p, double *out) {
+  static const struct {
+    double p;
+    size_t offset;
+  } stats[] = {
+      {50, offsetof(mb_latency_stats, median)},
+      {90, offsetof(mb_latency_stats, p90)},
+      {95, offsetof(mb_latency_stats, p95)},
+      {99, offsetof(mb_latency_stats, p99)},
+  };
+  if (!mb__report_has_median(r))
+    return false;
+  if (r->samples_ms && r->n_samples_ms > 0 &&
+      mb__report_percentiles(r->samples_ms, r->n_samples_ms, &p, 1, out))
+    return true;
+  for (size_t i = 0; i < MB_ARRAY_COUNT(stats); i++)
+    if (stats[i].p == p) {
+      memcpy(out, (const char *)&r->latency_ms + stats[i].offset, sizeof *out);
+      return isfinite(*out);
+    }
+  return false;
+}
+
+double mb__report_served_qps(const mb_bench_result *r, double p,
+                             double slo_ms) {
+  const mb_load_stats *l = &r->load;
+  double batch = (double)MB_MAX(r->batch_size, 1), latency;
+  if (!mb__report_has_median(r) || !mb__report_is_accurate(r) || !(p > 0))
+    return 0;
+  if (l->scenario == MB_LOAD_SERVER) {
+    if (l->peak_qps > 0)
+      return l->peak_qps * batch;
+    return l->valid && l->slo_met == 1 ? l->achieved_qps * batch : 0;
+  }
+  if (l->scenario != MB_LOAD_NONE && !l->valid)
+    return 0;
+  if (!mb__report_latency_at(r, p, &latency) || latency > slo_ms)
+    return 0;
+  return isfinite(r->throughput_sps) && r->throughput_sps > 0
+             ? r->throughput_sps
+             : 0;
+}
+
+bool mb__report_same_workload(const mb_bench_report *a,
+                              const mb_bench_report *b) {
+  if (strcmp(a->model_sha256, b->model_sha256) != 0 ||
+      strcmp(a->model_path, b->model_path) != 0 ||
+      a->config.shapes.n_dims != b->config.shapes.n_dims)
+    return false;
+  for (int i = 0; i < a->config.shapes.n_dims; i++) {
+    const mb_dim_value *d = &a->config.shapes.dims[i];
+    bool same = false;
+    for (int k = 0; k < b->config.shapes.n_dims && !same; k++) {
+      const mb_dim_value *e = &b->config.shapes.dims[k];
+      same = d->name && e->name && strcmp(d->name, e->name) == 0 &&
+             d->value == e->value;
+    }
+    if (!same)
+      return false;
+  }
+  return true;
+}
+
+int mb__report_workload_group(const mb_bench_report *const *reports, int n,
+                              int i, const mb_bench_report **sel) {
+  for (int k = 0; k < i; k++)
+    if (mb__report_same_workload(reports[k], reports[i]))
+      return 0;
+  int count = 0;
+  for (int k = i; k < n; k++)
+    if (mb__report_same_workload(reports[i], reports[k]))
+      sel[count++] = reports[k];
   return count;
 }

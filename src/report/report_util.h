@@ -96,6 +96,22 @@ bool mb__report_percentiles(const double *samples, int64_t n, const double *p,
 bool mb__report_spread(const mb_bench_result *r, double *lo_out,
                        double *hi_out);
 
+/* The conversion people get when they do not choose: EAGER for a PyTorch
+ * model (the module as written), else ORT_CPU. */
+const char *mb__report_default_conversion(const mb_bench_report *report);
+
+/* The latency at percentile p (0..100] of an ok result: from its raw
+ * samples, else from its stats at 50/90/95/99. False when unknown. */
+bool mb__report_latency_at(const mb_bench_result *r, double p, double *out);
+
+/* Requests (samples) per second the result serves with its latency within
+ * the SLO (p-th percentile <= slo_ms), at accuracy; 0 when it misses the
+ * SLO, is INVALID, not accurate or did not run. Server runs: the peak QPS
+ * of find-peak, else the achieved QPS of a valid run within the SLO;
+ * other runs: their samples per second when their latency is within it.
+ * A query of batch B counts B requests. */
+double mb__report_served_qps(const mb_bench_result *r, double p, double slo_ms);
+
 /* Short number formats shared by the Markdown and HTML tables; "-" when
  * unknown. */
 void mb__report_format_ms(char *buf, size_t size, double ms);
@@ -111,5 +127,36 @@ const char *mb__report_label(const mb_bench_report *report, const char *key,
                              size_t key_len);
 int mb__report_label_keys(const mb_bench_report *const *reports, int n,
                           const char **keys, size_t *keys_len, int max);
+
+/* ---- HTML pieces (html.c) for the sweep charts (html_sweep.c) ---- */
+
+/* Writes at most max_chars characters of s (all when < 0) escaped for
+ * element text and attributes. Returns true when s was cut. */
+bool mb__html_put_n(FILE *f, const char *s, int max_chars, bool keep_newlines);
+/* ` attr="1.23"` for a data-* attribute, `attr=""` when not finite. */
+void mb__html_put_number(FILE *f, const char *attr, double v);
+/* A round axis end above max (1, 2 or 5 times a power of ten per tick). */
+double mb__html_nice_axis(double max, double *step_out);
+/* CSS of the line charts, part of the page's one <style>. */
+extern const char mb__html_sweep_style[];
+/* When reports[m] starts a run of reports of one model that a sweep made
+ * (or that hold load runs), writes their section: line charts of latency
+ * and throughput against the swept settings, latency against QPS for
+ * server runs, one table row per point and conversion, and the SLO
+ * recommendation. Otherwise writes nothing. */
+void mb__html_write_sweep(FILE *f, const mb_bench_report *const *reports, int n,
+                          int m);
+
+/* Whether two reports measure the same workload: the same model and the
+ * same symbolic dimensions (--dim, dim: sweeps); batch, threads and load
+ * settings may differ (they are what a recommendation chooses). */
+bool mb__report_same_workload(const mb_bench_report *a,
+                              const mb_bench_report *b);
+
+/* The reports of reports[0..n) with the workload of reports[i], in order,
+ * into sel (n slots); returns how many, or 0 when an earlier report has
+ * that workload (its group was already taken). */
+int mb__report_workload_group(const mb_bench_report *const *reports, int n,
+                              int i, const mb_bench_report **sel);
 
 #endif /* MB_REPORT_REPORT_UTIL_H */

@@ -231,6 +231,22 @@ static void print_header(const mb_bench_report *report, FILE *out) {
           c->threads, batch, c->warmup_iterations, c->warmup_seconds,
           c->min_iterations, c->min_seconds,
           c->isolate ? "isolated" : "in-process");
+  if (report->sweep_point[0])
+    fprintf(out, "sweep point: %s\n", report->sweep_point);
+  const mb_load_config *l = &c->load;
+  if (l->scenario != MB_LOAD_NONE) {
+    fprintf(out, "load:    %s", mb_load_scenario_name(l->scenario));
+    if (l->scenario != MB_LOAD_SINGLE_STREAM)
+      fprintf(out, ", concurrency %d", l->concurrency);
+    if (l->find_peak)
+      fputs(", find-peak", out);
+    else if (l->qps > 0)
+      fprintf(out, ", %g QPS", l->qps);
+    if (l->slo_percentile > 0)
+      fprintf(out, ", SLO p%g <= %g ms", l->slo_percentile, l->slo_ms);
+    fprintf(out, ", at least %lld queries / %g s\n", (long long)l->min_queries,
+            l->min_duration);
+  }
   /* Accuracy is against the reference interpreter unless said here. */
   if (report->reference[0] && strcmp(report->reference, "interpreter") != 0)
     fprintf(out, "accuracy against: %s\n", report->reference);
@@ -343,6 +359,82 @@ static void print_machine_kinds(const mb_bench_report *report, FILE *out) {
   free(kind);
 }
 
+/* Load runs: what the scenario asks (QPS, queueing, the SLO, validity),
+ * one row per conversion that ran one. Latencies count from arrival. */
+static void print_load(const mb_bench_report *report, const int *order, int nw,
+                       bool color, FILE *out) {
+  bool any = false, server = false, slo = false;
+  for (int i = 0; i < report->n_results; i++) {
+    const mb_load_stats *l = &report->results[i].load;
+    any |= l->scenario != MB_LOAD_NONE && l->queries > 0;
+    server |= l->scenario == MB_LOAD_SERVER;
+    slo |= l->slo_met >= 0;
+  }
+  if (!any)
+    return;
+  fputc('\n', out);
+  if (color)
+    fputs(ANSI_BOLD, out);
+  fprintf(out, "  %-*s %9s %9s %9s %9s %9s%s%s  %s\n", nw, "load",
+          server ? "target" : "", "QPS", "p50 ms", "p90 ms", "p99 ms",
+          server ? "  queue mean/max" : "", slo ? "  over SLO" : "",
+          "validity");
+  if (color)
+    fputs(ANSI_RESET, out);
+  for (int k = 0; k < report->n_results; k++) {
+    const mb_bench_result *r = &report->results[order[k]];
+    const mb_load_stats *l = &r->load;
+    if (l->scenario == MB_LOAD_NONE || l->queries <= 0 || !is_ok(r))
+      continue;
+    char target[32] = "", qps[32], p50[32], p90[32], p99[32], queue[48] = "";
+    if (server && l->target_qps > 0)
+      snprintf(target, sizeof target, "%.4g", l->target_qps);
+    format_throughput(qps, sizeof qps, l->achieved_qps);
+    format_ms(p50, sizeof p50, r->latency_ms.median);
+    format_ms(p90, sizeof p90, r->latency_ms.p90);
+    format_ms(p99, sizeof p99, r->latency_ms.p99);
+    fprintf(out, "  %-*.*s %9s %9s %9s %9s %9s", nw, nw,
+            r->conversion ? r->conversion : "?", target, qps, p50, p90, p99);
+    if (server) {
+      if (l->scenario == MB_LOAD_SERVER)
+        snprintf(queue, sizeof queue, "%.2f/%lld", l->queue_depth_mean,
+                 (long long)l->queue_depth_max);
+      fprintf(out, "  %15s", queue);
+    }
+    if (slo) {
+      char over[32] = "-";
+      if (l->slo_met >= 0)
+        snprintf(over, sizeof over, "%.1f%%", 100.0 * l->over_slo_share);
+      fprintf(out, "  %8s", over);
+    }
+    fputs("  ", out);
+    if (l->valid) {
+      fputs(color ? ANSI_GREEN "valid" ANSI_RESET : "valid", out);
+    } else {
+      fputs(color ? ANSI_RED "INVALID" ANSI_RESET ": " : "INVALID: ", out);
+      put_clipped(out, l->invalid_reason, 60);
+    }
+    if (l->slo_met == 0)
+      fprintf(out, "%s%s SLO missed (p%g %.4g ms > %g ms)%s",
+              color ? ANSI_RED : "", l->valid ? "," : ";",
+              report->config.load.slo_percentile, l->slo_latency_ms,
+              report->config.load.slo_ms, color ? ANSI_RESET : "");
+    fputc('\n', out);
+    if (l->n_trials > 0 && l->peak_qps > 0)
+      fprintf(out,
+              "  %-*s peak %.4g QPS within the SLO (find-peak: %d runs; the "
+              "row above is the run at the peak)\n",
+              nw, "", l->peak_qps, l->n_trials);
+    else if (l->n_trials > 0)
+      fprintf(out,
+              "  %-*s no QPS met the SLO (find-peak: %d runs; the row above "
+              "is the lowest QPS tried)\n",
+              nw, "", l->n_trials);
+  }
+  if (report->config.load.scenario == MB_LOAD_SINGLE_STREAM)
+    fputs("  (single-stream: LoadGen's metric is the p90 latency)\n", out);
+}
+
 void mb_bench_report_print_table(const mb_bench_report *report, void *out_,
                                  int use_color) {
   FILE *out = out_;
@@ -380,6 +472,7 @@ void mb_bench_report_print_table(const mb_bench_report *report, void *out_,
     print_row(report, order[k], order[k] == fastest, nw, sw, color, out);
   if (fastest >= 0)
     fprintf(out, "* fastest\n");
+  print_load(report, order, nw, color, out);
   print_warnings(report, order, color, out);
   print_machine_kinds(report, out);
   free(order);

@@ -1,0 +1,823 @@
+/* Load scenarios: MLPerf LoadGen's questions over prepared sessions.
+ *
+ *   single-stream  one query at a time, each issued when the previous one
+ *                  completes; LoadGen's metric is the p90 latency.
+ *   server         queries arrive as a seeded Poisson process at a target
+ *                  QPS and are served first come, first served by
+ *                  `concurrency` sessions, each on a thread of its own. A
+ *                  query's latency counts from its *scheduled* arrival, so
+ *                  a server that falls behind shows its queue in the
+ *                  latency (no coordinated omission).
+ *   offline        every query is there at the start; the sessions take
+ *                  them until the query set is done; the metric is
+ *                  samples per second.
+ * A query is one inference of the run's batch size. find-peak searches the
+ * highest server QPS whose run is valid and meets the SLO: bracket by
+ * doubling or halving from a first guess, then bisect.
+ *
+ * A run is valid (LoadGen's rules) when it lasted --min-duration, held
+ * --min-queries, served every query before --max-time and, for a server,
+ * completed queries at no less than the schedule's own rate minus
+ * --qps-tolerance; otherwise it is INVALID with every reason. The SLO is
+ * judged apart from validity.
+ *
+ * Threads pull: each takes the next query index from an atomic counter,
+ * sleeps until that query's arrival, runs it and records when it started
+ * and ended. Taking indices in order makes the service FIFO, so N sessions
+ * form an N-server queue; latency, service time and queue depth come from
+ * the recorded times afterwards. Only run() sits between a query's two
+ * clock reads. */
+#include "bench/bench_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* How often the main thread reports progress while the sessions work. */
+#define LOAD_PROGRESS_INTERVAL_S 0.2
+/* find-peak: each direction doubles or halves at most this often, and the
+ * whole search runs at most this many trials. */
+#define FIND_PEAK_MAX_STEPS 12
+#define FIND_PEAK_MAX_TRIALS 32
+
+static const char *const scenario_names[] = {
+#define MB_X(name, str) str,
+    MB_LOAD_SCENARIO_LIST(MB_X)
+#undef MB_X
+};
+_Static_assert(MB_ARRAY_COUNT(scenario_names) == MB_LOAD_SCENARIO_COUNT,
+               "one name per scenario");
+
+const char *mb_load_scenario_name(mb_load_scenario scenario) {
+  return (unsigned)scenario < MB_LOAD_SCENARIO_COUNT ? scenario_names[scenario]
+                                                     : "unknown";
+}
+
+mb_status mb_load_scenario_parse(const char *name, mb_load_scenario *out,
+                                 mb_error *err) {
+  for (int i = 0; name && i < MB_LOAD_SCENARIO_COUNT; i++)
+    if (strcmp(name, scenario_names[i]) == 0) {
+      *out = (mb_load_scenario)i;
+      return MB_STATUS_OK;
+    }
+  return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                   "scenario '%s': expected single-stream, server or offline",
+                   name ? name : "");
+}
+
+mb_status mb__slo_parse(const char *text, double *percentile_out,
+                        double *ms_out, mb_error *err) {
+  static const struct {
+    const char *suffix;
+    double to_ms;
+  } units[] = {{"ms", 1.0}, {"us", 1e-3}, {"s", 1e3}, {"", 1.0}};
+  const char *eq = text ? strchr(text, '=') : NULL;
+  char percentile[32], value[64];
+  if (!eq || (text[0] != 'p' && text[0] != 'P') ||
+      (size_t)(eq - text) >= sizeof percentile ||
+      strlen(eq + 1) >= sizeof value)
+    goto bad;
+  memcpy(percentile, text + 1, (size_t)(eq - text - 1));
+  percentile[eq - text - 1] = '\0';
+  snprintf(value, sizeof value, "%s", eq + 1);
+  char *end;
+  double p = strtod(percentile, &end);
+  if (!percentile[0] || *end || !(p > 0 && p <= 100))
+    goto bad;
+  for (size_t i = 0; i < MB_ARRAY_COUNT(units); i++) {
+    size_t n = strlen(value), k = strlen(units[i].suffix);
+    if (n <= k || strcmp(value + n - k, units[i].suffix) != 0)
+      continue;
+    value[n - k] = '\0';
+    double v = strtod(value, &end);
+    if (*end || !(v > 0) || !isfinite(v))
+      goto bad;
+    *percentile_out = p;
+    *ms_out = v * units[i].to_ms;
+    return MB_STATUS_OK;
+  }
+bad:
+  return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                   "SLO '%s': expected pNN=LATENCY such as p99=20ms (a "
+                   "percentile in (0, 100], a latency > 0 in ms, us or s)",
+                   text ? text : "");
+}
+
+/* ------------------------------------------------------------------------ */
+/* The schedule                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* splitmix64: the same generator as generated inputs, so a schedule is the
+ * same on every machine. */
+static uint64_t next_random(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+mb_status mb__load_schedule(uint64_t seed, double qps, double min_duration,
+                            int64_t min_queries, double max_seconds,
+                            double **arrivals_out, int64_t *n_out,
+                            mb_error *err) {
+  *arrivals_out = NULL;
+  *n_out = 0;
+  if (!(qps > 0) || !isfinite(qps))
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "server scenario: the QPS must be > 0 (got %g)", qps);
+  double cap_s = max_seconds > 0 ? max_seconds : 1e300;
+  int64_t cap = 1024, n = 0;
+  double *t = malloc(sizeof *t * (size_t)cap);
+  if (!t)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                     "cannot allocate the "
+                     "arrival schedule");
+  uint64_t state = seed ^ 0x6c6f616473636864ull; /* apart from the inputs */
+  double now = 0.0;
+  for (;;) {
+    /* Uniform in (0, 1] from the top 53 bits, then an exponential gap:
+     * the gaps of a Poisson process. */
+    double u = ((double)(next_random(&state) >> 11) + 1.0) * 0x1.0p-53;
+    now += -log(u) / qps;
+    if (now > cap_s)
+      break;
+    if (n == cap) {
+      if (cap >= ((int64_t)1 << 31)) {
+        free(t);
+        return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                         "server scenario: more than %lld queries scheduled "
+                         "(lower --qps or --min-duration)",
+                         (long long)cap);
+      }
+      double *grown = realloc(t, sizeof *t * (size_t)cap * 2);
+      if (!grown) {
+        free(t);
+        return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                         "cannot grow the arrival schedule past %lld queries",
+                         (long long)cap);
+      }
+      t = grown;
+      cap *= 2;
+    }
+    t[n++] = now;
+    /* As LoadGen: the last arrival is the first at or past the minimum
+     * duration, once there are enough queries. */
+    if (n >= min_queries && now >= min_duration)
+      break;
+  }
+  *arrivals_out = t;
+  *n_out = n;
+  return MB_STATUS_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One run                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct query_record {
+  int64_t index;
+  double start, end; /* seconds from the run's start */
+} query_record;
+
+struct load_run;
+
+/* One session and the thread that drives it. */
+typedef struct server {
+  struct load_run *run;
+  void *session;
+  pthread_t thread;
+  query_record *records; /* grown by this thread only */
+  int64_t n_records, cap;
+} server;
+
+typedef struct load_run {
+  const mb_runtime *rt;
+  const mb_bench_job *job;
+  const double *arrivals; /* server: n arrival times; else NULL (at once) */
+  int64_t n;              /* queries to issue; 0: until both minimums */
+  int64_t min_queries;
+  double min_duration, max_seconds;
+  double t0;
+  atomic_llong next; /* the next query index to take */
+  atomic_llong done; /* queries completed, for progress */
+  atomic_int stop;   /* a failure or max_seconds: take no more */
+  atomic_int running;
+  pthread_mutex_t lock; /* guards status and err */
+  mb_status status;
+  mb_error err;
+} load_run;
+
+/* What a run measured, before it becomes (part of) a result. */
+typedef struct run_outcome {
+  int64_t queries, served, unserved;
+  double *latency_ms;       /* queries entries, from arrival, query order */
+  mb_latency_stats latency; /* of latency_ms */
+  mb_latency_stats service; /* of run() alone, served queries */
+  double service_sum_s;
+  double duration_s, achieved_qps, scheduled_qps, target_qps;
+  double queue_mean;
+  int64_t queue_max;
+  int valid;
+  char reason[256];
+  double slo_latency_ms, over_slo_share;
+  int slo_met;
+} run_outcome;
+
+static void outcome_free(run_outcome *o) {
+  free(o->latency_ms);
+  memset(o, 0, sizeof *o);
+}
+
+static void sleep_until(double t) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)t;
+  ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  /* mb__now reads CLOCK_MONOTONIC too. */
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+}
+
+static void run_fail(load_run *run, mb_status status, const mb_error *err) {
+  pthread_mutex_lock(&run->lock);
+  if (!run->status) {
+    run->status = status;
+    run->err = *err;
+  }
+  pthread_mutex_unlock(&run->lock);
+  atomic_store(&run->stop, 1);
+}
+
+/* The next query to serve, or false when the run is over. */
+static bool take_query(load_run *run, int64_t *index_out) {
+  if (atomic_load(&run->stop))
+    return false;
+  int64_t i = atomic_fetch_add(&run->next, 1);
+  if (run->n > 0) {
+    if (i >= run->n)
+      return false;
+  } else {
+    double elapsed = mb__now() - run->t0;
+    if ((i >= run->min_queries && elapsed >= run->min_duration) ||
+        elapsed >= run->max_seconds)
+      return false;
+  }
+  *index_out = i;
+  return true;
+}
+
+static void *serve(void *arg) {
+  server *s = arg;
+  load_run *run = s->run;
+  const mb_bench_job *job = run->job;
+  mb_error err = {MB_STATUS_OK, ""};
+  int64_t i;
+  while (take_query(run, &i)) {
+    if (run->arrivals)
+      sleep_until(run->t0 + run->arrivals[i]);
+    if (s->n_records == s->cap) {
+      int64_t cap = s->cap ? s->cap * 2 : 4096;
+      query_record *grown = realloc(s->records, sizeof *grown * (size_t)cap);
+      if (!grown) {
+        mb__error(&err, MB_STATUS_OUT_OF_MEMORY,
+                  "cannot record more than %lld queries", (long long)s->cap);
+        run_fail(run, MB_STATUS_OUT_OF_MEMORY, &err);
+        break;
+      }
+      s->records = grown;
+      s->cap = cap;
+    }
+    const mb_tensor *const *inputs =
+        (const mb_tensor *const *)job->samples[i % job->n_samples];
+    double start = mb__now();
+    if (start - run->t0 > run->max_seconds) {
+      atomic_store(&run->stop, 1); /* this one and the rest: unserved */
+      break;
+    }
+    mb_status status = run->rt->run(s->session, inputs, &err);
+    double end = mb__now();
+    if (status) {
+      mb__error_prefix(&err, status, "query %lld", (long long)i + 1);
+      run_fail(run, status, &err);
+      break;
+    }
+    s->records[s->n_records++] =
+        (query_record){i, start - run->t0, end - run->t0};
+    atomic_fetch_add(&run->done, 1);
+  }
+  atomic_fetch_sub(&run->running, 1);
+  return NULL;
+}
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Queries waiting for a session when each query arrives: those before it
+ * that had not started by then. start: n entries, +inf when never
+ * started; arrivals ascending. */
+static void queue_depth(const double *arrivals, const double *start, int64_t n,
+                        double *mean_out, int64_t *max_out) {
+  double *sorted = malloc(sizeof *sorted * (size_t)MB_MAX(n, 1));
+  *mean_out = 0;
+  *max_out = 0;
+  if (!sorted || n == 0) {
+    free(sorted);
+    return;
+  }
+  memcpy(sorted, start, sizeof *sorted * (size_t)n);
+  qsort(sorted, (size_t)n, sizeof *sorted, compare_double);
+  double sum = 0;
+  int64_t started = 0; /* queries started by arrivals[j] */
+  for (int64_t j = 0; j < n; j++) {
+    while (started < n && sorted[started] <= arrivals[j])
+      started++;
+    int64_t depth = MB_MAX(j - started, (int64_t)0);
+    sum += (double)depth;
+    *max_out = MB_MAX(*max_out, depth);
+  }
+  *mean_out = sum / (double)n;
+  free(sorted);
+}
+
+/* Appends "; " and a reason to o->reason. */
+static void add_reason(run_outcome *o, const char *fmt, ...) MB_PRINTF(2, 3);
+static void add_reason(run_outcome *o, const char *fmt, ...) {
+  size_t used = strlen(o->reason);
+  if (used && used + 2 < sizeof o->reason) {
+    memcpy(o->reason + used, "; ", 3);
+    used += 2;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(o->reason + used, sizeof o->reason - used, fmt, ap);
+  va_end(ap);
+  o->valid = 0;
+}
+
+/* Latency, service, queue depth, validity and the SLO from the records. */
+static mb_status summarise(const load_run *run, const server *servers,
+                           int n_servers, mb_load_scenario scenario,
+                           double stop_s, run_outcome *o, mb_error *err) {
+  const mb_load_config *lc = &run->job->config->load;
+  int64_t served = 0;
+  for (int k = 0; k < n_servers; k++)
+    served += servers[k].n_records;
+  int64_t n = run->n > 0 ? run->n : served;
+  mb_status status = MB_STATUS_OK;
+  double *start = malloc(sizeof *start * (size_t)MB_MAX(n, 1));
+  double *service = malloc(sizeof *service * (size_t)MB_MAX(served, 1));
+  o->latency_ms = malloc(sizeof *o->latency_ms * (size_t)MB_MAX(n, 1));
+  if (!start || !service || !o->latency_ms) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                       "cannot allocate the statistics of %lld queries",
+                       (long long)n);
+    goto done;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    start[i] = INFINITY;
+    /* Never started: it waited at least until the stop. */
+    double arrival = run->arrivals ? run->arrivals[i] : 0.0;
+    o->latency_ms[i] = MB_MAX(stop_s - arrival, 0.0) * 1e3;
+  }
+  int64_t k_service = 0;
+  o->duration_s = 0;
+  for (int k = 0; k < n_servers; k++)
+    for (int64_t r = 0; r < servers[k].n_records; r++) {
+      const query_record *q = &servers[k].records[r];
+      if (q->index < 0 || q->index >= n)
+        continue;
+      /* Single-stream and offline queries arrive when a session takes
+       * them: their latency is their run. */
+      double arrival = run->arrivals ? run->arrivals[q->index] : q->start;
+      start[q->index] = q->start;
+      o->latency_ms[q->index] = (q->end - arrival) * 1e3;
+      service[k_service++] = (q->end - q->start) * 1e3;
+      o->service_sum_s += q->end - q->start;
+      o->duration_s = MB_MAX(o->duration_s, q->end);
+    }
+  o->queries = n;
+  o->served = served;
+  o->unserved = n - served;
+  if ((status = mb__latency_stats(o->latency_ms, n, &o->latency, err)) ||
+      (status = mb__latency_stats(service, served, &o->service, err)))
+    goto done;
+  o->achieved_qps = o->duration_s > 0 ? (double)served / o->duration_s : 0;
+  if (run->arrivals && n > 0 && run->arrivals[n - 1] > 0) {
+    o->scheduled_qps = (double)n / run->arrivals[n - 1];
+    queue_depth(run->arrivals, start, n, &o->queue_mean, &o->queue_max);
+  }
+
+  o->valid = 1;
+  o->reason[0] = '\0';
+  if (o->unserved > 0)
+    add_reason(o, "%lld of %lld queries not served within --max-time %g s",
+               (long long)o->unserved, (long long)n, run->max_seconds);
+  if (o->duration_s < run->min_duration)
+    add_reason(o, "ran %.3g s, below --min-duration %g s%s", o->duration_s,
+               run->min_duration,
+               o->duration_s >= run->max_seconds * 0.999 ||
+                       (run->arrivals && n > 0 &&
+                        run->arrivals[n - 1] < run->min_duration)
+                   ? " (cut by --max-time)"
+                   : "");
+  if (served < run->min_queries)
+    add_reason(o, "%lld queries, below --min-queries %lld", (long long)served,
+               (long long)run->min_queries);
+  if (scenario == MB_LOAD_SERVER && o->scheduled_qps > 0 &&
+      o->achieved_qps < o->scheduled_qps * (1.0 - lc->qps_tolerance))
+    add_reason(o,
+               "achieved %.4g QPS, below the scheduled %.4g QPS by more "
+               "than %g%%: the sessions cannot keep up",
+               o->achieved_qps, o->scheduled_qps, lc->qps_tolerance * 100.0);
+
+  o->slo_met = -1;
+  if (lc->slo_percentile > 0 && n > 0) {
+    double *sorted = malloc(sizeof *sorted * (size_t)n);
+    if (!sorted) {
+      status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot sort latencies");
+      goto done;
+    }
+    memcpy(sorted, o->latency_ms, sizeof *sorted * (size_t)n);
+    qsort(sorted, (size_t)n, sizeof *sorted, compare_double);
+    o->slo_latency_ms = mb__percentile(sorted, n, lc->slo_percentile);
+    int64_t over = 0;
+    for (int64_t i = 0; i < n; i++)
+      over += sorted[i] > lc->slo_ms;
+    o->over_slo_share = (double)over / (double)n;
+    o->slo_met = o->slo_latency_ms <= lc->slo_ms;
+    free(sorted);
+  }
+
+done:
+  free(start);
+  free(service);
+  return status;
+}
+
+/* One run of `scenario` on the sessions: server at `qps` (its schedule),
+ * single-stream or offline. */
+static mb_status run_once(const mb_runtime *rt, void *const *sessions,
+                          int n_sessions, const mb_bench_job *job,
+                          mb_load_scenario scenario, double qps,
+                          const mb_progress_sink *progress, run_outcome *o,
+                          mb_error *err) {
+  const mb_bench_config *c = job->config;
+  const mb_load_config *lc = &c->load;
+  double *arrivals = NULL;
+  server *servers = NULL;
+  int started = 0;
+  mb_status status = MB_STATUS_OK;
+  load_run run;
+  memset(o, 0, sizeof *o);
+  memset(&run, 0, sizeof run);
+  run.rt = rt;
+  run.job = job;
+  run.min_queries = lc->min_queries;
+  run.min_duration = lc->min_duration;
+  run.max_seconds = c->max_seconds > 0 ? c->max_seconds : 1e300;
+  o->target_qps = qps;
+  if (scenario == MB_LOAD_SERVER) {
+    int64_t n;
+    if ((status =
+             mb__load_schedule(c->seed, qps, lc->min_duration, lc->min_queries,
+                               run.max_seconds, &arrivals, &n, err)))
+      return status;
+    if (n == 0) {
+      free(arrivals);
+      return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                       "server scenario: no query arrives within --max-time "
+                       "%g s at %g QPS",
+                       run.max_seconds, qps);
+    }
+    run.arrivals = arrivals;
+    run.n = n;
+  } else if (scenario == MB_LOAD_OFFLINE && lc->qps > 0) {
+    /* LoadGen sizes the offline query set from the expected rate. */
+    run.n = MB_MAX(lc->min_queries,
+                   (int64_t)ceil(lc->qps * lc->min_duration /
+                                 (double)MB_MAX(job->batch_size, 1)));
+  }
+  int n_servers = scenario == MB_LOAD_SINGLE_STREAM ? 1 : n_sessions;
+  servers = calloc((size_t)n_servers, sizeof *servers);
+  if (!servers) {
+    free(arrivals);
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot start the sessions");
+  }
+  pthread_mutex_init(&run.lock, NULL);
+  atomic_store(&run.running, n_servers);
+  run.t0 = mb__now();
+  for (; started < n_servers; started++) {
+    servers[started].run = &run;
+    servers[started].session = sessions[started];
+    if (pthread_create(&servers[started].thread, NULL, serve,
+                       &servers[started]) != 0) {
+      mb_error e;
+      mb__error(&e, MB_STATUS_INTERNAL, "cannot start session thread %d",
+                started + 1);
+      run_fail(&run, MB_STATUS_INTERNAL, &e);
+      atomic_fetch_sub(&run.running, n_servers - started);
+      break;
+    }
+  }
+  double last = run.t0;
+  while (atomic_load(&run.running) > 0) {
+    struct timespec ts = {0, 20 * 1000000L};
+    nanosleep(&ts, NULL);
+    double now = mb__now();
+    if (now - last >= LOAD_PROGRESS_INTERVAL_S && progress && progress->fn) {
+      progress->fn(progress->ctx, "load", (int64_t)atomic_load(&run.done),
+                   now - run.t0);
+      last = now;
+    }
+  }
+  for (int k = 0; k < started; k++)
+    pthread_join(servers[k].thread, NULL);
+  double stop_s = mb__now() - run.t0;
+  if (run.status) {
+    *err = run.err;
+    status = run.status;
+  } else {
+    status = summarise(&run, servers, n_servers, scenario, stop_s, o, err);
+  }
+  for (int k = 0; k < n_servers; k++)
+    free(servers[k].records);
+  free(servers);
+  free(arrivals);
+  pthread_mutex_destroy(&run.lock);
+  if (status)
+    outcome_free(o);
+  return status;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Warm-up, find-peak, the result                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Warms every session up (as bench does: both the count and the time) and
+ * returns the median run time of the first one's warm-up, in seconds. */
+static mb_status warm_up(const mb_runtime *rt, void *const *sessions,
+                         int n_sessions, const mb_bench_job *job,
+                         const mb_progress_sink *progress, double *median_out,
+                         mb_error *err) {
+  const mb_bench_config *c = job->config;
+  double *times = NULL;
+  int64_t n_times = 0, cap = 0;
+  mb_status status = MB_STATUS_OK;
+  if (progress && progress->fn)
+    progress->fn(progress->ctx, "warmup", 0, 0.0);
+  for (int k = 0; k < n_sessions && !status; k++) {
+    double start = mb__now(), now = start;
+    for (int64_t i = 0; !status && (i < MB_MAX(c->warmup_iterations, 1) ||
+                                    now - start < c->warmup_seconds);
+         i++) {
+      double before = mb__now();
+      status = rt->run(
+          sessions[k],
+          (const mb_tensor *const *)job->samples[(i + 1) % job->n_samples],
+          err);
+      now = mb__now();
+      if (status) {
+        mb__error_prefix(err, status, "warm-up run %lld of session %d",
+                         (long long)i + 1, k + 1);
+        break;
+      }
+      if (k > 0)
+        continue;
+      if (n_times == cap) {
+        cap = cap ? cap * 2 : 64;
+        double *grown = realloc(times, sizeof *grown * (size_t)cap);
+        if (!grown) {
+          status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                             "out of memory warming up");
+          break;
+        }
+        times = grown;
+      }
+      times[n_times++] = now - before;
+    }
+  }
+  *median_out = 0;
+  if (!status && n_times > 0) {
+    qsort(times, (size_t)n_times, sizeof *times, compare_double);
+    *median_out = mb__percentile(times, n_times, 50.0);
+  }
+  free(times);
+  return status;
+}
+
+static mb_status add_trial(mb_load_stats *load, const run_outcome *o,
+                           mb_error *err) {
+  mb_load_trial *grown =
+      realloc(load->trials, sizeof *grown * (size_t)(load->n_trials + 1));
+  if (!grown)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                     "out of memory in find-peak");
+  load->trials = grown;
+  load->trials[load->n_trials++] =
+      (mb_load_trial){o->target_qps, o->achieved_qps, o->slo_latency_ms,
+                      o->valid, o->slo_met == 1};
+  return MB_STATUS_OK;
+}
+
+static bool passes(const run_outcome *o) {
+  return o->valid && o->slo_met == 1;
+}
+
+/* Seconds a server run at qps is expected to take. */
+static double expected_run_s(const mb_load_config *lc, double qps) {
+  return MB_MAX(lc->min_duration, (double)lc->min_queries / qps);
+}
+
+/* LoadGen's FindPeakPerformance: from the first guess, double while runs
+ * pass (or halve while they fail) to bracket the peak, then bisect until
+ * the bracket is within MB_FIND_PEAK_PRECISION. *best receives the passing
+ * run at the highest QPS (the run that proves the peak); queries == 0
+ * when none passed. */
+static mb_status find_peak(const mb_runtime *rt, void *const *sessions,
+                           int n_sessions, const mb_bench_job *job,
+                           double first_qps, const mb_progress_sink *progress,
+                           mb_bench_result *result, run_outcome *best,
+                           mb_error *err) {
+  const mb_load_config *lc = &job->config->load;
+  mb_load_stats *load = &result->load;
+  double lo = 0, hi = 0, qps = first_qps;
+  bool stopped = false;
+  mb_status status = MB_STATUS_OK;
+  run_outcome lowest;
+  memset(best, 0, sizeof *best);
+  memset(&lowest, 0, sizeof lowest);
+  for (int trial = 0; trial < FIND_PEAK_MAX_TRIALS; trial++) {
+    if (lo > 0 && hi > 0 && hi - lo <= MB_FIND_PEAK_PRECISION * lo)
+      break;
+    if (lo == 0 && hi > 0 && qps < first_qps / (1 << FIND_PEAK_MAX_STEPS))
+      break;
+    if (hi == 0 && lo > 0 && qps > first_qps * (1 << FIND_PEAK_MAX_STEPS))
+      break;
+    /* A worker killed by its timeout loses everything: stop the search in
+     * time and report what it found. */
+    if (job->deadline > 0 &&
+        mb__now() + 1.5 * expected_run_s(lc, qps) + 1.0 > job->deadline) {
+      stopped = true;
+      break;
+    }
+    run_outcome o;
+    if ((status = run_once(rt, sessions, n_sessions, job, MB_LOAD_SERVER, qps,
+                           progress, &o, err))) {
+      outcome_free(&lowest);
+      return mb__error_prefix(err, status, "find-peak at %.4g QPS", qps);
+    }
+    if ((status = add_trial(load, &o, err))) {
+      outcome_free(&o);
+      outcome_free(&lowest);
+      return status;
+    }
+    mb__log(MB_LOG_INFO, "find-peak: %.4g QPS: %s, p%g %.4g ms%s%s", qps,
+            passes(&o) ? "pass" : "fail", lc->slo_percentile, o.slo_latency_ms,
+            o.valid ? "" : ", INVALID: ", o.valid ? "" : o.reason);
+    bool unreachable = !passes(&o) && o.valid && o.queue_max == 0;
+    if (passes(&o)) {
+      lo = qps;
+      outcome_free(best);
+      *best = o;
+    } else if (lo == 0) {
+      /* Nothing passed yet: keep the lowest failing run to report. */
+      hi = qps;
+      outcome_free(&lowest);
+      lowest = o;
+    } else {
+      hi = qps;
+      outcome_free(&o);
+    }
+    /* No query waited and the SLO was still missed: the service time
+     * alone misses it, and a lower QPS cannot help. */
+    if (unreachable && lo == 0) {
+      mb__result_add_warning(result,
+                             "find-peak: at %.4g QPS no query waited for a "
+                             "session and p%g still missed the SLO: the "
+                             "service time alone misses it",
+                             qps, lc->slo_percentile);
+      break;
+    }
+    qps = lo == 0 ? hi / 2 : hi == 0 ? lo * 2 : (lo + hi) / 2;
+  }
+  load->peak_qps = lo;
+  if (lo == 0) {
+    *best = lowest; /* may be empty: the caller runs once then */
+    mb__result_add_warning(result,
+                           "find-peak: no run met the SLO (p%g <= %g ms), "
+                           "down to %.4g QPS",
+                           lc->slo_percentile, lc->slo_ms,
+                           lowest.queries ? lowest.target_qps : qps);
+  } else {
+    outcome_free(&lowest);
+  }
+  if (stopped)
+    mb__result_add_warning(result,
+                           "find-peak stopped after %d runs: the next would "
+                           "outlast --timeout (bracket %.4g..%.4g QPS)",
+                           load->n_trials, lo, hi);
+  else if (lo > 0 && hi == 0)
+    mb__result_add_warning(result,
+                           "find-peak: every run up to %.4g QPS met the SLO; "
+                           "the peak is at least that",
+                           lo);
+  return MB_STATUS_OK;
+}
+
+/* Moves a run's figures into the result. */
+static void fill_result(const mb_bench_job *job, mb_load_scenario scenario,
+                        int n_sessions, run_outcome *o,
+                        mb_bench_result *result) {
+  mb_load_stats *load = &result->load;
+  load->scenario = scenario;
+  load->concurrency = n_sessions;
+  load->target_qps = scenario == MB_LOAD_SERVER ? o->target_qps : 0;
+  load->scheduled_qps = o->scheduled_qps;
+  load->achieved_qps = o->achieved_qps;
+  load->queries = o->queries;
+  load->unserved = o->unserved;
+  load->samples_per_query = job->batch_size;
+  load->duration_s = o->duration_s;
+  load->valid = o->valid;
+  snprintf(load->invalid_reason, sizeof load->invalid_reason, "%s",
+           o->valid ? "" : o->reason);
+  load->queue_depth_mean = o->queue_mean;
+  load->queue_depth_max = o->queue_max;
+  load->service_ms = o->service;
+  load->slo_latency_ms = o->slo_latency_ms;
+  load->slo_met = o->slo_met;
+  load->over_slo_share = o->over_slo_share;
+  result->latency_ms = o->latency;
+  result->iterations = o->served;
+  result->n_samples_ms = o->queries;
+  result->samples_ms = o->latency_ms;
+  o->latency_ms = NULL;
+  result->batch_size = job->batch_size;
+  result->inference_seconds = o->service_sum_s;
+  result->elapsed_seconds = o->duration_s;
+  result->throughput_sps =
+      o->duration_s > 0
+          ? (double)job->batch_size * (double)o->served / o->duration_s
+          : 0;
+}
+
+mb_status mb__load_measure(const mb_runtime *rt, void *const *sessions,
+                           int n_sessions, const mb_bench_job *job,
+                           const mb_progress_sink *progress,
+                           mb_bench_result *result, mb_error *err) {
+  const mb_load_config *lc = &job->config->load;
+  mb_load_scenario scenario = lc->scenario;
+  run_outcome o;
+  mb_status status;
+  memset(&o, 0, sizeof o);
+  if (n_sessions < 1)
+    return mb__error(err, MB_STATUS_INTERNAL, "load run without a session");
+
+  double t0 = mb__now();
+  status = rt->run(sessions[0], (const mb_tensor *const *)job->samples[0], err);
+  result->first_run_ms = (mb__now() - t0) * 1e3;
+  if (status)
+    return mb__error_prefix(err, status, "first run");
+  double service_s;
+  if ((status =
+           warm_up(rt, sessions, n_sessions, job, progress, &service_s, err)))
+    return status;
+
+  result->load.scenario = scenario;
+  result->load.slo_met = -1;
+  if (scenario == MB_LOAD_SERVER && lc->find_peak) {
+    /* The first guess: what the sessions serve back to back. */
+    double first = lc->qps > 0     ? lc->qps
+                   : service_s > 0 ? n_sessions / service_s
+                                   : 100.0;
+    if ((status = find_peak(rt, sessions, n_sessions, job, first, progress,
+                            result, &o, err)))
+      return status;
+    /* Stopped before any run (the deadline): one run at the first guess
+     * so the result has figures. */
+    if (o.queries == 0 &&
+        (status = run_once(rt, sessions, n_sessions, job, MB_LOAD_SERVER, first,
+                           progress, &o, err)))
+      return status;
+  } else {
+    if ((status = run_once(rt, sessions, n_sessions, job, scenario, lc->qps,
+                           progress, &o, err)))
+      return status;
+  }
+  double peak = result->load.peak_qps;
+  fill_result(job, scenario, n_sessions, &o, result);
+  result->load.peak_qps = peak;
+  outcome_free(&o);
+  if (progress && progress->fn)
+    progress->fn(progress->ctx, "load", result->iterations,
+                 result->elapsed_seconds);
+  return MB_STATUS_OK;
+}

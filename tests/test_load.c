@@ -1,0 +1,530 @@
+/* Load scenarios (src/bench/load.c): the seeded Poisson schedule, and
+ * whole mb_benchmark_model runs on a test-only runtime whose every run
+ * takes a fixed service time S (it sleeps, so sessions run in parallel
+ * whatever the machine's load). What an ideal server would give on the
+ * same seeded schedule is computed here (Lindley's recursion) and the
+ * measured run is compared with it under generous tolerances: behaviour,
+ * not timing luck.
+ *   - at 30% load, latency stays near S (p99 near the ideal p99);
+ *   - at 150% load, latency grows without bound and the run is INVALID
+ *     (achieved QPS below the schedule's), which proves latency counts
+ *     from the scheduled arrival;
+ *   - find-peak lands within 10% of the ideal server's peak under the SLO;
+ *   - a run cut short by --max-time is INVALID with the reason. */
+#include "bench/bench_internal.h"
+#include "test.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <time.h>
+
+/* ---- the fixed-service-time runtime ---- */
+
+#define SERVICE_MS 8.0
+
+static void service_probe(mb_runtime_info *info) {
+  info->available = 1;
+  snprintf(info->version, sizeof info->version, "test");
+}
+
+static mb_status service_prepare(const mb_model *model, const void *bytes,
+                                 size_t size, const mb_runtime_options *options,
+                                 void **session_out, mb_error *err) {
+  *session_out = (void *)model;
+  return MB_STATUS_OK;
+}
+
+/* Sleeps until S after the call: the service time, whatever else runs. */
+static mb_status service_run(void *session, const mb_tensor *const *inputs,
+                             mb_error *err) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  long ns = ts.tv_nsec + (long)(SERVICE_MS * 1e6);
+  ts.tv_sec += ns / 1000000000L;
+  ts.tv_nsec = ns % 1000000000L;
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+  return MB_STATUS_OK;
+}
+
+static void service_release(void *session) {}
+
+static const mb_runtime service_runtime = {.name = "test_service",
+                                           .probe = service_probe,
+                                           .prepare = service_prepare,
+                                           .run = service_run,
+                                           .release = service_release};
+
+static int service_conversion = -1;
+
+static int register_service(void) {
+  static mb_conversion_def def = {.id = 9101,
+                                  .name = "TEST_SERVICE",
+                                  .runtime = "test_service",
+                                  .device = MB_DEVICE_CPU,
+                                  .precision = MB_PRECISION_FP32,
+                                  .opt_level = MB_GRAPH_OPT_ALL,
+                                  .description = "fixed service time"};
+  mb_error err;
+  if (service_conversion >= 0)
+    return 0;
+  if (mb__runtime_register(&service_runtime, &err) != MB_STATUS_OK ||
+      (service_conversion = mb__conversion_register(&def, &err)) < 0) {
+    fprintf(stderr, "registering TEST_SERVICE: %s\n", err.message);
+    return 1;
+  }
+  return 0;
+}
+
+static const char *model_path(const char *name) {
+  static char path[PATH_MAX];
+  const char *dir = getenv("MB_TEST_MODELS");
+  snprintf(path, sizeof path, "%s/%s", dir ? dir : "build/models", name);
+  return path;
+}
+
+/* A load run of TEST_SERVICE on mlp.onnx, isolated like a real one. */
+static void load_config(mb_bench_config *c, mb_load_scenario scenario,
+                        double qps, int concurrency) {
+  static int list[1];
+  mb_bench_config_init(c);
+  list[0] = service_conversion;
+  c->conversions = list;
+  c->n_conversions = 1;
+  c->warmup_iterations = 2;
+  c->warmup_seconds = 0;
+  c->max_seconds = 20;
+  c->timeout_seconds = 120;
+  c->seed = 7;
+  c->load.scenario = scenario;
+  c->load.qps = qps;
+  c->load.concurrency = concurrency;
+  c->load.min_duration = 0.1;
+  c->load.min_queries = 120;
+}
+
+/* ---- the ideal server ---- */
+
+/* p-th percentile latency (ms) of an ideal FIFO server with `servers`
+ * sessions of exactly service_ms each on the arrivals, and whether its run
+ * would be valid by the QPS rule (achieved >= (1 - tol) * scheduled). */
+static double ideal_percentile(const double *arrivals, int64_t n, int servers,
+                               double service_ms, double p, double tol,
+                               bool *valid_out) {
+  double *free_at = calloc((size_t)servers, sizeof *free_at);
+  double *latency = malloc(sizeof *latency * (size_t)n);
+  double s = service_ms * 1e-3, last_end = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int k = 0;
+    for (int j = 1; j < servers; j++)
+      if (free_at[j] < free_at[k])
+        k = j;
+    double start = MB_MAX(free_at[k], arrivals[i]);
+    free_at[k] = start + s;
+    latency[i] = (free_at[k] - arrivals[i]) * 1e3;
+    last_end = MB_MAX(last_end, free_at[k]);
+  }
+  /* Sort for the percentile. */
+  for (int64_t i = 1; i < n; i++)
+    for (int64_t j = i; j > 0 && latency[j - 1] > latency[j]; j--) {
+      double t = latency[j];
+      latency[j] = latency[j - 1];
+      latency[j - 1] = t;
+    }
+  double v = mb__percentile(latency, n, p);
+  *valid_out =
+      (double)n / last_end >= (1.0 - tol) * (double)n / arrivals[n - 1];
+  free(free_at);
+  free(latency);
+  return v;
+}
+
+/* The ideal server on the schedule a run of c at qps gets. Its service
+ * time is what the runtime measured (its mean, sleep overshoot included):
+ * the capacity the runtime really has. */
+static double ideal_for(const mb_bench_config *c, double qps, int servers,
+                        double service_ms, double p, bool *valid_out) {
+  double *arrivals;
+  int64_t n;
+  mb_error err;
+  if (mb__load_schedule(c->seed, qps, c->load.min_duration, c->load.min_queries,
+                        c->max_seconds, &arrivals, &n, &err) != MB_STATUS_OK)
+    return NAN;
+  double v = ideal_percentile(arrivals, n, servers, service_ms, p,
+                              c->load.qps_tolerance, valid_out);
+  free(arrivals);
+  return v;
+}
+
+/* ---- tests ---- */
+
+TEST(poisson_schedule) {
+  double *a = NULL, *b = NULL, *fast = NULL;
+  int64_t n = 0, nb = 0, nf = 0;
+  mb_error err;
+  const double qps = 200;
+  ASSERT_OK(mb__load_schedule(42, qps, 0, 10000, 0, &a, &n, &err), &err);
+  ASSERT_EQ(n, 10000);
+  /* Mean inter-arrival within 5% of 1/qps; gaps positive; CV near 1 (an
+   * exponential's). */
+  double sum = 0, sum2 = 0, prev = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double gap = a[i] - prev;
+    ASSERT(gap > 0);
+    sum += gap;
+    sum2 += gap * gap;
+    prev = a[i];
+  }
+  double mean = sum / (double)n;
+  double sd = sqrt(sum2 / (double)n - mean * mean);
+  ASSERT_NEAR(mean, 1.0 / qps, 0.05 / qps);
+  ASSERT_NEAR(sd / mean, 1.0, 0.1);
+  /* Seeded: the same seed, the same schedule; another seed, another. */
+  ASSERT_OK(mb__load_schedule(42, qps, 0, 10000, 0, &b, &nb, &err), &err);
+  ASSERT_EQ(nb, n);
+  ASSERT(memcmp(a, b, sizeof *a * (size_t)n) == 0);
+  free(b);
+  ASSERT_OK(mb__load_schedule(43, qps, 0, 10000, 0, &b, &nb, &err), &err);
+  ASSERT(memcmp(a, b, sizeof *a * (size_t)MB_MIN(n, nb)) != 0);
+  /* Twice the rate: the same pattern, at half the times. */
+  ASSERT_OK(mb__load_schedule(42, 2 * qps, 0, 10000, 0, &fast, &nf, &err),
+            &err);
+  ASSERT_EQ(nf, n);
+  for (int64_t i = 0; i < n; i += 997)
+    ASSERT_NEAR(fast[i], a[i] / 2, 1e-9 * a[i]);
+  free(a);
+  free(b);
+  free(fast);
+  /* Both minimums: the last arrival is at or past the duration; none past
+   * the cap. */
+  ASSERT_OK(mb__load_schedule(1, 100, 2.0, 10, 0, &a, &n, &err), &err);
+  ASSERT(n >= 10 && a[n - 1] >= 2.0 && a[n - 2] < 2.0);
+  free(a);
+  ASSERT_OK(mb__load_schedule(1, 100, 2.0, 10, 0.5, &a, &n, &err), &err);
+  ASSERT(n > 0 && a[n - 1] <= 0.5);
+  free(a);
+  ASSERT_EQ(mb__load_schedule(1, 0, 1, 1, 0, &a, &n, &err),
+            MB_STATUS_INVALID_ARGUMENT);
+  return 0;
+}
+
+TEST(slo_parse) {
+  double p, ms;
+  mb_error err;
+  ASSERT_OK(mb__slo_parse("p99=20ms", &p, &ms, &err), &err);
+  ASSERT(p == 99 && ms == 20);
+  ASSERT_OK(mb__slo_parse("p90=0.5s", &p, &ms, &err), &err);
+  ASSERT(p == 90 && ms == 500);
+  ASSERT_OK(mb__slo_parse("p99.9=250us", &p, &ms, &err), &err);
+  ASSERT(p == 99.9 && fabs(ms - 0.25) < 1e-12);
+  ASSERT_OK(mb__slo_parse("p50=3", &p, &ms, &err), &err);
+  ASSERT(p == 50 && ms == 3);
+  static const char *const bad[] = {"99=20ms",  "p0=1ms",   "p101=1ms",
+                                    "p99=-1ms", "p99=",     "p99=fast",
+                                    "p99",      "p99=20 ms"};
+  for (size_t i = 0; i < MB_ARRAY_COUNT(bad); i++) {
+    ASSERT_EQ(mb__slo_parse(bad[i], &p, &ms, &err), MB_STATUS_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.message, "pNN=LATENCY");
+  }
+  return 0;
+}
+
+/* Runs c and returns its one result's copy in *r (the report kept in
+ * *report_out for the caller to free). */
+static int run_load(const mb_bench_config *c, mb_bench_report **report_out) {
+  mb_error err;
+  ASSERT_OK(mb_benchmark_model(model_path("mlp.onnx"), c, report_out, &err),
+            &err);
+  ASSERT_EQ((*report_out)->n_results, 1);
+  const mb_bench_result *r = &(*report_out)->results[0];
+  if (r->status != MB_BENCH_OK)
+    TEST_FAIL_("TEST_SERVICE: %s", r->error);
+  ASSERT_EQ(r->load.scenario, c->load.scenario);
+  return 0;
+}
+
+TEST(server_light_load) {
+  mb_bench_config c;
+  mb_bench_report *report = NULL;
+  ASSERT_EQ(register_service(), 0);
+  /* 30% of one session's capacity. */
+  double qps = 0.3 * 1e3 / SERVICE_MS;
+  load_config(&c, MB_LOAD_SERVER, qps, 1);
+  c.load.slo_percentile = 99;
+  c.load.slo_ms = 20 * SERVICE_MS;
+  if (run_load(&c, &report))
+    return 1;
+  const mb_bench_result *r = &report->results[0];
+  const mb_load_stats *l = &r->load;
+  bool ideal_valid;
+  double ideal_p90 =
+      ideal_for(&c, qps, 1, l->service_ms.mean, 90, &ideal_valid);
+  double ideal_p99 =
+      ideal_for(&c, qps, 1, l->service_ms.mean, 99, &ideal_valid);
+  printf("  30%% load: median %.2f ms, p99 %.2f ms (ideal p99 %.2f ms), "
+         "service %.2f ms\n",
+         r->latency_ms.median, r->latency_ms.p99, ideal_p99,
+         l->service_ms.median);
+  ASSERT(ideal_valid);
+  ASSERT(l->valid);
+  ASSERT_STR_EQ(l->invalid_reason, "");
+  ASSERT_EQ(l->queries, c.load.min_queries);
+  ASSERT_EQ(l->unserved, 0);
+  ASSERT_EQ(r->iterations, l->queries);
+  ASSERT_EQ(r->n_samples_ms, l->queries);
+  /* Latency near the service time: the median is one service (the queue
+   * is mostly empty), p90 and p99 near the ideal server's (the p99 of 120
+   * queries is nearly their maximum, so it gets room for one hiccup of a
+   * busy machine), far below the overloaded run's. */
+  ASSERT(r->latency_ms.min >= SERVICE_MS * 0.99);
+  ASSERT(r->latency_ms.median <= SERVICE_MS * 1.5 + 1.0);
+  ASSERT(r->latency_ms.p90 <= ideal_p90 * 1.5 + 2.0);
+  ASSERT(r->latency_ms.p99 >= SERVICE_MS);
+  ASSERT(r->latency_ms.p99 <= ideal_p99 * 2 + 10.0);
+  ASSERT_NEAR(l->service_ms.median, SERVICE_MS, SERVICE_MS * 0.25);
+  ASSERT_NEAR(l->achieved_qps, l->scheduled_qps, 0.1 * l->scheduled_qps);
+  ASSERT(l->queue_depth_mean < 1.0);
+  ASSERT_EQ(l->slo_met, 1);
+  ASSERT(l->over_slo_share < 0.05);
+  mb_bench_report_free(report);
+  return 0;
+}
+
+TEST(server_overload_grows) {
+  mb_bench_config c;
+  mb_bench_report *report = NULL;
+  ASSERT_EQ(register_service(), 0);
+  /* 150% of one session's capacity: the queue grows for the whole run. */
+  double qps = 1.5 * 1e3 / SERVICE_MS;
+  load_config(&c, MB_LOAD_SERVER, qps, 1);
+  c.load.slo_percentile = 99;
+  c.load.slo_ms = 10 * SERVICE_MS;
+  if (run_load(&c, &report))
+    return 1;
+  const mb_bench_result *r = &report->results[0];
+  const mb_load_stats *l = &r->load;
+  /* Flagged: the sessions could not keep up, the SLO is missed. */
+  ASSERT(!l->valid);
+  ASSERT_CONTAINS(l->invalid_reason, "cannot keep up");
+  ASSERT(l->achieved_qps < 0.9 * l->scheduled_qps);
+  ASSERT_EQ(l->slo_met, 0);
+  ASSERT(l->over_slo_share > 0.2);
+  ASSERT(l->queue_depth_max >= 10);
+  /* Latency counts from the scheduled arrival: it grows along the run
+   * (a server timing from when it took a query would show S throughout). */
+  int64_t n = r->n_samples_ms, tenth = n / 10;
+  double first = 0, last = 0;
+  for (int64_t i = 0; i < tenth; i++) {
+    first += r->samples_ms[i];
+    last += r->samples_ms[n - 1 - i];
+  }
+  printf("  150%% load: first tenth %.1f ms, last tenth %.1f ms (mean), "
+         "p99 %.1f ms, achieved %.1f of %.1f QPS\n",
+         first / (double)tenth, last / (double)tenth, r->latency_ms.p99,
+         l->achieved_qps, l->scheduled_qps);
+  ASSERT(last > 5 * first);
+  ASSERT(r->latency_ms.p99 > 10 * SERVICE_MS);
+  ASSERT_NEAR(l->service_ms.median, SERVICE_MS, SERVICE_MS * 0.25);
+  mb_bench_report_free(report);
+  return 0;
+}
+
+TEST(find_peak_within_ten_percent) {
+  mb_bench_config c;
+  mb_bench_report *report = NULL;
+  ASSERT_EQ(register_service(), 0);
+  load_config(&c, MB_LOAD_SERVER, 0, 1);
+  c.load.find_peak = 1;
+  c.load.slo_percentile = 99;
+  c.load.slo_ms = 15 * SERVICE_MS;
+  if (run_load(&c, &report))
+    return 1;
+  const mb_bench_result *r = &report->results[0];
+  const mb_load_stats *l = &r->load;
+  /* The runtime's service time is near S... */
+  ASSERT_NEAR(l->service_ms.mean, SERVICE_MS, SERVICE_MS * 0.25);
+  /* ...and the ideal server with that service time peaks, on the same
+   * schedules, at the highest QPS whose run is valid and meets the SLO
+   * (monotone in the QPS: the schedule is one pattern scaled). */
+  double lo = 1, hi = 1e3 / SERVICE_MS;
+  for (int i = 0; i < 40; i++) {
+    double mid = (lo + hi) / 2;
+    bool valid;
+    double p99 = ideal_for(&c, mid, 1, l->service_ms.mean, 99, &valid);
+    if (valid && p99 <= c.load.slo_ms)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  double ideal_peak = lo;
+  printf("  find-peak: %.1f QPS in %d runs; the ideal server's peak: %.1f "
+         "QPS\n",
+         l->peak_qps, l->n_trials, ideal_peak);
+  ASSERT(l->n_trials >= 3 && l->trials);
+  ASSERT(l->peak_qps > 0);
+  ASSERT_NEAR(l->peak_qps, ideal_peak, 0.10 * ideal_peak);
+  /* The result is the run that proves the peak. */
+  ASSERT(l->valid);
+  ASSERT_EQ(l->slo_met, 1);
+  ASSERT_NEAR(l->target_qps, l->peak_qps, 1e-9 * l->peak_qps);
+  /* Bracketed, then bisected: some run failed above the peak. */
+  bool failed_above = false;
+  for (int i = 0; i < l->n_trials; i++)
+    failed_above |= !(l->trials[i].valid && l->trials[i].slo_met) &&
+                    l->trials[i].target_qps > l->peak_qps;
+  ASSERT(failed_above);
+  mb_bench_report_free(report);
+  return 0;
+}
+
+TEST(too_short_is_invalid) {
+  mb_bench_config c;
+  mb_bench_report *report = NULL;
+  ASSERT_EQ(register_service(), 0);
+  /* --max-time cuts the schedule before --min-duration. */
+  load_config(&c, MB_LOAD_SERVER, 50, 1);
+  c.load.min_duration = 2.0;
+  c.load.min_queries = 10;
+  c.max_seconds = 0.3;
+  if (run_load(&c, &report))
+    return 1;
+  const mb_load_stats *l = &report->results[0].load;
+  ASSERT(!l->valid);
+  ASSERT_CONTAINS(l->invalid_reason, "below --min-duration 2 s");
+  ASSERT_CONTAINS(l->invalid_reason, "cut by --max-time");
+  mb_bench_report_free(report);
+  /* Single-stream: too few queries before the cap. */
+  load_config(&c, MB_LOAD_SINGLE_STREAM, 0, 1);
+  c.load.min_queries = 1000;
+  c.max_seconds = 0.2;
+  if (run_load(&c, &report))
+    return 1;
+  l = &report->results[0].load;
+  ASSERT(!l->valid);
+  ASSERT_CONTAINS(l->invalid_reason, "below --min-queries 1000");
+  ASSERT(report->results[0].iterations < 1000);
+  mb_bench_report_free(report);
+  return 0;
+}
+
+TEST(offline_and_single_stream) {
+  mb_bench_config c;
+  mb_bench_report *report = NULL;
+  ASSERT_EQ(register_service(), 0);
+  /* Offline with two sessions: twice one session's rate (they sleep, so
+   * they overlap whatever else runs). */
+  load_config(&c, MB_LOAD_OFFLINE, 0, 2);
+  c.load.min_duration = 0.3;
+  c.load.min_queries = 20;
+  if (run_load(&c, &report))
+    return 1;
+  const mb_bench_result *r = &report->results[0];
+  ASSERT(r->load.valid);
+  ASSERT_EQ(r->load.concurrency, 2);
+  ASSERT(r->throughput_sps > 1.5 * 1e3 / SERVICE_MS);
+  ASSERT(r->throughput_sps < 2.2 * 1e3 / SERVICE_MS);
+  ASSERT(r->iterations >= 20 && r->elapsed_seconds >= 0.3);
+  mb_bench_report_free(report);
+  /* Offline sized by --qps as LoadGen does: max(min_queries, qps *
+   * min_duration) queries. */
+  load_config(&c, MB_LOAD_OFFLINE, 100, 2);
+  c.load.min_duration = 0.5;
+  c.load.min_queries = 10;
+  if (run_load(&c, &report))
+    return 1;
+  ASSERT_EQ(report->results[0].load.queries, 50);
+  ASSERT_EQ(report->results[0].iterations, 50);
+  mb_bench_report_free(report);
+  /* Single-stream: one at a time, latency is the service time. */
+  load_config(&c, MB_LOAD_SINGLE_STREAM, 0, 1);
+  c.load.min_duration = 0.2;
+  c.load.min_queries = 20;
+  if (run_load(&c, &report))
+    return 1;
+  r = &report->results[0];
+  ASSERT(r->load.valid);
+  ASSERT_NEAR(r->latency_ms.p90, SERVICE_MS, SERVICE_MS * 0.5);
+  ASSERT(r->throughput_sps < 1.05 * 1e3 / SERVICE_MS);
+  mb_bench_report_free(report);
+  return 0;
+}
+
+TEST(config_checks) {
+  mb_bench_config c;
+  mb_bench_report *report = NULL;
+  mb_error err;
+  ASSERT_EQ(register_service(), 0);
+  static const struct {
+    mb_load_scenario scenario;
+    double qps;
+    int concurrency, find_peak;
+    double slo_p;
+    const char *message;
+  } cases[] = {
+      {MB_LOAD_SERVER, 0, 1, 0, 0, "needs --qps"},
+      {MB_LOAD_SERVER, 10, 1, 1, 0, "needs --scenario server and --slo"},
+      {MB_LOAD_OFFLINE, 10, 1, 1, 99, "needs --scenario server"},
+      {MB_LOAD_SINGLE_STREAM, 0, 2, 0, 0, "one query at a time"},
+      {MB_LOAD_SERVER, 10, 65, 0, 0, "--concurrency must be between 1 and 64"},
+  };
+  for (size_t i = 0; i < MB_ARRAY_COUNT(cases); i++) {
+    load_config(&c, cases[i].scenario, cases[i].qps, cases[i].concurrency);
+    c.load.find_peak = cases[i].find_peak;
+    c.load.slo_percentile = cases[i].slo_p;
+    c.load.slo_ms = 10;
+    ASSERT_EQ(mb_benchmark_model(model_path("mlp.onnx"), &c, &report, &err),
+              MB_STATUS_INVALID_ARGUMENT);
+    ASSERT_CONTAINS(err.message, cases[i].message);
+  }
+  return 0;
+}
+
+/* A model whose symbolic dimensions --dim sets (seq_encoder: input
+ * [batch, seq, 64] and mask [batch, seq]). */
+TEST(dims_resolve) {
+  mb_model *model = NULL;
+  mb_error err;
+  mb_input_shape shapes[2];
+  ASSERT_OK(mb_model_load(model_path("seq_encoder.onnx"), &model, &err), &err);
+  ASSERT_EQ(mb_model_resolve_input_shapes(model, NULL, shapes, &err),
+            MB_STATUS_DYNAMIC);
+  ASSERT_CONTAINS(err.message, "pass --dim seq=N");
+  mb_dim_value dims[] = {{"seq", 48}};
+  mb_shape_spec spec = {.batch_size = 3, .n_dims = 1, .dims = dims};
+  ASSERT_OK(mb_model_resolve_input_shapes(model, &spec, shapes, &err), &err);
+  ASSERT_EQ(shapes[0].dims[0], 3);
+  ASSERT_EQ(shapes[0].dims[1], 48);
+  ASSERT_EQ(shapes[0].dims[2], 64);
+  ASSERT_EQ(shapes[1].dims[0], 3);
+  ASSERT_EQ(shapes[1].dims[1], 48);
+  /* --dim batch=2 names the first dim too, over --batch-size. */
+  mb_dim_value both[] = {{"seq", 8}, {"batch", 2}};
+  spec.n_dims = 2;
+  spec.dims = both;
+  ASSERT_OK(mb_model_resolve_input_shapes(model, &spec, shapes, &err), &err);
+  ASSERT_EQ(shapes[1].dims[0], 2);
+  ASSERT_EQ(shapes[1].dims[1], 8);
+  mb_dim_value typo[] = {{"sequence", 8}};
+  spec.n_dims = 1;
+  spec.dims = typo;
+  ASSERT_EQ(mb_model_resolve_input_shapes(model, &spec, shapes, &err),
+            MB_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(err.message, "symbolic dimensions: 'batch', 'seq'");
+  mb_model_free(model);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  static const mb_test_case cases[] = {
+      TEST_ENTRY(poisson_schedule),
+      TEST_ENTRY(slo_parse),
+      TEST_ENTRY(server_light_load),
+      TEST_ENTRY(server_overload_grows),
+      TEST_ENTRY(find_peak_within_ten_percent),
+      TEST_ENTRY(too_short_is_invalid),
+      TEST_ENTRY(offline_and_single_stream),
+      TEST_ENTRY(config_checks),
+      TEST_ENTRY(dims_resolve),
+  };
+  return mb_test_main(argc, argv, cases, MB_ARRAY_COUNT(cases));
+}
