@@ -223,7 +223,7 @@ static int count(const char *haystack, const char *needle) {
 
 /* ---- an RFC 4180 reader ---- */
 
-enum { MAX_ROWS = 32, MAX_FIELDS = 40 };
+enum { MAX_ROWS = 32, MAX_FIELDS = 64 };
 
 typedef struct csv {
   int n_rows;
@@ -431,6 +431,83 @@ TEST(csv_several_models) {
            strcmp(c.field[0][0], "model") == 0;
   csv_free(&c);
   ASSERT(ok);
+  return 0;
+}
+
+/* A server run at a sweep point: the load columns carry its figures, a
+ * result without them says why, and Markdown gains one line per run. */
+TEST(load_run_columns_and_lines) {
+  fixture f;
+  fixture_init(&f);
+  snprintf(f.report.sweep_point, sizeof f.report.sweep_point,
+           "batch=4 threads=2");
+  f.report.config.load.scenario = MB_LOAD_SERVER;
+  f.report.config.load.slo_percentile = 99;
+  f.report.config.load.slo_ms = 20;
+  mb_load_stats *l = &f.results[I_ORT_CPU].load;
+  l->scenario = MB_LOAD_SERVER;
+  l->concurrency = 2;
+  l->target_qps = 150;
+  l->achieved_qps = 120;
+  l->queries = 1200;
+  l->valid = 0;
+  snprintf(l->invalid_reason, sizeof l->invalid_reason,
+           "achieved 120 QPS, below the target 150 by more than 10%%");
+  l->slo_latency_ms = 35;
+  l->slo_met = 0;
+  l->over_slo_share = 0.25;
+  l->queue_depth_mean = 3.5;
+  const mb_bench_report *reports[] = {&f.report};
+
+  char *text = write_and_read(FORMAT_CSV, reports, 1);
+  ASSERT(text);
+  csv c;
+  int parsed = csv_parse(text, &c);
+  free(text);
+  ASSERT_EQ(parsed, 0);
+  int rc = 0;
+  static const char *const expect[][2] = {{"sweep_point", "batch=4 threads=2"},
+                                          {"scenario", "server"},
+                                          {"concurrency", "2"},
+                                          {"target_qps", "150"},
+                                          {"achieved_qps", "120"},
+                                          {"load_valid", "no"},
+                                          {"slo_latency_ms", "35"},
+                                          {"slo_met", "no"},
+                                          {"over_slo_share", "0.25"},
+                                          {"queue_depth_mean", "3.5"},
+                                          {"peak_qps", "n/a: no find-peak"}};
+  for (size_t k = 0; k < sizeof expect / sizeof expect[0]; k++) {
+    const char *got = cell(&c, "ORT_CPU", expect[k][0]);
+    if (!got || strcmp(got, expect[k][1]) != 0) {
+      fprintf(stderr, "  %s: '%s', expected '%s'\n", expect[k][0],
+              got ? got : "(none)", expect[k][1]);
+      rc = 1;
+    }
+  }
+  const char *reason = cell(&c, "ORT_CPU", "invalid_reason");
+  if (!reason || !strstr(reason, "below the target"))
+    rc = 1;
+  const char *other = cell(&c, "FP16+ORT_CPU", "achieved_qps");
+  if (!other || strcmp(other, "n/a: not a load run") != 0)
+    rc = 1;
+  other = cell(&c, "ORT_CUDA", "achieved_qps");
+  if (!other || strcmp(other, "n/a: unavailable") != 0)
+    rc = 1;
+  csv_free(&c);
+  ASSERT_EQ(rc, 0);
+
+  text = write_and_read(FORMAT_MARKDOWN, reports, 1);
+  ASSERT(text);
+  int md_ok = strstr(text, "at `batch=4 threads=2`") &&
+              strstr(text, "**Load** (server") &&
+              strstr(text, "achieved 120 QPS") &&
+              strstr(text, "SLO p99 \\<= 20 ms missed (25.0% over)") &&
+              strstr(text, "INVALID: achieved 120 QPS");
+  if (!md_ok)
+    fprintf(stderr, "%s", text);
+  free(text);
+  ASSERT(md_ok);
   return 0;
 }
 
@@ -769,6 +846,7 @@ TEST(recommend_registry_precision_and_flag) {
 static const mb_test_case cases[] = {
     TEST_ENTRY(csv_round_trip),
     TEST_ENTRY(csv_several_models),
+    TEST_ENTRY(load_run_columns_and_lines),
     TEST_ENTRY(markdown_tables_and_escaping),
     TEST_ENTRY(html_self_contained_and_escaped),
     TEST_ENTRY(html_several_models),

@@ -31,40 +31,17 @@ static const char *const missing_text[MB_BENCH_STATUS_COUNT] = {
 
 /* The columns, in order; write_row writes the cells in the same order. */
 static const char *const columns[] = {
-    "model",
-    "model_sha256",
-    "conversion",
-    "conversion_id",
-    "runtime",
-    "runtime_version",
-    "device",
-    "precision",
-    "status",
-    "error",
-    "median_ms",
-    "mean_ms",
-    "p90_ms",
-    "p95_ms",
-    "p99_ms",
-    "min_ms",
-    "max_ms",
-    "stddev_ms",
-    "cv",
-    "throughput_sps",
-    "speedup_vs_baseline",
-    "baseline",
-    "max_abs_err",
-    "min_cosine",
-    "accurate",
-    "load_ms",
-    "first_run_ms",
-    "peak_rss_mb",
-    "iterations",
-    "batch_size",
-    "warnings",
-    "task_accuracy",
-    "script",
+    "model", "model_sha256", "conversion", "conversion_id", "runtime",
+    "runtime_version", "device", "precision", "status", "error", "median_ms",
+    "mean_ms", "p90_ms", "p95_ms", "p99_ms", "min_ms", "max_ms", "stddev_ms",
+    "cv", "throughput_sps", "speedup_vs_baseline", "baseline", "max_abs_err",
+    "min_cosine", "accurate", "load_ms", "first_run_ms", "peak_rss_mb",
+    "iterations", "batch_size", "warnings", "task_accuracy", "script",
     "model_location",
+    /* Sweeps and load scenarios (modelbench load). */
+    "sweep_point", "scenario", "concurrency", "target_qps", "achieved_qps",
+    "load_valid", "invalid_reason", "slo_latency_ms", "slo_met",
+    "over_slo_share", "queue_depth_mean", "peak_qps",
     /* then one "label:KEY" column per label key of any report */
 };
 
@@ -172,6 +149,50 @@ static void put_warnings(row_writer *w, const mb_bench_result *r) {
   free(joined);
 }
 
+/* The sweep point and what a load run measured. */
+static void put_load(row_writer *w, const mb_bench_report *report,
+                     const mb_bench_result *r) {
+  const mb_load_stats *l = &r->load;
+  bool load = l->scenario != MB_LOAD_NONE && l->queries > 0;
+  bool server = l->scenario == MB_LOAD_SERVER;
+  const char *why =
+      r->status == MB_BENCH_OK ? "n/a: not a load run" : missing(r);
+  put_field(w, report->sweep_point);
+  put_field(w, mb_load_scenario_name(report->config.load.scenario));
+  if (load)
+    put_int(w, l->concurrency);
+  else
+    put_field(w, why);
+  if (load && server)
+    put_number(w, r, l->target_qps, true);
+  else
+    put_field(w, load ? "n/a: not a server run" : why);
+  if (load)
+    put_number(w, r, l->achieved_qps, true);
+  else
+    put_field(w, why);
+  put_field(w, !load ? why : l->valid ? "yes" : "no");
+  put_field(w, load && !l->valid ? l->invalid_reason : "");
+  bool slo = load && l->slo_met >= 0;
+  if (slo)
+    put_number(w, r, l->slo_latency_ms, true);
+  else
+    put_field(w, load ? "n/a: no SLO" : why);
+  put_field(w, slo ? (l->slo_met ? "yes" : "no") : load ? "n/a: no SLO" : why);
+  if (slo)
+    put_number(w, r, l->over_slo_share, true);
+  else
+    put_field(w, load ? "n/a: no SLO" : why);
+  if (load && server)
+    put_number(w, r, l->queue_depth_mean, true);
+  else
+    put_field(w, load ? "n/a: not a server run" : why);
+  if (load && l->n_trials > 0)
+    put_number(w, r, l->peak_qps, true);
+  else
+    put_field(w, load ? "n/a: no find-peak" : why);
+}
+
 static void write_row(row_writer *w, const mb_bench_report *report, int index,
                       const char *const *label_keys,
                       const size_t *label_keys_len, int n_label_keys) {
@@ -233,6 +254,7 @@ static void write_row(row_writer *w, const mb_bench_report *report, int index,
     put_field(w, ok ? "n/a: no labels" : missing(r));
   put_field(w, report->model_script);
   put_field(w, report->model_location);
+  put_load(w, report, r);
   for (int k = 0; k < n_label_keys; k++)
     put_field(w, mb__report_label(report, label_keys[k], label_keys_len[k]));
   end_row(w);

@@ -266,6 +266,11 @@ static void write_page_start(FILE *f, const mb_bench_report *const *reports,
       }
       fprintf(f, "<a href=\"#model-%d\">", m);
       put_html(f, reports[m]->model_path[0] ? reports[m]->model_path : "?");
+      if (reports[m]->sweep_point[0]) {
+        fputs(" (", f);
+        put_html(f, reports[m]->sweep_point);
+        fputs(")", f);
+      }
       fputs("</a>", f);
     }
     fputs("</nav>\n", f);
@@ -749,6 +754,11 @@ static void write_model_head(FILE *f, const mb_bench_report *report,
                              int model) {
   fprintf(f, "<section class=\"model\" id=\"model-%d\">\n<h2>", model);
   put_model_title(f, report);
+  if (report->sweep_point[0]) {
+    fputs(" <span class=\"meta\">at ", f);
+    put_html(f, report->sweep_point);
+    fputs("</span>", f);
+  }
   fputs("</h2>\n<p class=\"meta\">", f);
   if (report->model_sha256[0]) {
     fputs("sha256 <code>", f);

@@ -93,6 +93,10 @@ static void put_code(FILE *f, const char *s, bool in_table) {
 static void write_header(FILE *f, const mb_bench_report *report) {
   fputs("## ", f);
   put_code(f, report->model_path[0] ? report->model_path : "?", false);
+  if (report->sweep_point[0]) {
+    fputs(" at ", f);
+    put_code(f, report->sweep_point, false);
+  }
   fputs("\n\n", f);
   if (report->model_sha256[0])
     fprintf(f, "sha256 `%.12s`", report->model_sha256);
@@ -147,6 +151,52 @@ static void write_row(FILE *f, const mb_bench_report *report, int index,
   /* The numbers are ours and need no escaping (no '|' in them). */
   fprintf(f, " | %s | %s | %s | %s | %s | %s | %s |\n",
           mb_bench_status_name(r->status), median, p90, sps, speedup, err, mem);
+}
+
+/* What each load run measured, one line per conversion. */
+static void write_load(FILE *f, const mb_bench_report *report,
+                       const int *order) {
+  const mb_load_config *c = &report->config.load;
+  bool any = false;
+  for (int k = 0; k < report->n_results; k++) {
+    const mb_bench_result *r = &report->results[order[k]];
+    const mb_load_stats *l = &r->load;
+    if (l->scenario == MB_LOAD_NONE || l->queries <= 0 ||
+        r->status != MB_BENCH_OK)
+      continue;
+    if (!any)
+      fprintf(f,
+              "\n**Load** (%s; latency from each query's scheduled "
+              "arrival)\n\n",
+              mb_load_scenario_name(l->scenario));
+    any = true;
+    char line[512];
+    int n = snprintf(line, sizeof line, "concurrency %d, ", l->concurrency);
+    if (l->scenario == MB_LOAD_SERVER && n > 0)
+      n += snprintf(line + n, sizeof line - (size_t)n, "target %.4g QPS, ",
+                    l->target_qps);
+    if (n > 0)
+      n += snprintf(line + n, sizeof line - (size_t)n,
+                    "achieved %.4g QPS, p99 %.4g ms", l->achieved_qps,
+                    r->latency_ms.p99);
+    if (l->slo_met >= 0 && n > 0)
+      n += snprintf(line + n, sizeof line - (size_t)n,
+                    ", SLO p%g <= %g ms %s (%.1f%% over)", c->slo_percentile,
+                    c->slo_ms, l->slo_met ? "met" : "missed",
+                    100.0 * l->over_slo_share);
+    if (l->n_trials > 0 && n > 0)
+      n += snprintf(line + n, sizeof line - (size_t)n,
+                    ", peak %.4g QPS (%d runs)", l->peak_qps, l->n_trials);
+    if (n > 0)
+      snprintf(
+          line + n, sizeof line - (size_t)n, ", %s%s",
+          l->valid ? "valid" : "INVALID: ", l->valid ? "" : l->invalid_reason);
+    fputs("- ", f);
+    put_code(f, r->conversion, false);
+    fputs(": ", f);
+    put_text(f, line);
+    fputc('\n', f);
+  }
 }
 
 static void write_failures(FILE *f, const mb_bench_report *report,
@@ -242,6 +292,7 @@ static mb_status write_model(FILE *f, const mb_bench_report *report,
   fputs("| :--- | :--- | ---: | ---: | ---: | ---: | ---: | ---: |\n", f);
   for (int k = 0; k < report->n_results; k++)
     write_row(f, report, order[k], &rec);
+  write_load(f, report, order);
   write_failures(f, report, order);
   write_warnings(f, report, order);
   fputs("\n**Recommendation:** ", f);
