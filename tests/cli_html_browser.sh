@@ -207,6 +207,37 @@ if mode == "fixture":
     check(find("tr", data_conversion='WEIRD|<b>"NAME",`x`'),
           "fixture: the odd conversion name did not survive")
 
+if mode == "sweep":
+    # A load sweep over batch and QPS (tests/cli_html_browser.sh, part 3):
+    # 2 conversions x 2 batches x 2 QPS, one line per conversion and value
+    # of the other swept setting, one point per value of the chart's own.
+    check(len(find("section", cls="sweep", id="sweep-0")) == 1,
+          "sweep: no <section class=sweep id=sweep-0>")
+    check(len(sections) == 4, "sweep: %d point sections, want 4"
+          % len(sections))
+    for chart, xs in (("sweep-batch-latency-0", {1.0, 2.0}),
+                      ("sweep-batch-throughput-0", {1.0, 2.0}),
+                      ("sweep-qps-latency-0", {20.0, 40.0})):
+        check(find("svg", id=chart), "sweep: no <svg id=%s>" % chart)
+        series = find("g", cls="series", inside=chart)
+        names = sorted(g["attrs"].get("data-conversion") for g in series)
+        check(names == ["ORT_CPU", "ORT_CPU", "REFERENCE", "REFERENCE"],
+              "sweep: %s has series %s" % (chart, names))
+        points = find("circle", cls="point", inside=chart)
+        check(len(points) == 8, "sweep: %s has %d points, want 8"
+              % (chart, len(points)))
+        for p in points:
+            check(number(p, "data-x") in xs, "sweep: %s point at x=%r"
+                  % (chart, p["attrs"].get("data-x")))
+            check(number(p, "data-y") > 0, "sweep: %s point at y=%r"
+                  % (chart, p["attrs"].get("data-y")))
+    check(find("line", cls="slo", inside="sweep-qps-latency-0",
+               data_slo_ms="500"), "sweep: no SLO line on the QPS chart")
+    check(len(find("tr", cls="sweep-row", inside="sweep-0")) == 8,
+          "sweep: want 8 rows in the sweep table")
+    check(find("div", cls="recommendation", id="slo-recommendation-0-0"),
+          "sweep: no SLO recommendation")
+
 for e in errors:
     print("  " + e)
 sys.exit(1 if errors else 0)
@@ -272,6 +303,23 @@ if "$cli" bench --help 2>&1 | grep -q -- '--html'; then
 else
   echo "note: 'modelbench bench' has no --html option yet; real-run page" \
     "not checked"
+fi
+
+# 3. A load sweep: the sweep section's line charts, table and SLO
+# recommendation over one report per point.
+if "$cli" load --help >/dev/null 2>&1; then
+  checks=$((checks + 1))
+  "$cli" load "$models/mlp.onnx" -c REFERENCE,ORT_CPU --scenario server \
+    --sweep batch=1,2 --sweep qps=20,40 --slo p99=500ms --min-duration 0.3 \
+    --min-queries 10 --warmup 1 --warmup-time 0 --no-record \
+    --html "$tmp/sweep.html" >"$tmp/sweep.out" 2>&1
+  rc=$?
+  if [ "$rc" -gt 1 ] || [ ! -s "$tmp/sweep.html" ]; then
+    fail "modelbench load --sweep --html exited $rc without a report"
+    sed 's/^/    /' "$tmp/sweep.out" | tail -20
+  else
+    check_page "$tmp/sweep.html" sweep sweep
+  fi
 fi
 
 echo "$checks checks, $failures failures"
