@@ -153,6 +153,84 @@ def _bench_argv(cfg: BenchmarkConfig, model_path: str, names: List[str],
     return argv
 
 
+#: The load settings ``scenario=`` takes as a dict, by ``modelbench load``'s
+#: long options; the value's type and how it is written.
+_LOAD_KEYS = {
+    "scenario": str,
+    "qps": float,
+    "concurrency": int,
+    "slo": str,
+    "find_peak": bool,
+    "min_duration": float,
+    "min_queries": int,
+    "qps_tolerance": float,
+}
+_SCENARIOS = ("single-stream", "server", "offline")
+_SWEEP_KEYS = ("batch", "threads", "concurrency", "qps")
+
+
+def _unknown(kind: str, key: Any, known: Sequence[str]) -> ValueError:
+    import difflib
+
+    close = difflib.get_close_matches(str(key), list(known), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return ValueError(f"unknown {kind} key {key!r}{hint}; known: {', '.join(known)}")
+
+
+def _load_argv(scenario: Union[str, Mapping[str, Any], None]) -> List[str]:
+    """``modelbench load``'s options for scenario= (a name, or a dict of
+    _LOAD_KEYS); [] for bench's timed loop (None)."""
+    if scenario is None:
+        return []
+    settings = {"scenario": scenario} if isinstance(scenario, str) else scenario
+    if not isinstance(settings, Mapping):
+        raise TypeError("scenario must be a name (single-stream, server, offline) or a "
+                        f"dict of {', '.join(_LOAD_KEYS)}, got {type(scenario).__name__}")
+    argv: List[str] = []
+    for key, value in settings.items():
+        if key not in _LOAD_KEYS:
+            raise _unknown("scenario", key, list(_LOAD_KEYS))
+        want = _LOAD_KEYS[key]
+        numbers = {float: (int, float), int: (int,)}.get(want)
+        if numbers is not None:
+            ok = isinstance(value, numbers) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, want)
+        if not ok:
+            raise TypeError(f"scenario key {key!r} must be {want.__name__}, got "
+                            f"{type(value).__name__} {value!r}")
+        if key == "find_peak":
+            argv += ["--find-peak"] if value else []
+        else:
+            argv += ["--" + key.replace("_", "-"), value if isinstance(value, str) else repr(value)]
+    name = settings.get("scenario")
+    if name not in _SCENARIOS:
+        raise ValueError(f"scenario {name!r}: expected one of {', '.join(_SCENARIOS)}")
+    return argv
+
+
+def _sweep_argv(sweep: Optional[Mapping[str, Sequence[Any]]]) -> List[str]:
+    """``--sweep KEY=V1,V2`` per axis of sweep= ({"batch": [1, 4],
+    "dim:seq": [16, 64]}); [] for none."""
+    if sweep is None:
+        return []
+    if not isinstance(sweep, Mapping) or not sweep:
+        raise TypeError("sweep must be a non-empty dict of setting -> values, e.g. "
+                        "{'batch': [1, 4], 'dim:seq': [16, 64]}")
+    argv: List[str] = []
+    for key, values in sweep.items():
+        if not isinstance(key, str) or not (key in _SWEEP_KEYS or
+                                            (key.startswith("dim:") and len(key) > 4)):
+            raise _unknown("sweep", key, list(_SWEEP_KEYS) + ["dim:NAME"])
+        if (isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+                           for v in values)):
+            raise ValueError(f"sweep key {key!r} takes a non-empty list of numbers > 0, "
+                             f"got {values!r}")
+        argv += ["--sweep", f"{key}=" + ",".join(f"{v:g}" for v in values)]
+    return argv
+
+
 def _run_engine(argv: List[str], in_process: bool) -> int:
     """Runs `modelbench bench` in a fresh process (or this one), its output
     going to the "modelbench" logger."""
@@ -202,7 +280,9 @@ def benchmark_model(
     data_loader: Any = None,
     executor: Optional[str] = None,
     executor_options: Optional[Mapping[str, Any]] = None,
-) -> Results:
+    scenario: Union[str, Mapping[str, Any], None] = None,
+    sweep: Optional[Mapping[str, Sequence[Any]]] = None,
+) -> Union[Results, Dict[str, Results]]:
     """Benchmarks `model` under each conversion and returns the results by name.
 
     Args:
@@ -224,10 +304,20 @@ def benchmark_model(
         executor_options: bench's executor options by name: partition,
             time_limit, mem, cpus_per_task, account, sbatch_args (a list),
             retries, split, run_dir, ssh_config, remote_modelbench.
+        scenario: a load scenario instead of bench's timed loop (``modelbench
+            load``): "single-stream", "server" or "offline", or a dict with
+            "scenario" and any of "qps", "concurrency", "slo" ("p99=20ms"),
+            "find_peak", "min_duration", "min_queries", "qps_tolerance". Each
+            result then has a "load" entry (achieved QPS, validity, SLO...) and
+            its latencies count from each query's scheduled arrival.
+        sweep: run every point of these settings' product: {"batch": [1, 4],
+            "threads": [1, 2], "dim:seq": [16, 64]} (with a scenario also
+            "concurrency" and "qps").
 
     Returns:
         :class:`Results`, a dict keyed by conversion whose values hold every key
-        of the JSON report's result plus alma's.
+        of the JSON report's result plus alma's. With a sweep: a dict keyed by
+        the point ("batch=4 threads=2") of such Results, in run order.
 
     Raises:
         ValueError / TypeError: a bad config key or value, an unknown conversion,
@@ -252,6 +342,7 @@ def benchmark_model(
     )
 
     cfg = BenchmarkConfig.from_any(config)
+    serving = _load_argv(scenario) + _sweep_argv(sweep)
     if data is not None and data_loader is not None:
         raise ValueError("give data or data_loader, not both")
     source = load_source(model)
@@ -262,6 +353,9 @@ def benchmark_model(
         raise ValueError("conversions is empty: name at least one (modelbench list)")
     device = _resolve_device(cfg)
     executor_argv = _executor_argv(executor, executor_options)
+    if executor_argv and serving:
+        raise ValueError("executor runs plain benchmarks: scenario and sweep run on this "
+                         "machine (leave out executor)")
     if executor_argv and not cfg.multiprocessing:
         raise ValueError("executor needs multiprocessing=True: the model travels to "
                          "the other machine as a file, not as this process's object")
@@ -312,7 +406,9 @@ def benchmark_model(
         labels = {"model": source.name, "framework": "pytorch" if source.kind != "onnx" else "onnx"}
         labels.update(cfg.labels)
         argv = _bench_argv(cfg, model_path, names, inputs, json_path, labels, device,
-                           in_process=not cfg.multiprocessing) + executor_argv
+                           in_process=not cfg.multiprocessing) + executor_argv + serving
+        if scenario is not None:
+            argv[1] = "load"
         rc = _run_engine(argv, in_process=not cfg.multiprocessing)
         if rc == 2 or not os.path.exists(json_path):
             raise ValueError(
@@ -321,14 +417,15 @@ def benchmark_model(
             )
         with open(json_path) as f:
             report = json.load(f)
-        if "reports" in report:
-            report = report["reports"][0]
-        results = from_report(report, cfg.json)
-        failed = failures(results)
-        if cfg.fail_on_error and failed:
-            r = results[failed[0]]
-            raise ConversionError(failed[0], r.get("error") or "", r.get("traceback"))
-        return results
+        reports = report["reports"] if "reports" in report else [report]
+        by_point = {str(rep.get("sweep_point") or ""): from_report(rep, cfg.json)
+                    for rep in reports}
+        for results in by_point.values():
+            failed = failures(results)
+            if cfg.fail_on_error and failed:
+                r = results[failed[0]]
+                raise ConversionError(failed[0], r.get("error") or "", r.get("traceback"))
+        return by_point if sweep is not None else next(iter(by_point.values()))
     finally:
         if live_key is not None:
             from . import host

@@ -228,10 +228,18 @@ class Session:
         # inference loop would (`with torch.inference_mode(): for ...`).
         self.guard = torch.inference_mode()
         self.guard.__enter__()
+        # Inference mode is per thread: a load run (modelbench load) calls run()
+        # from threads of its own, each of which enters it once, kept here.
+        self.thread_guards: List[Any] = []
+        self.inference_mode_enabled = torch.is_inference_mode_enabled
 
     def run(self, address: int) -> None:
         """One inference on the sample whose inputs are at `address` (the
         engine passes each sample at the same address every time)."""
+        if not self.inference_mode_enabled():
+            guard = _torch().inference_mode()
+            guard.__enter__()
+            self.thread_guards.append(guard)
         args = self.inputs.get(address)
         if args is None:
             args = batch_view(address, self.n_inputs)

@@ -255,3 +255,38 @@ def test_benchmark_from_a_worker_is_refused(monkeypatch):
     monkeypatch.setenv("MODELBENCH_WORKER", "1")
     with pytest.raises(RuntimeError, match='if __name__ == "__main__"'):
         benchmark_model(small_cnn(), {}, ["EAGER"], data=torch.randn(3, 8, 8))
+
+
+def test_server_scenario_over_a_sweep(fast):
+    """scenario= runs `modelbench load`, sweep= one report per point."""
+    load = {"scenario": "server", "qps": 40, "slo": "p99=500ms", "min_duration": 0.3,
+            "min_queries": 15}
+    by_point = benchmark_model(small_cnn(), fast, ["EAGER", "ORT_CPU"],
+                               data=torch.randn(3, 8, 8), scenario=load,
+                               sweep={"threads": [1, 2]})
+    assert list(by_point) == ["threads=1", "threads=2"], list(by_point)
+    for point, results in by_point.items():
+        assert list(results) == ["EAGER", "ORT_CPU"]
+        assert results.report["sweep_point"] == point
+        assert results.report["config"]["threads"] == int(point.split("=")[1])
+        for name, r in results.items():
+            assert r["bench_status"] == "ok", (name, r["error"])
+            assert r["load"]["scenario"] == "server" and r["load"]["target_qps"] == 40
+            assert r["load"]["queries"] >= 15 and isinstance(r["load"]["valid"], bool)
+            assert r["load.slo.latency_ms"] == pytest.approx(r["latency_ms.p99"], rel=0.5)
+
+
+def test_bad_scenario_and_sweep_fail_before_any_run(fast):
+    x = torch.randn(3, 8, 8)
+    with pytest.raises(ValueError, match="scenario 'bogus': expected one of"):
+        benchmark_model(small_cnn(), fast, ["EAGER"], data=x, scenario="bogus")
+    with pytest.raises(ValueError, match="unknown scenario key 'qpss' \\(did you mean 'qps'"):
+        benchmark_model(small_cnn(), fast, ["EAGER"], data=x,
+                        scenario={"scenario": "server", "qpss": 10})
+    with pytest.raises(TypeError, match="scenario key 'concurrency' must be int"):
+        benchmark_model(small_cnn(), fast, ["EAGER"], data=x,
+                        scenario={"scenario": "offline", "concurrency": 1.5})
+    with pytest.raises(ValueError, match="unknown sweep key 'batches'"):
+        benchmark_model(small_cnn(), fast, ["EAGER"], data=x, sweep={"batches": [1, 2]})
+    with pytest.raises(ValueError, match="sweep key 'threads' takes a non-empty list"):
+        benchmark_model(small_cnn(), fast, ["EAGER"], data=x, sweep={"threads": []})
