@@ -19,7 +19,8 @@
 # 17: transformers on oneDNN against ORT_CPU); MB_BENCH_TRANSFORMERS=0
 # skips it. Then bench/recurrent.sh (issue 13: a 2-layer bidirectional
 # LSTM and GRU on the reference, ORT_CPU and oneDNN's recurrent
-# primitives); MB_BENCH_RECURRENT=0 skips it.
+# primitives); MB_BENCH_RECURRENT=0 skips it. Then bench/load.sh (issue
+# 16: load scenarios and sweeps); MB_BENCH_LOAD=0 skips it.
 # Then the Python front (bench/pytorch.py): ResNet-18 under PyTorch's and
 # the engine's conversions, the digits CNN with task accuracy, and EAGER's
 # fidelity against a plain loop; MB_BENCH_PYTORCH=0 skips it.
@@ -117,6 +118,14 @@ fi
 if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_RECURRENT:-1}" != 0 ]; then
   echo
   "$(dirname "$0")/recurrent.sh" "$build"
+fi
+
+# The serving questions of issue 16 (bench/load.sh): ResNet-18's peak QPS
+# within p99 <= 20 ms per conversion at concurrency 1 and 2, a batch sweep
+# and a sequence-length sweep. MB_BENCH_LOAD=0 skips.
+if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_LOAD:-1}" != 0 ]; then
+  echo
+  "$(dirname "$0")/load.sh" "$build"
 fi
 
 # The Python front: PyTorch's conversions beside the engine's on ResNet-18,
