@@ -259,20 +259,22 @@ def test_benchmark_from_a_worker_is_refused(monkeypatch):
 
 def test_server_scenario_over_a_sweep(fast):
     """scenario= runs `modelbench load`, sweep= one report per point."""
-    load = {"scenario": "server", "qps": 40, "slo": "p99=500ms", "min_duration": 0.3,
-            "min_queries": 15}
-    by_point = benchmark_model(small_cnn(), fast, ["EAGER", "ORT_CPU"],
+    load = {"scenario": "server", "qps": 40, "slo": "p99=500ms", "min_duration": 0.2,
+            "min_queries": 10}
+    # EAGER alone: the engine's conversions are cli_load.sh's; this is about
+    # the Python side and PyTorch served from the load's threads.
+    by_point = benchmark_model(small_cnn(), fast, ["EAGER"],
                                data=torch.randn(3, 8, 8), scenario=load,
                                sweep={"threads": [1, 2]})
     assert list(by_point) == ["threads=1", "threads=2"], list(by_point)
     for point, results in by_point.items():
-        assert list(results) == ["EAGER", "ORT_CPU"]
+        assert list(results) == ["EAGER"]
         assert results.report["sweep_point"] == point
         assert results.report["config"]["threads"] == int(point.split("=")[1])
         for name, r in results.items():
             assert r["bench_status"] == "ok", (name, r["error"])
             assert r["load"]["scenario"] == "server" and r["load"]["target_qps"] == 40
-            assert r["load"]["queries"] >= 15 and isinstance(r["load"]["valid"], bool)
+            assert r["load"]["queries"] >= 10 and isinstance(r["load"]["valid"], bool)
             assert r["load.slo.latency_ms"] == pytest.approx(r["latency_ms.p99"], rel=0.5)
 
 
@@ -290,3 +292,6 @@ def test_bad_scenario_and_sweep_fail_before_any_run(fast):
         benchmark_model(small_cnn(), fast, ["EAGER"], data=x, sweep={"batches": [1, 2]})
     with pytest.raises(ValueError, match="sweep key 'threads' takes a non-empty list"):
         benchmark_model(small_cnn(), fast, ["EAGER"], data=x, sweep={"threads": []})
+    with pytest.raises(ValueError, match="executor runs plain benchmarks"):
+        benchmark_model(small_cnn(), fast, ["EAGER"], data=x, scenario="server",
+                        executor="slurm")
