@@ -272,6 +272,37 @@ static int run_load(const mb_bench_config *c, mb_bench_report **report_out) {
   return 0;
 }
 
+/* A light-load run's figures within what an ideal server allows (with
+ * room for the measured wake-up lateness): whether every noise-sensitive
+ * bound holds. Printed either way. */
+static bool light_load_near_ideal(const mb_bench_config *c, double qps,
+                                  const mb_bench_result *r, double late) {
+  const mb_load_stats *l = &r->load;
+  bool ideal_valid;
+  double ideal_p90 = ideal_for(c, qps, 1, l->service_ms.mean, 90, &ideal_valid);
+  double ideal_p99 = ideal_for(c, qps, 1, l->service_ms.mean, 99, &ideal_valid);
+  printf("  30%% load: median %.2f ms, p90 %.2f ms (ideal %.2f), p99 %.2f ms "
+         "(ideal %.2f), service %.2f ms, wake-ups %.2f ms late\n",
+         r->latency_ms.median, r->latency_ms.p90, ideal_p90, r->latency_ms.p99,
+         ideal_p99, l->service_ms.median, late);
+  /* Latency near the service time: the median is one service (the queue
+   * is mostly empty), p90 and p99 near the ideal server's (the p99 of 120
+   * queries is nearly their maximum, so it gets room for one hiccup of a
+   * busy machine), far below the overloaded run's. A late wake-up at the
+   * arrival adds to a query's latency. */
+  return ideal_valid && l->valid && l->invalid_reason[0] == '\0' &&
+         r->latency_ms.median <= l->service_ms.mean * 1.5 + 1.0 + 2 * late &&
+         r->latency_ms.p90 <= ideal_p90 * 1.5 + 2.0 + 3 * late &&
+         r->latency_ms.p99 <= ideal_p99 * 2 + 10.0 + 5 * late &&
+         l->service_ms.median <= SERVICE_MS * 2 &&
+         fabs(l->achieved_qps - l->scheduled_qps) <= 0.1 * l->scheduled_qps &&
+         l->queue_depth_mean < 1.0 && l->slo_met == 1 &&
+         l->over_slo_share < 0.05;
+}
+
+/* A stall of a busy machine (another test's browser, a compiler) only
+ * ever makes latency worse: a run outside the ideal server's bounds is
+ * tried again, up to three times; the exact invariants hold every time. */
 TEST(server_light_load) {
   mb_bench_config c;
   mb_bench_report *report = NULL;
@@ -281,43 +312,25 @@ TEST(server_light_load) {
   load_config(&c, MB_LOAD_SERVER, qps, 1);
   c.load.slo_percentile = 99;
   c.load.slo_ms = 20 * SERVICE_MS;
-  double late = wake_lateness_ms();
-  if (run_load(&c, &report))
-    return 1;
-  const mb_bench_result *r = &report->results[0];
-  const mb_load_stats *l = &r->load;
-  bool ideal_valid;
-  double ideal_p90 =
-      ideal_for(&c, qps, 1, l->service_ms.mean, 90, &ideal_valid);
-  double ideal_p99 =
-      ideal_for(&c, qps, 1, l->service_ms.mean, 99, &ideal_valid);
-  printf("  30%% load: median %.2f ms, p99 %.2f ms (ideal p99 %.2f ms), "
-         "service %.2f ms, wake-ups %.2f ms late\n",
-         r->latency_ms.median, r->latency_ms.p99, ideal_p99,
-         l->service_ms.median, late);
-  ASSERT(ideal_valid);
-  ASSERT(l->valid);
-  ASSERT_STR_EQ(l->invalid_reason, "");
-  ASSERT_EQ(l->queries, c.load.min_queries);
-  ASSERT_EQ(l->unserved, 0);
-  ASSERT_EQ(r->iterations, l->queries);
-  ASSERT_EQ(r->n_samples_ms, l->queries);
-  /* Latency near the service time: the median is one service (the queue
-   * is mostly empty), p90 and p99 near the ideal server's (the p99 of 120
-   * queries is nearly their maximum, so it gets room for one hiccup of a
-   * busy machine), far below the overloaded run's. A late wake-up at the
-   * arrival adds to a query's latency. */
-  ASSERT(r->latency_ms.min >= SERVICE_MS * 0.99);
-  ASSERT(r->latency_ms.median <= l->service_ms.mean * 1.5 + 1.0 + 2 * late);
-  ASSERT(r->latency_ms.p90 <= ideal_p90 * 1.5 + 2.0 + 3 * late);
-  ASSERT(r->latency_ms.p99 >= SERVICE_MS);
-  ASSERT(r->latency_ms.p99 <= ideal_p99 * 2 + 10.0 + 5 * late);
-  ASSERT(l->service_ms.median >= SERVICE_MS * 0.99);
-  ASSERT(l->service_ms.median <= SERVICE_MS * 2);
-  ASSERT_NEAR(l->achieved_qps, l->scheduled_qps, 0.1 * l->scheduled_qps);
-  ASSERT(l->queue_depth_mean < 1.0);
-  ASSERT_EQ(l->slo_met, 1);
-  ASSERT(l->over_slo_share < 0.05);
+  bool near = false;
+  for (int attempt = 1; attempt <= 3 && !near; attempt++) {
+    mb_bench_report_free(report);
+    report = NULL;
+    double late = wake_lateness_ms();
+    if (run_load(&c, &report))
+      return 1;
+    const mb_bench_result *r = &report->results[0];
+    const mb_load_stats *l = &r->load;
+    ASSERT_EQ(l->queries, c.load.min_queries);
+    ASSERT_EQ(l->unserved, 0);
+    ASSERT_EQ(r->iterations, l->queries);
+    ASSERT_EQ(r->n_samples_ms, l->queries);
+    ASSERT(r->latency_ms.min >= SERVICE_MS * 0.99);
+    ASSERT(r->latency_ms.p99 >= SERVICE_MS);
+    ASSERT(l->service_ms.median >= SERVICE_MS * 0.99);
+    near = light_load_near_ideal(&c, qps, r, late);
+  }
+  ASSERT(near);
   mb_bench_report_free(report);
   return 0;
 }
