@@ -62,14 +62,16 @@ fuzz-build:
 	@cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_targets
 
 # A short run of every target over its seeds and saved crashes; the fixed
-# seed makes a failure here repeat on the next run.
+# seed makes a failure here repeat on the next run. Seeds of some targets
+# are written by the normal build's tool and models (fuzz/make_corpus.sh).
 test-fuzz: fuzz-build
-	FUZZ_FLAGS="-seed=1 $${FUZZ_FLAGS:-}" fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_TEST_SECONDS) $(FUZZ_TARGETS)
+	MB_FUZZ_MODELS=$(BUILD)/models FUZZ_FLAGS="-seed=1 $${FUZZ_FLAGS:-}" fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_TEST_SECONDS) $(FUZZ_TARGETS)
 
 fuzz: export MB_WITH_FUZZ = 1
 fuzz: deps
+	@$(MAKE) --no-print-directory build
 	@$(MAKE) --no-print-directory fuzz-build
-	fuzz/run.sh $(FUZZ_BUILD) $${FUZZ_SECONDS:-60} $(FUZZ_TARGETS)
+	MB_FUZZ_MODELS=$(BUILD)/models fuzz/run.sh $(FUZZ_BUILD) $${FUZZ_SECONDS:-60} $(FUZZ_TARGETS)
 
 format:
 	clang-format -i include/*.h src/*/*.[ch] tests/*.[ch] tools/*.c bench/*.c fuzz/*.[ch] fuzz/targets/*.c examples/*.c 2>/dev/null || true

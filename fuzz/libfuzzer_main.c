@@ -7,6 +7,15 @@
 #define MB_FUZZ_FN(name) MB_FUZZ_FN_(name)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+const char *__asan_default_options(void);
+
+/* A request for more than 128 MiB returns NULL, as malloc may on any
+ * machine: the library must answer it with an out-of-memory status, and
+ * the fuzzer is not stopped by a mutated shape's honest huge allocation. */
+const char *__asan_default_options(void) {
+  return "allocator_may_return_null=1:max_allocation_size_mb=128";
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

@@ -34,7 +34,7 @@ for target in "$@"; do
   dirs=("$corpus")
   [ -d "$here/regressions/$target" ] && dirs+=("$here/regressions/$target")
   dict=()
-  [ -f "$here/dicts/$target.dict" ] && dict=(-dict="$here/dicts/$target.dict")
+  [ -f "$corpus.dict" ] && dict=(-dict="$corpus.dict")
   mkdir -p "$here/crashes/$target"
   echo "fuzz $target: $(find "$corpus" -type f | wc -l) seeds, ${seconds}s"
   rc=0
