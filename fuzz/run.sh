@@ -9,6 +9,7 @@
 # and, once fixed, move it to fuzz/regressions/TARGET/, which
 # tests/test_fuzz_regressions.c replays in every test run.
 # FUZZ_FLAGS adds libFuzzer flags (later flags win), e.g. -seed=1.
+# FUZZ_LOG_DIR keeps each target's libFuzzer log there as TARGET.log.
 # Exit status: 0 when no target crashed, else that of the last failure.
 set -euo pipefail
 build=${1:?usage: fuzz/run.sh BUILD_DIR SECONDS [TARGET...]}
@@ -30,6 +31,10 @@ for target in "$@"; do
   [ -x "$bin" ] || { echo "fuzz/run.sh: $bin not built (make fuzz)" >&2; exit 2; }
   corpus=$work/$target
   log=$work/$target.log
+  if [ -n "${FUZZ_LOG_DIR:-}" ]; then
+    mkdir -p "$FUZZ_LOG_DIR"
+    log=$FUZZ_LOG_DIR/$target.log
+  fi
   max_len=$("$here/make_corpus.sh" "$target" "$corpus" "$build")
   dirs=("$corpus")
   [ -d "$here/regressions/$target" ] && dirs+=("$here/regressions/$target")
