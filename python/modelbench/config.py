@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Union, get_type_hints
 
 _DEVICES = ("cpu", "cuda", "auto")
 _LOG_LEVELS = ("error", "warn", "info", "debug")
+# The engine's own limits (`modelbench bench`'s option parser): a config
+# beyond them would fail in the worker instead of here, naming the key.
+_ENGINE_MAX = {"batch_size": 2**31 - 1, "n_samples": 2**20, "threads": 1024,
+               "warmup": 2**31 - 1, "min_iterations": 2**31 - 1, "seed": 2**63 - 1,
+               "calibration_samples": 100000}
+_FLOAT_KEYS = ("warmup_time", "min_time", "max_time", "timeout", "rtol", "atol",
+               "max_error")
 
 
 @dataclass
@@ -116,6 +124,13 @@ class BenchmarkConfig:
         hints = get_type_hints(type(self))
         for f in dataclasses.fields(self):
             _check_type(f.name, getattr(self, f.name), hints[f.name])
+        for key in _FLOAT_KEYS:
+            if not math.isfinite(getattr(self, key)):
+                raise ValueError(f"config key {key!r} must be a finite number, got {getattr(self, key)}")
+        for key, most in _ENGINE_MAX.items():
+            value = getattr(self, key)
+            if value is not None and value > most:
+                raise ValueError(f"config key {key!r} must be <= {most}, got {value}")
         for key in ("batch_size", "n_samples", "threads", "min_iterations"):
             if getattr(self, key) < 1:
                 raise ValueError(f"config key {key!r} must be >= 1, got {getattr(self, key)}")
