@@ -75,7 +75,9 @@ bool mb__cli_parse_double(const char *s, double *out) {
     return false;
   errno = 0;
   double v = strtod(s, &end);
-  if (errno || *end || !isfinite(v))
+  /* ERANGE: an overflow (then infinite, refused below) or an underflow to
+   * a subnormal or zero, which is still the number written. */
+  if ((errno && errno != ERANGE) || *end || !isfinite(v))
     return false;
   *out = v;
   return true;
