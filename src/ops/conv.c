@@ -1012,15 +1012,19 @@ static mb_status convt_run(mb_op_ctx *ctx) {
     return mb__op_error(ctx, MB_STATUS_OVERFLOW, "workspace size overflows");
   if ((status = float_views_init(ctx, x, w, b, y, work, &v)))
     return status;
-  float *col = (float *)((char *)ctx->scratch[3] + v.work_offset);
+  /* No scratch at all when the input is empty (work 0). */
+  float *col = work ? (float *)((char *)ctx->scratch[3] + v.work_offset) : NULL;
   int64_t rows = g.c_out_group * g.kernel_size;
   for (int64_t n = 0; n < g.batch; n++) {
     for (int64_t grp = 0; grp < g.group; grp++) {
-      const float *xg = v.x + (n * g.c_in + grp * g.c_in_group) * g.in_size;
-      const float *wg = v.w + grp * g.c_in_group * rows;
       float *yg = v.y + (n * g.c_out + grp * g.c_out_group) * g.out_size;
       fill_bias(yg, v.b ? v.b + grp * g.c_out_group : NULL, g.c_out_group,
                 g.out_size);
+      /* An empty input adds nothing to the bias (and has no data). */
+      if (x->numel == 0)
+        continue;
+      const float *xg = v.x + (n * g.c_in + grp * g.c_in_group) * g.in_size;
+      const float *wg = v.w + grp * g.c_in_group * rows;
       /* col = W_g^T [Mg*K, Cg] x X_g [Cg, in_size] */
       mb__sgemm(ctx->pool, true, false, rows, g.in_size, g.c_in_group, 1.0f, wg,
                 rows, xg, g.in_size, 0.0f, col, g.in_size);
