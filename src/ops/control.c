@@ -55,6 +55,9 @@ static mb_op_value cf_slot_value(cf_slot *s) {
 static mb_status cf_slot_set(mb_op_ctx *ctx, cf_slot *dst,
                              const mb_op_value *src) {
   if (cf_kind(src) == MB__KIND_TENSOR) {
+    if (!src->tensor) /* an omitted input where a value is carried */
+      return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
+                          "a loop-carried or scan input is missing");
     mb__sequence_free(&dst->seq);
     return mb__op_copy_tensor(ctx, &dst->tensor, src->tensor);
   }
