@@ -44,6 +44,7 @@ for target in "$@"; do
   echo "fuzz $target: $(find "$corpus" -type f | wc -l) seeds, ${seconds}s"
   rc=0
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} MODELBENCH_LOG=error \
+    UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
     "$bin" -max_total_time="$seconds" -max_len="$max_len" -timeout=25 \
     -rss_limit_mb=2560 -malloc_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$here/crashes/$target/" "${dict[@]}" ${FUZZ_FLAGS:-} \
