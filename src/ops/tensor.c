@@ -1786,7 +1786,8 @@ static mb_status unique_run(mb_op_ctx *ctx) {
   mb_tensor *y = ctx->outputs[0];
   size_t es = mb_dtype_size(x->dtype);
   size_t block = (size_t)p.inner * es;
-  if (y != NULL)
+  /* block 0: an empty slice (a zero dim beside the axis), no data to copy */
+  if (y != NULL && block > 0)
     for (int64_t o = 0; o < p.outer; o++)
       for (int64_t u = 0; u < p.n_unique; u++)
         memcpy((char *)y->data + (size_t)(o * p.n_unique + u) * block,
