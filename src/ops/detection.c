@@ -303,6 +303,10 @@ static void roi_sample_at(const roi_plan *p, double y, double x,
   s->w[3] = ly * lx;
 }
 
+/* The most samples per bin side of the adaptive grid (sampling_ratio 0):
+ * a box this many bins' sides wide is far past any image. */
+#define ROI_MAX_GRID 65536
+
 static mb_status roi_run(mb_op_ctx *ctx) {
   roi_plan p;
   mb_status st = roi_plan_make(ctx, &p);
@@ -330,10 +334,22 @@ static mb_status roi_run(mb_op_ctx *ctx) {
       roi_h = fmax(roi_h, 1.0);
     }
     double bin_h = roi_h / (double)p.out_h, bin_w = roi_w / (double)p.out_w;
-    int64_t grid_h = p.sampling_ratio > 0 ? p.sampling_ratio
-                                          : (int64_t)ceil(roi_h / p.out_h);
-    int64_t grid_w = p.sampling_ratio > 0 ? p.sampling_ratio
-                                          : (int64_t)ceil(roi_w / p.out_w);
+    double adaptive_h = ceil(roi_h / p.out_h),
+           adaptive_w = ceil(roi_w / p.out_w);
+    /* Written so that NaN fails too: an infinite box (or scale) has no
+     * sampling grid, a huge one would not finish. */
+    if (!(fabs(x1) + fabs(y1) + fabs(x2) + fabs(y2) < 1e15) ||
+        (p.sampling_ratio <= 0 &&
+         !(fmax(adaptive_h, adaptive_w) <= ROI_MAX_GRID)))
+      return mb__op_error(ctx, MB_STATUS_UNSUPPORTED,
+                          "roi %lld [%g, %g, %g, %g] (scaled) is not finite "
+                          "or needs more than %d x %d samples per bin",
+                          (long long)r, x1, y1, x2, y2, ROI_MAX_GRID,
+                          ROI_MAX_GRID);
+    int64_t grid_h =
+        p.sampling_ratio > 0 ? p.sampling_ratio : (int64_t)adaptive_h;
+    int64_t grid_w =
+        p.sampling_ratio > 0 ? p.sampling_ratio : (int64_t)adaptive_w;
     grid_h = MB_MAX(grid_h, 0);
     grid_w = MB_MAX(grid_w, 0);
     double count = (double)MB_MAX(grid_h * grid_w, 1);
