@@ -1511,10 +1511,17 @@ static mb_status space_plan_make(mb_op_ctx *ctx, bool to_space, space_plan *p) {
   if (x->rank != 4)
     return mb__op_error(ctx, MB_STATUS_SHAPE, "input must be 4-D, got rank %d",
                         x->rank);
-  if (bs < 1)
+  if (bs < 1 || bs > MB_OP_ATTR_MAX)
     return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
-                        "blocksize must be >= 1");
+                        "blocksize %lld is outside 1..%lld", (long long)bs,
+                        (long long)MB_OP_ATTR_MAX);
   int64_t n = x->dims[0], c = x->dims[1], h = x->dims[2], w = x->dims[3];
+  int64_t hs, ws, cs;
+  if (!mb__mul_i64(h, bs, &hs) || !mb__mul_i64(w, bs, &ws) ||
+      !mb__mul_i64(c, bs * bs, &cs))
+    return mb__op_error(ctx, MB_STATUS_OVERFLOW,
+                        "blocksize %lld makes the output shape overflow",
+                        (long long)bs);
   if (to_space) {
     if (c % (bs * bs) != 0)
       return mb__op_error(ctx, MB_STATUS_SHAPE,
@@ -1535,7 +1542,7 @@ static mb_status space_plan_make(mb_op_ctx *ctx, bool to_space, space_plan *p) {
     } else {
       return mb__op_error(ctx, MB_STATUS_UNSUPPORTED, "mode '%s'", mode);
     }
-    int64_t out[4] = {n, cc, h * bs, w * bs};
+    int64_t out[4] = {n, cc, hs, ws};
     memcpy(p->out, out, sizeof(out));
   } else {
     if (h % bs != 0 || w % bs != 0)
@@ -1545,7 +1552,7 @@ static mb_status space_plan_make(mb_op_ctx *ctx, bool to_space, space_plan *p) {
     int pm[6] = {0, 3, 5, 1, 2, 4};
     memcpy(p->dims6, d, sizeof(d));
     memcpy(p->perm, pm, sizeof(pm));
-    int64_t out[4] = {n, c * bs * bs, h / bs, w / bs};
+    int64_t out[4] = {n, cs, h / bs, w / bs};
     memcpy(p->out, out, sizeof(out));
   }
   return MB_STATUS_OK;
