@@ -304,8 +304,10 @@ static void roi_sample_at(const roi_plan *p, double y, double x,
 }
 
 /* The most samples per bin side of the adaptive grid (sampling_ratio 0):
- * a box this many bins' sides wide is far past any image. */
-#define ROI_MAX_GRID 65536
+ * a box 1024 feature-map pixels per output bin is past any real feature
+ * map (detectors sample a few per side), and the square of it per bin is
+ * already a million samples. */
+#define ROI_MAX_GRID 1024
 
 static mb_status roi_run(mb_op_ctx *ctx) {
   roi_plan p;
