@@ -199,6 +199,37 @@ TEST(stat_warnings) {
                                "phase");
   mb__result_clear(&r);
 
+  /* A busy machine and a runtime whose OpenMP threads spin: the advice,
+   * unless the user already chose a wait policy. */
+  unsetenv("OMP_WAIT_POLICY");
+  memset(&r, 0, sizeof r);
+  r.status = MB_BENCH_OK;
+  r.iterations = 1000;
+  snprintf(r.runtime, sizeof r.runtime, "onednn");
+  ASSERT_EQ(mb__result_add_stat_warnings(&r, &m), MB_STATUS_OK);
+  ASSERT_EQ(r.n_warnings, 2);
+  ASSERT_STR_EQ(r.warnings[0], "machine busy: load average 3.90 on 4 cores");
+  ASSERT_CONTAINS(r.warnings[1], "onednn's OpenMP threads spin-wait");
+  ASSERT_CONTAINS(r.warnings[1], "OMP_WAIT_POLICY=passive");
+  mb__result_clear(&r);
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  memset(&r, 0, sizeof r);
+  r.status = MB_BENCH_OK;
+  r.iterations = 1000;
+  snprintf(r.runtime, sizeof r.runtime, "onednn");
+  ASSERT_EQ(mb__result_add_stat_warnings(&r, &m), MB_STATUS_OK);
+  ASSERT_EQ(r.n_warnings, 1);
+  mb__result_clear(&r);
+  unsetenv("OMP_WAIT_POLICY");
+  /* ONNX Runtime's own pool: the busy line only. */
+  memset(&r, 0, sizeof r);
+  r.status = MB_BENCH_OK;
+  r.iterations = 1000;
+  snprintf(r.runtime, sizeof r.runtime, "onnxruntime");
+  ASSERT_EQ(mb__result_add_stat_warnings(&r, &m), MB_STATUS_OK);
+  ASSERT_EQ(r.n_warnings, 1);
+  mb__result_clear(&r);
+
   /* Quiet machine, enough iterations, unknown governor: no warning. */
   r.iterations = 1000;
   r.latency_ms.cv = 0.01;

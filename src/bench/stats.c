@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 double mb__percentile(const double *sorted, int64_t n, double p) {
   if (n <= 0)
@@ -107,6 +108,22 @@ static mb_status add_busy_warning(mb_bench_result *result,
                                 prefix, machine->load_average, machine->cores);
 }
 
+/* Runtimes whose threads are libgomp's: its workers spin at every barrier
+ * (OMP_WAIT_POLICY unset), so when another process takes a core one
+ * preempted worker stalls each parallel region. On a busy 2-core machine
+ * this slowed oneDNN's conversions 20-90x against ONNX Runtime's ~8x
+ * (issue 17): their medians then measure the load, not the engine.
+ * OMP_WAIT_POLICY=passive must be set before modelbench starts (libgomp
+ * reads it once, at load). */
+static const char *const openmp_runtimes[] = {"onednn", "pytorch", "libtorch"};
+
+static int spins_on_openmp(const char *runtime) {
+  for (size_t i = 0; i < sizeof openmp_runtimes / sizeof *openmp_runtimes; i++)
+    if (strcmp(runtime, openmp_runtimes[i]) == 0)
+      return 1;
+  return 0;
+}
+
 mb_status mb__result_add_stat_warnings(mb_bench_result *result,
                                        const mb_machine_info *machine) {
   mb_status status = MB_STATUS_OK;
@@ -129,8 +146,18 @@ mb_status mb__result_add_stat_warnings(mb_bench_result *result,
         result, "CPU frequency governor is '%s', not 'performance'",
         machine->governor);
   if (machine && machine->cores > 0 && machine->load_average >= 0.0 &&
-      machine->load_average > (double)machine->cores - 0.5 && !status)
+      machine->load_average > (double)machine->cores - 0.5 && !status) {
     status = add_busy_warning(result, machine);
+    if (!status && spins_on_openmp(result->runtime) &&
+        !getenv("OMP_WAIT_POLICY"))
+      status = mb__result_add_warning(
+          result,
+          "%s's OpenMP threads spin-wait: on a busy machine its latency "
+          "measures the load far more than other runtimes' (set "
+          "OMP_WAIT_POLICY=passive before modelbench starts, or run on an "
+          "idle machine)",
+          result->runtime);
+  }
   return status;
 }
 
