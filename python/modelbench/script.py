@@ -38,14 +38,18 @@ BENCH_VALUE_OPTIONS = (
     "--threads", "--seed", "--rtol", "--atol", "--max-error", "--calibration-samples",
     "--calibration-method", "--calibration-inputs", "--csv", "--markdown", "--html",
     "--predicted-ms", "--label", "--cache-dir", "--rebuild", "--log-dir", "--log-level",
-    "--config",
+    "--config", "--slo",
 )
 BENCH_FLAGS = (
     "--allow-device-override", "--no-isolate", "--fail-fast", "--no-fallback",
     "--no-record", "--lean-cache", "--no-cache", "--traceback",
 )
 #: bench's input options: a script's models run on the inputs the script gave them.
-REFUSED = ("--batch-size", "--shape", "--input-range", "--n-samples", "--inputs", "--labels")
+REFUSED = ("--batch-size", "--shape", "--input-range", "--n-samples", "--inputs", "--labels",
+           "--dim")
+#: bench's sweeps (issue 16) re-run a model file at other batch sizes, dims or
+#: threads; a script's models are benchmarked once, as the script called them.
+NO_SWEEP = ("--sweep",)
 #: bench's executor options (docs/executors.md): a script's models run here.
 LOCAL_ONLY = ("--executor", "--split", "--partition", "--time-limit", "--mem",
               "--cpus-per-task", "--account", "--sbatch-arg", "--retries", "--no-wait",
@@ -70,6 +74,13 @@ class _Refused(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         parser.error(f"{option_string}: a script's models run on the inputs the script "
                      "gives them, so bench's input options do not apply")
+
+
+class _NoSweep(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"{option_string}: a script's models are benchmarked once, as the "
+                     "script called them; sweep a model file with 'modelbench bench "
+                     "--sweep' (or 'modelbench load') instead")
 
 
 class _LocalOnly(argparse.Action):
@@ -118,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
         a(opt, action=_Passthrough, nargs=0, help=argparse.SUPPRESS)
     for opt in REFUSED:
         a(opt, action=_Refused, help=argparse.SUPPRESS)
+    for opt in NO_SWEEP:
+        a(opt, action=_NoSweep, help=argparse.SUPPRESS)
     for opt in LOCAL_ONLY:
         a(opt, action=_LocalOnly, nargs="?", help=argparse.SUPPRESS)
     return p

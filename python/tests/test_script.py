@@ -195,8 +195,10 @@ def test_benchmark_with_labels_hash_filter_and_reports(tmp_path, cache_dir):
     assert page.count('<section class="script"') == 2
     assert f"Script <code>{s.resolve()}</code>" in page and "task=demo" in page
     header_row = csv.read_text().splitlines()[0].split(",")
-    assert header_row[-6:] == ["script", "model_location", "label:model", "label:framework",
-                               "label:task", "label:author"]
+    # The script's columns, then (after the load columns) the labels, last.
+    at = header_row.index("script")
+    assert header_row[at + 1] == "model_location"
+    assert header_row[-4:] == ["label:model", "label:framework", "label:task", "label:author"]
 
     # The history keeps the labels and the script.
     hist = modelbench("history", "--label", "task=demo", "--json", check=0).stdout
@@ -218,6 +220,10 @@ def test_options_are_checked_before_any_script_runs(tmp_path, cache_dir):
     assert "inputs the script gives" in proc.stderr
     proc = modelbench("script", check=2)
     assert "at least one" in proc.stderr
+    proc = modelbench("script", s, "--dim", "seq=8", check=2)
+    assert "inputs the script gives" in proc.stderr
+    proc = modelbench("script", s, "--sweep", "threads=1,2", check=2)
+    assert "--sweep" in proc.stderr and "benchmarked once" in proc.stderr
     proc = modelbench("script", s, "--executor", "slurm", check=2)
     assert "--executor" in proc.stderr and "this machine" in proc.stderr
 
@@ -231,5 +237,6 @@ def test_bench_options_table_matches_bench():
 
     options = set(re.findall(r"(--[a-z][a-z-]+)", text))
     known = set(script_cmd.BENCH_VALUE_OPTIONS) | set(script_cmd.BENCH_FLAGS) | set(
-        script_cmd.REFUSED) | set(script_cmd.LOCAL_ONLY) | {"--json", "--recursive", "--help"}
+        script_cmd.REFUSED) | set(script_cmd.NO_SWEEP) | set(script_cmd.LOCAL_ONLY) | {
+            "--json", "--recursive", "--help"}
     assert options - known == set(), options - known
