@@ -41,12 +41,23 @@ mb_status mb__result_add_warning(mb_bench_result *result, const char *fmt, ...)
  * variance (CV > 5%), a p99 from fewer than 100 iterations, a CPU
  * frequency governor other than `performance`, a busy machine (the load
  * average at the start of the run). machine: borrowed. */
+/* The "fresh memory" warning of a timed phase that took `faults` minor page
+ * faults over result->iterations inferences, each costing fault_us
+ * (mb__page_fault_us; measure.c calls it once the latency statistics are
+ * in): said when each inference faults in at least MB_WARN_FAULT_PAGES
+ * pages and their estimated kernel time is past MB_WARN_FAULT_SHARE of the
+ * median, i.e. when the runtime's allocator hands memory back to the OS
+ * and takes it again every run. */
+mb_status mb__result_add_fault_warning(mb_bench_result *result,
+                                       long long faults, double fault_us);
 mb_status mb__result_add_stat_warnings(mb_bench_result *result,
                                        const mb_machine_info *machine);
 
 /* Thresholds of the warnings above, also used by the tests. */
 #define MB_WARN_CV 0.05
 #define MB_WARN_P99_MIN_ITERATIONS 100
+#define MB_WARN_FAULT_PAGES 16
+#define MB_WARN_FAULT_SHARE 0.05
 
 /* Frees what a result owns (accuracy, warnings, samples, backtrace) and
  * leaves those pointers NULL and counts 0. */
@@ -81,6 +92,13 @@ int mb__peak_rss_reset(void);
 /* mb__now(): core/internal.h */
 /* CPU time (user + system, all threads) of this process in seconds. */
 double mb__cpu_time(void);
+/* Minor page faults of this process so far (getrusage), -1 when unknown. */
+long long mb__minor_faults(void);
+/* What one minor fault on fresh anonymous memory costs here, in
+ * microseconds: the best of a few rounds of mapping, touching and
+ * unmapping 64 pages (~0.3 us on bare metal, ~10 us in some VMs). 0 when
+ * it cannot be measured. Takes up to a few ms. */
+double mb__page_fault_us(void);
 
 /* ---- the model in its forms (model_files.c) ---- */
 

@@ -5,6 +5,7 @@
 #include "bench/bench_internal.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -136,6 +137,35 @@ int mb__peak_rss_reset(void) {
   if (fclose(f) != 0)
     ok = 0;
   return ok;
+}
+
+long long mb__minor_faults(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0)
+    return -1;
+  return (long long)ru.ru_minflt;
+}
+
+double mb__page_fault_us(void) {
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0)
+    return 0.0;
+  const size_t pages = 64, size = pages * (size_t)page;
+  double best = 0.0;
+  for (int round = 0; round < 3; round++) {
+    double start = mb__now();
+    volatile char *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      return 0.0;
+    for (size_t i = 0; i < size; i += (size_t)page)
+      p[i] = 1;
+    munmap((void *)p, size);
+    double us = (mb__now() - start) * 1e6 / (double)pages;
+    if (round == 0 || us < best)
+      best = us;
+  }
+  return best;
 }
 
 double mb__cpu_time(void) {

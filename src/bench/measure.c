@@ -103,6 +103,7 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
   int64_t n = 0;
   double inference_s = 0.0;
   double cpu_start = mb__cpu_time();
+  long long faults_start = mb__minor_faults();
   double start = mb__now(), last_report = start;
   double delay_s = test_delay_s(result->conversion_index);
   for (;;) {
@@ -141,6 +142,7 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
   }
   double end = mb__now();
   double cpu_s = mb__cpu_time() - cpu_start;
+  long long faults_end = mb__minor_faults();
 
   result->iterations = n;
   result->n_samples_ms = n;
@@ -153,6 +155,13 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
                         : 0.0;
   report(progress, "measure", n, end - start);
   if ((status = mb__latency_stats(samples_ms, n, &result->latency_ms, err)))
+    return status;
+
+  /* Only a run that faults often pays for measuring what a fault costs. */
+  if (faults_start >= 0 &&
+      faults_end - faults_start >= MB_WARN_FAULT_PAGES * n &&
+      (status = mb__result_add_fault_warning(result, faults_end - faults_start,
+                                             mb__page_fault_us())))
     return status;
 
   /* A single-threaded run that got much less than one CPU was preempted:

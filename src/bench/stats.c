@@ -108,6 +108,26 @@ static mb_status add_busy_warning(mb_bench_result *result,
                                 prefix, machine->load_average, machine->cores);
 }
 
+mb_status mb__result_add_fault_warning(mb_bench_result *result,
+                                       long long faults, double fault_us) {
+  if (result->iterations <= 0 || faults <= 0 || !(fault_us > 0.0))
+    return MB_STATUS_OK;
+  double per_run = (double)faults / (double)result->iterations;
+  double cost_ms = per_run * fault_us * 1e-3;
+  double median = result->latency_ms.median;
+  if (per_run < MB_WARN_FAULT_PAGES || !(median > 0.0) ||
+      cost_ms < MB_WARN_FAULT_SHARE * median)
+    return MB_STATUS_OK;
+  return mb__result_add_warning(
+      result,
+      "fresh memory: %.0f page faults per inference (~%.3g ms of the %.3g ms "
+      "median at %.2g us each, measured here): the allocator returns memory to "
+      "the OS and takes "
+      "it back every run (glibc's mmap threshold; a caching allocator or "
+      "MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_ would remove it)",
+      per_run, cost_ms, median, fault_us);
+}
+
 /* Runtimes whose threads are libgomp's: its workers spin at every barrier
  * (OMP_WAIT_POLICY unset), so when another process takes a core one
  * preempted worker stalls each parallel region. On a busy 2-core machine
