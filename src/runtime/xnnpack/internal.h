@@ -141,6 +141,7 @@ typedef struct build_ctx {
   size_t (*qdims)[XNN_RANK_MAX];
   bool *qkeep;
   bool *fused; /* per graph node: lowered into the int8 op before it */
+  bool *dead;  /* per segment position: nothing needs the node's results */
   mb_error *err;
 } build_ctx;
 

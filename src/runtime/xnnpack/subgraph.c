@@ -227,6 +227,7 @@ void mb__xnn_build_free(build_ctx *b) {
   free(b->qdims);
   free(b->qkeep);
   free(b->fused);
+  free(b->dead);
 }
 
 #endif /* MB_HAVE_XNNPACK */

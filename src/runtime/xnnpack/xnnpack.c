@@ -335,6 +335,39 @@ static const char *segment_label(const mb_segment_desc *d, char *buf,
   return buf;
 }
 
+/* Marks the segment's nodes nothing needs (*dead_out, per position,
+ * malloc'ed for the caller): no output of theirs leaves the segment or is
+ * read by a needed node (a graph's dead ends: a fuzzed model's, an export's
+ * unused branch). They are not lowered: XNNPACK git20220216's fp16 rewrite
+ * asserts on a value only a dead node reads (found by fuzz model_hybrid). */
+static mb_status mark_dead(const build_ctx *b, bool **dead_out) {
+  const mb_segment_desc *d = b->seg_desc;
+  const mb_graph *g = b->eg->graph;
+  bool *needed = calloc((size_t)MB_MAX(g->n_values, 1), sizeof *needed);
+  bool *dead = calloc((size_t)MB_MAX(d->n_nodes, 1), sizeof *dead);
+  if (!needed || !dead) {
+    free(needed);
+    free(dead);
+    return mb__error(b->err, MB_STATUS_OUT_OF_MEMORY,
+                     "xnnpack: out of memory marking dead nodes");
+  }
+  for (int v = 0; v < g->n_values; v++)
+    needed[v] = b->output_slot[v] >= 0;
+  for (int p = d->n_nodes - 1; p >= 0; p--) {
+    const mb_node *n = &g->nodes[d->nodes[p]];
+    bool live = false;
+    for (int j = 0; j < n->n_outputs && !live; j++)
+      live = n->outputs[j] >= 0 && needed[n->outputs[j]];
+    dead[p] = !live;
+    for (int j = 0; live && j < n->n_inputs; j++)
+      if (n->inputs[j] >= 0)
+        needed[n->inputs[j]] = true;
+  }
+  free(needed);
+  *dead_out = dead;
+  return MB_STATUS_OK;
+}
+
 /* Compiles a segment; int8: Conv, Gemm and MatMul with parameters in
  * options->quant run on int8 (else everything in float or fp16). */
 static mb_status compile_segment(const mb_segment_desc *segment,
@@ -381,7 +414,7 @@ static mb_status compile_segment(const mb_segment_desc *segment,
     if (b.qids)
       b.qids[v] = XNN_INVALID_VALUE_ID;
   }
-  if ((status = mb__xnn_io_init(&b)))
+  if ((status = mb__xnn_io_init(&b)) || (status = mark_dead(&b, &b.dead)))
     goto fail;
   xs = xnn_create_subgraph((uint32_t)(segment->n_inputs + segment->n_outputs),
                            0, &b.subgraph);
@@ -394,7 +427,7 @@ static mb_status compile_segment(const mb_segment_desc *segment,
   for (int i = 0; i < segment->n_nodes; i++) {
     const mb_node *n = &eg->graph->nodes[segment->nodes[i]];
     b.node = n;
-    if (mb__engine_node_folded(eg, n) ||
+    if (b.dead[i] || mb__engine_node_folded(eg, n) ||
         (b.fused && b.fused[segment->nodes[i]]))
       continue;
     const xnn_op_row *row = mb__xnn_op_find(n);
