@@ -310,6 +310,17 @@ TEST(roialign_max_mode) {
   ASSERT_CONTAINS(r.oc.err.message, "batch_indices[0] = 5");
   free_tensors(bad, 3);
   node_run_free(&r);
+  /* A sampling grid past any real detector (65536 x 65536 per bin, found
+   * by fuzz model_run) is refused before it is sampled, not run for hours. */
+  ASSERT_EQ(case_init(&r.oc, "", "RoiAlign", 3, 1), 0);
+  case_int(&r.oc, "sampling_ratio", 65536);
+  mb_tensor *huge[3] = {tensor_of(MB_DTYPE_FLOAT, 4, xd, plane),
+                        tensor_of(MB_DTYPE_FLOAT, 2, rd, V(1, 1, 3, 3)),
+                        tensor_of(MB_DTYPE_INT64, 1, bd, V(0))};
+  ASSERT_EQ(run_node(&r, "RoiAlign", 16, huge, 3, 1), MB_STATUS_UNSUPPORTED);
+  ASSERT_CONTAINS(r.oc.err.message, "65536 x 65536 per bin");
+  free_tensors(huge, 3);
+  node_run_free(&r);
   return 0;
 }
 

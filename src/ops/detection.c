@@ -308,6 +308,11 @@ static void roi_sample_at(const roi_plan *p, double y, double x,
  * map (detectors sample a few per side), and the square of it per bin is
  * already a million samples. */
 #define ROI_MAX_GRID 1024
+/* The most bilinear samples one RoiAlign node takes in all (rois x
+ * channels x bins x grid): 2^27, past a Mask R-CNN box head's ~5e7 (1000
+ * rois x 256 channels x 7x7 bins x 2x2), and a few seconds at most. A
+ * fuzzed sampling_ratio of 65536 asked for 4 billion per bin. */
+#define ROI_MAX_SAMPLES ((double)(1 << 27))
 
 static mb_status roi_run(mb_op_ctx *ctx) {
   roi_plan p;
@@ -319,6 +324,7 @@ static mb_status roi_run(mb_op_ctx *ctx) {
   mb_tensor *y = ctx->outputs[0];
   int64_t plane = p.height * p.width;
   double offset = p.half_pixel ? 0.5 : 0.0;
+  double samples = 0.0; /* taken so far, bounded by ROI_MAX_SAMPLES */
   for (int64_t r = 0; r < p.rois; r++) {
     int64_t batch = mb__tensor_get_i64(idx, r);
     if (batch < 0 || batch >= x->dims[0])
@@ -354,6 +360,14 @@ static mb_status roi_run(mb_op_ctx *ctx) {
         p.sampling_ratio > 0 ? p.sampling_ratio : (int64_t)adaptive_w;
     grid_h = MB_MAX(grid_h, 0);
     grid_w = MB_MAX(grid_w, 0);
+    samples += (double)p.channels * (double)p.out_h * (double)p.out_w *
+               (double)grid_h * (double)grid_w;
+    if (samples > ROI_MAX_SAMPLES)
+      return mb__op_error(ctx, MB_STATUS_UNSUPPORTED,
+                          "rois 0..%lld need %.3g bilinear samples (%lld x "
+                          "%lld per bin), more than the %.3g one node may take",
+                          (long long)r, samples, (long long)grid_h,
+                          (long long)grid_w, ROI_MAX_SAMPLES);
     double count = (double)MB_MAX(grid_h * grid_w, 1);
     for (int64_t c = 0; c < p.channels; c++) {
       int64_t base = (batch * p.channels + c) * plane;
