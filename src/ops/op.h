@@ -41,6 +41,9 @@ enum {
    * (control flow: the shapes come from running a subgraph); infer only
    * validates. Static inference leaves such outputs unknown. */
   MB_OP_ALLOCATES = 1u << 2,
+  /* Output 0 may be omitted ("" in the model: LSTM's Y). For every other
+   * row the interpreter refuses a node without it before infer runs. */
+  MB_OP_OPTIONAL_FIRST_OUTPUT = 1u << 3,
 };
 
 typedef struct mb_op_def {

@@ -599,17 +599,18 @@ RNN_OP(LSTM, RNN_LSTM)
 #undef RNN_OP
 
 /* Opset 1 had an output_sequence attribute (Y is computed whenever the
- * model asks for it, so it changes nothing here); 14 added layout. */
+ * model asks for it, so it changes nothing here); 14 added layout. Every
+ * output is optional, Y included. */
 const mb_op_def mb__ops_rnn[] = {
-    {"", "RNN", 1, rnn_infer_RNN, rnn_run_RNN, 0},
-    {"", "RNN", 7, rnn_infer_RNN, rnn_run_RNN, 0},
-    {"", "RNN", 14, rnn_infer_RNN, rnn_run_RNN, 0},
-    {"", "GRU", 1, rnn_infer_GRU, rnn_run_GRU, 0},
-    {"", "GRU", 3, rnn_infer_GRU, rnn_run_GRU, 0},
-    {"", "GRU", 7, rnn_infer_GRU, rnn_run_GRU, 0},
-    {"", "GRU", 14, rnn_infer_GRU, rnn_run_GRU, 0},
-    {"", "LSTM", 1, rnn_infer_LSTM, rnn_run_LSTM, 0},
-    {"", "LSTM", 7, rnn_infer_LSTM, rnn_run_LSTM, 0},
-    {"", "LSTM", 14, rnn_infer_LSTM, rnn_run_LSTM, 0},
+    {"", "RNN", 1, rnn_infer_RNN, rnn_run_RNN, MB_OP_OPTIONAL_FIRST_OUTPUT},
+    {"", "RNN", 7, rnn_infer_RNN, rnn_run_RNN, MB_OP_OPTIONAL_FIRST_OUTPUT},
+    {"", "RNN", 14, rnn_infer_RNN, rnn_run_RNN, MB_OP_OPTIONAL_FIRST_OUTPUT},
+    {"", "GRU", 1, rnn_infer_GRU, rnn_run_GRU, MB_OP_OPTIONAL_FIRST_OUTPUT},
+    {"", "GRU", 3, rnn_infer_GRU, rnn_run_GRU, MB_OP_OPTIONAL_FIRST_OUTPUT},
+    {"", "GRU", 7, rnn_infer_GRU, rnn_run_GRU, MB_OP_OPTIONAL_FIRST_OUTPUT},
+    {"", "GRU", 14, rnn_infer_GRU, rnn_run_GRU, MB_OP_OPTIONAL_FIRST_OUTPUT},
+    {"", "LSTM", 1, rnn_infer_LSTM, rnn_run_LSTM, MB_OP_OPTIONAL_FIRST_OUTPUT},
+    {"", "LSTM", 7, rnn_infer_LSTM, rnn_run_LSTM, MB_OP_OPTIONAL_FIRST_OUTPUT},
+    {"", "LSTM", 14, rnn_infer_LSTM, rnn_run_LSTM, MB_OP_OPTIONAL_FIRST_OUTPUT},
 };
 MB_OP_TABLE_END(rnn);

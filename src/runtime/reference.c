@@ -381,7 +381,15 @@ static mb_status alloc_outputs(mb_op_ctx *ctx, const mb_op_def *def) {
 }
 
 /* Operators without MB_OP_VALUES take tensors only. */
+/* What every node must satisfy before its infer runs: its first output
+ * exists unless the row says it is optional (infer and run write it
+ * unchecked: a fuzzed Squeeze with outputs ["", "Y_h"] wrote through NULL),
+ * and a tensor operator gets tensors. */
 static mb_status check_input_kinds(mb_op_ctx *ctx, const mb_op_def *def) {
+  if (!(def->flags & (MB_OP_OPTIONAL_FIRST_OUTPUT | MB_OP_ALLOCATES)) &&
+      (ctx->n_outputs < 1 || ctx->node->outputs[0] < 0))
+    return mb__op_error(ctx, MB_STATUS_PARSE,
+                        "output 0 is required but the node omits it");
   if (def->flags & MB_OP_VALUES)
     return MB_STATUS_OK;
   for (int j = 0; j < ctx->n_inputs; j++) {
