@@ -21,7 +21,13 @@ static int64_t json_int(const mb_json_value *obj, const char *key,
   const mb_json_value *v = mb__json_find(obj, key);
   if (!v || v->type != MB_JSON_NUMBER)
     return fallback;
-  return v->is_integer ? v->integer : (int64_t)v->number;
+  if (v->is_integer)
+    return v->integer;
+  /* A fraction or exponent outside int64 (1.8e19 in a hand-edited or
+   * corrupt state.json; found by fuzz build_state, UBSan) is not a size or
+   * a count: the field is unknown. Written so that NaN fails too. */
+  return v->number > -9.2e18 && v->number < 9.2e18 ? (int64_t)v->number
+                                                   : fallback;
 }
 
 static double json_double(const mb_json_value *obj, const char *key) {
