@@ -941,6 +941,8 @@ typedef struct pad_params {
   int64_t begin[MB_MAX_RANK], end[MB_MAX_RANK];
 } pad_params;
 
+#define PAD_MAX ((int64_t)1 << 40)
+
 static mb_status pad_params_read(mb_op_ctx *ctx, pad_params *p) {
   const mb_tensor *x = ctx->inputs[0];
   int r = x->rank;
@@ -987,6 +989,13 @@ static mb_status pad_params_read(mb_op_ctx *ctx, pad_params *p) {
                         "pads has %d entries, expected %d", n_pads, 2 * n_axes);
   memset(p->begin, 0, sizeof(p->begin));
   memset(p->end, 0, sizeof(p->end));
+  /* A pad past 2^40 elements is past any memory; bounding it keeps the
+   * dims' sums below from overflowing (a fuzzed INT64_MAX did; UBSan). */
+  for (int i = 0; i < n_pads; i++)
+    if (pads[i] > PAD_MAX || pads[i] < -PAD_MAX)
+      return mb__op_error(ctx, MB_STATUS_SHAPE,
+                          "pads[%d] = %lld is out of range", i,
+                          (long long)pads[i]);
   for (int i = 0; i < n_axes; i++) {
     p->begin[axes[i]] = pads[i];
     p->end[axes[i]] = pads[i + n_axes];
