@@ -692,7 +692,9 @@ static mb_status ew_legacy_view(mb_op_ctx *ctx, const mb_tensor *a,
     axis = mb__node_attr_int(ctx->node, "axis", 0);
     if (axis < 0)
       axis += a->rank;
-    if (axis < 0 || axis + b->rank > a->rank)
+    /* axis > a->rank - b->rank, written so a fuzzed INT64_MAX axis does not
+     * overflow (UBSan; found by fuzz model_run). */
+    if (axis < 0 || axis > (int64_t)a->rank - b->rank)
       return mb__op_error(ctx, MB_STATUS_SHAPE,
                           "legacy broadcast axis %lld does not fit B of rank "
                           "%d into A of rank %d",
