@@ -390,9 +390,9 @@ TEST(manifest_with_onnx) {
   mb_profile *profile = NULL;
   c.isolate = 0;
   c.min_iterations = 2;
-  ASSERT_OK(mb_profile_model(path_of("onnx.json"), "REFERENCE", &c, &profile,
-                             &err),
-            &err);
+  ASSERT_OK(
+      mb_profile_model(path_of("onnx.json"), "REFERENCE", &c, &profile, &err),
+      &err);
   ASSERT(profile->n_nodes > 0);
   mb_profile_free(profile);
   ASSERT_OK(mb_host_runtime_set("pytorch", &fake, &err), &err);
