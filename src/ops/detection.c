@@ -269,12 +269,17 @@ static mb_status roi_infer(mb_op_ctx *ctx) {
 typedef struct roi_sample {
   int64_t pos[4];
   double w[4];
+  bool inside; /* false: the sample is 0 and pos must not be read */
 } roi_sample;
 
 static void roi_sample_at(const roi_plan *p, double y, double x,
                           roi_sample *s) {
   memset(s, 0, sizeof *s);
-  if (y < -1.0 || y > (double)p->height || x < -1.0 || x > (double)p->width)
+  /* An empty feature map (H or W 0) has no pixel to sample: every sample
+   * is 0 (reading its "last" pixel read before the buffer; found by fuzz
+   * model_run, ASan). */
+  if (p->height <= 0 || p->width <= 0 || y < -1.0 || y > (double)p->height ||
+      x < -1.0 || x > (double)p->width)
     return;
   y = fmax(y, 0.0);
   x = fmax(x, 0.0);
@@ -291,6 +296,7 @@ static void roi_sample_at(const roi_plan *p, double y, double x,
   } else {
     x_high = x_low + 1;
   }
+  s->inside = true;
   double ly = y - (double)y_low, lx = x - (double)x_low;
   double hy = 1.0 - ly, hx = 1.0 - lx;
   s->pos[0] = y_low * p->width + x_low;
@@ -385,7 +391,9 @@ static mb_status roi_run(mb_op_ctx *ctx) {
               roi_sample_at(&p, yy, xx, &s);
               double v[4];
               for (int k = 0; k < 4; k++)
-                v[k] = s.w[k] * mb__tensor_get_f64(x, base + s.pos[k]);
+                v[k] = s.inside
+                           ? s.w[k] * mb__tensor_get_f64(x, base + s.pos[k])
+                           : 0.0;
               if (p.max_mode) {
                 double m = fmax(fmax(v[0], v[1]), fmax(v[2], v[3]));
                 acc = first ? m : fmax(acc, m);
