@@ -237,20 +237,23 @@ static mb_status gather_run(mb_op_ctx *ctx) {
   const char *src = x->data;
   char *dst = y->data;
   for (int64_t o = 0; o < outer; o++) {
-    const char *base = src + (size_t)(o * n) * block;
     for (int64_t j = 0; j < ind->numel; j++) {
       int64_t idx = 0;
+      /* Resolved before any pointer is formed: along an empty axis X has
+       * no data (NULL) and every index is out of range (UBSan on a fuzzed
+       * Gather; found by fuzz model_run). */
       CHECK(resolve_index(ctx, index_at(ind, j), n, "index", &idx));
+      const char *from = src + (size_t)(o * n + idx) * block;
       /* Fixed-size copies of the common embedding/scalar cases inline. */
       switch (block) {
       case 4:
-        memcpy(dst, base + idx * 4, 4);
+        memcpy(dst, from, 4);
         break;
       case 8:
-        memcpy(dst, base + idx * 8, 8);
+        memcpy(dst, from, 8);
         break;
       default:
-        memcpy(dst, base + (size_t)idx * block, block);
+        memcpy(dst, from, block);
       }
       dst += block;
     }
