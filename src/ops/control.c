@@ -380,6 +380,13 @@ static mb_status scan_slice(mb_op_ctx *ctx, mb_tensor *dst,
                             const mb_tensor *src, int axis, int64_t index) {
   int64_t dims[MB_MAX_RANK];
   int rank = 0;
+  /* Every scan input must have the scan's length along its axis: a shorter
+   * one was read past its end (ASan; found by fuzz model_run). */
+  if (index < 0 || index >= src->dims[axis])
+    return mb__op_error(ctx, MB_STATUS_SHAPE,
+                        "a scan input has %lld steps along axis %d; the scan "
+                        "reads step %lld",
+                        (long long)src->dims[axis], axis, (long long)index);
   for (int d = 0; d < src->rank; d++)
     if (d != axis)
       dims[rank++] = src->dims[d];
