@@ -37,6 +37,7 @@ static void set_reason(const char *fmt, ...) {
   va_end(ap);
 }
 
+#ifdef MB_LIBTORCH_MODULE_BUILT
 /* dlopens path when it exists. Returns 1 when loaded; a file that is there
  * but does not load ends the search with the loader's reason (*stop):
  * falling back to another copy would hide the problem. */
@@ -101,6 +102,7 @@ static void *open_module(void) {
                                      "MODELBENCH_LIBTORCH_MODULE to its path)");
   return NULL;
 }
+#endif /* MB_LIBTORCH_MODULE_BUILT */
 
 static void lt_load(void) {
 #ifndef MB_LIBTORCH_MODULE_BUILT
