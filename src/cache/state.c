@@ -30,6 +30,14 @@ static int64_t json_int(const mb_json_value *obj, const char *key,
                                                    : fallback;
 }
 
+/* A size or a time: negative means unknown (-1), as the writer leaves it
+ * out (a hand-edited "bytes": -5 read as -5 came back as -1 after a round
+ * trip; found by fuzz build_state). */
+static int64_t json_size(const mb_json_value *obj, const char *key) {
+  int64_t v = json_int(obj, key, -1);
+  return v >= 0 ? v : -1;
+}
+
 static double json_double(const mb_json_value *obj, const char *key) {
   const mb_json_value *v = mb__json_find(obj, key);
   return v && v->type == MB_JSON_NUMBER ? v->number : NAN;
@@ -92,8 +100,8 @@ mb_status mb__bc_state_read(const char *path, mb_arena *arena,
   state->key_hash = json_str(arena, root, "key_hash");
   const mb_json_value *model = mb__json_find(root, "model");
   state->key.model_path = json_str(arena, model, "path");
-  state->model_bytes = json_int(model, "bytes", -1);
-  state->model_mtime_ns = json_int(model, "mtime_ns", -1);
+  state->model_bytes = json_size(model, "bytes");
+  state->model_mtime_ns = json_size(model, "mtime_ns");
   state->build_ms = json_double(root, "build_ms");
   v = mb__json_find(root, "stages");
   if (v && v->type == MB_JSON_ARRAY && v->count > 0) {
@@ -113,7 +121,7 @@ mb_status mb__bc_state_read(const char *path, mb_arena *arena,
       const char *artifact = json_str(arena, &v->items[i], "name");
       if (artifact)
         state->artifacts[state->n_artifacts++] =
-            (mb_build_artifact){artifact, json_int(&v->items[i], "bytes", -1)};
+            (mb_build_artifact){artifact, json_size(&v->items[i], "bytes")};
     }
   }
   v = mb__json_find(root, "lean");
