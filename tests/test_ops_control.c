@@ -343,8 +343,65 @@ TEST(hybrid_falls_back_around_control_flow) {
   return 0;
 }
 
+/* A Loop growing a sequence one tensor per iteration (SequenceInsert on
+ * the carried sequence): 50 iterations give 50 tensors; 10,000 would copy
+ * the growing sequence (twice per iteration) some 100 million times: the
+ * Loop stops at the copy budget, an error naming it, instead of running
+ * for minutes. */
+TEST(loop_grown_sequence_is_bounded) {
+  int64_t xd[1] = {2};
+  mb_tensor *in[1] = {tensor_of(MB_DTYPE_FLOAT, 1, xd, V(1, 2))};
+  static const double trips[2] = {50, 10000};
+  for (int big = 0; big < 2; big++) {
+    graph_builder b;
+    gb_init(&b, 13);
+    gb_input(&b, "x", MB_DTYPE_FLOAT, 1, xd);
+    const char *m_trip =
+        gb_const(&b, MB_DTYPE_INT64, 0, NULL, (const double[]){trips[big]});
+    const char *cond0 = gb_const(&b, MB_DTYPE_BOOL, 0, NULL, V(1));
+    const char *seq0 = GB_OP(&b, "SequenceEmpty");
+    const char *grown = "grown";
+    gb_node_outs(&b, "Loop", 3, (const char *[]){m_trip, cond0, seq0}, 1,
+                 &grown);
+    static const mb_dtype body_types[] = {MB_DTYPE_INT64, MB_DTYPE_BOOL,
+                                          MB_DTYPE_FLOAT};
+    mb_graph *body =
+        sub_create(&b, b.graph, 3, (const char *[]){"i", "c", "s"}, body_types);
+    if (body) /* "s" is a sequence */
+      body->values[body->inputs[2]].type = MB_VALUE_TYPE_SEQUENCE;
+    sub_node(&b, body, "Identity", 1, (const char *[]){"c"}, "c_out");
+    sub_node(&b, body, "SequenceInsert", 2, (const char *[]){"s", "x"},
+             "s_out");
+    sub_output(&b, body, "c_out");
+    sub_output(&b, body, "s_out");
+    attach(&b, "body", body);
+    const char *len = GB_OP(&b, "SequenceLength", grown);
+    gb_output(&b, len, MB_DTYPE_INT64, 0, NULL);
+    mb_model *m = gb_finish(&b);
+    ASSERT(m);
+    int rc = 0;
+    if (big) {
+      rc = expect_run_error(m, in, "Loop", "copied 16777216 tensors");
+    } else {
+      mb_tensor *out[1] = {0};
+      rc = run_one(m, in, out);
+      if (!rc && mb__tensor_get_f64(out[0], 0) != 50)
+        rc = 1;
+      free_tensors(out, 1);
+    }
+    mb_model_free(m);
+    if (rc) {
+      free_tensors(in, 1);
+      return rc;
+    }
+  }
+  free_tensors(in, 1);
+  return 0;
+}
+
 TEST_MAIN(TEST_ENTRY(scan_axes_and_directions),
           TEST_ENTRY(loop_condition_and_outer_scopes),
           TEST_ENTRY(split_and_concat_sequences),
           TEST_ENTRY(errors_name_node_and_fault),
-          TEST_ENTRY(hybrid_falls_back_around_control_flow))
+          TEST_ENTRY(hybrid_falls_back_around_control_flow),
+          TEST_ENTRY(loop_grown_sequence_is_bounded))

@@ -26,6 +26,7 @@ void mb__sequence_reset(mb__sequence *s, mb_dtype dtype) {
   }
   s->kind = MB__KIND_SEQUENCE;
   s->dtype = dtype;
+  s->copied = 0;
 }
 
 static mb_status sequence_grow(mb__sequence *s, mb_error *err) {
@@ -54,6 +55,15 @@ mb_status mb__sequence_push(mb__sequence *s, mb_tensor *t, mb_error *err) {
 mb_status mb__sequence_insert_copy(mb__sequence *s, int at, const mb_tensor *t,
                                    mb_error *err) {
   mb_tensor *copy = NULL;
+  if (s->copied >= MB__SEQUENCE_MAX_COPIED)
+    return mb__error(
+        err, MB_STATUS_UNSUPPORTED,
+        "making this sequence copied %lld tensors, the most the reference "
+        "interpreter copies: it copies a sequence at every step that "
+        "changes it, so a sequence grown one tensor per loop iteration "
+        "stops at about 4,000 tensors",
+        (long long)s->copied);
+  s->copied++;
   mb_status status = mb_tensor_clone(t, &copy, err);
   if (status)
     return status;
@@ -71,6 +81,7 @@ mb_status mb__sequence_copy(mb__sequence *dst, const mb__sequence *src,
     return MB_STATUS_OK;
   mb__sequence_reset(dst, src->dtype);
   dst->kind = src->kind;
+  dst->copied = src->copied;
   for (int i = 0; src->kind == MB__KIND_SEQUENCE && i < src->count; i++) {
     mb_status status = mb__sequence_insert_copy(dst, i, src->items[i], err);
     if (status)

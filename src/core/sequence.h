@@ -22,21 +22,34 @@ typedef struct mb__sequence {
   int count, cap;
   mb_tensor **items; /* count tensors */
   bool borrowed;
+  /* Tensors copied to make this sequence, its ancestors' copies included
+   * (a sequence made from another starts at the other's count). Values are
+   * immutable, so a loop that grows a sequence copies it every iteration:
+   * quadratic work that MB__SEQUENCE_MAX_COPIED bounds. */
+  int64_t copied;
 } mb__sequence;
+
+/* The most tensors copied to make one sequence (see `copied`): about 16
+ * million, a few seconds; a sequence grown one tensor per loop iteration
+ * reaches it at about 4,000 tensors (each
+ * iteration copies it twice). */
+#define MB__SEQUENCE_MAX_COPIED ((int64_t)1 << 24)
 
 /* Frees owned items and forgets borrowed ones; keeps the array for reuse.
  * Leaves kind and dtype. */
 void mb__sequence_clear(mb__sequence *s);
 /* Clears and frees the item array; s is then zero (a tensor). */
 void mb__sequence_free(mb__sequence *s);
-/* Makes s an empty, owning sequence of `dtype`. */
+/* Makes s an empty, owning sequence of `dtype` (copied 0). */
 void mb__sequence_reset(mb__sequence *s, mb_dtype dtype);
-/* Inserts a deep copy of t at position `at` (0..count). */
+/* Inserts a deep copy of t at position `at` (0..count). Fails with
+ * MB_STATUS_UNSUPPORTED once s->copied reaches MB__SEQUENCE_MAX_COPIED. */
 mb_status mb__sequence_insert_copy(mb__sequence *s, int at, const mb_tensor *t,
                                    mb_error *err);
 /* Appends t, taking ownership (also on failure, when t is freed). */
 mb_status mb__sequence_push(mb__sequence *s, mb_tensor *t, mb_error *err);
-/* dst = deep copy of src (kind, dtype and items). */
+/* dst = deep copy of src (kind, dtype and items; copied = src's plus the
+ * items copied). */
 mb_status mb__sequence_copy(mb__sequence *dst, const mb__sequence *src,
                             mb_error *err);
 /* dst = a borrowed view of src's items (src must outlive the view). */

@@ -15,6 +15,14 @@ mb_status mb__op_error(mb_op_ctx *ctx, mb_status status, const char *fmt, ...) {
                    mb__node_label(ctx->node, label, sizeof label), msg);
 }
 
+mb_status mb__op_label_error(mb_op_ctx *ctx, mb_status status) {
+  if (status == MB_STATUS_OK || !ctx->err)
+    return status;
+  char msg[MB_ERROR_MESSAGE_SIZE];
+  snprintf(msg, sizeof msg, "%s", ctx->err->message);
+  return mb__op_error(ctx, status, "%s", msg);
+}
+
 void *mb__op_scratch(mb_op_ctx *ctx, int slot, size_t bytes) {
   MB_ASSERT(slot >= 0 && slot < MB_OP_SCRATCH_SLOTS);
   if (ctx->scratch_size[slot] >= bytes && ctx->scratch[slot])
@@ -283,5 +291,5 @@ mb_status mb__op_set_output_value(mb_op_ctx *ctx, int j,
   mb__sequence *seq = mb__op_output_seq(ctx, j);
   if (!seq)
     return MB_STATUS_INTERNAL;
-  return mb__sequence_copy(seq, src->seq, ctx->err);
+  return mb__op_label_error(ctx, mb__sequence_copy(seq, src->seq, ctx->err));
 }

@@ -12,9 +12,12 @@
 
 #include <stdlib.h>
 
-/* Loops without a trip count stop on their condition; this bounds a body
- * whose condition never turns false. */
-#define CF_MAX_ITERATIONS ((int64_t)1 << 24)
+/* The most iterations one Loop runs, with or without a trip count: a body
+ * whose condition never turns false, or a trip count no model means (the
+ * exporter's INT64_MAX beside a condition is common and fine: the
+ * condition ends those), is an error after about a million iterations,
+ * not hours of work. */
+#define CF_MAX_ITERATIONS ((int64_t)1 << 20)
 
 static const mb_graph *cf_graph_attr(mb_op_ctx *ctx, const char *name) {
   const mb_attr *a = mb__node_attr(ctx->node, name);
@@ -61,7 +64,8 @@ static mb_status cf_slot_set(mb_op_ctx *ctx, cf_slot *dst,
     mb__sequence_free(&dst->seq);
     return mb__op_copy_tensor(ctx, &dst->tensor, src->tensor);
   }
-  return mb__sequence_copy(&dst->seq, src->seq, ctx->err);
+  return mb__op_label_error(ctx,
+                            mb__sequence_copy(&dst->seq, src->seq, ctx->err));
 }
 
 static void cf_slots_free(cf_slot *slots, int n) {
@@ -258,11 +262,13 @@ static mb_status loop_run(mb_op_ctx *ctx) {
   mb_tensor cond_t = {
       .dtype = MB_DTYPE_BOOL, .numel = 1, .nbytes = 1, .data = &cond_byte};
   for (; !st && iter < trip && cond; iter++) {
-    if (!bounded && iter >= CF_MAX_ITERATIONS) {
+    if (iter >= CF_MAX_ITERATIONS) {
       st = mb__op_error(ctx, MB_STATUS_UNSUPPORTED,
-                        "the loop ran %lld iterations without its condition "
-                        "turning false",
-                        (long long)iter);
+                        "the loop ran %lld iterations, the most the reference "
+                        "interpreter runs, %s",
+                        (long long)iter,
+                        bounded ? "before reaching its trip count"
+                                : "without its condition turning false");
       break;
     }
     cond_byte = cond;
@@ -285,8 +291,9 @@ static mb_status loop_run(mb_op_ctx *ctx) {
         st = mb__op_error(ctx, MB_STATUS_SHAPE,
                           "scan output %d of the body is not a tensor", k);
       else
-        st = mb__sequence_insert_copy(&scan[k], scan[k].count, o->tensor,
-                                      ctx->err);
+        st = mb__op_label_error(
+            ctx, mb__sequence_insert_copy(&scan[k], scan[k].count, o->tensor,
+                                          ctx->err));
     }
     for (int k = 0; k < carried; k++) { /* swap state and next */
       cf_slot t = state[k];
@@ -439,8 +446,9 @@ static mb_status scan_loop(mb_op_ctx *ctx, const scan_plan *p,
     for (int k = 0; k < p->states && !st; k++)
       st = cf_slot_set(ctx, &next[k], &outs[k]);
     for (int k = 0; k < p->outs && !st; k++)
-      st = mb__sequence_insert_copy(&collected[k], collected[k].count,
-                                    outs[p->states + k].tensor, ctx->err);
+      st = mb__op_label_error(
+          ctx, mb__sequence_insert_copy(&collected[k], collected[k].count,
+                                        outs[p->states + k].tensor, ctx->err));
     for (int k = 0; k < p->states; k++) {
       cf_slot tmp = state[k];
       state[k] = next[k];
@@ -651,8 +659,9 @@ static mb_status seqmap_run(mb_op_ctx *ctx) {
         st = mb__op_error(ctx, MB_STATUS_SHAPE,
                           "body output %d is not a tensor", j);
       else
-        st =
-            mb__sequence_insert_copy(out, out->count, outs[j].tensor, ctx->err);
+        st = mb__op_label_error(ctx, mb__sequence_insert_copy(out, out->count,
+                                                              outs[j].tensor,
+                                                              ctx->err));
       if (!st)
         out->dtype = outs[j].tensor->dtype;
     }

@@ -121,6 +121,10 @@ static inline struct mb_threadpool *mb__op_pool(const mb_op_ctx *ctx,
  * "Conv 'conv1': kernel_shape has 3 entries for a 4-D input". */
 mb_status mb__op_error(mb_op_ctx *ctx, mb_status status, const char *fmt, ...)
     MB_PRINTF(3, 4);
+/* Returns status; when it is an error, prepends the node's label to the
+ * message in ctx->err, as mb__op_error would have (for errors of helpers
+ * that do not know the node, such as core/sequence.h's). */
+mb_status mb__op_label_error(mb_op_ctx *ctx, mb_status status);
 
 /* Input i, or NULL when i >= n_inputs or omitted. */
 static inline mb_tensor *mb__op_input(mb_op_ctx *ctx, int i) {

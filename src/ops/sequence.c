@@ -133,7 +133,7 @@ static mb_status seq_construct_run(mb_op_ctx *ctx) {
   mb__sequence_reset(out, ctx->inputs[0]->dtype);
   for (int i = 0; i < ctx->n_inputs && !st; i++)
     st = mb__sequence_insert_copy(out, i, ctx->inputs[i], ctx->err);
-  return st;
+  return mb__op_label_error(ctx, st);
 }
 
 static mb_status seq_insert_infer(mb_op_ctx *ctx) {
@@ -162,11 +162,13 @@ static mb_status seq_insert_run(mb_op_ctx *ctx) {
   mb_status st;
   if ((st = seq_input(ctx, 0, &seq)) || (st = seq_output(ctx, 0, &out)) ||
       (st = position_input(ctx, 2, seq->count, &pos)) ||
-      (st = seq_position(ctx, pos, seq->count, true, &at)) ||
-      (st = mb__sequence_copy(out, seq, ctx->err)))
+      (st = seq_position(ctx, pos, seq->count, true, &at)))
     return st;
+  st = mb__sequence_copy(out, seq, ctx->err);
   out->dtype = ctx->inputs[1]->dtype;
-  return mb__sequence_insert_copy(out, at, ctx->inputs[1], ctx->err);
+  if (!st)
+    st = mb__sequence_insert_copy(out, at, ctx->inputs[1], ctx->err);
+  return mb__op_label_error(ctx, st);
 }
 
 static mb_status seq_erase_infer(mb_op_ctx *ctx) {
@@ -192,10 +194,11 @@ static mb_status seq_erase_run(mb_op_ctx *ctx) {
       (st = seq_position(ctx, pos, seq->count, false, &at)))
     return st;
   mb__sequence_reset(out, seq->dtype);
+  out->copied = seq->copied;
   for (int i = 0; i < seq->count && !st; i++)
     if (i != at)
       st = mb__sequence_insert_copy(out, out->count, seq->items[i], ctx->err);
-  return st;
+  return mb__op_label_error(ctx, st);
 }
 
 /* ---- SequenceAt, SequenceLength ---- */
