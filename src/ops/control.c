@@ -575,6 +575,8 @@ static mb_status scan_run(mb_op_ctx *ctx) {
                             "output %d changes shape between batch entries", k);
           break;
         }
+        if (y->nbytes == 0) /* empty: no storage to point into */
+          continue;
         char *dst = (char *)y->data + (size_t)b * (size_t)steps * chunk;
         if (k < p.states) {
           memcpy(dst, part->data, chunk);
