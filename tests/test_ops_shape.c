@@ -1,8 +1,8 @@
-/* Shape, data-movement and resize kernels (src/ops/shape.c, tensor.c,
- * resize.c), called directly through their op table rows with a hand-built
- * node and context: value-dependent shapes, negative axes, zero-sized dims,
- * int64/bool data, error messages, and the DYNAMIC answer of infer when a
- * value input's data is not known. */
+/* Shape, data-movement and resize kernels (src/ops/shape.c, indexing.c,
+ * layout.c, selection.c, resize.c), called directly through their op table rows
+ * with a hand-built node and context: value-dependent shapes, negative axes,
+ * zero-sized dims, int64/bool data, error messages, and the DYNAMIC answer of
+ * infer when a value input's data is not known. */
 #include "ops/op.h"
 #include "test.h"
 

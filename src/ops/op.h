@@ -268,7 +268,9 @@ void mb__sgemm(struct mb_threadpool *pool, bool trans_a, bool trans_b,
   X(gemm)                                                                      \
   X(norm)                                                                      \
   X(shape)                                                                     \
-  X(tensor)                                                                    \
+  X(indexing)                                                                  \
+  X(layout)                                                                    \
+  X(selection)                                                                 \
   X(resize)                                                                    \
   X(quantize)                                                                  \
   X(rnn)                                                                       \

@@ -4,7 +4,7 @@
  *
  * Everything here moves bytes, so kernels are type-generic by element size.
  * This file also owns the strided-copy and transpose helpers that the
- * data-movement kernels of tensor.c build on (mb__copy_strided,
+ * data-movement kernels of layout.c build on (mb__copy_strided,
  * mb__transpose). */
 #include "ops/op.h"
 
