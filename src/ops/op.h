@@ -1,9 +1,9 @@
 /* Operator interface of the reference interpreter.
  *
- * Each operator family file (elementwise.c, conv.c, ...) defines a table of
- * mb_op_def rows and registers it with one row in registry.c. The registry
- * resolves a node to the row with the highest since_version not above the
- * model's opset for the node's domain.
+ * Each operator family file (unary.c, conv.c, ...) defines a table of
+ * mb_op_def rows and registers it with one row in MB_OP_FAMILY_LIST below,
+ * which registry.c walks. The registry resolves a node to the row with the
+ * highest since_version not above the model's opset for the node's domain.
  *
  * Calling protocol, for every node, every run:
  *   1. infer(ctx): inputs have dtype/rank/dims set; their data may be NULL
@@ -261,7 +261,10 @@ void mb__sgemm(struct mb_threadpool *pool, bool trans_a, bool trans_b,
 
 /* ---- family tables, one line per family file (see registry.c) ---- */
 #define MB_OP_FAMILY_LIST(X)                                                   \
-  X(elementwise)                                                               \
+  X(unary)                                                                     \
+  X(binary)                                                                    \
+  X(where)                                                                     \
+  X(cast)                                                                      \
   X(reduce)                                                                    \
   X(conv)                                                                      \
   X(pool)                                                                      \
@@ -288,7 +291,9 @@ void mb__sgemm(struct mb_threadpool *pool, bool trans_a, bool trans_b,
 MB_OP_FAMILY_LIST(MB_X)
 #undef MB_X
 
-/* Defines the table of a family: MB_OP_TABLE(elementwise) = { rows }; */
+/* Ends the table of a family (defines its row count):
+ *   const mb_op_def mb__ops_unary[] = { rows };
+ *   MB_OP_TABLE_END(unary); */
 #define MB_OP_TABLE_END(family)                                                \
   const size_t mb__ops_##family##_count =                                      \
       sizeof(mb__ops_##family) / sizeof(mb__ops_##family[0])

@@ -544,7 +544,7 @@ const mb_op_def mb__ops_sequence[] = {
     SEQ_ROW("ConcatFromSequence", 11, concat_from_seq_infer,
             concat_from_seq_run),
     /* Identity took sequences from 14 and optionals from 16; earlier rows
-     * are elementwise.c's. */
+     * are cast.c's. */
     SEQ_ROW("Identity", 14, identity_infer, identity_run),
     SEQ_ROW("Identity", 16, identity_infer, identity_run),
     SEQ_ROW("Optional", 15, optional_infer, optional_run),
