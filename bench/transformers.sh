@@ -28,7 +28,9 @@ convs=${MB_BENCH_CONVERSIONS:-ORT_CPU,ONEDNN,BF16+ONEDNN,INT8_STATIC+ORT_CPU,INT
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(encoder_op17 encoder_op13 mha gpt_block bert_mask bert_base)
 
-exporter=$(dirname "$0")/../tools/export_transformers.py
+# The exporter runs from tools/ (it imports its neighbours), so both paths
+# it is given are absolute.
+exporter=$(cd "$(dirname "$0")/../tools" && pwd)/export_transformers.py
 for name in "${names[@]}"; do
   if [ ! -f "$models/$name/model.onnx" ]; then
     if ! /usr/bin/python3 -c "import torch, onnx" 2>/dev/null; then
@@ -36,8 +38,13 @@ for name in "${names[@]}"; do
       exit 0
     fi
     mkdir -p "$models"
-    (cd "$(dirname "$exporter")" && /usr/bin/python3 "$exporter" "$models" "$name") \
+    models_abs=$(cd "$models" && pwd)
+    (cd "$(dirname "$exporter")" && /usr/bin/python3 "$exporter" "$models_abs" "$name") \
       >>"$models/export.log" 2>&1
+    if [ ! -f "$models/$name/model.onnx" ]; then
+      echo "bench/transformers.sh: exporting $name failed; see $models/export.log" >&2
+      exit 1
+    fi
   fi
 done
 
