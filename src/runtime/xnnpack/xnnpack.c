@@ -175,19 +175,35 @@ static int xnn_supports_precision(mb_precision precision, char *reason,
                                   size_t size) {
   /* FP16 is accepted here; whether XNNPACK can run a given segment in fp16
    * only shows when its runtime is created, and compile() reports that.
-   * Without fp16 arithmetic (AVX512-FP16 on x86, FEAT_FP16 on Arm) XNNPACK
-   * converts around fp32 kernels: it runs, slower than fp32. */
-  static const char *const fp16_flags[] = {"avx512fp16", "asimdhp"};
+   * XNNPACK does fp16 arithmetic only with Arm's FP16 extension (asimdhp);
+   * on x86 the XNNPACK Debian ships (git20220216) has F16C kernels, which
+   * convert to and from fp32 around fp32 arithmetic, and no AVX512-FP16 ones
+   * (they came later), so fp16 runs, slower than fp32, even on a CPU with
+   * avx512_fp16. */
   if (precision == MB_PRECISION_FP32)
     return 1;
   if (precision == MB_PRECISION_FP16) {
-    if (mb__engine_cpu_has(fp16_flags, 2) > 0)
+#if defined(__x86_64__) || defined(__i386__)
+    static const char *const avx512_fp16[] = {"avx512_fp16"};
+    if (reason && size)
+      snprintf(reason, size,
+               "emulated on this CPU: XNNPACK %s has no x86 fp16 arithmetic "
+               "(its F16C kernels convert to and from fp32)%s",
+               XNN_VERSION_STRING,
+               mb__engine_cpu_has(avx512_fp16, 1) > 0
+                   ? "; this CPU has avx512_fp16, which a newer XNNPACK uses"
+                   : "");
+    return 2;
+#else
+    static const char *const asimdhp[] = {"asimdhp"};
+    if (mb__engine_cpu_has(asimdhp, 1) > 0)
       return 1;
     if (reason && size)
       snprintf(reason, size,
-               "emulated on this CPU: no fp16 arithmetic (avx512fp16 or "
-               "asimdhp), XNNPACK converts to and from fp32");
+               "emulated on this CPU: no fp16 arithmetic (asimdhp), XNNPACK "
+               "converts to and from fp32");
     return 2;
+#endif
   }
   if (precision == MB_PRECISION_INT8) {
     pthread_once(&int8_once, int8_probe_once);
