@@ -74,7 +74,7 @@ fuzz: deps
 	MB_FUZZ_MODELS=$(BUILD)/models fuzz/run.sh $(FUZZ_BUILD) $${FUZZ_SECONDS:-60} $(FUZZ_TARGETS)
 
 format:
-	clang-format -i include/*.h src/*/*.[ch] tests/*.[ch] tools/*.c bench/*.c fuzz/*.[ch] fuzz/targets/*.c examples/*.c 2>/dev/null || true
+	clang-format -i include/*.h src/*/*.[ch] src/*/*/*.[ch] tests/*.[ch] tools/*.c bench/*.c fuzz/*.[ch] fuzz/targets/*.c examples/*.c 2>/dev/null || true
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -292,9 +292,16 @@ def export(name, outdir, small):
 def main(argv):
     args = [a for a in argv[1:] if a != "--small"]
     small = "--small" in argv[1:]
-    if not args:
-        sys.stderr.write("usage: %s OUTDIR [--small] [NAME ...]\nmodels: %s\n"
-                         % (argv[0], " ".join(ZOO)))
+    usage = "usage: %s OUTDIR [--small] [NAME ...]\nmodels: %s\n" % (
+        argv[0], " ".join(ZOO))
+    if any(a in ("-h", "--help") for a in args):
+        sys.stdout.write(usage)
+        return 0
+    options = [a for a in args if a.startswith("-")]
+    if not args or options:
+        if options:
+            sys.stderr.write("unknown option(s): %s\n" % " ".join(options))
+        sys.stderr.write(usage)
         return 2
     names = args[1:] or list(ZOO)
     unknown = [n for n in names if n not in ZOO]
