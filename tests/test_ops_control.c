@@ -281,6 +281,36 @@ TEST(errors_name_node_and_fault) {
     if (rc)
       return rc;
   }
+  /* Scan (opset 8) whose sequence_lens is shorter than the batch. */
+  {
+    graph_builder b;
+    gb_init(&b, 8);
+    int64_t bd[3] = {2, 3, 1}, sd[2] = {2, 1}, ld[1] = {1};
+    gb_input(&b, "xs", MB_DTYPE_FLOAT, 3, bd);
+    const char *lens = gb_const(&b, MB_DTYPE_INT64, 1, ld, V(3));
+    const char *init = gb_const(&b, MB_DTYPE_FLOAT, 2, sd, V(0, 0));
+    const char *outs[2] = {"final", "steps"};
+    gb_node_outs(&b, "Scan", 3, (const char *[]){lens, init, "xs"}, 2, outs);
+    gb_int(&b, "num_scan_inputs", 1);
+    mb_graph *body =
+        sub_create(&b, b.graph, 2, (const char *[]){"acc", "x"}, NULL);
+    sub_node(&b, body, "Add", 2, (const char *[]){"acc", "x"}, "acc_out");
+    sub_node(&b, body, "Identity", 1, (const char *[]){"acc_out"}, "step");
+    sub_output(&b, body, "acc_out");
+    sub_output(&b, body, "step");
+    attach(&b, "body", body);
+    gb_output(&b, "final", MB_DTYPE_FLOAT, 2, sd);
+    gb_output(&b, "steps", MB_DTYPE_FLOAT, 3, bd);
+    mb_model *m = gb_finish(&b);
+    mb_tensor *xs[1] = {tensor_of(MB_DTYPE_FLOAT, 3, bd, V(1, 2, 3, 4, 5, 6))};
+    int rc = expect_run_error(m, xs, "Scan",
+                              "sequence_lens must hold one length per batch "
+                              "element (2), not 1");
+    free_tensors(xs, 1);
+    mb_model_free(m);
+    if (rc)
+      return rc;
+  }
   free_tensors(in, 1);
   return 0;
 }

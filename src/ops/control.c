@@ -523,8 +523,9 @@ static mb_status scan_run(mb_op_ctx *ctx) {
                           "input %d lacks the batch (and time) axes", i);
     if (!st && lens && lens->numel != batch)
       st = mb__op_error(ctx, MB_STATUS_SHAPE,
-                        "sequence_lens has %lld entries for a batch of %lld",
-                        (long long)lens->numel, (long long)batch);
+                        "sequence_lens must hold one length per batch "
+                        "element (%lld), not %lld",
+                        (long long)batch, (long long)lens->numel);
     for (int m = 0; m < p.ins && !st; m++)
       max_len = MB_MAX(max_len, ctx->inputs[1 + p.states + m]->dims[1]);
     for (int64_t b = 0; b < batch && !st; b++) {
