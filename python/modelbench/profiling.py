@@ -270,7 +270,9 @@ def profile(fn: Optional[Callable[..., Any]] = None, *,
             the session's, else EAGER and the default ONNX set.
         warmup_calls: first calls discarded (default: the session's, 2).
         validate: run the function again with the modules converted (the
-            PyTorch conversions) and print measured against predicted.
+            PyTorch conversions through torch, the ONNX ones through the C
+            library's in-process runner; TORCHSCRIPT is predicted only) and
+            print measured against predicted.
 
     The table is printed when the enclosing :func:`profile_session` ends,
     or by :func:`report` for calls made outside a session.
