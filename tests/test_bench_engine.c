@@ -175,7 +175,7 @@ TEST(stat_warnings) {
   m.cores = 4;
   m.load_average = 3.9;
   snprintf(m.governor, sizeof m.governor, "powersave");
-  ASSERT_EQ(mb__result_add_stat_warnings(&r, &m), MB_STATUS_OK);
+  ASSERT_EQ(mb__result_add_stat_warnings(&r, &m, -1.0, 1), MB_STATUS_OK);
   ASSERT_EQ(r.n_warnings, 4);
   ASSERT_STR_EQ(r.warnings[0], "high variance: CV 7.3% > 5%");
   ASSERT_STR_EQ(r.warnings[1], "p99 from only 20 iterations");
@@ -192,7 +192,7 @@ TEST(stat_warnings) {
                                        "a CPU during the timed phase"),
             MB_STATUS_OK);
   m.governor[0] = '\0';
-  ASSERT_EQ(mb__result_add_stat_warnings(&r, &m), MB_STATUS_OK);
+  ASSERT_EQ(mb__result_add_stat_warnings(&r, &m, -1.0, 1), MB_STATUS_OK);
   ASSERT_EQ(r.n_warnings, 1);
   ASSERT_STR_EQ(r.warnings[0], "machine busy: load average 3.90 on 4 cores, "
                                "the worker got 40% of a CPU during the timed "
@@ -216,7 +216,7 @@ TEST(stat_warnings) {
     r.status = MB_BENCH_OK;
     r.iterations = 1000;
     snprintf(r.runtime, sizeof r.runtime, "%s", spin_cases[i].runtime);
-    ASSERT_EQ(mb__result_add_stat_warnings(&r, &m), MB_STATUS_OK);
+    ASSERT_EQ(mb__result_add_stat_warnings(&r, &m, -1.0, 1), MB_STATUS_OK);
     ASSERT_EQ(r.n_warnings, spin_cases[i].n_warnings);
     ASSERT_STR_EQ(r.warnings[0], "machine busy: load average 3.90 on 4 cores");
     if (r.n_warnings == 2) {
@@ -255,12 +255,59 @@ TEST(stat_warnings) {
   ASSERT(fault_us > 0.0 && fault_us < 1e5);
   memset(&r, 0, sizeof r);
 
+  /* Measured: what other processes used while the run ran decides, not
+   * the load average (which counts the run's own threads and the previous
+   * minute). 2 threads on 4 cores leave 2 free: 2.2 cores of others fit
+   * within the quarter-core slack, 2.6 do not; on 2 cores with 2 threads,
+   * 0.2 of a core (daemons) is quiet and 0.6 is busy. */
+  static const struct {
+    int cores, threads;
+    double load, others;
+    const char *busy;
+  } measured[] = {
+      {4, 2, 3.9, 0.1, NULL},
+      {4, 2, 0.2, 2.2, NULL},
+      {4, 2, 0.2, 2.6,
+       "machine busy: other processes used 2.6 of 4 cores while it ran"},
+      {2, 2, 1.9, 0.2, NULL},
+      {2, 2, 0.0, 0.6,
+       "machine busy: other processes used 0.6 of 2 cores while it ran"},
+  };
+  for (size_t i = 0; i < sizeof measured / sizeof *measured; i++) {
+    memset(&r, 0, sizeof r);
+    r.status = MB_BENCH_OK;
+    r.iterations = 1000;
+    m.cores = measured[i].cores;
+    m.load_average = measured[i].load;
+    m.governor[0] = '\0';
+    ASSERT_EQ(mb__result_add_stat_warnings(&r, &m, measured[i].others,
+                                           measured[i].threads),
+              MB_STATUS_OK);
+    ASSERT_EQ(r.n_warnings, measured[i].busy ? 1 : 0);
+    if (measured[i].busy)
+      ASSERT_STR_EQ(r.warnings[0], measured[i].busy);
+    mb__result_clear(&r);
+  }
+  m.cores = 4;
+
+  /* The window itself: unknown when too short, else never negative and
+   * at most the machine's cores. */
+  mb_cpu_window w;
+  mb__cpu_window_start(&w);
+  ASSERT_EQ(mb__cpu_window_others(&w), -1.0);
+  w.wall -= 1.0; /* as if it had started a second ago */
+  double others = mb__cpu_window_others(&w);
+  if (others != -1.0) /* -1: no /proc/stat here */
+    ASSERT(others >= 0.0 &&
+           others <= (double)sysconf(_SC_NPROCESSORS_ONLN) + 0.5);
+  memset(&r, 0, sizeof r);
+
   /* Quiet machine, enough iterations, unknown governor: no warning. */
   r.iterations = 1000;
   r.latency_ms.cv = 0.01;
   m.load_average = 0.5;
   m.governor[0] = '\0';
-  ASSERT_EQ(mb__result_add_stat_warnings(&r, &m), MB_STATUS_OK);
+  ASSERT_EQ(mb__result_add_stat_warnings(&r, &m, -1.0, 1), MB_STATUS_OK);
   ASSERT_EQ(r.n_warnings, 0);
   return 0;
 }

@@ -50,14 +50,24 @@ mb_status mb__result_add_warning(mb_bench_result *result, const char *fmt, ...)
  * and takes it again every run. */
 mb_status mb__result_add_fault_warning(mb_bench_result *result,
                                        long long faults, double fault_us);
+/* The warnings every ok result gets from its statistics and the machine.
+ * others_cores: what other processes used while it was timed
+ * (mb__cpu_window_others), -1 when unknown; own_threads: the threads the
+ * run itself keeps busy (threads x sessions). The machine is busy when the
+ * others did not fit in the cores the run left free (with
+ * MB_WARN_OTHERS_SLACK of a core for daemons); without a measurement, when the
+ * load average at the start of the run was within half a core of the core
+ * count. */
 mb_status mb__result_add_stat_warnings(mb_bench_result *result,
-                                       const mb_machine_info *machine);
+                                       const mb_machine_info *machine,
+                                       double others_cores, int own_threads);
 
 /* Thresholds of the warnings above, also used by the tests. */
 #define MB_WARN_CV 0.05
 #define MB_WARN_P99_MIN_ITERATIONS 100
 #define MB_WARN_FAULT_PAGES 16
 #define MB_WARN_FAULT_SHARE 0.05
+#define MB_WARN_OTHERS_SLACK 0.25
 
 /* Frees what a result owns (accuracy, warnings, samples, backtrace) and
  * leaves those pointers NULL and counts 0. */
@@ -92,6 +102,20 @@ int mb__peak_rss_reset(void);
 /* mb__now(): core/internal.h */
 /* CPU time (user + system, all threads) of this process in seconds. */
 double mb__cpu_time(void);
+/* What other processes took of the machine's CPUs over a window, e.g.
+ * the timed phase: machine-wide busy time (/proc/stat) less this
+ * process's own (all its threads). The load average cannot tell this: it
+ * counts this process's own threads, and as a one-minute average it still
+ * holds the previous conversion's or build's work when a run starts. */
+typedef struct mb_cpu_window {
+  double wall, own, busy; /* at the start; busy -1 when unknown */
+} mb_cpu_window;
+#define MB_CPU_WINDOW_MIN_S 0.2
+void mb__cpu_window_start(mb_cpu_window *w);
+/* Cores' worth of CPU that other processes used since the start (0 when
+ * none), or -1 when unknown: no /proc/stat, or a window shorter than
+ * MB_CPU_WINDOW_MIN_S. */
+double mb__cpu_window_others(const mb_cpu_window *w);
 /* Minor page faults of this process so far (getrusage), -1 when unknown. */
 long long mb__minor_faults(void);
 /* What one minor fault on fresh anonymous memory costs here, in

@@ -174,3 +174,40 @@ double mb__cpu_time(void) {
     return 0.0;
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+/* CPU seconds every core spent busy since boot (user, nice, system, irq,
+ * softirq and steal of /proc/stat's "cpu" line; guest time is already in
+ * user), or -1 when unknown. */
+static double machine_busy_seconds(void) {
+  FILE *f = fopen("/proc/stat", "r");
+  unsigned long long v[8] = {0};
+  int n = 0;
+  if (f) {
+    n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+               &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+  }
+  long hz = sysconf(_SC_CLK_TCK);
+  if (n < 7 || hz <= 0)
+    return -1.0;
+  /* v: user nice system idle iowait irq softirq steal */
+  unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+  return (double)busy / (double)hz;
+}
+
+void mb__cpu_window_start(mb_cpu_window *w) {
+  w->wall = mb__now();
+  w->own = mb__cpu_time();
+  w->busy = machine_busy_seconds();
+}
+
+double mb__cpu_window_others(const mb_cpu_window *w) {
+  double wall = mb__now() - w->wall;
+  double busy = machine_busy_seconds();
+  /* /proc/stat counts in ticks (10 ms at 100 Hz): a shorter window says
+   * too little. */
+  if (w->busy < 0.0 || busy < 0.0 || wall < MB_CPU_WINDOW_MIN_S)
+    return -1.0;
+  double others = (busy - w->busy - (mb__cpu_time() - w->own)) / wall;
+  return others > 0.0 ? others : 0.0;
+}

@@ -84,17 +84,15 @@ mb_status mb__result_add_warning(mb_bench_result *result, const char *fmt,
   return MB_STATUS_OK;
 }
 
-/* One "machine busy" line per result: the load average joins the worker's
- * own observation (measure.c) when there is one. */
-static mb_status add_busy_warning(mb_bench_result *result,
-                                  const mb_machine_info *machine) {
+/* One "machine busy" line per result: what says so (`what`) joins the
+ * worker's own observation (measure.c) when there is one. */
+static mb_status add_busy_warning(mb_bench_result *result, const char *what) {
   static const char prefix[] = "machine busy: ";
   char line[MB_ERROR_MESSAGE_SIZE];
   for (int i = 0; i < result->n_warnings; i++) {
     if (strncmp(result->warnings[i], prefix, sizeof prefix - 1) != 0)
       continue;
-    if (snprintf(line, sizeof line, "%sload average %.2f on %d cores, %s",
-                 prefix, machine->load_average, machine->cores,
+    if (snprintf(line, sizeof line, "%s%s, %s", prefix, what,
                  result->warnings[i] + sizeof prefix - 1) < 0)
       return MB_STATUS_INTERNAL;
     char *joined = mb__strdup(line);
@@ -104,8 +102,26 @@ static mb_status add_busy_warning(mb_bench_result *result,
     result->warnings[i] = joined;
     return MB_STATUS_OK;
   }
-  return mb__result_add_warning(result, "%sload average %.2f on %d cores",
-                                prefix, machine->load_average, machine->cores);
+  return mb__result_add_warning(result, "%s%s", prefix, what);
+}
+
+/* Whether the machine was busy, and the words that say why (into what):
+ * measured other processes' CPU when there is a measurement, else the
+ * load average at the start of the run. */
+static bool machine_busy(const mb_machine_info *machine, double others_cores,
+                         int own_threads, char *what, size_t size) {
+  if (!machine || machine->cores <= 0)
+    return false;
+  if (others_cores >= 0.0) {
+    double free_cores = MB_MAX((double)machine->cores - own_threads, 0.0);
+    snprintf(what, size, "other processes used %.1f of %d cores while it ran",
+             others_cores, machine->cores);
+    return others_cores > free_cores + MB_WARN_OTHERS_SLACK;
+  }
+  snprintf(what, size, "load average %.2f on %d cores", machine->load_average,
+           machine->cores);
+  return machine->load_average >= 0.0 &&
+         machine->load_average > (double)machine->cores - 0.5;
 }
 
 mb_status mb__result_add_fault_warning(mb_bench_result *result,
@@ -145,7 +161,8 @@ static int spins_on_openmp(const char *runtime) {
 }
 
 mb_status mb__result_add_stat_warnings(mb_bench_result *result,
-                                       const mb_machine_info *machine) {
+                                       const mb_machine_info *machine,
+                                       double others_cores, int own_threads) {
   mb_status status = MB_STATUS_OK;
   if (result->status != MB_BENCH_OK)
     return MB_STATUS_OK;
@@ -165,9 +182,10 @@ mb_status mb__result_add_stat_warnings(mb_bench_result *result,
     status = mb__result_add_warning(
         result, "CPU frequency governor is '%s', not 'performance'",
         machine->governor);
-  if (machine && machine->cores > 0 && machine->load_average >= 0.0 &&
-      machine->load_average > (double)machine->cores - 0.5 && !status) {
-    status = add_busy_warning(result, machine);
+  char busy_why[160];
+  if (!status && machine_busy(machine, others_cores, own_threads, busy_why,
+                              sizeof busy_why)) {
+    status = add_busy_warning(result, busy_why);
     if (!status && spins_on_openmp(result->runtime) &&
         !getenv("OMP_WAIT_POLICY"))
       status = mb__result_add_warning(

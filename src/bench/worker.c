@@ -1059,11 +1059,14 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
   result->precision_share = -1.0;
   if (!worker_prepare(job, index, progress, result, &p))
     goto done;
+  mb_cpu_window timed;
+  mb__cpu_window_start(&timed);
   if (job->config->load.scenario != MB_LOAD_NONE)
     status = mb__load_measure(p.rt, p.sessions, p.n_sessions, job, progress,
                               result, &err);
   else
     status = mb__measure(p.rt, p.session, job, progress, result, &err);
+  double others_cores = mb__cpu_window_others(&timed);
   if (status)
     goto failed;
   report(progress, "accuracy");
@@ -1074,7 +1077,8 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
     if ((status = collect_segments(p.rt, p.session, job, result, &err)))
       goto failed;
   }
-  mb__result_add_stat_warnings(result, &job->machine);
+  mb__result_add_stat_warnings(result, &job->machine, others_cores,
+                               MB_MAX(job->config->threads, 1) * p.n_sessions);
   goto done;
 
 failed:
