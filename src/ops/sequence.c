@@ -278,7 +278,7 @@ static mb_status split_plan_make(mb_op_ctx *ctx, split_plan *p) {
       if (chunk < 1)
         return mb__op_error(ctx, MB_STATUS_SHAPE, "split %lld must be positive",
                             (long long)chunk);
-      p->count = (dim + chunk - 1) / chunk;
+      p->count = dim / chunk + (dim % chunk != 0); /* no dim + chunk */
     } else {
       p->count = split->numel;
     }
@@ -302,6 +302,10 @@ static mb_status split_plan_make(mb_op_ctx *ctx, split_plan *p) {
     if (p->sizes[i] < 0)
       return mb__op_error(ctx, MB_STATUS_SHAPE, "split[%lld] is negative",
                           (long long)i);
+    if (p->sizes[i] > dim - total) /* total stays <= dim: no overflow */
+      return mb__op_error(ctx, MB_STATUS_SHAPE,
+                          "split sizes add up to more than axis %d's %lld",
+                          p->axis, (long long)dim);
     total += p->sizes[i];
   }
   if (total != dim)
