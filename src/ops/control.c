@@ -17,7 +17,7 @@
  * exporter's INT64_MAX beside a condition is common and fine: the
  * condition ends those), is an error after about a million iterations,
  * not hours of work. */
-#define CF_MAX_ITERATIONS ((int64_t)1 << 20)
+int64_t mb__loop_max_iterations = (int64_t)1 << 20;
 
 static const mb_graph *cf_graph_attr(mb_op_ctx *ctx, const char *name) {
   const mb_attr *a = mb__node_attr(ctx->node, name);
@@ -262,7 +262,7 @@ static mb_status loop_run(mb_op_ctx *ctx) {
   mb_tensor cond_t = {
       .dtype = MB_DTYPE_BOOL, .numel = 1, .nbytes = 1, .data = &cond_byte};
   for (; !st && iter < trip && cond; iter++) {
-    if (iter >= CF_MAX_ITERATIONS) {
+    if (iter >= mb__loop_max_iterations) {
       st = mb__op_error(ctx, MB_STATUS_UNSUPPORTED,
                         "the loop ran %lld iterations, the most the reference "
                         "interpreter runs, %s",

@@ -126,6 +126,12 @@ mb_status mb__op_error(mb_op_ctx *ctx, mb_status status, const char *fmt, ...)
  * that do not know the node, such as core/sequence.h's). */
 mb_status mb__op_label_error(mb_op_ctx *ctx, mb_status status);
 
+/* The most iterations one Loop runs (2^20, control.c). Only the fuzz
+ * targets lower it: a fuzzed Loop running to 2^20 iterations through the
+ * reference and each hybrid runtime took 33 s under ASan, past libFuzzer's
+ * unit timeout, and says nothing that 2^12 iterations do not. */
+extern int64_t mb__loop_max_iterations;
+
 /* Input i, or NULL when i >= n_inputs or omitted. */
 static inline mb_tensor *mb__op_input(mb_op_ctx *ctx, int i) {
   return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
