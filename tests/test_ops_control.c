@@ -281,6 +281,24 @@ TEST(errors_name_node_and_fault) {
     if (rc)
       return rc;
   }
+  /* SplitToSequence whose sizes pass the axis before they are summed. */
+  {
+    graph_builder b;
+    gb_init(&b, 13);
+    gb_input(&b, "x", MB_DTYPE_FLOAT, 1, xd);
+    const char *split =
+        gb_const(&b, MB_DTYPE_INT64, 1, (const int64_t[]){2}, V(4, 2));
+    const char *seq = GB_OP(&b, "SplitToSequence", "x", split);
+    const char *y = GB_OP(&b, "ConcatFromSequence", seq);
+    gb_int(&b, "axis", 0);
+    gb_output(&b, y, MB_DTYPE_FLOAT, 1, xd);
+    mb_model *m = gb_finish(&b);
+    int rc = expect_run_error(m, in, "SplitToSequence",
+                              "split sizes add up to more than axis 0's 3");
+    mb_model_free(m);
+    if (rc)
+      return rc;
+  }
   /* Scan (opset 8) whose sequence_lens is shorter than the batch. */
   {
     graph_builder b;
