@@ -138,6 +138,51 @@ mb_status mb__dn_value_get_q(lctx *l, int v, const dnnl_memory_desc_t *want,
 
 /* The run-time source zero point argument of an int8 primitive, appended
  * to args when xq has a non-zero one. */
+bool mb__dn_q_act(lctx *l, int v, bool weights, dn_qact *out) {
+  const mb_quant_param *e =
+      l->quant && !mb__engine_constant(l->eg, v)
+          ? mb__engine_quant_activation(l->eg, l->quant, v)
+          : NULL;
+  if (!e || !isfinite(e->min) || !isfinite(e->max) || !(e->max >= e->min))
+    return false;
+  double lo = MB_MIN(e->min, 0.0), hi = MB_MAX(e->max, 0.0);
+  bool u8 = !weights && lo >= 0.0;
+  double scale = u8 ? hi / 255.0 : MB_MAX(-lo, hi) / 127.0;
+  if (!(scale > 0.0) || !((float)scale > 0.0f) || !isfinite((float)scale))
+    return false;
+  memset(out, 0, sizeof *out);
+  out->scale = (float)scale;
+  out->p.kind = MB_QUANT_KIND_ACTIVATION;
+  out->p.dtype = u8 ? MB_DTYPE_UINT8 : MB_DTYPE_INT8;
+  out->p.min = lo;
+  out->p.max = hi;
+  out->p.axis = -1;
+  out->p.channels = 1;
+  out->p.scales = &out->scale;
+  out->p.zero_points = &out->zero_point;
+  return true;
+}
+
+bool mb__dn_q_act_source(lctx *l, int v, dn_qact *out) {
+  int pos[8];
+  dn_qact w;
+  int n = mb__segment_readers(l->d, v, pos, 8);
+  if (!l->quant || l->vals[v].out_slot >= 0 || n < 1 || n > 8 ||
+      !mb__dn_q_act(l, v, false, out))
+    return false;
+  for (int i = 0; i < n; i++) {
+    const mb_node *m = node_at(l, pos[i]);
+    int gi = l->group_of[pos[i]];
+    if (!op_is(m, "MatMul") || m->n_inputs != 2 || m->inputs[0] != v ||
+        m->inputs[1] == v || (gi >= 0 && l->groups[gi].head != pos[i]) ||
+        (gi >= 0 && (l->groups[gi].in_value[0] >= 0 ||
+                     l->groups[gi].in_value[1] >= 0 || l->groups[gi].n_sib)) ||
+        !mb__dn_q_act(l, m->inputs[1], true, &w))
+      return false;
+  }
+  return true;
+}
+
 mb_status mb__dn_q_zp_arg(lctx *l, const mb_quant_param *xq,
                           dnnl_exec_arg_t *args, int *n_args) {
   if (xq->zero_points[0] == 0)

@@ -511,6 +511,21 @@ mb_status mb__dn_value_get_q(lctx *l, int v, const dnnl_memory_desc_t *want,
                              const mb_quant_param *xq, dn_rep **out);
 mb_status mb__dn_q_zp_arg(lctx *l, const mb_quant_param *xq,
                           dnnl_exec_arg_t *args, int *n_args);
+/* int8 parameters for an activation read as an operand of a product of
+ * two activations (attention's q.k^T and probabilities.v), derived from
+ * its calibrated range: u8 with zero point 0 for a non-negative source,
+ * else s8 symmetric (always for the weights side, which oneDNN wants s8
+ * without a zero point). p.scales and p.zero_points point into the struct
+ * itself: fill it where it stays. */
+typedef struct dn_qact {
+  mb_quant_param p;
+  float scale;
+  int32_t zero_point;
+} dn_qact;
+bool mb__dn_q_act(lctx *l, int v, bool weights, dn_qact *out);
+/* Is activation v read only as the source of such products (attention's
+ * probabilities)? Then its producer may write it quantised with *out. */
+bool mb__dn_q_act_source(lctx *l, int v, dn_qact *out);
 
 /* fusion.c */
 mb_engine_check mb__dn_lower_check_ctx(lctx *l, const mb_node *n, char *reason,

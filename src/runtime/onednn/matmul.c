@@ -9,9 +9,22 @@
 /* The md of a matmul operand of ONNX dims (orank, odims) stored plain,
  * seen as `rank` dims (leading ones) and transposed in its last two when
  * trans. */
+static dnnl_status_t mm_operand_md_cm(dnnl_memory_desc_t *md, int orank,
+                                      const int64_t *odims, int rank,
+                                      bool trans, bool colmajor,
+                                      dnnl_data_type_t dt);
 static dnnl_status_t mm_operand_md(dnnl_memory_desc_t *md, int orank,
                                    const int64_t *odims, int rank, bool trans,
                                    dnnl_data_type_t dt) {
+  return mm_operand_md_cm(md, orank, odims, rank, trans, false, dt);
+}
+
+/* The same for an operand stored with its last two dims swapped
+ * (colmajor: [.., N, K] in memory for ONNX dims [.., K, N]). */
+static dnnl_status_t mm_operand_md_cm(dnnl_memory_desc_t *md, int orank,
+                                      const int64_t *odims, int rank,
+                                      bool trans, bool colmajor,
+                                      dnnl_data_type_t dt) {
   dnnl_dims_t dims, strides;
   int64_t stride = 1, total = mb__engine_numel(orank, odims);
   for (int i = rank - 1; i >= 0; i--) {
@@ -20,6 +33,10 @@ static dnnl_status_t mm_operand_md(dnnl_memory_desc_t *md, int orank,
     strides[i] = o >= 0 ? stride : total;
     if (o >= 0)
       stride *= MB_MAX(odims[o], 1);
+  }
+  if (colmajor && orank >= 2) {
+    strides[rank - 2] = 1;
+    strides[rank - 1] = MB_MAX(odims[orank - 2], 1);
   }
   if (trans) {
     int64_t t = dims[rank - 1];
@@ -32,10 +49,26 @@ static dnnl_status_t mm_operand_md(dnnl_memory_desc_t *md, int orank,
   return dnnl_memory_desc_init_by_strides(md, rank, dims, dt, strides);
 }
 
-/* Activation (or constant) operand v as a plain view for matmul; fold:
- * NULL, or the [rows, K] v is seen as (its leading dims folded into its
- * rows). */
-static mb_status mm_operand(lctx *l, int v, int rank, bool trans,
+/* Is activation v a view that is column-major in its last two dims (k^T
+ * of attention, a Transpose of [.., N, K])? Its copy for a product then
+ * keeps that order: the same matmul kernel reads it as transposed weights,
+ * and the copy moves rows of K instead of transposing (4x cheaper). */
+static bool mm_colmajor(lctx *l, int v) {
+  const dn_val *x = &l->vals[v];
+  if (x->n_reps < 1 || mb__engine_constant(l->eg, v))
+    return false;
+  const dnnl_memory_desc_t *m = &x->rep[0].md;
+  int n = m->ndims;
+  if (n < 2 || !mb__dn_md_is_strided(m) || mb__dn_md_is_plain(m))
+    return false;
+  const dnnl_dims_t *st = &m->format_desc.blocking.strides;
+  return (*st)[n - 2] == 1 && (*st)[n - 1] != 1 && m->dims[n - 2] > 1;
+}
+
+/* Activation (or constant) operand v as a plain view for matmul (or,
+ * colmajor, with its last two dims swapped in memory); fold: NULL, or
+ * the [rows, K] v is seen as (its leading dims folded into its rows). */
+static mb_status mm_operand(lctx *l, int v, int rank, bool trans, bool colmajor,
                             dnnl_data_type_t dt, const int64_t *fold,
                             dnnl_memory_desc_t *md, dnnl_memory_t *mem,
                             int *buf) {
@@ -43,16 +76,23 @@ static mb_status mm_operand(lctx *l, int v, int rank, bool trans,
   mb_status status;
   int orank;
   int64_t odims[MB_MAX_RANK];
-  if ((status = mb__dn_value_get(l, v, DN_WANT_PLAIN, dt, NULL, &r)))
-    return status;
   mb__dn_value_dims(l, v, &orank, odims);
+  if (colmajor && !fold) {
+    dnnl_memory_desc_t cm;
+    DN_TRY(l, mm_operand_md_cm(&cm, orank, odims, orank, false, true, dt));
+    if ((status = mb__dn_value_get(l, v, DN_WANT_EXACT, dt, &cm, &r)))
+      return status;
+  } else if ((status = mb__dn_value_get(l, v, DN_WANT_PLAIN, dt, NULL, &r)))
+    return status;
+  else
+    colmajor = false;
   if (fold) {
     orank = 2;
     odims[0] = fold[0];
     odims[1] = fold[1];
   }
   *buf = r->buf;
-  DN_TRY(l, mm_operand_md(md, orank, odims, rank, trans, dt));
+  DN_TRY(l, mm_operand_md_cm(md, orank, odims, rank, trans, colmajor, dt));
   if (mb__dn_md_same(md, &r->md) && !trans && orank == rank) {
     *mem = r->mem;
     return MB_STATUS_OK;
@@ -374,6 +414,17 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
                ? sib_q
                : kb && brank == 2 && !p.trans_a &&
                      mb__dn_q_entries(l, a, b, p.trans_b ? 0 : 1, nn, &xq, &wq);
+  /* int8 attention: a product of two activations (q.k^T, then the
+   * probabilities by v) reads both quantised by ranges derived from their
+   * calibration (mb__dn_q_act), as ONNX Runtime's static quantiser makes
+   * a MatMul of two activations a QLinearMatMul; one output scale. */
+  dn_qact qact_x, qact_w;
+  if (!q && !kb && !g->n_sib && l->quant && !p.trans_a &&
+      mb__dn_q_act(l, a, false, &qact_x) && mb__dn_q_act(l, b, true, &qact_w)) {
+    xq = &qact_x.p;
+    wq = &qact_w.p;
+    q = true;
+  }
   if (q) {
     if (!(oscales = mb__dn_q_out_scales(xq, wq, p.alpha))) {
       status = mb__dn_oom(l);
@@ -408,7 +459,7 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
   if (p.c >= 0) {
     const mb_tensor *kc = mb__engine_constant(l->eg, n->inputs[p.c]);
     if (p.c_is_bias) {
-      float scale = p.beta / (kb ? 1.0f : p.alpha);
+      float scale = p.beta / (kb || q ? 1.0f : p.alpha);
       if (!(bias_data = mb__aligned_alloc((size_t)nn * sizeof *bias_data))) {
         status = mb__dn_oom(l);
         goto done;
@@ -496,6 +547,8 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
     DN_GOTO(l, mb__dn_md_plain(&dst_qmd, r, p.y_dims, mb__dn_q_dt(yq)));
   }
   bool requant = false;
+  /* A copied B keeps a column-major view's order (k^T). */
+  bool b_cm = !kb && mm_colmajor(l, b);
   /* 0: int8; 1: float with views; 2: float, plain operands. */
   int first_float = a_view || b_view || dst_view ? 1 : 2;
   int attempt = q ? 0 : first_float;
@@ -525,7 +578,8 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
         else if (views && b_view)
           b_md = b_vmd;
         else
-          DN_GOTO(l, mm_operand_md(&b_md, r, p.b_dims, r, p.trans_b, dt));
+          DN_GOTO(l, mm_operand_md_cm(&b_md, r, p.b_dims, r, p.trans_b, b_cm,
+                                      int8 ? dnnl_s8 : dt));
         bool to_view = views && dst_view && k == g->n_post;
         requant = int8 && yq && k == g->n_post;
         MB_TRY_GOTO(mb__dn_posts_build(l, posts, n_fixed + k + requant, r,
@@ -595,10 +649,25 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
       a_buf = a_vrep.buf;
       MB_TRY_GOTO(mb__dn_rep_view(l, &a_vrep, &a_md, &amem));
     } else {
-      MB_TRY_GOTO(mm_operand(l, a, r, p.trans_a, dt, fold_rank ? fold : NULL,
-                             &a_md, &amem, &a_buf));
+      MB_TRY_GOTO(mm_operand(l, a, r, p.trans_a, false, dt,
+                             fold_rank ? fold : NULL, &a_md, &amem, &a_buf));
     }
-    if (q) {
+    if (q && !kb) {
+      /* An activation as s8 weights: quantised plain, seen as B. */
+      dn_rep *rq;
+      dnnl_memory_desc_t pm;
+      int orank;
+      int64_t odims[MB_MAX_RANK];
+      mb__dn_value_dims(l, b, &orank, odims);
+      DN_GOTO(l,
+              mm_operand_md_cm(&pm, orank, odims, orank, false, b_cm, dnnl_s8));
+      MB_TRY_GOTO(mb__dn_value_get_q(l, b, &pm, wq, &rq));
+      b_buf = rq->buf;
+      if (mb__dn_md_same(&b_md, &rq->md))
+        bmem = rq->mem;
+      else
+        MB_TRY_GOTO(mb__dn_rep_view(l, rq, &b_md, &bmem));
+    } else if (q) {
       int8_t *w8 = mb__dn_q_weights(kb, wq, p.trans_b ? 0 : 1);
       if (!w8) {
         status = mb__dn_oom(l);
@@ -619,7 +688,7 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
       MB_TRY_GOTO(mb__dn_rep_view(l, &b_vrep, &b_md, &bmem));
     } else {
       MB_TRY_GOTO(
-          mm_operand(l, b, r, p.trans_b, dt, NULL, &b_md, &bmem, &b_buf));
+          mm_operand(l, b, r, p.trans_b, b_cm, dt, NULL, &b_md, &bmem, &b_buf));
     }
     if (q && (bias_data || (k > 0 && bias_src))) {
       /* In the accumulator's scale (DN_INT8_BIAS_BEFORE_SCALES). */

@@ -129,27 +129,41 @@ mb_status mb__dn_lower_softmax(lctx *l, const mb_node *n) {
   int64_t x[MB_MAX_RANK];
   DN_PARAMS(l, n, mb__dn_softmax_get, &p);
   mb__dn_value_dims(l, n->inputs[0], &rank, x);
-  /* In place in the input's layout; plain; plain float32. */
-  int attempt = p.coerce_2d ? 1 : 0;
+  /* int8: probabilities read only by int8 products of two activations
+   * (attention's probabilities by v) are written in u8 at once. */
+  dn_qact yq;
+  float inv = 0.0f;
+  bool q = !p.log && !p.coerce_2d && mb__dn_q_act_source(l, n->outputs[0], &yq);
+  dn_qattr qa = {1, 0, &inv, false, false, 0};
+  if (q)
+    inv = 1.0f / yq.scale;
+  dnnl_memory_desc_t dst_md;
+  /* u8 from plain float32 (int8), then in place in the input's layout;
+   * plain; plain float32. */
+  int attempt = q ? -1 : p.coerce_2d ? 1 : 0;
   for (; attempt < 3 && !pd; attempt++) {
     dnnl_softmax_v2_desc_t sd;
     dnnl_data_type_t dt = attempt == 2 ? dnnl_f32 : l->act_dt;
     MB_TRY_GOTO(mb__dn_value_get(l, n->inputs[0],
                                  attempt ? DN_WANT_PLAIN : DN_WANT_DTYPE, dt,
                                  NULL, &in));
-    md2 = in->md;
+    md2 = dst_md = in->md;
     axis = p.axis;
     if (p.coerce_2d) {
       int64_t d2[2] = {mb__engine_numel(p.axis, x),
                        mb__engine_numel(rank - p.axis, x + p.axis)};
       DN_GOTO(l, mb__dn_md_plain(&md2, 2, d2, dt));
+      dst_md = md2;
       axis = 1;
     }
+    if (attempt < 0)
+      DN_GOTO(l, mb__dn_md_plain(&dst_md, rank, x, mb__dn_q_dt(&yq.p)));
     DN_GOTO(l, dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference,
                                                  p.log ? dnnl_softmax_log
                                                        : dnnl_softmax_accurate,
-                                                 &md2, &md2, axis));
-    dnnl_status_t st = mb__dn_pd_try(l, &sd, NULL, &pd);
+                                                 &md2, &dst_md, axis));
+    dnnl_status_t st =
+        mb__dn_pd_try_q(l, &sd, NULL, attempt < 0 ? &qa : NULL, &pd);
     if (st == dnnl_success)
       mb__dn_pd_accept(&pd, attempt == 2);
     else if (attempt == 2) {
@@ -157,9 +171,16 @@ mb_status mb__dn_lower_softmax(lctx *l, const mb_node *n) {
       goto done;
     }
   }
+  q = attempt == 0; /* the loop stepped past the u8 try */
   dn_rep src = *in;
   dnnl_memory_t in_mem = src.mem, out_mem;
-  if (p.coerce_2d) {
+  if (q) {
+    MB_TRY_GOTO(mb__dn_value_define(l, n->outputs[0],
+                                    mb__dn_pd_md(pd, dnnl_query_dst_md), &out));
+    out->qscale = yq.scale;
+    out->qzp = 0;
+    out_mem = out->mem;
+  } else if (p.coerce_2d) {
     MB_TRY_GOTO(mb__dn_rep_view(l, &src, &md2, &in_mem));
     MB_TRY_GOTO(mb__dn_define_plain_viewed(l, n->outputs[0], md2.data_type,
                                            &md2, &out_mem));
