@@ -895,6 +895,10 @@ typedef struct mb_profile_node {
   int64_t runs;
   double mean_ms; /* per inference */
   double share;   /* of the summed node times, 0..1 */
+  /* oneDNN: the kernel it picked and its data types ("brg:avx512_core_vnni
+   * u8 x s8 -> f32": a reference kernel or an fp32 product in an int8
+   * conversion shows here); "" when the runtime does not say. */
+  char kernel[64];
 } mb_profile_node;
 
 typedef struct mb_profile {

@@ -158,6 +158,13 @@ assert [n["mean_ms"] for n in nodes] == sorted((n["mean_ms"] for n in nodes),
                                                reverse=True), nodes
 assert abs(sum(n["share"] for n in nodes) - 1) < 1e-6, nodes
 assert any(n["runtime"] == "reference" for n in nodes) or engine == "onednn"
+# oneDNN names the kernel of each node line: its implementation and types
+if engine == "onednn":
+    mm = [n for n in nodes if n["op_type"] in ("MatMul", "Gemm")]
+    assert mm and all(" -> f32" in n["kernel"] for n in mm), mm
+    assert all(n["kernel"] == "" for n in nodes if n["name"] == ""), nodes
+else:
+    assert all(n["kernel"] == "" for n in nodes), nodes
 ' "$tmp/out" "$engine"
   fi
   run 0 profile "$models/small_cnn.onnx" -c "$conv" --iterations 3 &&

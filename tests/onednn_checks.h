@@ -204,8 +204,10 @@ static inline int count_word(const char *list, const char *word) {
  * prepared inputs; each output's normalised error against the fp32
  * reference goes into err_out[] (the worst of the two runs). */
 static inline int int8_run(gcase *c, prepared *p, const mb_quant_params *params,
-                           mb_tensor **ref, double *err_out, double *cos_out) {
-  mb_engine_options eo = {2, MB_PRECISION_INT8, 0, params};
+                           mb_tensor **ref, double *err_out, double *cos_out,
+                           const char *const *kernels) {
+  mb_engine_options eo = {2, MB_PRECISION_INT8, kernels != NULL, params};
+  mb_engine_node_time times[64];
   void *compiled = NULL;
   mb_tensor *outs[8] = {0};
   int rc = 1;
@@ -229,6 +231,26 @@ static inline int int8_run(gcase *c, prepared *p, const mb_quant_params *params,
       cos_out[j] = fmin(cos_out[j], cosine(outs[j], ref[j]));
     }
   }
+  /* kernels: {op type, what its kernel must say, ...}: every profile line
+   * of that op names such a kernel, and there is one. */
+  int n = kernels ? MB_MIN(engine->node_profile(compiled, times, 64), 64) : 0;
+  for (int k = 0; kernels && kernels[k]; k += 2) {
+    int seen = 0;
+    for (int i = 0; i < n; i++) {
+      if (strcmp(times[i].op_type, kernels[k]) != 0)
+        continue;
+      seen++;
+      if (!strstr(times[i].kernel, kernels[k + 1])) {
+        fprintf(stderr, "  %s '%s': kernel '%s', want '%s'\n", times[i].op_type,
+                times[i].name, times[i].kernel, kernels[k + 1]);
+        goto done;
+      }
+    }
+    if (!seen) {
+      fprintf(stderr, "  no %s in the int8 profile\n", kernels[k]);
+      goto done;
+    }
+  }
   rc = 0;
 done:
   for (int j = 0; j < p->desc.n_outputs; j++)
@@ -240,7 +262,8 @@ done:
 /* c's graph in INT8 against fp32: close (cosine >= 0.999, normalised
  * error <= 0.05) yet not fp32-exact (> 1e-6: int8 really ran). With
  * per_tensor_weights the weights get one scale. Frees the case. */
-static inline int check_int8(gcase *c, int per_tensor_weights) {
+static inline int check_int8_kernels(gcase *c, int per_tensor_weights,
+                                     const char *const *kernels) {
   prepared p;
   mb_tensor *ref[8] = {0};
   mb_quant_params *params = NULL;
@@ -248,7 +271,8 @@ static inline int check_int8(gcase *c, int per_tensor_weights) {
   double e[8], cs[8];
   int rc = 1;
   if (prepare(c, &p) || run_reference(c, &p, ref) ||
-      int8_params(c, &p, &qo, &params) || int8_run(c, &p, params, ref, e, cs))
+      int8_params(c, &p, &qo, &params) ||
+      int8_run(c, &p, params, ref, e, cs, kernels))
     goto done;
   for (int j = 0; j < p.desc.n_outputs; j++) {
     if (!(cs[j] >= 0.999) || !(e[j] <= 0.05) || !(e[j] > 1e-6)) {
@@ -267,6 +291,10 @@ done:
   prepared_free(&p);
   gc_free(c);
   return rc;
+}
+
+static inline int check_int8(gcase *c, int per_tensor_weights) {
+  return check_int8_kernels(c, per_tensor_weights, NULL);
 }
 
 #endif /* MB_TESTS_ONEDNN_CHECKS_H */

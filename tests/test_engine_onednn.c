@@ -1247,7 +1247,7 @@ TEST(int8_without_parameters) {
   build_int8_convs(&c);
   int rc = 1;
   if (prepare(&c, &p) || run_reference(&c, &p, ref) ||
-      int8_run(&c, &p, &empty, ref, e, cs))
+      int8_run(&c, &p, &empty, ref, e, cs, NULL))
     goto done;
   if (!(e[0] <= 1e-4)) {
     fprintf(stderr, "  uncalibrated nodes: normalised error %g > 1e-4\n", e[0]);

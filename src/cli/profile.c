@@ -77,12 +77,16 @@ static void print_text(const char *path, const mb_profile *p, int top) {
     printf("  (none)\n");
   int shown = top > 0 ? MB_MIN(top, p->n_nodes) : p->n_nodes;
   printf("\nNodes (slowest %d of %d)\n", shown, p->n_nodes);
-  printf("  %-12s %-22s %-32s %10s %7s\n", "runtime", "op type", "name",
-         "mean ms", "share");
+  bool kernels = false;
+  for (int i = 0; i < shown; i++)
+    kernels |= p->nodes[i].kernel[0] != '\0';
+  printf("  %-12s %-22s %-32s %10s %7s%s\n", "runtime", "op type", "name",
+         "mean ms", "share", kernels ? "  kernel" : "");
   for (int i = 0; i < shown; i++) {
     const mb_profile_node *n = &p->nodes[i];
-    printf("  %-12s %-22s %-32s %10.4f %6.1f%%\n", n->runtime, n->op_type,
-           n->name[0] ? n->name : "(inserted)", n->mean_ms, 100.0 * n->share);
+    printf("  %-12s %-22s %-32s %10.4f %6.1f%%%s%s\n", n->runtime, n->op_type,
+           n->name[0] ? n->name : "(inserted)", n->mean_ms, 100.0 * n->share,
+           n->kernel[0] ? "  " : "", n->kernel);
   }
   if (p->n_nodes == 0)
     printf("  (none)\n");
@@ -120,6 +124,7 @@ static void print_json(const char *path, const mb_profile *p) {
     mb__json_kv_string(&j, "runtime", n->runtime);
     mb__json_kv_string(&j, "op_type", n->op_type);
     mb__json_kv_string(&j, "name", n->name);
+    mb__json_kv_string(&j, "kernel", n->kernel);
     mb__json_kv_int(&j, "runs", n->runs);
     mb__json_kv_double(&j, "mean_ms", n->mean_ms);
     mb__json_kv_double(&j, "share", n->share);

@@ -42,7 +42,8 @@ typedef struct mb_engine_options {
    * quantisation (the same parameters INT8_STATIC+ORT_CPU's QDQ model was
    * made with), keyed by the float model's tensor names. A Conv, Gemm or
    * MatMul runs on int8 when its weight has a WEIGHT entry and its input
-   * an activation entry. An engine may also keep on int8 the ops the QDQ
+   * an activation entry; oneDNN also runs a MatMul of two activations
+   * with entries (attention's) on int8, as the QDQ model's QLinearMatMul. An engine may also keep on int8 the ops the QDQ
    * model runs on uint8 (Add, MaxPool, average pools, scale-keeping data
    * movement) when every float input and the output have activation
    * entries; every other node stays float32. Borrowed for compile();
@@ -69,6 +70,10 @@ typedef struct mb_engine_node_time {
   char name[128];   /* ONNX node name, or "" for engine-inserted ones */
   double total_ms;  /* over all profiled runs */
   int64_t runs;
+  /* The kernel the library picked for it and its data types, e.g.
+   * "brg:avx512_core_vnni u8 x s8 -> f32"; "" when the engine does not
+   * say (or for entries that sum many primitives, such as reorders). */
+  char kernel[64];
 } mb_engine_node_time;
 
 typedef struct mb_engine {

@@ -844,7 +844,7 @@ static mb_status hybrid_profile_collect(void *session, mb_profile *out,
       for (int k = 0; k < n; k++)
         if ((status = mb__profile_add_node(
                  out, hs->engine->name, prims[k].op_type, prims[k].name,
-                 prims[k].runs, prims[k].total_ms, err)))
+                 prims[k].kernel, prims[k].runs, prims[k].total_ms, err)))
           goto done;
       if (!hs->options.profile)
         snprintf(out->note, sizeof out->note,
@@ -853,7 +853,7 @@ static mb_status hybrid_profile_collect(void *session, mb_profile *out,
       for (int k = 0; k < grp->count; k++) {
         const mb_node *n = &g->nodes[hs->hg.order[grp->first + k]];
         if ((status = mb__profile_add_node(
-                 out, "reference", n->op_type, n->name, hs->profile_runs,
+                 out, "reference", n->op_type, n->name, NULL, hs->profile_runs,
                  node_ms[hs->hg.order[grp->first + k]], err)))
           goto done;
       }

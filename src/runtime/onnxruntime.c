@@ -906,9 +906,9 @@ static mb_status ort_profile_collect(void *session, mb_profile *out,
   for (int k = 0; k < n_nodes; k++) {
     char name[128];
     snprintf(name, sizeof name, "%.*s", (int)nodes[k].name_len, nodes[k].name);
-    if ((status =
-             mb__profile_add_node(out, "onnxruntime", nodes[k].op_type, name,
-                                  nodes[k].runs, nodes[k].total_us / 1e3, err)))
+    if ((status = mb__profile_add_node(out, "onnxruntime", nodes[k].op_type,
+                                       name, NULL, nodes[k].runs,
+                                       nodes[k].total_us / 1e3, err)))
       goto done;
   }
   snprintf(out->note, sizeof out->note,

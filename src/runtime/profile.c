@@ -39,7 +39,8 @@ mb_status mb__profile_add_segment(mb_profile *p, const char *runtime, int nodes,
 
 mb_status mb__profile_add_node(mb_profile *p, const char *runtime,
                                const char *op_type, const char *name,
-                               int64_t runs, double total_ms, mb_error *err) {
+                               const char *kernel, int64_t runs,
+                               double total_ms, mb_error *err) {
   mb_status status =
       grow((void **)&p->nodes, p->n_nodes, sizeof *p->nodes, err);
   if (status)
@@ -49,6 +50,7 @@ mb_status mb__profile_add_node(mb_profile *p, const char *runtime,
   snprintf(node->runtime, sizeof node->runtime, "%s", runtime);
   snprintf(node->op_type, sizeof node->op_type, "%s", op_type);
   snprintf(node->name, sizeof node->name, "%s", name ? name : "");
+  snprintf(node->kernel, sizeof node->kernel, "%s", kernel ? kernel : "");
   node->runs = runs;
   node->mean_ms = total_ms;
   return MB_STATUS_OK;

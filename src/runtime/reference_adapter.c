@@ -88,7 +88,7 @@ static mb_status reference_profile_collect(void *session, mb_profile *out,
     const mb_node *n = &g->nodes[i];
     total += node_ms[i];
     if ((status = mb__profile_add_node(out, "reference", n->op_type, n->name,
-                                       out->iterations, node_ms[i], err)))
+                                       NULL, out->iterations, node_ms[i], err)))
       return status;
   }
   return mb__profile_add_segment(

@@ -112,13 +112,15 @@ MB_RUNTIME_LIST(MB_X)
 
 /* Profile building (runtime/profile.c). Add entries with summed times,
  * then mb__profile_finish divides by p->iterations, computes shares and
- * sorts nodes slowest first. Strings are copied (truncated to fit). */
+ * sorts nodes slowest first. Strings are copied (truncated to fit); kernel
+ * may be NULL. */
 mb_status mb__profile_add_segment(mb_profile *p, const char *runtime, int nodes,
                                   const char *first_node, int64_t runs,
                                   double total_ms, mb_error *err);
 mb_status mb__profile_add_node(mb_profile *p, const char *runtime,
                                const char *op_type, const char *name,
-                               int64_t runs, double total_ms, mb_error *err);
+                               const char *kernel, int64_t runs,
+                               double total_ms, mb_error *err);
 void mb__profile_finish(mb_profile *p);
 /* Frees the arrays, keeps the struct. */
 void mb__profile_clear(mb_profile *p);

@@ -8,6 +8,8 @@
 
 #include "runtime/onednn/internal.h"
 
+#include <oneapi/dnnl/dnnl_debug.h>
+
 /* Grows *array (of *cap elements of `size` bytes) to hold one more. */
 bool mb__dn_grow(void **array, int *cap, int count, size_t size) {
   if (count < *cap)
@@ -398,6 +400,28 @@ static double pd_work(const_dnnl_primitive_desc_t pd) {
   return MB_MAX(out, in);
 }
 
+/* "brg:avx512_core_vnni u8 x s8 -> f32": pd's implementation and the
+ * data types of its source, weights (when it has them) and destination,
+ * into out (size bytes). */
+static void pd_kernel(const_dnnl_primitive_desc_t pd, char *out, size_t size) {
+  const char *impl = NULL;
+  const dnnl_memory_desc_t *src = mb__dn_pd_md(pd, dnnl_query_src_md);
+  const dnnl_memory_desc_t *w = mb__dn_pd_md(pd, dnnl_query_weights_md);
+  const dnnl_memory_desc_t *dst = mb__dn_pd_md(pd, dnnl_query_dst_md);
+  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) !=
+          dnnl_success ||
+      !impl)
+    impl = "?";
+  if (!src || !dst || src->ndims == 0 || dst->ndims == 0)
+    snprintf(out, size, "%s", impl);
+  else if (w && w->ndims > 0)
+    snprintf(out, size, "%s %s x %s -> %s", impl, dnnl_dt2str(src->data_type),
+             dnnl_dt2str(w->data_type), dnnl_dt2str(dst->data_type));
+  else
+    snprintf(out, size, "%s %s -> %s", impl, dnnl_dt2str(src->data_type),
+             dnnl_dt2str(dst->data_type));
+}
+
 /* Below this much work a primitive runs on one thread: waking a second
  * OpenMP thread costs more than it saves (tiny transformers ran 1.6x
  * slower on 2 threads than on 1). */
@@ -428,6 +452,12 @@ mb_status mb__dn_emit(lctx *l, const_dnnl_primitive_desc_t pd, int n_args,
       return status;
   }
   DN_TRY(l, dnnl_primitive_create(&prim, pd));
+  /* A node's line names its (first) kernel; the summed lines (reorders,
+   * quantise and dequantise steps) would name only one of many. */
+  if (l->prof >= 0 && l->prof != l->prof_reorder &&
+      l->prof != l->prof_quantize && l->prof != l->prof_dequantize &&
+      !s->prof[l->prof].kernel[0])
+    pd_kernel(pd, s->prof[l->prof].kernel, sizeof s->prof[l->prof].kernel);
   dn_step *step = &s->steps[s->n_steps++];
   memset(step, 0, sizeof *step);
   step->kind = DN_STEP_PRIMITIVE;
