@@ -406,7 +406,15 @@ static double pd_work(const_dnnl_primitive_desc_t pd) {
 static void pd_kernel(const_dnnl_primitive_desc_t pd, char *out, size_t size) {
   const char *impl = NULL;
   const dnnl_memory_desc_t *src = mb__dn_pd_md(pd, dnnl_query_src_md);
-  const dnnl_memory_desc_t *w = mb__dn_pd_md(pd, dnnl_query_weights_md);
+  dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
+  dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind);
+  /* Weights of a product (a normalization's are its scale and shift). */
+  const dnnl_memory_desc_t *w =
+      kind == dnnl_matmul || kind == dnnl_convolution ||
+              kind == dnnl_deconvolution || kind == dnnl_inner_product ||
+              kind == dnnl_rnn
+          ? mb__dn_pd_md(pd, dnnl_query_weights_md)
+          : NULL;
   const dnnl_memory_desc_t *dst = mb__dn_pd_md(pd, dnnl_query_dst_md);
   if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) !=
           dnnl_success ||
