@@ -445,6 +445,100 @@ static void add_gelu(gcase *c, const char *x, const char *y, int form) {
   }
 }
 
+/* x -> y: GELU(approximate='tanh') written out as PyTorch exports it
+ * (form 0: x*x*x as two Muls, the 0.5 last), as GPT code writes it (form
+ * 1: Pow(x, 3), the 0.5 on x first; form 2: two Muls, 0.5 first), or
+ * (form 3) with 0.05 for 0.044715: not GELU, must stay as written. */
+static void add_gelu_tanh(gcase *c, const char *x, const char *y, int form) {
+  char in[64];
+  gc_scalar(c, "t_k", form == 3 ? 0.05f : 0.044715f);
+  gc_scalar(c, "t_s", 0.7978845608f);
+  gc_scalar(c, "t_one", 1.0f);
+  gc_scalar(c, "t_half", 0.5f);
+  gc_scalar(c, "t_three", 3.0f);
+  if (form == 1) {
+    snprintf(in, sizeof in, "%s,t_three", x);
+    gc_node(c, "Pow", in, "t_cube");
+  } else {
+    snprintf(in, sizeof in, "%s,%s", x, x);
+    gc_node(c, "Mul", in, "t_sq");
+    snprintf(in, sizeof in, "%s,t_sq", x);
+    gc_node(c, "Mul", in, "t_cube");
+  }
+  gc_node(c, "Mul", "t_k,t_cube", "t_kc");
+  snprintf(in, sizeof in, "%s,t_kc", x);
+  gc_node(c, "Add", in, "t_in");
+  gc_node(c, "Mul", "t_s,t_in", "t_arg");
+  gc_node(c, "Tanh", "t_arg", "t_t");
+  gc_node(c, "Add", "t_one,t_t", "t_a");
+  if (form == 0 || form == 3) {
+    snprintf(in, sizeof in, "%s,t_a", x);
+    gc_node(c, "Mul", in, "t_m");
+    gc_node(c, "Mul", "t_half,t_m", y);
+  } else {
+    snprintf(in, sizeof in, "%s,t_half", x);
+    gc_node(c, "Mul", in, "t_h");
+    gc_node(c, "Mul", "t_h,t_a", y);
+  }
+}
+
+/* The tanh GELU: one post-op of the product before it, or one eltwise
+ * primitive alone; a look-alike stays as written (and exact). */
+TEST(gelu_tanh) {
+  SKIP_UNLESS_AVAILABLE();
+  for (int form = 0; form < 4; form++) {
+    gcase c;
+    char ops[256];
+    int64_t a[3] = {2, 5, 16}, w[2] = {16, 24}, b[1] = {24};
+    gc_init(&c, 17);
+    gc_input(&c, "a", 3, a);
+    gc_const(&c, "w", 2, w, NULL, -0.5f, 0.5f);
+    gc_const(&c, "b", 1, b, NULL, -0.5f, 0.5f);
+    gc_node(&c, "MatMul", "a,w", "t");
+    gc_node(&c, "Add", "t,b", "u");
+    add_gelu_tanh(&c, "u", "y", form);
+    gc_output(&c, "y");
+    if (profile_ops(&c, 1, ops, sizeof ops, NULL))
+      TEST_FAIL_("tanh gelu after a product, form %d, failed", form);
+    if (form < 3)
+      ASSERT_STR_EQ(ops, "MatMul");
+    else if (count_word(ops, "Tanh") != 1)
+      TEST_FAIL_("the look-alike was fused: %s", ops);
+
+    gc_init(&c, 17);
+    gc_input(&c, "a", 3, a);
+    gc_node(&c, "Relu", "a", "r");
+    add_gelu_tanh(&c, "a", "g", form);
+    gc_node(&c, "Add", "g,r", "y");
+    gc_output(&c, "y");
+    c.lo = -3;
+    c.hi = 3;
+    if (profile_ops(&c, 1, ops, sizeof ops, NULL))
+      TEST_FAIL_("standalone tanh gelu form %d failed", form);
+    if (form < 3)
+      ASSERT_STR_EQ(ops, "Relu Gelu Add");
+    else if (count_word(ops, "Tanh") != 1 || count_word(ops, "Gelu") != 0)
+      TEST_FAIL_("the standalone look-alike was fused: %s", ops);
+  }
+  /* x read by something else too (the residual): not all of x's readers
+   * are the pattern's, so the product does not take it as a post-op; it
+   * runs as one eltwise primitive after the product. */
+  gcase c;
+  char ops[256];
+  int64_t a[2] = {6, 16}, w[2] = {16, 16};
+  gc_init(&c, 17);
+  gc_input(&c, "a", 2, a);
+  gc_const(&c, "w", 2, w, NULL, -0.5f, 0.5f);
+  gc_node(&c, "MatMul", "a,w", "u");
+  add_gelu_tanh(&c, "u", "g", 0);
+  gc_node(&c, "Add", "g,u", "y");
+  gc_output(&c, "y");
+  if (profile_ops(&c, 1, ops, sizeof ops, NULL))
+    TEST_FAIL_("tanh gelu beside another reader failed");
+  ASSERT_STR_EQ(ops, "MatMul Gelu Add");
+  return 0;
+}
+
 TEST(gelu_and_erf) {
   SKIP_UNLESS_AVAILABLE();
   for (int form = 0; form < 2; form++) {
@@ -1579,7 +1673,7 @@ TEST_MAIN(TEST_ENTRY(probe_reports), TEST_ENTRY(conv_variants),
           TEST_ENTRY(fusion_keeps_outputs), TEST_ENTRY(gemm_variants),
           TEST_ENTRY(matmul_constant_weights),
           TEST_ENTRY(attention_batched_matmul), TEST_ENTRY(gelu_and_erf),
-          TEST_ENTRY(binary_broadcast_constants),
+          TEST_ENTRY(gelu_tanh), TEST_ENTRY(binary_broadcast_constants),
           TEST_ENTRY(binary_two_activations), TEST_ENTRY(unary_ops),
           TEST_ENTRY(clip_and_pow), TEST_ENTRY(pool_variants),
           TEST_ENTRY(pools_after_conv), TEST_ENTRY(batchnorm),

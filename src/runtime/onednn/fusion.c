@@ -364,6 +364,107 @@ static bool match_gelu(lctx *l, int x, const int *cons, int nc, dn_post *post) {
   return false;
 }
 
+/* The node at the sole reader of v when it is an ungrouped `op` whose
+ * other input is a float scalar constant near c (any c when c is NAN);
+ * -1 otherwise. */
+static int next_scalar_op(lctx *l, int v, const char *op, float c) {
+  int pos;
+  float k;
+  if (!sole_reader(l, v, &pos))
+    return -1;
+  const mb_node *n = node_at(l, pos);
+  if (!op_is(n, op) || !scalar_const(l, other_input(n, v), &k) ||
+      (!isnan(c) && !near(k, c)))
+    return -1;
+  return pos;
+}
+
+/* 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) as PyTorch
+ * exports GELU(approximate='tanh') and GPT code writes it: x^3 as
+ * Mul(x, Mul(x, x)) or Pow(x, 3), the 0.5 applied to x first or to the
+ * product last. cons[0..nc): x's readers; exclusive: each must be one of
+ * its nodes (x is a product's result, which the post-op never writes). */
+static bool match_gelu_tanh(lctx *l, int x, const int *cons, int nc,
+                            bool exclusive, dn_post *post) {
+  int pos[12], np = 0, cube = -1, p, half_x = -1;
+  float k;
+  for (int i = 0; i < nc && cube < 0; i++) {
+    const mb_node *n = node_at(l, cons[i]);
+    if (l->group_of[cons[i]] >= 0 || n->n_inputs != 2 || n->inputs[0] != x)
+      continue;
+    if (op_is(n, "Pow") && scalar_const(l, n->inputs[1], &k) && k == 3.0f) {
+      pos[np++] = cons[i];
+      cube = n->outputs[0];
+    } else if (op_is(n, "Mul") && n->inputs[1] == x &&
+               sole_reader(l, n->outputs[0], &p) &&
+               op_is(node_at(l, p), "Mul") &&
+               other_input(node_at(l, p), n->outputs[0]) == x) {
+      pos[np++] = cons[i];
+      pos[np++] = p;
+      cube = node_at(l, p)->outputs[0];
+    }
+  }
+  if (cube < 0 || (p = next_scalar_op(l, cube, "Mul", 0.044715f)) < 0)
+    return false;
+  pos[np++] = p;
+  int a1;
+  if (!sole_reader(l, node_at(l, p)->outputs[0], &a1) ||
+      !op_is(node_at(l, a1), "Add") ||
+      other_input(node_at(l, a1), node_at(l, p)->outputs[0]) != x)
+    return false;
+  pos[np++] = a1;
+  if ((p = next_scalar_op(l, node_at(l, a1)->outputs[0], "Mul",
+                          0.7978845608f)) < 0)
+    return false;
+  pos[np++] = p;
+  int t;
+  if (!sole_reader(l, node_at(l, p)->outputs[0], &t) ||
+      !op_is(node_at(l, t), "Tanh"))
+    return false;
+  pos[np++] = t;
+  if ((p = next_scalar_op(l, node_at(l, t)->outputs[0], "Add", 1.0f)) < 0)
+    return false;
+  pos[np++] = p;
+  int a2 = node_at(l, p)->outputs[0], m;
+  if (!sole_reader(l, a2, &m) || !op_is(node_at(l, m), "Mul"))
+    return false;
+  pos[np++] = m;
+  int other = other_input(node_at(l, m), a2), out;
+  if (other == x) {
+    /* (x * (1 + tanh)) * 0.5 */
+    if ((p = next_scalar_op(l, node_at(l, m)->outputs[0], "Mul", 0.5f)) < 0)
+      return false;
+    pos[np++] = p;
+    out = node_at(l, p)->outputs[0];
+  } else {
+    /* (x * 0.5) * (1 + tanh) */
+    int hp = other >= 0 ? l->eg->graph->values[other].producer : -1;
+    half_x = hp >= 0 ? l->node_pos[hp] : -1;
+    if (half_x < 0 || l->group_of[half_x] >= 0 ||
+        !op_is(node_at(l, half_x), "Mul") ||
+        !scalar_const(l, other_input(node_at(l, half_x), x), &k) || k != 0.5f ||
+        !sole_reader(l, other, &(int){0}))
+      return false;
+    pos[np++] = half_x;
+    out = node_at(l, m)->outputs[0];
+  }
+  /* x's readers: all in the pattern (the square reads x twice, once). */
+  for (int i = 0; i < nc && exclusive; i++) {
+    bool in = false;
+    for (int j = 0; j < np; j++)
+      in |= pos[j] == cons[i];
+    if (!in)
+      return false;
+  }
+  memset(post, 0, sizeof *post);
+  post->kind = DN_POST_ELTWISE;
+  post->n_ops = 1;
+  post->ops[0] = (eltwise_op){dnnl_eltwise_gelu_tanh, 0.0f, 0.0f};
+  post_nodes(post, np, pos);
+  post->out_value = out;
+  return true;
+}
+
 /* Scalar-constant Add/Sub/Mul/Div/Max/Min of cur as one eltwise op. */
 static bool scalar_affine(const mb_node *n, int cur, float c, eltwise_op *op) {
   bool first = n->inputs[0] == cur;
@@ -419,15 +520,16 @@ static bool match_link(lctx *l, int cur, dn_head_kind head, bool has_bias,
                        bool has_sum, bool after_view, dn_post *post) {
   int cons[4];
   int nc = consumers(l, cur, cons, 4);
-  if (l->vals[cur].out_slot >= 0 || nc < 1 || nc > 2)
+  if (l->vals[cur].out_slot >= 0 || nc < 1 || nc > 4)
     return false;
-  for (int i = 0; i < MB_MIN(nc, 4); i++)
+  for (int i = 0; i < nc; i++)
     if (l->group_of[cons[i]] >= 0 ||
         mb__engine_node_folded(l->eg, node_at(l, cons[i])))
       return false;
-  if (nc == 2)
+  if (nc >= 2)
     return match_swish(l, cur, cons, nc, post) ||
-           match_gelu(l, cur, cons, nc, post);
+           match_gelu(l, cur, cons, nc, post) ||
+           match_gelu_tanh(l, cur, cons, nc, true, post);
   const mb_node *n = node_at(l, cons[0]);
   int out = n->n_outputs == 1 ? n->outputs[0] : -1;
   if (out >= 0 && head == DN_HEAD_MM && is_plain_view(l, n, cur)) {
@@ -753,13 +855,15 @@ void mb__dn_plan_groups(lctx *l) {
     int cons[16], x = node->n_inputs ? node->inputs[0] : -1;
     dn_group *g = &l->groups[l->n_groups];
     if (l->group_of[p] >= 0 || x < 0 ||
-        !(op_is(node, "Sigmoid") || op_is(node, "Div") || op_is(node, "Mul")))
+        !(op_is(node, "Sigmoid") || op_is(node, "Div") || op_is(node, "Mul") ||
+          op_is(node, "Pow")))
       continue;
     int nc = MB_MIN(consumers(l, x, cons, 16), 16);
     group_init(g, -1);
     g->src = x;
     if (!match_swish(l, x, cons, nc, &g->post[0]) &&
-        !match_gelu(l, x, cons, nc, &g->post[0]))
+        !match_gelu(l, x, cons, nc, &g->post[0]) &&
+        !match_gelu_tanh(l, x, cons, nc, false, &g->post[0]))
       continue;
     g->n_post = 1;
     g->last = -1;
@@ -805,7 +909,8 @@ mb_status mb__dn_lower_group(lctx *l, const dn_group *g) {
   } else {
     const dn_post *p = &g->post[0];
     mb_error save = *l->err;
-    bool gelu = p->ops[0].alg == dnnl_eltwise_gelu_erf;
+    bool gelu = p->ops[0].alg == dnnl_eltwise_gelu_erf ||
+                p->ops[0].alg == dnnl_eltwise_gelu_tanh;
     if ((l->prof = mb__dn_prof_new(l, gelu ? "Gelu" : "Swish", first->name)) <
         0)
       return mb__dn_oom(l);

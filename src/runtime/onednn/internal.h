@@ -255,7 +255,7 @@ typedef struct dn_post {
   float fill;  /* DN_POST_MASK: the value where the condition selects it */
   bool fill_if_true; /* DN_POST_MASK: Where(cond, fill, dst) */
   int n_nodes;
-  int nodes[5];
+  int nodes[10]; /* the written-out tanh GELU has 10 */
   int out_value;
 } dn_post;
 
