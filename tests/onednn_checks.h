@@ -135,9 +135,11 @@ done:
 /* Compiles with profiling, runs `runs` times and writes the op types of
  * the primitives' profile entries, space-separated, into ops (e.g.
  * "reorder Conv MaxPool"). Checks the results as check_graph does at 1
- * thread. Frees the case. */
-static inline int profile_ops(gcase *c, int runs, char *ops, size_t size,
-                              int64_t *runs_out) {
+ * thread. Frees the case. kernels: NULL, or where each entry's kernel
+ * goes, '|'-separated in the same order (ksize bytes). */
+static inline int profile_ops_kernels(gcase *c, int runs, char *ops,
+                                      size_t size, int64_t *runs_out,
+                                      char *kernels, size_t ksize) {
   prepared p;
   mb_tensor *ref[8] = {0}, *outs[8] = {0};
   mb_engine_node_time times[64];
@@ -167,10 +169,15 @@ static inline int profile_ops(gcase *c, int runs, char *ops, size_t size,
     }
   }
   int n = engine->node_profile(compiled, times, 64);
-  size_t used = 0;
+  size_t used = 0, kused = 0;
+  if (kernels && ksize)
+    kernels[0] = '\0';
   for (int i = 0; i < n && i < 64; i++) {
     used += (size_t)snprintf(ops + used, size - MB_MIN(used, size), "%s%s",
                              i ? " " : "", times[i].op_type);
+    if (kernels)
+      kused += (size_t)snprintf(kernels + kused, ksize - MB_MIN(kused, ksize),
+                                "%s%s", i ? "|" : "", times[i].kernel);
     if (runs_out)
       runs_out[i] = times[i].runs;
     if (times[i].total_ms < 0) {
@@ -188,6 +195,11 @@ done:
   prepared_free(&p);
   gc_free(c);
   return rc;
+}
+
+static inline int profile_ops(gcase *c, int runs, char *ops, size_t size,
+                              int64_t *runs_out) {
+  return profile_ops_kernels(c, runs, ops, size, runs_out, NULL, 0);
 }
 
 /* How often `word` appears as a whole word in the space-separated list. */

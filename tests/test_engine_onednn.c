@@ -588,6 +588,39 @@ TEST(gelu_and_erf) {
 static const char *const binary_ops[] = {"Add", "Sub", "Mul",
                                          "Div", "Max", "Min"};
 
+/* A broadcast in a middle dim of a 5-D value (Swin's shifted-window mask:
+ * [1, 4, 6, 7, 7] + [1, 4, 1, 7, 7]) runs on a jit kernel, its dims
+ * merged, not on oneDNN's reference kernel (60x slower); also with the
+ * broadcast operand first and with size-1 dims in between. */
+TEST(binary_middle_broadcast) {
+  SKIP_UNLESS_AVAILABLE();
+  static const struct {
+    int64_t a[5], b[5];
+    const char *order;
+  } cases[] = {
+      {{1, 4, 6, 7, 7}, {1, 4, 1, 7, 7}, "a,b"},
+      {{1, 4, 6, 7, 7}, {1, 4, 1, 7, 7}, "b,a"},
+      {{2, 1, 6, 1, 9}, {2, 1, 1, 1, 9}, "a,b"},
+      {{3, 5, 4, 2, 1}, {3, 5, 1, 1, 1}, "a,b"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    gcase c;
+    char ops[256], kernels[256];
+    gc_init(&c, 17);
+    gc_input(&c, "a", 5, cases[k].a);
+    gc_input(&c, "b", 5, cases[k].b);
+    gc_node(&c, "Add", cases[k].order, "y");
+    gc_output(&c, "y");
+    if (profile_ops_kernels(&c, 1, ops, sizeof ops, NULL, kernels,
+                            sizeof kernels))
+      TEST_FAIL_("middle broadcast %zu failed", k);
+    ASSERT_STR_EQ(ops, "Add");
+    if (strstr(kernels, "ref"))
+      TEST_FAIL_("middle broadcast %zu on a reference kernel: %s", k, kernels);
+  }
+  return 0;
+}
+
 TEST(binary_broadcast_constants) {
   SKIP_UNLESS_AVAILABLE();
   static const struct {
@@ -1673,7 +1706,8 @@ TEST_MAIN(TEST_ENTRY(probe_reports), TEST_ENTRY(conv_variants),
           TEST_ENTRY(fusion_keeps_outputs), TEST_ENTRY(gemm_variants),
           TEST_ENTRY(matmul_constant_weights),
           TEST_ENTRY(attention_batched_matmul), TEST_ENTRY(gelu_and_erf),
-          TEST_ENTRY(gelu_tanh), TEST_ENTRY(binary_broadcast_constants),
+          TEST_ENTRY(gelu_tanh), TEST_ENTRY(binary_middle_broadcast),
+          TEST_ENTRY(binary_broadcast_constants),
           TEST_ENTRY(binary_two_activations), TEST_ENTRY(unary_ops),
           TEST_ENTRY(clip_and_pow), TEST_ENTRY(pool_variants),
           TEST_ENTRY(pools_after_conv), TEST_ENTRY(batchnorm),

@@ -132,6 +132,36 @@ static float *broadcast_const(const mb_tensor *k, int rank,
   return out;
 }
 
+/* Plain src0 (dims d0) and a plain src1 broadcast to it (d1, both
+ * `rank` dims) with neighbouring dims merged where src1 is broadcast in
+ * both or in neither: [1,4,6,49,49] + [1,4,1,49,49] (Swin's shifted-window
+ * mask) is [4,6,2401] + [4,1,2401], which oneDNN's jit kernel takes and
+ * the 5-D form only its reference kernel (60x slower). Fills c0/c1 and
+ * returns the new rank; rank itself when nothing merges. */
+static int binary_coalesce(int rank, const int64_t *d0, const int64_t *d1,
+                           int64_t *c0, int64_t *c1) {
+  int k = 0, last = -1; /* last: broadcast state of group k-1 */
+  for (int i = 0; i < rank; i++) {
+    if (d0[i] == 1)
+      continue; /* joins any group */
+    int bc = d1[i] == 1;
+    if (k > 0 && bc == last) {
+      c0[k - 1] *= d0[i];
+      c1[k - 1] *= d1[i];
+    } else {
+      c0[k] = d0[i];
+      c1[k] = d1[i];
+      last = bc;
+      k++;
+    }
+  }
+  if (k == 0) {
+    c0[0] = c1[0] = 1;
+    k = 1;
+  }
+  return k;
+}
+
 mb_status mb__dn_lower_binary(lctx *l, const mb_node *n) {
   binary_params p;
   dnnl_primitive_desc_t pd = NULL;
@@ -140,7 +170,10 @@ mb_status mb__dn_lower_binary(lctx *l, const mb_node *n) {
   dn_rep *r0 = NULL, *r1 = NULL, *out = NULL;
   dnnl_memory_desc_t md1;
   dnnl_memory_t mem1 = NULL;
-  dn_rep expanded; /* src0 broadcast at compile time (p.expand0) */
+  dn_rep expanded;     /* src0 broadcast at compile time (p.expand0) */
+  bool merged = false; /* plain operands seen with merged dims */
+  dn_rep in1;
+  dnnl_memory_desc_t mmd0, mmd1;
   DN_PARAMS(l, n, mb__dn_binary_get, &p);
   if (p.n_elt)
     return mb__dn_emit_eltwise(l, n->inputs[p.elt_src], n->outputs[0], &p.elt,
@@ -189,9 +222,26 @@ mb_status mb__dn_lower_binary(lctx *l, const mb_node *n) {
       MB_TRY_GOTO(mb__dn_value_get(l, v1, DN_WANT_PLAIN, dt, NULL, &r1));
       MB_TRY_GOTO(rep_view_padded(l, r1, rank, &md1, &mem1));
     }
+    in1 = *r1;
     /* value_get of v1 may have moved v0's reps: take it again. */
     if (!p.expand0)
       MB_TRY_GOTO(mb__dn_value_get(l, v0, DN_WANT_EXACT, dt, &same.md, &r0));
+    int64_t c0[DNNL_MAX_NDIMS], c1[DNNL_MAX_NDIMS];
+    int crank = attempt > 0 && mb__dn_md_is_plain(&r0->md) &&
+                        mb__dn_md_is_plain(&md1) && r0->md.ndims == rank &&
+                        md1.ndims == rank
+                    ? binary_coalesce(rank, r0->md.dims, md1.dims, c0, c1)
+                    : rank;
+    if (crank < rank) {
+      DN_GOTO(l, mb__dn_md_plain(&mmd0, crank, c0, dt));
+      DN_GOTO(l, mb__dn_md_plain(&mmd1, crank, c1, dt));
+      DN_GOTO(l, dnnl_binary_desc_init(&bd, p.alg, &mmd0, &mmd1, &mmd0));
+      if (mb__dn_pd_try(l, &bd, po, &pd) == dnnl_success &&
+          mb__dn_pd_accept(&pd, false)) {
+        merged = true;
+        break;
+      }
+    }
     DN_GOTO(l, dnnl_binary_desc_init(&bd, p.alg, &r0->md, &md1, &r0->md));
     dnnl_status_t st = mb__dn_pd_try(l, &bd, po, &pd);
     if (st == dnnl_success)
@@ -202,11 +252,16 @@ mb_status mb__dn_lower_binary(lctx *l, const mb_node *n) {
     }
   }
   dn_rep in0 = *r0;
-  int buf1 = r1->buf;
+  int buf1 = in1.buf;
   MB_TRY_GOTO(mb__dn_value_define_like(l, n->outputs[0], &in0, buf1, &out));
-  dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC_0, in0.mem},
-                             {DNNL_ARG_SRC_1, mem1},
-                             {DNNL_ARG_DST, out->mem}};
+  dnnl_memory_t mem0 = in0.mem, dst = out->mem;
+  if (merged) {
+    MB_TRY_GOTO(mb__dn_rep_view(l, &in0, &mmd0, &mem0));
+    MB_TRY_GOTO(mb__dn_rep_view(l, &in1, &mmd1, &mem1));
+    MB_TRY_GOTO(mb__dn_rep_view(l, out, &mmd0, &dst));
+  }
+  dnnl_exec_arg_t args[3] = {
+      {DNNL_ARG_SRC_0, mem0}, {DNNL_ARG_SRC_1, mem1}, {DNNL_ARG_DST, dst}};
   MB_TRY_GOTO(mb__dn_emit(l, pd, 3, args));
 done:
   if (pd)
