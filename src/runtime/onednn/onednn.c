@@ -43,10 +43,10 @@
  * Fusion: a Conv, MatMul or Gemm "heads" a group that takes in the chain of
  * nodes after it as post-ops while each link is the only reader of the
  * previous value: eltwise (Relu, Clip, Sigmoid, SiLU = x*sigmoid(x), the
- * Erf form of GELU, scalar affine), sum (Add of a same-shape activation,
- * computed in place in that activation's buffer when it dies there) and
- * binary (Add/Mul/... of a broadcast operand; a MatMul's bias). A whole
- * group is emitted at the position of its last node, which is where the
+ * Erf and the written-out tanh forms of GELU, scalar affine), sum (Add of a
+ * same-shape activation, computed in place in that activation's buffer when it
+ * dies there) and binary (Add/Mul/... of a broadcast operand; a MatMul's bias).
+ * A whole group is emitted at the position of its last node, which is where the
  * liveness of every value it reads is counted. If oneDNN refuses the full
  * post-op list, or serves it only with its reference implementation,
  * shorter prefixes are tried and the rest of the chain is lowered node by
@@ -69,7 +69,15 @@
  * column window of it. INT8: a product whose result only int8 products
  * read writes it in int8 (a last linear post-op requantises), so a FFN's
  * hidden layer is not quantised again; int8 data read as float is
- * dequantised on the way (each representation knows its scale).
+ * dequantised on the way (each representation knows its scale); a
+ * product of two activations (q.k^T, probabilities.v) runs in int8 from
+ * ranges derived from their calibration, and a Softmax read only by such
+ * products writes u8. A column-major view copied for a product (k^T)
+ * keeps that order: the kernel reads it as transposed weights.
+ *
+ * A binary primitive whose plain operand is broadcast in a middle dim has
+ * its neighbouring dims merged first (oneDNN 2.6 serves the 5-D form only
+ * with its reference kernel). Profiles name each line's kernel.
  *
  * Memory: values live in internal buffers reused once their last reader
  * has run (positions in the segment order), or directly in the caller's
