@@ -6,21 +6,10 @@
 
 /* ---- Gemm / MatMul ------------------------------------------------------ */
 
-/* The md of a matmul operand of ONNX dims (orank, odims) stored plain,
- * seen as `rank` dims (leading ones) and transposed in its last two when
- * trans. */
-static dnnl_status_t mm_operand_md_cm(dnnl_memory_desc_t *md, int orank,
-                                      const int64_t *odims, int rank,
-                                      bool trans, bool colmajor,
-                                      dnnl_data_type_t dt);
-static dnnl_status_t mm_operand_md(dnnl_memory_desc_t *md, int orank,
-                                   const int64_t *odims, int rank, bool trans,
-                                   dnnl_data_type_t dt) {
-  return mm_operand_md_cm(md, orank, odims, rank, trans, false, dt);
-}
-
-/* The same for an operand stored with its last two dims swapped
- * (colmajor: [.., N, K] in memory for ONNX dims [.., K, N]). */
+/* The md of a matmul operand of ONNX dims (orank, odims) stored plain (or,
+ * colmajor, with its last two dims swapped in memory: [.., N, K] for ONNX
+ * dims [.., K, N]), seen as `rank` dims (leading ones) and transposed in
+ * its last two when trans. */
 static dnnl_status_t mm_operand_md_cm(dnnl_memory_desc_t *md, int orank,
                                       const int64_t *odims, int rank,
                                       bool trans, bool colmajor,
@@ -47,6 +36,12 @@ static dnnl_status_t mm_operand_md_cm(dnnl_memory_desc_t *md, int orank,
     strides[rank - 2] = t;
   }
   return dnnl_memory_desc_init_by_strides(md, rank, dims, dt, strides);
+}
+
+static dnnl_status_t mm_operand_md(dnnl_memory_desc_t *md, int orank,
+                                   const int64_t *odims, int rank, bool trans,
+                                   dnnl_data_type_t dt) {
+  return mm_operand_md_cm(md, orank, odims, rank, trans, false, dt);
 }
 
 /* Is activation v a view that is column-major in its last two dims (k^T
