@@ -136,8 +136,6 @@ mb_status mb__dn_value_get_q(lctx *l, int v, const dnnl_memory_desc_t *want,
   return MB_STATUS_OK;
 }
 
-/* The run-time source zero point argument of an int8 primitive, appended
- * to args when xq has a non-zero one. */
 bool mb__dn_q_act(lctx *l, int v, bool weights, dn_qact *out) {
   const mb_quant_param *e =
       l->quant && !mb__engine_constant(l->eg, v)
@@ -183,6 +181,8 @@ bool mb__dn_q_act_source(lctx *l, int v, dn_qact *out) {
   return true;
 }
 
+/* The run-time source zero point argument of an int8 primitive, appended
+ * to args when xq has a non-zero one. */
 mb_status mb__dn_q_zp_arg(lctx *l, const mb_quant_param *xq,
                           dnnl_exec_arg_t *args, int *n_args) {
   if (xq->zero_points[0] == 0)
