@@ -244,22 +244,26 @@ static inline int int8_run(gcase *c, prepared *p, const mb_quant_params *params,
     }
   }
   /* kernels: {op type, what its kernel must say, ...}: every profile line
-   * of that op names such a kernel, and there is one. */
+   * of that op names such a kernel, and there is one ("+op": at least one
+   * line of op does). */
   int n = kernels ? MB_MIN(engine->node_profile(compiled, times, 64), 64) : 0;
   for (int k = 0; kernels && kernels[k]; k += 2) {
-    int seen = 0;
+    int seen = 0, some = kernels[k][0] == '+', found = 0;
+    const char *op = kernels[k] + some;
     for (int i = 0; i < n; i++) {
-      if (strcmp(times[i].op_type, kernels[k]) != 0)
+      if (strcmp(times[i].op_type, op) != 0)
         continue;
       seen++;
-      if (!strstr(times[i].kernel, kernels[k + 1])) {
+      found += strstr(times[i].kernel, kernels[k + 1]) != NULL;
+      if (!some && !strstr(times[i].kernel, kernels[k + 1])) {
         fprintf(stderr, "  %s '%s': kernel '%s', want '%s'\n", times[i].op_type,
                 times[i].name, times[i].kernel, kernels[k + 1]);
         goto done;
       }
     }
-    if (!seen) {
-      fprintf(stderr, "  no %s in the int8 profile\n", kernels[k]);
+    if (!seen || (some && !found)) {
+      fprintf(stderr, "  no %s with a '%s' kernel in the int8 profile\n", op,
+              kernels[k + 1]);
       goto done;
     }
   }

@@ -176,17 +176,42 @@ static bool mm_dst_for_transpose(lctx *l, int v, int rank, const int64_t *dims,
          dnnl_success;
 }
 
+/* Is the node at pos (reading cur) data movement that the lowering makes
+ * a view of the same values (or a plain copy of them), keeping int8 data
+ * int8? */
+static bool mm_moves_only(lctx *l, int pos, int cur) {
+  static const char *const views[] = {"Transpose", "Reshape",   "Flatten",
+                                      "Squeeze",   "Unsqueeze", "Identity"};
+  const mb_node *n = node_at(l, pos);
+  if (n->n_inputs < 1 || n->inputs[0] != cur || n->n_outputs != 1 ||
+      l->group_of[pos] >= 0 || mb__engine_node_folded(l->eg, n) ||
+      l->vals[n->outputs[0]].out_slot >= 0)
+    return false;
+  for (size_t i = 0; i < MB_ARRAY_COUNT(views); i++)
+    if (op_is(n, views[i]))
+      return true;
+  return false;
+}
+
 /* int8 kept between products: when every reader of value v (the result
- * of an int8 product's chain) is a MatMul or Gemm that will read it as its
- * int8 input (constant 2-D weights with a weight entry), v's own
- * activation entry, so that the product writes v in int8 at once (a
- * transformer's FFN: linear1 -> Relu -> linear2) instead of float that
- * each reader quantises again. NULL otherwise. */
+ * of an int8 product's chain), after data movement at most (attention's
+ * head merge: Transpose, Reshape), is a MatMul or Gemm that will read it
+ * as its int8 input (constant 2-D weights with a weight entry, the same
+ * scale and zero point as v's), v's own activation entry, so that the
+ * product writes v in int8 at once (a transformer's FFN: linear1 -> Relu
+ * -> linear2; probabilities.v -> out_proj) instead of float that each
+ * reader quantises again. NULL otherwise. */
 static const mb_quant_param *mm_requant_entry(lctx *l, int v) {
   int pos[8];
   const mb_quant_param *yq = mb__engine_quant_activation(l->eg, l->quant, v);
+  if (!yq || l->vals[v].out_slot >= 0)
+    return NULL;
   int n = mb__segment_readers(l->d, v, pos, 8);
-  if (!yq || l->vals[v].out_slot >= 0 || n < 1 || n > 8)
+  for (int hop = 0; hop < 4 && n == 1 && mm_moves_only(l, pos[0], v); hop++) {
+    v = node_at(l, pos[0])->outputs[0];
+    n = mb__segment_readers(l->d, v, pos, 8);
+  }
+  if (n < 1 || n > 8)
     return NULL;
   for (int i = 0; i < n; i++) {
     const mb_node *m = node_at(l, pos[i]);
@@ -206,7 +231,8 @@ static const mb_quant_param *mm_requant_entry(lctx *l, int v) {
     }
     if (!mb__dn_q_entries(l, v, m->inputs[1], trans_b ? 0 : 1,
                           w->dims[trans_b ? 0 : 1], &xq, &wq) ||
-        xq != yq)
+        xq->dtype != yq->dtype || xq->scales[0] != yq->scales[0] ||
+        xq->zero_points[0] != yq->zero_points[0])
       return NULL;
   }
   return yq;
