@@ -67,8 +67,9 @@
  * products of one input by constant weights (BERT's separate Q, K and V
  * projections) run as one over their weights side by side, each result a
  * column window of it. INT8: a product whose result only int8 products
- * read writes it in int8 (a last linear post-op requantises), so a FFN's
- * hidden layer is not quantised again; int8 data read as float is
+ * read, directly or through views (attention's head merge), writes it in
+ * int8 (a last linear post-op requantises), so a FFN's hidden layer or the
+ * attention output is not quantised again; int8 data read as float is
  * dequantised on the way (each representation knows its scale); a
  * product of two activations (q.k^T, probabilities.v) runs in int8 from
  * ranges derived from their calibration, and a Softmax read only by such
