@@ -43,11 +43,11 @@ typedef struct mb_engine_options {
    * made with), keyed by the float model's tensor names. A Conv, Gemm or
    * MatMul runs on int8 when its weight has a WEIGHT entry and its input
    * an activation entry; oneDNN also runs a MatMul of two activations
-   * with entries (attention's) on int8, as the QDQ model's QLinearMatMul. An engine may also keep on int8 the ops the QDQ
-   * model runs on uint8 (Add, MaxPool, average pools, scale-keeping data
-   * movement) when every float input and the output have activation
-   * entries; every other node stays float32. Borrowed for compile();
-   * NULL outside INT8. */
+   * with entries (attention's) on int8, as the QDQ model's QLinearMatMul. An
+   * engine may also keep on int8 the ops the QDQ model runs on uint8 (Add,
+   * MaxPool, average pools, scale-keeping data movement) when every float input
+   * and the output have activation entries; every other node stays float32.
+   * Borrowed for compile(); NULL outside INT8. */
   const struct mb_quant_params *quant;
 } mb_engine_options;
 

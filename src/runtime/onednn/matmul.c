@@ -95,6 +95,30 @@ static mb_status mm_operand(lctx *l, int v, int rank, bool trans, bool colmajor,
   return mb__dn_rep_view(l, r, md, mem);
 }
 
+/* Activation v quantised with xq (into its own dims, plain or colmajor),
+ * seen as the operand md: the memory in *mem, its buffer in *buf. */
+static mb_status mm_operand_q(lctx *l, int v, bool colmajor,
+                              const mb_quant_param *xq,
+                              const dnnl_memory_desc_t *md, dnnl_memory_t *mem,
+                              int *buf) {
+  dn_rep *rq;
+  dnnl_memory_desc_t pm;
+  mb_status status;
+  int orank;
+  int64_t odims[MB_MAX_RANK];
+  mb__dn_value_dims(l, v, &orank, odims);
+  DN_TRY(l, mm_operand_md_cm(&pm, orank, odims, orank, false, colmajor,
+                             mb__dn_q_dt(xq)));
+  if ((status = mb__dn_value_get_q(l, v, &pm, xq, &rq)))
+    return status;
+  *buf = rq->buf;
+  if (mb__dn_md_same(md, &rq->md)) {
+    *mem = rq->mem;
+    return MB_STATUS_OK;
+  }
+  return mb__dn_rep_view(l, rq, md, mem);
+}
+
 /* A view of activation v in data type dt (a transposed or sliced value,
  * see movement.c) that a matmul can read as it is: described in *md as an
  * operand of `rank` dims (transposed in its last two when trans). Only
@@ -653,19 +677,7 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
     dnnl_exec_arg_t args[DN_MAX_ARGS];
     int n_args = 0, a_buf, b_buf = -1;
     if (q) {
-      /* A quantised (plain, its own dims), seen as the operand view. */
-      dn_rep *rq;
-      dnnl_memory_desc_t pm;
-      int orank;
-      int64_t odims[MB_MAX_RANK];
-      mb__dn_value_dims(l, a, &orank, odims);
-      DN_GOTO(l, mb__dn_md_plain(&pm, orank, odims, mb__dn_q_dt(xq)));
-      MB_TRY_GOTO(mb__dn_value_get_q(l, a, &pm, xq, &rq));
-      a_buf = rq->buf;
-      if (mb__dn_md_same(&a_md, &rq->md))
-        amem = rq->mem;
-      else
-        MB_TRY_GOTO(mb__dn_rep_view(l, rq, &a_md, &amem));
+      MB_TRY_GOTO(mm_operand_q(l, a, false, xq, &a_md, &amem, &a_buf));
     } else if (use_views && a_view) {
       a_buf = a_vrep.buf;
       MB_TRY_GOTO(mb__dn_rep_view(l, &a_vrep, &a_md, &amem));
@@ -674,20 +686,8 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
                              fold_rank ? fold : NULL, &a_md, &amem, &a_buf));
     }
     if (q && !kb) {
-      /* An activation as s8 weights: quantised plain, seen as B. */
-      dn_rep *rq;
-      dnnl_memory_desc_t pm;
-      int orank;
-      int64_t odims[MB_MAX_RANK];
-      mb__dn_value_dims(l, b, &orank, odims);
-      DN_GOTO(l,
-              mm_operand_md_cm(&pm, orank, odims, orank, false, b_cm, dnnl_s8));
-      MB_TRY_GOTO(mb__dn_value_get_q(l, b, &pm, wq, &rq));
-      b_buf = rq->buf;
-      if (mb__dn_md_same(&b_md, &rq->md))
-        bmem = rq->mem;
-      else
-        MB_TRY_GOTO(mb__dn_rep_view(l, rq, &b_md, &bmem));
+      /* An activation as s8 weights. */
+      MB_TRY_GOTO(mm_operand_q(l, b, b_cm, wq, &b_md, &bmem, &b_buf));
     } else if (q) {
       int8_t *w8 = mb__dn_q_weights(kb, wq, p.trans_b ? 0 : 1);
       if (!w8) {
