@@ -483,38 +483,49 @@ static void add_gelu_tanh(gcase *c, const char *x, const char *y, int form) {
   }
 }
 
+/* Builds x -> y in one GELU spelling (add_gelu, add_gelu_tanh). */
+typedef void (*gelu_builder)(gcase *c, const char *x, const char *y, int form);
+
+/* Profiles GELU spelling `form` at `opset`, after a MatMul and its bias
+ * (after_product) or alone beside a Relu of the same input: the
+ * primitives' op types go into ops. Frees the case. */
+static int gelu_profile(gelu_builder add, int form, int64_t opset,
+                        int after_product, char *ops, size_t size) {
+  gcase c;
+  int64_t a[3] = {2, 5, 16}, w[2] = {16, 24}, b[1] = {24};
+  gc_init(&c, opset);
+  gc_input(&c, "a", 3, a);
+  if (after_product) {
+    gc_const(&c, "w", 2, w, NULL, -0.5f, 0.5f);
+    gc_const(&c, "b", 1, b, NULL, -0.5f, 0.5f);
+    gc_node(&c, "MatMul", "a,w", "t");
+    gc_node(&c, "Add", "t,b", "u");
+    add(&c, "u", "y", form);
+  } else {
+    gc_node(&c, "Relu", "a", "r");
+    add(&c, "a", "g", form);
+    gc_node(&c, "Add", "g,r", "y");
+    c.lo = -3;
+    c.hi = 3;
+  }
+  gc_output(&c, "y");
+  return profile_ops(&c, 1, ops, size, NULL);
+}
+
 /* The tanh GELU: one post-op of the product before it, or one eltwise
  * primitive alone; a look-alike stays as written (and exact). */
 TEST(gelu_tanh) {
   SKIP_UNLESS_AVAILABLE();
   for (int form = 0; form < 4; form++) {
-    gcase c;
     char ops[256];
-    int64_t a[3] = {2, 5, 16}, w[2] = {16, 24}, b[1] = {24};
-    gc_init(&c, 17);
-    gc_input(&c, "a", 3, a);
-    gc_const(&c, "w", 2, w, NULL, -0.5f, 0.5f);
-    gc_const(&c, "b", 1, b, NULL, -0.5f, 0.5f);
-    gc_node(&c, "MatMul", "a,w", "t");
-    gc_node(&c, "Add", "t,b", "u");
-    add_gelu_tanh(&c, "u", "y", form);
-    gc_output(&c, "y");
-    if (profile_ops(&c, 1, ops, sizeof ops, NULL))
+    if (gelu_profile(add_gelu_tanh, form, 17, 1, ops, sizeof ops))
       TEST_FAIL_("tanh gelu after a product, form %d, failed", form);
     if (form < 3)
       ASSERT_STR_EQ(ops, "MatMul");
     else if (count_word(ops, "Tanh") != 1)
       TEST_FAIL_("the look-alike was fused: %s", ops);
 
-    gc_init(&c, 17);
-    gc_input(&c, "a", 3, a);
-    gc_node(&c, "Relu", "a", "r");
-    add_gelu_tanh(&c, "a", "g", form);
-    gc_node(&c, "Add", "g,r", "y");
-    gc_output(&c, "y");
-    c.lo = -3;
-    c.hi = 3;
-    if (profile_ops(&c, 1, ops, sizeof ops, NULL))
+    if (gelu_profile(add_gelu_tanh, form, 17, 0, ops, sizeof ops))
       TEST_FAIL_("standalone tanh gelu form %d failed", form);
     if (form < 3)
       ASSERT_STR_EQ(ops, "Relu Gelu Add");
@@ -543,30 +554,12 @@ TEST(gelu_tanh) {
 TEST(gelu_and_erf) {
   SKIP_UNLESS_AVAILABLE();
   for (int form = 0; form < 2; form++) {
-    gcase c;
     char ops[256];
-    int64_t a[3] = {2, 5, 16}, w[2] = {16, 24}, b[1] = {24};
-    gc_init(&c, 13);
-    gc_input(&c, "a", 3, a);
-    gc_const(&c, "w", 2, w, NULL, -0.5f, 0.5f);
-    gc_const(&c, "b", 1, b, NULL, -0.5f, 0.5f);
-    gc_node(&c, "MatMul", "a,w", "t");
-    gc_node(&c, "Add", "t,b", "u");
-    add_gelu(&c, "u", "y", form);
-    gc_output(&c, "y");
-    if (profile_ops(&c, 1, ops, sizeof ops, NULL))
+    if (gelu_profile(add_gelu, form, 13, 1, ops, sizeof ops))
       TEST_FAIL_("fused gelu form %d failed", form);
     ASSERT_STR_EQ(ops, "MatMul");
 
-    gc_init(&c, 13);
-    gc_input(&c, "a", 3, a);
-    gc_node(&c, "Relu", "a", "r");
-    add_gelu(&c, "a", "g", form);
-    gc_node(&c, "Add", "g,r", "y");
-    gc_output(&c, "y");
-    c.lo = -3;
-    c.hi = 3;
-    if (profile_ops(&c, 1, ops, sizeof ops, NULL))
+    if (gelu_profile(add_gelu, form, 13, 0, ops, sizeof ops))
       TEST_FAIL_("standalone gelu form %d failed", form);
     ASSERT_STR_EQ(ops, "Relu Gelu Add");
   }
