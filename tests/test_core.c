@@ -101,6 +101,25 @@ TEST(compare) {
   mb_tensor_free(a);
   mb_tensor_free(b);
   mb_tensor_free(c);
+  /* 64-bit integers that round to one double: 2^60 and 2^60 + 1 differ by 1,
+   * which a zero tolerance must see (in doubles the difference was 0). */
+  static const mb_dtype wide[2] = {MB_DTYPE_INT64, MB_DTYPE_UINT64};
+  for (int w = 0; w < 2; w++) {
+    int64_t two[1] = {2};
+    ASSERT_OK(mb_tensor_create(wide[w], 1, two, &a, &err), &err);
+    ASSERT_OK(mb_tensor_create(wide[w], 1, two, &b, &err), &err);
+    uint64_t *ua = a->data, *ub = b->data;
+    ua[0] = UINT64_C(1) << 60;
+    ub[0] = (UINT64_C(1) << 60) + 1;
+    ua[1] = ub[1] = UINT64_C(1) << 63; /* equal: never a difference */
+    ASSERT_OK(mb_tensor_compare(a, b, 0, 0, &r, &err), &err);
+    ASSERT_EQ(r.n_bad, 1);
+    ASSERT_NEAR(r.max_abs_err, 1, 0);
+    ASSERT_OK(mb_tensor_compare(a, b, 1e-9, 0, &r, &err), &err);
+    ASSERT_EQ(r.n_bad, 0);
+    mb_tensor_free(a);
+    mb_tensor_free(b);
+  }
   return 0;
 }
 

@@ -1,6 +1,7 @@
 /* Control flow and sequences on the reference interpreter, beyond what the
  * backend suite covers: Scan with axes and directions, subgraphs reading
- * values two scopes out, a Loop stopped by its condition alone, sequence
+ * values two scopes out, a Loop stopped by its condition alone, Loop trip
+ * counts beyond a double's precision (INT64_MAX, 2^62) and none, sequence
  * round trips (SplitToSequence -> ConcatFromSequence), static inference
  * across a Loop, a hybrid runtime falling back around an If, and the
  * errors a user can reach (a branch with the wrong output count, a
@@ -447,9 +448,133 @@ TEST(loop_grown_sequence_is_bounded) {
   return 0;
 }
 
+/* An int64 scalar initializer holding v exactly (gb_const goes through a
+ * double, which cannot hold INT64_MAX). */
+static const char *const_i64(graph_builder *b, int64_t v) {
+  const char *name = gb_const(b, MB_DTYPE_INT64, 0, NULL, V(0));
+  if (!gb_failed(b)) {
+    int at = mb__graph_find_value(b->graph, name);
+    *(int64_t *)b->graph->values[at].initializer->data = v;
+  }
+  return name;
+}
+
+/* Loop(M, true, acc = 10) whose body adds 1 to acc, collects i and
+ * continues while i < stop - 1 (so the condition alone runs `stop`
+ * iterations; stop < 0: never false). */
+static mb_model *counting_loop(int64_t m, int64_t stop) {
+  graph_builder b;
+  gb_init(&b, 16);
+  const char *m_trip = const_i64(&b, m);
+  const char *cond0 = gb_const(&b, MB_DTYPE_BOOL, 0, NULL, V(1));
+  const char *acc0 = const_i64(&b, 10);
+  const char *last = const_i64(&b, stop < 0 ? INT64_MAX : stop - 1);
+  const char *one = const_i64(&b, 1);
+  const char *outs[2] = {"acc_final", "trace"};
+  gb_node_outs(&b, "Loop", 3, (const char *[]){m_trip, cond0, acc0}, 2, outs);
+  /* Scalars throughout: ONNX Runtime wants the body's shapes declared. */
+  static const char *const body_ins[] = {"i", "c", "acc"};
+  static const mb_dtype body_types[] = {MB_DTYPE_INT64, MB_DTYPE_BOOL,
+                                        MB_DTYPE_INT64};
+  mb_graph *body = sub_create(&b, b.graph, 0, NULL, NULL);
+  for (int k = 0; k < 3 && body && !gb_failed(&b); k++)
+    mb__graph_add_input(body, body_ins[k], body_types[k], 0, NULL, NULL,
+                        &b.err);
+  sub_node(&b, body, "Less", 2, (const char *[]){"i", last}, "c_out");
+  sub_node(&b, body, "Add", 2, (const char *[]){"acc", one}, "acc_out");
+  sub_node(&b, body, "Identity", 1, (const char *[]){"i"}, "i_out");
+  static const char *const body_outs[] = {"c_out", "acc_out", "i_out"};
+  static const mb_dtype out_types[] = {MB_DTYPE_BOOL, MB_DTYPE_INT64,
+                                       MB_DTYPE_INT64};
+  for (int k = 0; k < 3 && body && !gb_failed(&b); k++)
+    mb__graph_add_output(body, body_outs[k], out_types[k], 0, NULL, NULL,
+                         &b.err);
+  attach(&b, "body", body);
+  gb_output(&b, "acc_final", MB_DTYPE_INT64, 0, NULL);
+  gb_output(&b, "trace", MB_DTYPE_INT64, 1, (const int64_t[]){-1});
+  return gb_finish(&b);
+}
+
+/* M is read as an integer: INT64_MAX (what PyTorch exports for a while
+ * loop) and 2^62 leave the condition to stop the loop, as on ONNX Runtime.
+ * Through a double, INT64_MAX became 2^63, which converted back to
+ * INT64_MIN on x86: the loop ran zero times. M = 0 and every negative M
+ * run none (ONNX's `for (i = 0; i < M && cond; ++i)`, and ONNX
+ * Runtime's), leaving acc as it came in and the trace empty. */
+TEST(loop_trip_count_is_an_integer) {
+  static const struct {
+    int64_t m, stop, iterations;
+  } cases[] = {
+      {INT64_MAX, 3, 3},
+      {INT64_C(1) << 62, 3, 3},
+      {(INT64_C(1) << 53) + 1, 4, 4}, /* not a double */
+      {2, 3, 2},                      /* M before the condition */
+      {0, 3, 0},
+      {-1, 3, 0},
+      {INT64_MIN, 3, 0},
+  };
+  for (size_t c = 0; c < MB_ARRAY_COUNT(cases); c++) {
+    mb_model *m = counting_loop(cases[c].m, cases[c].stop);
+    ASSERT(m);
+    mb_tensor *out[2] = {0};
+    ASSERT_EQ(run_one(m, NULL, out), 0);
+    int64_t n = cases[c].iterations;
+    ASSERT_EQ(mb__tensor_get_i64(out[0], 0), 10 + n);
+    ASSERT_EQ(out[1]->rank, 1);
+    ASSERT_EQ(out[1]->dims[0], n);
+    for (int64_t i = 0; i < n; i++)
+      ASSERT_EQ(mb__tensor_get_i64(out[1], i), i);
+    /* ONNX Runtime, where installed, agrees. */
+    mb_tensor *ort[2] = {0};
+    int rc = run_onnxruntime(m, NULL, ort);
+    if (rc >= 0) {
+      ASSERT_EQ(rc, 0);
+      ASSERT_EQ(mb__tensor_get_i64(ort[0], 0), 10 + n);
+      ASSERT_EQ(ort[1]->numel, n);
+    }
+    free_tensors(ort, 2);
+    free_tensors(out, 2);
+    mb_model_free(m);
+  }
+  /* The interpreter's bound still holds with an M of INT64_MAX beside a
+   * condition that never turns false. */
+  int64_t saved = mb__loop_max_iterations;
+  mb__loop_max_iterations = 100;
+  mb_model *m = counting_loop(INT64_MAX, -1);
+  int rc = expect_run_error(m, NULL, "Loop", "the loop ran 100 iterations");
+  mb_model_free(m);
+  mb__loop_max_iterations = saved;
+  if (rc)
+    return rc;
+  /* A float M is no trip count (ONNX types it int64). */
+  {
+    graph_builder b;
+    gb_init(&b, 16);
+    const char *m_trip = gb_const(&b, MB_DTYPE_FLOAT, 0, NULL, V(3));
+    const char *acc0 = const_i64(&b, 10);
+    const char *acc = "acc_final";
+    gb_node_outs(&b, "Loop", 3, (const char *[]){m_trip, "", acc0}, 1, &acc);
+    static const mb_dtype body_types[] = {MB_DTYPE_INT64, MB_DTYPE_BOOL,
+                                          MB_DTYPE_INT64};
+    mb_graph *body = sub_create(&b, b.graph, 3,
+                                (const char *[]){"i", "c", "acc"}, body_types);
+    sub_node(&b, body, "Identity", 1, (const char *[]){"c"}, "c_out");
+    sub_node(&b, body, "Identity", 1, (const char *[]){"acc"}, "acc_out");
+    sub_output(&b, body, "c_out");
+    sub_output(&b, body, "acc_out");
+    attach(&b, "body", body);
+    gb_output(&b, acc, MB_DTYPE_INT64, 0, NULL);
+    m = gb_finish(&b);
+    rc = expect_run_error(m, NULL, "Loop", "must be an integer, not float");
+    mb_model_free(m);
+  }
+  return rc;
+}
+
 TEST_MAIN(TEST_ENTRY(scan_axes_and_directions),
           TEST_ENTRY(loop_condition_and_outer_scopes),
           TEST_ENTRY(split_and_concat_sequences),
           TEST_ENTRY(errors_name_node_and_fault),
           TEST_ENTRY(hybrid_falls_back_around_control_flow),
-          TEST_ENTRY(loop_grown_sequence_is_bounded))
+          TEST_ENTRY(loop_grown_sequence_is_bounded),
+          TEST_ENTRY(loop_trip_count_is_an_integer))

@@ -1180,6 +1180,28 @@ TEST(einsum_and_integer) {
   free_all(outs, 1);
   mb_tensor_free(in[0]);
 
+  /* int64 Einsum sums in integers (wrapping as C's): through doubles,
+   * 2^60 + 1 lost its low bit. */
+  {
+    mb_tensor *ia = new_tensor(MB_DTYPE_INT64, 1, (int64_t[]){2});
+    mb_tensor *ib = new_tensor(MB_DTYPE_INT64, 1, (int64_t[]){2});
+    int64_t *av64 = ia->data, *bv64 = ib->data;
+    av64[0] = (INT64_C(1) << 60) + 1;
+    av64[1] = INT64_MAX;
+    bv64[0] = 1;
+    bv64[1] = 2; /* INT64_MAX * 2 wraps to -2 */
+    mb_tensor *iin[2] = {ia, ib};
+    outs[0] = empty_output();
+    ASSERT_EQ(case_init(&c, "Einsum", 2, 1), 0);
+    mb__node_set_string(c.model->graph, c.node, "equation", "i,i->", &c.err);
+    ASSERT_OK(case_run(&c, 12, iin, 2, outs, 1), &c.err);
+    ASSERT_EQ(outs[0]->dtype, MB_DTYPE_INT64);
+    ASSERT_EQ(((int64_t *)outs[0]->data)[0], (INT64_C(1) << 60) - 1);
+    case_free(&c);
+    free_all(outs, 1);
+    free_all(iin, 2);
+  }
+
   /* MatMulInteger with per-row / per-column zero points. */
   mb_tensor *qa = new_tensor(MB_DTYPE_UINT8, 2, (int64_t[]){2, 3});
   mb_tensor *qb = new_tensor(MB_DTYPE_INT8, 2, (int64_t[]){3, 2});

@@ -866,6 +866,111 @@ TEST(resize) {
   return 0;
 }
 
+/* Integers that go through a double lose their low bits beyond 2^53 (and
+ * uint64 beyond 2^63 reads as negative through int64): each kernel here
+ * used to do one or the other. */
+TEST(integers_beyond_double_precision) {
+  harness h;
+  const int64_t big = INT64_C(1) << 60;
+  /* Range: the count came from doubles, where 2^60 + 3 is 2^60: empty. */
+  {
+    int64_t start = big, limit = big + 3, delta = 1;
+    h_init(&h, "Range", 11, 3, 1);
+    h_input(&h, 0, MB_DTYPE_INT64, 0, NULL, &start);
+    h_input(&h, 1, MB_DTYPE_INT64, 0, NULL, &limit);
+    h_input(&h, 2, MB_DTYPE_INT64, 0, NULL, &delta);
+    ASSERT_RUN(&h);
+    ASSERT_DATA(int64_t, &h.outputs[0], big, big + 1, big + 2);
+    int64_t down = -1;
+    h_input(&h, 0, MB_DTYPE_INT64, 0, NULL, &limit);
+    h_input(&h, 1, MB_DTYPE_INT64, 0, NULL, &start);
+    h_input(&h, 2, MB_DTYPE_INT64, 0, NULL, &down);
+    ASSERT_RUN(&h);
+    ASSERT_DATA(int64_t, &h.outputs[0], big + 3, big + 2, big + 1);
+    /* The whole int64 line in four steps: 3 * 2^62 alone overflows. */
+    int64_t lo = INT64_MIN, hi = INT64_MAX, step = INT64_C(1) << 62;
+    h_input(&h, 0, MB_DTYPE_INT64, 0, NULL, &lo);
+    h_input(&h, 1, MB_DTYPE_INT64, 0, NULL, &hi);
+    h_input(&h, 2, MB_DTYPE_INT64, 0, NULL, &step);
+    ASSERT_RUN(&h);
+    ASSERT_DATA(int64_t, &h.outputs[0], INT64_MIN, -step, 0, step);
+    h_free(&h);
+    const uint64_t u[3] = {0, 3, 1};
+    h_init(&h, "Range", 11, 3, 1);
+    for (int i = 0; i < 3; i++)
+      h_input(&h, i, MB_DTYPE_UINT64, 0, NULL, &u[i]);
+    ASSERT_EQ(h_infer(&h), MB_STATUS_UNSUPPORTED);
+    ASSERT_CONTAINS(h.err.message, "uint64");
+    h_free(&h);
+  }
+  /* ScatterElements reductions: uint64 and the narrow types in integer
+   * arithmetic, wrapping as C and ONNX Runtime do (a double saturated). */
+  {
+    const uint64_t data[2] = {(UINT64_C(1) << 63) + 1, 5};
+    const uint64_t upd[2] = {2, (UINT64_C(1) << 63) + 2};
+    const int64_t idx[2] = {0, 1};
+    int64_t d2[1] = {2};
+    static const char *const reds[3] = {"add", "max", "min"};
+    const uint64_t want[3][2] = {
+        {(UINT64_C(1) << 63) + 3, (UINT64_C(1) << 63) + 7},
+        {(UINT64_C(1) << 63) + 1, (UINT64_C(1) << 63) + 2},
+        {2, 5}};
+    for (int r = 0; r < 3; r++) {
+      h_init(&h, "ScatterElements", 18, 3, 1);
+      h_input(&h, 0, MB_DTYPE_UINT64, 1, d2, data);
+      h_input(&h, 1, MB_DTYPE_INT64, 1, d2, idx);
+      h_input(&h, 2, MB_DTYPE_UINT64, 1, d2, upd);
+      h_string(&h, "reduction", reds[r]);
+      ASSERT_RUN(&h);
+      ASSERT_DATA(uint64_t, &h.outputs[0], want[r][0], want[r][1]);
+      h_free(&h);
+    }
+    const int8_t small[2] = {127, -128}, one[2] = {1, -1};
+    h_init(&h, "ScatterElements", 18, 3, 1);
+    h_input(&h, 0, MB_DTYPE_INT8, 1, d2, small);
+    h_input(&h, 1, MB_DTYPE_INT64, 1, d2, idx);
+    h_input(&h, 2, MB_DTYPE_INT8, 1, d2, one);
+    h_string(&h, "reduction", "add");
+    ASSERT_RUN(&h);
+    ASSERT_DATA(int8_t, &h.outputs[0], -128, 127);
+    h_free(&h);
+  }
+  /* TopK and Unique order uint64 values above 2^63 as the largest. */
+  {
+    const uint64_t x[3] = {1, (UINT64_C(1) << 63) + 1, 5};
+    int64_t xd[1] = {3}, kd[1] = {1}, k = 1;
+    h_init(&h, "TopK", 11, 2, 2);
+    h_input(&h, 0, MB_DTYPE_UINT64, 1, xd, x);
+    h_input(&h, 1, MB_DTYPE_INT64, 1, kd, &k);
+    ASSERT_RUN(&h);
+    ASSERT_DATA(uint64_t, &h.outputs[0], (UINT64_C(1) << 63) + 1);
+    ASSERT_DATA(int64_t, &h.outputs[1], 1);
+    h_free(&h);
+    h_init(&h, "Unique", 11, 1, 1);
+    h_input(&h, 0, MB_DTYPE_UINT64, 1, xd, x);
+    ASSERT_RUN(&h);
+    ASSERT_DATA(uint64_t, &h.outputs[0], 1, 5, (UINT64_C(1) << 63) + 1);
+    h_free(&h);
+  }
+  /* OneHot reads integer indices and depth as integers; a uint64 index
+   * above INT64_MAX is out of range, not a negative one. */
+  {
+    const uint64_t ind[3] = {UINT64_MAX, 1, UINT64_C(1) << 63};
+    const int64_t depth = 3;
+    const int64_t values[2] = {0, 5};
+    int64_t id[1] = {3}, vd[1] = {2};
+    h_init(&h, "OneHot", 11, 3, 1);
+    h_input(&h, 0, MB_DTYPE_UINT64, 1, id, ind);
+    h_input(&h, 1, MB_DTYPE_INT64, 0, NULL, &depth);
+    h_input(&h, 2, MB_DTYPE_INT64, 1, vd, values);
+    ASSERT_RUN(&h);
+    ASSERT_SHAPE(&h.outputs[0], 3, 3);
+    ASSERT_DATA(int64_t, &h.outputs[0], 0, 0, 0, 0, 5, 0, 0, 0, 0);
+    h_free(&h);
+  }
+  return 0;
+}
+
 TEST_MAIN(TEST_ENTRY(reshape), TEST_ENTRY(flatten_shape_size),
           TEST_ENTRY(squeeze_unsqueeze), TEST_ENTRY(transpose_matches_naive),
           TEST_ENTRY(transpose_op),
@@ -874,4 +979,5 @@ TEST_MAIN(TEST_ENTRY(reshape), TEST_ENTRY(flatten_shape_size),
           TEST_ENTRY(gather_family), TEST_ENTRY(slice),
           TEST_ENTRY(concat_split), TEST_ENTRY(pad),
           TEST_ENTRY(topk_nonzero_unique_onehot),
-          TEST_ENTRY(cumsum_reverse_space), TEST_ENTRY(resize))
+          TEST_ENTRY(cumsum_reverse_space), TEST_ENTRY(resize),
+          TEST_ENTRY(integers_beyond_double_precision))

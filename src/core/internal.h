@@ -86,6 +86,11 @@ int64_t mb__tensor_get_i64(const mb_tensor *t, int64_t i);
 /* Stores a double into element i, converting per ONNX Cast rules
  * (float->int truncates toward zero, saturation is not applied). */
 void mb__tensor_set_f64(mb_tensor *t, int64_t i, double v);
+/* Stores an integer into element i exactly: integer types keep v modulo
+ * 2^bits (wrapping, as C integer arithmetic does), bool is v != 0, float
+ * types round to nearest. A uint64 value travels as its int64 bit
+ * pattern, the inverse of mb__tensor_get_i64. */
+void mb__tensor_set_i64(mb_tensor *t, int64_t i, int64_t v);
 
 /* ---- files ---- */
 /* Reads a whole file. *data_out: malloc'd, caller frees. Size limit 4 GiB

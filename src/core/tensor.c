@@ -311,6 +311,35 @@ void mb__tensor_set_f64(mb_tensor *t, int64_t i, double v) {
   }
 }
 
+void mb__tensor_set_i64(mb_tensor *t, int64_t i, int64_t v) {
+  void *d = t->data;
+  uint64_t u = (uint64_t)v; /* narrowing an unsigned value is defined */
+  switch (t->dtype) {
+  case MB_DTYPE_INT8:
+  case MB_DTYPE_UINT8:
+    ((uint8_t *)d)[i] = (uint8_t)u;
+    break;
+  case MB_DTYPE_INT16:
+  case MB_DTYPE_UINT16:
+    ((uint16_t *)d)[i] = (uint16_t)u;
+    break;
+  case MB_DTYPE_INT32:
+  case MB_DTYPE_UINT32:
+    ((uint32_t *)d)[i] = (uint32_t)u;
+    break;
+  case MB_DTYPE_INT64:
+  case MB_DTYPE_UINT64:
+    ((uint64_t *)d)[i] = u;
+    break;
+  case MB_DTYPE_BOOL:
+    ((uint8_t *)d)[i] = v != 0;
+    break;
+  default:
+    mb__tensor_set_f64(t, i, (double)v);
+    break;
+  }
+}
+
 /* ---- comparison ---- */
 
 mb_status mb_tensor_compare(const mb_tensor *actual, const mb_tensor *expected,
@@ -340,12 +369,17 @@ mb_status mb_tensor_compare(const mb_tensor *actual, const mb_tensor *expected,
   for (int64_t i = 0; i < expected->numel; i++) {
     double a = mb__tensor_get_f64(actual, i);
     double e = mb__tensor_get_f64(expected, i);
+    double diff = fabs(a - e);
     if (actual->dtype == MB_DTYPE_INT64 || actual->dtype == MB_DTYPE_UINT64) {
-      /* exact comparison for values beyond double precision */
-      int64_t ai = mb__tensor_get_i64(actual, i);
-      int64_t ei = mb__tensor_get_i64(expected, i);
+      /* Exactly: two values beyond 2^53 that differ can round to the same
+       * double, and a difference of 0 would pass even a zero tolerance. */
+      uint64_t ai = (uint64_t)mb__tensor_get_i64(actual, i);
+      uint64_t ei = (uint64_t)mb__tensor_get_i64(expected, i);
       if (ai == ei)
         continue;
+      bool above = actual->dtype == MB_DTYPE_UINT64 ? ai > ei
+                                                    : (int64_t)ai > (int64_t)ei;
+      diff = (double)(above ? ai - ei : ei - ai);
     }
     if (isnan(a) || isnan(e)) {
       if (!(isnan(a) && isnan(e)))
@@ -357,7 +391,6 @@ mb_status mb_tensor_compare(const mb_tensor *actual, const mb_tensor *expected,
         r.n_bad++;
       continue;
     }
-    double diff = fabs(a - e);
     /* Relative error is measured where the expected value is non-zero;
      * elements expected to be exactly 0 show up in max_abs_err. */
     double rel = e != 0 ? diff / fabs(e) : 0;

@@ -83,14 +83,47 @@ static cf_slot *cf_slots_new(mb_op_ctx *ctx, int n) {
   return slots;
 }
 
-/* A scalar of the body's condition or trip count. */
+/* The one-element tensor of a condition or trip count. */
 static mb_status cf_scalar(mb_op_ctx *ctx, const mb_op_value *v,
-                           const char *what, double *out) {
+                           const char *what, const mb_tensor **out) {
   if (cf_kind(v) != MB__KIND_TENSOR || !v->tensor || v->tensor->numel != 1 ||
       mb_dtype_size(v->tensor->dtype) == 0)
     return mb__op_error(ctx, MB_STATUS_SHAPE, "%s must be a one-element tensor",
                         what);
-  *out = mb__tensor_get_f64(v->tensor, 0);
+  *out = v->tensor;
+  return MB_STATUS_OK;
+}
+
+/* A condition (bool in a valid model; any number is true when non-zero). */
+static mb_status cf_condition(mb_op_ctx *ctx, const mb_op_value *v,
+                              const char *what, bool *out) {
+  const mb_tensor *t;
+  mb_status st = cf_scalar(ctx, v, what, &t);
+  if (st)
+    return st;
+  *out = mb__dtype_is_float(t->dtype) ? mb__tensor_get_f64(t, 0) != 0
+                                      : mb__tensor_get_i64(t, 0) != 0;
+  return MB_STATUS_OK;
+}
+
+/* Loop's M, read as an integer: through a double, the INT64_MAX that
+ * PyTorch exports for a while loop becomes 2^63, whose conversion back
+ * is undefined (x86 gives INT64_MIN, so the loop ran zero times). */
+static mb_status cf_trip_count(mb_op_ctx *ctx, const mb_op_value *v,
+                               int64_t *out) {
+  const mb_tensor *t;
+  mb_status st = cf_scalar(ctx, v, "M (the trip count)", &t);
+  if (st)
+    return st;
+  if (!mb__dtype_is_int(t->dtype))
+    return mb__op_error(ctx, MB_STATUS_SHAPE,
+                        "M (the trip count) must be an integer, not %s",
+                        mb_dtype_name(t->dtype));
+  if (t->dtype == MB_DTYPE_UINT64 &&
+      *(const uint64_t *)t->data > (uint64_t)INT64_MAX)
+    *out = INT64_MAX; /* more than any loop runs */
+  else
+    *out = mb__tensor_get_i64(t, 0);
   return MB_STATUS_OK;
 }
 
@@ -170,13 +203,13 @@ static mb_status if_infer(mb_op_ctx *ctx) {
 }
 
 static mb_status if_run(mb_op_ctx *ctx) {
-  double cond;
+  bool cond;
   mb_op_value c = cf_input(ctx, 0);
-  mb_status st = cf_scalar(ctx, &c, "cond", &cond);
+  mb_status st = cf_condition(ctx, &c, "cond", &cond);
   if (st)
     return st;
   const mb_graph *body =
-      cf_graph_attr(ctx, cond != 0 ? "then_branch" : "else_branch");
+      cf_graph_attr(ctx, cond ? "then_branch" : "else_branch");
   const mb_op_value *outs;
   int n_outs;
   if ((st = ctx->run_subgraph(ctx, body, 0, NULL, &outs, &n_outs)))
@@ -184,7 +217,7 @@ static mb_status if_run(mb_op_ctx *ctx) {
   if (n_outs != ctx->n_outputs)
     return mb__op_error(ctx, MB_STATUS_SHAPE,
                         "the %s branch has %d outputs, the node %d",
-                        cond != 0 ? "then" : "else", n_outs, ctx->n_outputs);
+                        cond ? "then" : "else", n_outs, ctx->n_outputs);
   for (int j = 0; j < n_outs && !st; j++)
     st = mb__op_set_output_value(ctx, j, &outs[j]);
   return st;
@@ -222,22 +255,22 @@ static mb_status loop_infer(mb_op_ctx *ctx) {
 static mb_status loop_run(mb_op_ctx *ctx) {
   const mb_graph *body = cf_graph_attr(ctx, "body");
   int carried = ctx->n_inputs - 2, scans = body->n_outputs - 1 - carried;
+  /* As ONNX's pseudo-code and ONNX Runtime: iterations 0, 1, ... run while
+   * i < M and cond, so an M of 0 or below runs none and the carried
+   * values come out as they went in. */
   int64_t trip = INT64_MAX;
   bool cond = true, bounded = false;
   mb_status st = MB_STATUS_OK;
-  double v;
   if (mb__op_input(ctx, 0)) {
     mb_op_value m = cf_input(ctx, 0);
-    if ((st = cf_scalar(ctx, &m, "M (the trip count)", &v)))
+    if ((st = cf_trip_count(ctx, &m, &trip)))
       return st;
-    trip = (int64_t)v;
     bounded = true;
   }
   if (mb__op_input(ctx, 1)) {
     mb_op_value c = cf_input(ctx, 1);
-    if ((st = cf_scalar(ctx, &c, "cond", &v)))
+    if ((st = cf_condition(ctx, &c, "cond", &cond)))
       return st;
-    cond = v != 0;
   }
   /* state[0..carried): the values carried into the next iteration; next[]
    * receives the body's before they replace them. */
@@ -280,9 +313,8 @@ static mb_status loop_run(mb_op_ctx *ctx) {
     int n_outs;
     if ((st = ctx->run_subgraph(ctx, body, carried + 2, in, &outs, &n_outs)))
       break;
-    if ((st = cf_scalar(ctx, &outs[0], "the body's condition", &v)))
+    if ((st = cf_condition(ctx, &outs[0], "the body's condition", &cond)))
       break;
-    cond = v != 0;
     for (int k = 0; k < carried && !st; k++)
       st = cf_slot_set(ctx, &next[k], &outs[k + 1]);
     for (int k = 0; k < scans && !st; k++) {

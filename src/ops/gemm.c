@@ -717,25 +717,36 @@ static mb_status einsum_run(mb_op_ctx *ctx) {
   mb_status status = einsum_plan_init(ctx, &p);
   if (status || yt->numel == 0)
     return status;
-  /* Operands as doubles in one buffer (slot 0), the sum in slot 1. */
+  /* Operands in one buffer (slot 0), the sum in slot 1, both 8-byte
+   * elements: doubles for float types; for integer types, integers with a
+   * sum that wraps in uint64 as C's would (through doubles, int64 values
+   * beyond 2^53 lost their low bits). */
+  bool integer = mb__dtype_is_int(ctx->inputs[0]->dtype);
   size_t total = 0;
   for (int i = 0; i < p.n_inputs; i++)
     total += (size_t)ctx->inputs[i]->numel;
-  double *vals = mb__op_scratch(ctx, 0, sizeof(double) * total + 1);
-  double *acc = mb__op_scratch(ctx, 1, sizeof(double) * (size_t)yt->numel);
+  void *vals = mb__op_scratch(ctx, 0, 8 * total + 1);
+  void *acc = mb__op_scratch(ctx, 1, 8 * (size_t)yt->numel);
   if (!vals || !acc)
     return MB_STATUS_OUT_OF_MEMORY;
   const double *base[EINSUM_MAX_INPUTS];
+  const uint64_t *ibase[EINSUM_MAX_INPUTS];
   /* stride[i][l]: step of operand i's offset when label l advances. */
   int64_t stride[EINSUM_MAX_INPUTS][EINSUM_MAX_LABELS];
   memset(stride, 0, sizeof stride);
-  double *v = vals;
+  size_t at = 0;
   for (int i = 0; i < p.n_inputs; i++) {
     const mb_tensor *t = ctx->inputs[i];
+    double *v = (double *)vals + at;
+    uint64_t *iv = (uint64_t *)vals + at;
     for (int64_t e = 0; e < t->numel; e++)
-      v[e] = mb__tensor_get_f64(t, e);
+      if (integer)
+        iv[e] = (uint64_t)mb__tensor_get_i64(t, e);
+      else
+        v[e] = mb__tensor_get_f64(t, e);
     base[i] = v;
-    v += t->numel;
+    ibase[i] = iv;
+    at += (size_t)t->numel;
     int64_t s = 1;
     for (int d = t->rank - 1; d >= 0; d--) {
       if (t->dims[d] != 1) /* size-1 dims broadcast */
@@ -743,7 +754,7 @@ static mb_status einsum_run(mb_op_ctx *ctx) {
       s *= t->dims[d];
     }
   }
-  memset(acc, 0, sizeof(double) * (size_t)yt->numel);
+  memset(acc, 0, 8 * (size_t)yt->numel); /* 0.0 and 0 alike */
   int64_t idx[EINSUM_MAX_LABELS] = {0}, off[EINSUM_MAX_INPUTS] = {0};
   int64_t out_off = 0, out_stride[EINSUM_MAX_LABELS] = {0}, s = 1;
   for (int j = p.out_rank - 1; j >= 0; j--) {
@@ -754,10 +765,17 @@ static mb_status einsum_run(mb_op_ctx *ctx) {
     if (p.size[p.loop_label[j]] == 0)
       goto store;
   for (;;) {
-    double prod = 1.0;
-    for (int i = 0; i < p.n_inputs; i++)
-      prod *= base[i][off[i]];
-    acc[out_off] += prod;
+    if (integer) {
+      uint64_t prod = 1;
+      for (int i = 0; i < p.n_inputs; i++)
+        prod *= ibase[i][off[i]];
+      ((uint64_t *)acc)[out_off] += prod;
+    } else {
+      double prod = 1.0;
+      for (int i = 0; i < p.n_inputs; i++)
+        prod *= base[i][off[i]];
+      ((double *)acc)[out_off] += prod;
+    }
     /* Advance the odometer over loop labels, last fastest. */
     int j = p.n_loop - 1;
     for (; j >= 0; j--) {
@@ -777,7 +795,10 @@ static mb_status einsum_run(mb_op_ctx *ctx) {
   }
 store:
   for (int64_t e = 0; e < yt->numel; e++)
-    mb__tensor_set_f64(yt, e, acc[e]);
+    if (integer)
+      mb__tensor_set_i64(yt, e, (int64_t)((const uint64_t *)acc)[e]);
+    else
+      mb__tensor_set_f64(yt, e, ((const double *)acc)[e]);
   return MB_STATUS_OK;
 }
 

@@ -211,16 +211,21 @@ static void reduce_element(mb_tensor *out, int64_t oi, const mb_tensor *upd,
            (const char *)upd->data + ui * (int64_t)es, es);
     return;
   }
-  if (out->dtype == MB_DTYPE_INT64 || out->dtype == MB_DTYPE_INT32) {
-    int64_t a = mb__tensor_get_i64(out, oi), b = mb__tensor_get_i64(upd, ui);
-    int64_t r = red == REDUCE_ADD   ? (int64_t)((uint64_t)a + (uint64_t)b)
-                : red == REDUCE_MUL ? (int64_t)((uint64_t)a * (uint64_t)b)
-                : red == REDUCE_MAX ? MB_MAX(a, b)
-                                    : MB_MIN(a, b);
-    if (out->dtype == MB_DTYPE_INT64)
-      ((int64_t *)out->data)[oi] = r;
-    else
-      ((int32_t *)out->data)[oi] = (int32_t)r;
+  if (mb__dtype_is_int(out->dtype)) {
+    /* Every integer type in integer arithmetic, wrapping like C and ONNX
+     * Runtime: through a double, uint64 values beyond 2^53 lost their low
+     * bits and the narrow types saturated. */
+    bool is_unsigned =
+        out->dtype == MB_DTYPE_UINT8 || out->dtype == MB_DTYPE_UINT16 ||
+        out->dtype == MB_DTYPE_UINT32 || out->dtype == MB_DTYPE_UINT64;
+    uint64_t a = (uint64_t)mb__tensor_get_i64(out, oi);
+    uint64_t b = (uint64_t)mb__tensor_get_i64(upd, ui);
+    bool a_above = is_unsigned ? a > b : (int64_t)a > (int64_t)b;
+    uint64_t r = red == REDUCE_ADD   ? a + b
+                 : red == REDUCE_MUL ? a * b
+                 : red == REDUCE_MAX ? (a_above ? a : b)
+                                     : (a_above ? b : a);
+    mb__tensor_set_i64(out, oi, (int64_t)r);
     return;
   }
   double a = mb__tensor_get_f64(out, oi), b = mb__tensor_get_f64(upd, ui);
@@ -415,15 +420,34 @@ static mb_status scatter_nd_run(mb_op_ctx *ctx) {
 /* OneHot                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* Element i of an integer tensor, exactly (a uint64 above INT64_MAX, out
+ * of every range here, saturates rather than turning negative). Through a
+ * double, int64 values beyond 2^53 would lose their low bits. */
+static int64_t onehot_int(const mb_tensor *t, int64_t i) {
+  if (t->dtype == MB_DTYPE_UINT64 &&
+      ((const uint64_t *)t->data)[i] > (uint64_t)INT64_MAX)
+    return INT64_MAX;
+  return mb__tensor_get_i64(t, i);
+}
+
 static mb_status onehot_depth(mb_op_ctx *ctx, int64_t *depth_out) {
   const mb_tensor *t = ctx->inputs[1];
   if (t->numel != 1)
     return mb__op_error(ctx, MB_STATUS_SHAPE, "depth must be a scalar");
-  double d = mb__tensor_get_f64(t, 0);
-  if (!(d >= 1) || d > (double)(INT64_C(1) << 40))
-    return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT, "depth %g is invalid",
-                        d);
-  *depth_out = (int64_t)d;
+  int64_t depth = 0;
+  if (mb__dtype_is_float(t->dtype)) { /* cast to int64, as ONNX says */
+    double d = mb__tensor_get_f64(t, 0);
+    if (!(d >= 1) || d > (double)(INT64_C(1) << 40))
+      return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
+                          "depth %g is invalid", d);
+    depth = (int64_t)d;
+  } else {
+    depth = onehot_int(t, 0);
+  }
+  if (depth < 1 || depth > (INT64_C(1) << 40))
+    return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
+                        "depth %lld is invalid", (long long)depth);
+  *depth_out = depth;
   return MB_STATUS_OK;
 }
 
@@ -467,11 +491,16 @@ static mb_status onehot_run(mb_op_ctx *ctx) {
           inner = prod(ind->dims, axis, ind->rank);
   for (int64_t o = 0; o < outer; o++)
     for (int64_t i = 0; i < inner; i++) {
-      double v = mb__tensor_get_f64(ind, o * inner + i);
-      if (!(v > -(double)depth - 1 && v < (double)depth))
-        continue;
-      int64_t k = (int64_t)v;
-      if (k < 0)
+      int64_t at = o * inner + i, k;
+      if (mb__dtype_is_float(ind->dtype)) {
+        double v = mb__tensor_get_f64(ind, at);
+        if (!(v > -(double)depth - 1 && v < (double)depth))
+          continue; /* also NaN */
+        k = (int64_t)v;
+      } else {
+        k = onehot_int(ind, at);
+      }
+      if (k < 0 && k >= -depth)
         k += depth;
       if (k < 0 || k >= depth)
         continue;

@@ -66,6 +66,15 @@ static bool keys_use_int(mb_dtype dt) {
   return dt == MB_DTYPE_INT64 || dt == MB_DTYPE_UINT64;
 }
 
+/* Element i as an int64 key that sorts in the element's own order: a
+ * uint64 above INT64_MAX would read as negative, so its top bit flips. */
+static int64_t int_key(const mb_tensor *t, int64_t i) {
+  int64_t v = mb__tensor_get_i64(t, i);
+  if (t->dtype == MB_DTYPE_UINT64)
+    return (int64_t)((uint64_t)v ^ (UINT64_C(1) << 63));
+  return v;
+}
+
 /* NaN sorts above every number, like numpy. */
 static int compare_f64(double a, double b) {
   if (a < b)
@@ -221,7 +230,7 @@ static mb_status topk_run(mb_op_ctx *ctx) {
       for (int64_t j = 0; j < n; j++) {
         order[j] = j;
         if (use_int)
-          ((int64_t *)keys)[j] = mb__tensor_get_i64(x, base + j * inner);
+          ((int64_t *)keys)[j] = int_key(x, base + j * inner);
         else
           ((double *)keys)[j] = mb__tensor_get_f64(x, base + j * inner);
       }
@@ -450,7 +459,7 @@ static mb_status unique_plan_make(mb_op_ctx *ctx, unique_plan *p) {
         int64_t src = (o * n + j) * p->inner + i;
         int64_t dst = j * p->row + o * p->inner + i;
         if (use_int)
-          ((int64_t *)keys)[dst] = mb__tensor_get_i64(x, src);
+          ((int64_t *)keys)[dst] = int_key(x, src);
         else
           ((double *)keys)[dst] = mb__tensor_get_f64(x, src);
       }

@@ -773,27 +773,42 @@ static mb_status range_count(mb_op_ctx *ctx, int64_t *count_out) {
                           names[i], mb_dtype_name(t[i]->dtype),
                           mb_dtype_name(dt));
   }
-  if (!mb__dtype_is_float(dt) && !mb__dtype_is_int(dt))
+  /* uint64 is not an ONNX Range type, and its values above INT64_MAX
+   * would read as negative. */
+  if ((!mb__dtype_is_float(dt) && !mb__dtype_is_int(dt)) ||
+      dt == MB_DTYPE_UINT64)
     return mb__op_error(ctx, MB_STATUS_UNSUPPORTED, "type %s not supported",
                         mb_dtype_name(dt));
-  double count;
   if (mb__dtype_is_int(dt)) {
+    /* In integers: through doubles, start 2^60 and limit 2^60 + 3 were
+     * the same number and the range came out empty. The span and the step
+     * are magnitudes in uint64, where neither overflows. */
     int64_t start = mb__tensor_get_i64(t[0], 0);
     int64_t limit = mb__tensor_get_i64(t[1], 0);
     int64_t delta = mb__tensor_get_i64(t[2], 0);
     if (delta == 0)
       return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT, "delta is 0");
-    count = ceil(((double)limit - (double)start) / (double)delta);
-  } else {
-    double start = mb__tensor_get_f64(t[0], 0);
-    double limit = mb__tensor_get_f64(t[1], 0);
-    double delta = mb__tensor_get_f64(t[2], 0);
-    if (delta == 0 || !isfinite(start) || !isfinite(limit) || !isfinite(delta))
-      return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
-                          "start, limit and delta must be finite and delta "
-                          "non-zero");
-    count = ceil((limit - start) / delta);
+    uint64_t span = 0;
+    if (delta > 0 && limit > start)
+      span = (uint64_t)limit - (uint64_t)start;
+    else if (delta < 0 && limit < start)
+      span = (uint64_t)start - (uint64_t)limit;
+    uint64_t step = delta > 0 ? (uint64_t)delta : 0 - (uint64_t)delta;
+    uint64_t count = span / step + (span % step != 0);
+    if (count > (UINT64_C(1) << 40))
+      return mb__op_error(ctx, MB_STATUS_OVERFLOW, "range has %llu elements",
+                          (unsigned long long)count);
+    *count_out = (int64_t)count;
+    return MB_STATUS_OK;
   }
+  double start = mb__tensor_get_f64(t[0], 0);
+  double limit = mb__tensor_get_f64(t[1], 0);
+  double delta = mb__tensor_get_f64(t[2], 0);
+  if (delta == 0 || !isfinite(start) || !isfinite(limit) || !isfinite(delta))
+    return mb__op_error(ctx, MB_STATUS_INVALID_ARGUMENT,
+                        "start, limit and delta must be finite and delta "
+                        "non-zero");
+  double count = ceil((limit - start) / delta);
   if (count > (double)(INT64_C(1) << 40))
     return mb__op_error(ctx, MB_STATUS_OVERFLOW, "range has %g elements",
                         count);
@@ -819,11 +834,17 @@ static mb_status range_infer(mb_op_ctx *ctx) {
 static mb_status range_run(mb_op_ctx *ctx) {
   const mb_tensor *start = ctx->inputs[0], *delta = ctx->inputs[2];
   mb_tensor *y = ctx->outputs[0];
-  if (y->dtype == MB_DTYPE_INT64) {
-    int64_t s = mb__tensor_get_i64(start, 0), d = mb__tensor_get_i64(delta, 0);
-    int64_t *out = y->data;
-    for (int64_t i = 0; i < y->numel; i++)
-      out[i] = s + i * d;
+  if (mb__dtype_is_int(y->dtype)) {
+    /* Every value lies between start and limit, but i * delta alone may
+     * not fit an int64: step in uint64, which wraps instead. */
+    uint64_t s = (uint64_t)mb__tensor_get_i64(start, 0);
+    uint64_t d = (uint64_t)mb__tensor_get_i64(delta, 0);
+    if (y->dtype == MB_DTYPE_INT64)
+      for (int64_t i = 0; i < y->numel; i++)
+        ((int64_t *)y->data)[i] = (int64_t)(s + (uint64_t)i * d);
+    else
+      for (int64_t i = 0; i < y->numel; i++)
+        mb__tensor_set_i64(y, i, (int64_t)(s + (uint64_t)i * d));
   } else if (y->dtype == MB_DTYPE_FLOAT) {
     /* In float like the reference's numpy arange on float32 scalars. */
     float s = (float)mb__tensor_get_f64(start, 0);
