@@ -463,10 +463,15 @@ typedef struct mb_conversion_info {
   int available;    /* filled by mb_conversion_get */
   char reason[256]; /* why not available; when available, a note such as
                        "emulated on this CPU: ..." (such a conversion is
-                       tier 3), else "" */
+                       tier 3) or "int8 with 7-bit weights: ...", else "" */
   mb_model_format format; /* the form of the model it runs: ONNX for most,
                              PYTORCH for EAGER, JIT_*, ...; it applies to a
                              model only when the model offers that format */
+  /* Conversions that quantise to int8 and are available: the width of
+   * int8 weights they use here by default (7 where the runtime's u8 x s8
+   * products saturate on this CPU, else 8; reason then says why); 0
+   * otherwise. */
+  int int8_weight_bits;
 } mb_conversion_info;
 
 int mb_conversion_count(void);
@@ -621,6 +626,12 @@ typedef struct mb_bench_config {
    * (ORT's default), 1 percentile (99.999% of the values, cutting
    * outliers). */
   int calibration_method;
+  /* Width of int8 weights (INT8_DYNAMIC+, INT8_STATIC+): 0 (default) lets
+   * each conversion's runtime decide for this CPU: 7 bits where its u8 x
+   * s8 products add pairs in 16 bits and saturate (x86 without VNNI or
+   * AMX, ORT's reduce_range), else 8; 7 or 8 forces it. The width is part
+   * of the build key and of each result (int8_weight_bits). */
+  int int8_weights;
   /* Labels of the run, "key=value" each (bench's --label): the report
    * keeps them (with a model manifest's own labels) and `bench` stores them
    * with the run in the results database. Borrowed; may be NULL. */
@@ -785,6 +796,10 @@ typedef struct mb_bench_result {
   double precision_share;
   int cache_hit;
   double build_ms;
+  /* int8 conversions: the width of their int8 weights (7 or 8; 0 when
+   * not int8 or not known) and why ("this CPU has no VNNI: ..."). */
+  int int8_weight_bits;
+  char int8_form[192];
   char build_id[160];     /* the cache's id of the build, "" when none */
   char build_reason[160]; /* why it was built ("new", ...), "hit", "" */
   /* Where it ran: the report's machine in a local run; a run spread over

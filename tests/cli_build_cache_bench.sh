@@ -121,6 +121,45 @@ if [[ $convs == *ORT_CPU,* || $convs == *ORT_CPU ]]; then
     hits "$tmp/12.json" "ORT_CPU=lean"
 fi
 
+# The int8 form is part of the build key: a model quantised with 8-bit
+# weights (for a CPU with VNNI) is not reused where 7-bit ones are needed
+# (a CPU without, or --int8-weights 7), and each form keeps its own build.
+# The result says which form ran and why; auto is what `list` reports.
+int8=INT8_DYNAMIC+ORT_CPU,INT8_STATIC+REFERENCE
+form() { # form FILE NAME=BITS,...: each result's int8_weight_bits
+  py "int8 form in $1 ($2)" '
+import json, sys
+want = dict(kv.split("=") for kv in sys.argv[2].split(","))
+for r in json.load(open(sys.argv[1]))["results"]:
+    assert r["int8_weight_bits"] == int(want[r["conversion"]]), r
+    assert r["int8_form"], r
+    if sys.argv[3] != "auto":
+        assert r["int8_form"].startswith("--int8-weights " + sys.argv[3]), r
+' "$1" "$2" "$3"
+}
+run 0 bench "$tmp/model.onnx" -c "$int8" "${fast[@]}" --int8-weights 8 \
+  --json "$tmp/q8.json" &&
+  hits "$tmp/q8.json" "INT8_DYNAMIC+ORT_CPU=new,INT8_STATIC+REFERENCE=new" &&
+  form "$tmp/q8.json" "INT8_DYNAMIC+ORT_CPU=8,INT8_STATIC+REFERENCE=8" 8
+run 0 bench "$tmp/model.onnx" -c "$int8" "${fast[@]}" --int8-weights 7 \
+  --json "$tmp/q7.json" &&
+  hits "$tmp/q7.json" "INT8_DYNAMIC+ORT_CPU=build options changed,INT8_STATIC+REFERENCE=build options changed" &&
+  form "$tmp/q7.json" "INT8_DYNAMIC+ORT_CPU=7,INT8_STATIC+REFERENCE=7" 7
+run 0 bench "$tmp/model.onnx" -c "$int8" "${fast[@]}" --int8-weights 8 \
+  --json "$tmp/q8b.json" &&
+  hits "$tmp/q8b.json" "INT8_DYNAMIC+ORT_CPU=hit,INT8_STATIC+REFERENCE=hit"
+# auto: the width `list` reports for the runtime here, from a build made
+# above for that width.
+auto=$("$cli" list --json | "$python" -c '
+import json, sys
+rows = {c["name"]: c for c in json.load(sys.stdin)["conversions"]}
+print(rows["INT8_DYNAMIC+ORT_CPU"]["int8_weight_bits"])')
+run 0 bench "$tmp/model.onnx" -c "$int8" "${fast[@]}" --json "$tmp/qa.json" &&
+  hits "$tmp/qa.json" "INT8_DYNAMIC+ORT_CPU=hit,INT8_STATIC+REFERENCE=hit" &&
+  form "$tmp/qa.json" "INT8_DYNAMIC+ORT_CPU=$auto,INT8_STATIC+REFERENCE=$auto" auto
+run 2 bench "$tmp/model.onnx" --int8-weights 6 &&
+  expect_in "$tmp/err" "--int8-weights '6'" "a bad --int8-weights"
+
 # Two concurrent runs on one cache, on a model neither has built: both
 # succeed, every build ends up ok, nothing is torn.
 cp "$models/mlp.onnx" "$tmp/fresh.onnx"

@@ -529,6 +529,103 @@ TEST(dynamic_per_tensor_and_exclude) {
   return 0;
 }
 
+/* 7-bit weights (ORT's reduce_range, for CPUs whose u8 x s8 products
+ * saturate): scale max|w| / 64, every value within [-64, 64], the same
+ * graph otherwise; the width goes into the parameters' JSON and back, and
+ * a width other than 7 or 8 is refused. */
+TEST(seven_bit_weights) {
+  mb_error err = {0};
+  mb_model *m = tiny_dynamic_model(13);
+  ASSERT(m);
+  mb_quant_options opt = {.weight_bits = 7};
+  mb_quant_stats st;
+  ASSERT_OK(mb__quantize_dynamic(m, &opt, &st, &err), &err);
+  ASSERT_EQ(st.nodes_quantized, 2);
+  const mb_graph *g = m->graph;
+  const mb_node *mmi = find_op(g, "MatMulInteger");
+  const mb_tensor *wq = init_of(g, mmi->inputs[1]);
+  const mb_tensor *ws = init_of(g, mb__graph_find_value(g, "W_scale"));
+  ASSERT(wq && ws && ws->numel == 3);
+  const float col_max[3] = {2, 8, 3};
+  int peak = 0;
+  for (int c = 0; c < 3; c++) {
+    ASSERT_NEAR(f32_at(ws, c), col_max[c] / 64.0f, 1e-7);
+    for (int r = 0; r < 4; r++) {
+      int q = ((const int8_t *)wq->data)[r * 3 + c];
+      ASSERT_EQ(q, (int)nearbyintf(mm_w[r * 3 + c] / (col_max[c] / 64.0f)));
+      peak = MB_MAX(peak, abs(q));
+    }
+  }
+  ASSERT_EQ(peak, 64); /* each column's largest |w| maps to 64 */
+  mb_model_free(m);
+
+  mb_quant_params params = {.weight_bits = 7};
+  char path[128];
+  snprintf(path, sizeof path, "/tmp/mb-test-bits-%d.json", (int)getpid());
+  ASSERT_OK(mb__quant_params_write_json(&params, path, &err), &err);
+  mb_quant_params *back = NULL;
+  ASSERT_OK(mb__quant_params_read_json(path, &back, &err), &err);
+  ASSERT_EQ(back->weight_bits, 7);
+  mb__quant_params_free(back);
+  /* A file without the key (written before it existed) means 8 bits; any
+   * other width is a parse error naming the key. */
+  FILE *f = fopen(path, "w");
+  ASSERT(f);
+  fputs("{\"format\": \"modelbench-quant-params\", \"version\": 1, "
+        "\"tensors\": []}\n",
+        f);
+  fclose(f);
+  ASSERT_OK(mb__quant_params_read_json(path, &back, &err), &err);
+  ASSERT_EQ(back->weight_bits, 8);
+  mb__quant_params_free(back);
+  f = fopen(path, "w");
+  ASSERT(f);
+  fputs("{\"format\": \"modelbench-quant-params\", \"version\": 1, "
+        "\"weight_bits\": 6, \"tensors\": []}\n",
+        f);
+  fclose(f);
+  ASSERT_EQ(mb__quant_params_read_json(path, &back, &err), MB_STATUS_PARSE);
+  ASSERT_CONTAINS(err.message, "weight_bits");
+  unlink(path);
+
+  m = tiny_dynamic_model(13);
+  ASSERT(m);
+  mb_quant_options bad = {.weight_bits = 6};
+  ASSERT_EQ(mb__quantize_dynamic(m, &bad, NULL, &err),
+            MB_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(err.message, "weight_bits 6");
+  mb_model_free(m);
+  return 0;
+}
+
+/* The runtimes' int8 forms: 7 or 8 with a reason, and ONNX Runtime and
+ * the reference interpreter (which runs ORT's model) agree; forcing a
+ * width says what auto would have chosen. */
+TEST(int8_forms) {
+  char ort[192], ref[192], forced[256];
+  int bits = mb__runtime_onnxruntime.int8_weight_bits(ort, sizeof ort);
+  ASSERT(bits == 7 || bits == 8);
+  ASSERT_EQ(mb__runtime_reference.int8_weight_bits(ref, sizeof ref), bits);
+  ASSERT_STR_EQ(ref, ort);
+  ASSERT_CONTAINS(ort, bits == 7 ? "no VNNI" : "cannot saturate");
+  ASSERT_EQ(mb__int8_form(&mb__runtime_onnxruntime, 0, forced, sizeof forced),
+            bits);
+  ASSERT_STR_EQ(forced, ort);
+  int other = bits == 7 ? 8 : 7;
+  ASSERT_EQ(
+      mb__int8_form(&mb__runtime_onnxruntime, other, forced, sizeof forced),
+      other);
+  ASSERT_CONTAINS(forced, bits == 7 ? "auto would choose 7"
+                                    : "auto would "
+                                      "choose 8");
+  ASSERT_EQ(
+      mb__int8_form(&mb__runtime_onnxruntime, bits, forced, sizeof forced),
+      bits);
+  ASSERT_CONTAINS(forced, "as auto");
+  printf("  ORT / reference here: %d-bit weights (%s)\n", bits, ort);
+  return 0;
+}
+
 TEST(dynamic_errors) {
   mb_error err = {0};
   mb_model *m = tiny_dynamic_model(10);
@@ -917,7 +1014,11 @@ typedef struct accuracy {
  * MB_QUANT_METHOD=percentile, MB_QUANT_PERCENTILE=99.99,
  * MB_QUANT_ACTIVATIONS=int8-symmetric. */
 static mb_quant_options env_options(void) {
-  mb_quant_options opt = {.threads = 2};
+  /* The weights' width ORT's kernels compute exactly on this CPU (7 bits
+   * without VNNI), as the build step of an ORT int8 conversion picks. */
+  mb_quant_options opt = {
+      .threads = 2,
+      .weight_bits = mb__runtime_onnxruntime.int8_weight_bits(NULL, 0)};
   const char *method = getenv("MB_QUANT_METHOD");
   const char *percentile = getenv("MB_QUANT_PERCENTILE");
   const char *act = getenv("MB_QUANT_ACTIVATIONS");
@@ -1128,6 +1229,7 @@ TEST(torch_cnns_static) {
 
 TEST_MAIN(TEST_ENTRY(scale_zero_point), TEST_ENTRY(dynamic_structure),
           TEST_ENTRY(dynamic_per_tensor_and_exclude),
+          TEST_ENTRY(seven_bit_weights), TEST_ENTRY(int8_forms),
           TEST_ENTRY(dynamic_errors), TEST_ENTRY(calibrate_minmax),
           TEST_ENTRY(calibrate_percentile), TEST_ENTRY(static_structure),
           TEST_ENTRY(static_options_and_errors),

@@ -117,6 +117,7 @@ class MbConversionInfo(Structure):
         ("available", c_int),
         ("reason", c_char * 256),
         ("format", c_int),
+        ("int8_weight_bits", c_int),
     ]
 
 
@@ -262,6 +263,7 @@ def conversion_info(index: int) -> dict:
         "tier": info.tier,
         "available": bool(info.available),
         "reason": info.reason.decode("utf-8", "replace"),
+        "int8_weight_bits": info.int8_weight_bits or None,
     }
 
 

@@ -36,7 +36,8 @@ BENCH_VALUE_OPTIONS = (
     "--conversions", "--tier", "--baseline", "--reference", "--device", "--warmup",
     "--warmup-time", "--min-iterations", "--min-time", "--max-time", "--timeout",
     "--threads", "--seed", "--rtol", "--atol", "--max-error", "--calibration-samples",
-    "--calibration-method", "--calibration-inputs", "--csv", "--markdown", "--html",
+    "--calibration-method", "--calibration-inputs", "--int8-weights", "--csv",
+    "--markdown", "--html",
     "--predicted-ms", "--label", "--cache-dir", "--rebuild", "--log-dir", "--log-level",
     "--config", "--slo",
 )

@@ -235,7 +235,7 @@ def test_bench_options_table_matches_bench():
     text = modelbench("bench", "--help", check=0).stdout
     import re
 
-    options = set(re.findall(r"(--[a-z][a-z-]+)", text))
+    options = set(re.findall(r"(--[a-z][a-z0-9-]+)", text))
     known = set(script_cmd.BENCH_VALUE_OPTIONS) | set(script_cmd.BENCH_FLAGS) | set(
         script_cmd.REFUSED) | set(script_cmd.NO_SWEEP) | set(script_cmd.LOCAL_ONLY) | {
             "--json", "--recursive", "--help"}

@@ -282,6 +282,23 @@ void mb__calibration_batches_free(mb_tensor ***batches, int n, int n_inputs,
   free(batches);
 }
 
+/* Does the conversion quantise to int8 (a quantize_* or quant_params
+ * step)? */
+static bool quantizes(const mb_conversion_def *def) {
+  return def->steps && (strstr(def->steps, "quantize_") ||
+                        strstr(def->steps, "quant_params"));
+}
+
+int mb__job_int8_form(const mb_bench_job *job, const mb_conversion_def *def,
+                      char *reason, size_t size) {
+  if (reason && size)
+    reason[0] = '\0';
+  if (!quantizes(def))
+    return 0;
+  return mb__int8_form(mb__runtime_find(def->runtime),
+                       job->config->int8_weights, reason, size);
+}
+
 /* Applies def->steps to a copy of the model: graph passes (src/passes) and
  * the quantisation steps. Writes the converted model's bytes to *bytes_out
  * (malloc) and, for static quantisation, the parameters to quant_path when
@@ -303,6 +320,7 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
       .calibration = job->config->calibration_method == 1
                          ? MB_QUANT_CALIBRATION_PERCENTILE
                          : MB_QUANT_CALIBRATION_MINMAX,
+      .weight_bits = mb__job_int8_form(job, def, NULL, 0),
   };
   mb_pass_stats stats;
   mb_quant_stats qs;
@@ -353,8 +371,9 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
     }
     if (!status)
       snprintf(summary + used, ssize - used,
-               "%s%s: %d nodes quantised, %d left in float%s", used ? "; " : "",
-               step, qs.nodes_quantized, qs.nodes_skipped, n_batches ? "" : "");
+               "%s%s: %d nodes quantised, %d left in float, %d-bit weights",
+               used ? "; " : "", step, qs.nodes_quantized, qs.nodes_skipped,
+               qo.weight_bits);
     if (!status && n_batches) {
       used = strlen(summary);
       snprintf(summary + used, ssize - used, " (%d calibration batches, %s)",
@@ -466,6 +485,8 @@ mb_status mb__worker_build(const mb_bench_job *job,
   memset(wb, 0, sizeof *wb);
   result->cache_hit = -1;
   result->build_ms = -1.0;
+  result->int8_weight_bits =
+      mb__job_int8_form(job, def, result->int8_form, sizeof result->int8_form);
   build_kind kind = kind_of(def, rt);
   if (!c->build_cache)
     return kind == BUILD_CONVERT
@@ -494,6 +515,13 @@ mb_status mb__worker_build(const mb_bench_job *job,
   if (calibrates && c->calibration_method == 1) {
     size_t used = strlen(calib);
     snprintf(calib + used, sizeof calib - used, ";method=percentile");
+  }
+  /* The int8 form: a model quantised for one CPU's kernels is not reused
+   * on a CPU (or an ISA cap) that needs the other. */
+  if (result->int8_weight_bits) {
+    size_t used = strlen(calib);
+    snprintf(calib + used, sizeof calib - used, ";int8_weights=%d",
+             result->int8_weight_bits);
   }
   snprintf(opts, sizeof opts, "opt_level=%s;precision=%s%s%s",
            opt_level_name(def->opt_level), mb_precision_name(def->precision),

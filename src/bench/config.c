@@ -192,6 +192,22 @@ static mb_status set_seed(staged *s, const char *key, const mb_json_value *v,
   return MB_STATUS_OK;
 }
 
+/* 7, 8 or "auto" (0: what each conversion's runtime needs here). */
+static mb_status set_int8_weights(staged *s, const char *key,
+                                  const mb_json_value *v, mb_error *err) {
+  char got[64];
+  if (v->type == MB_JSON_STRING && strcmp(v->string, "auto") == 0) {
+    s->config.int8_weights = 0;
+    return MB_STATUS_OK;
+  }
+  if (v->type != MB_JSON_NUMBER || !v->is_integer ||
+      (v->integer != 7 && v->integer != 8))
+    return key_error(s, v, err, "key '%s' must be 7, 8 or \"auto\", got %s",
+                     key, describe(v, got, sizeof got));
+  s->config.int8_weights = (int)v->integer;
+  return MB_STATUS_OK;
+}
+
 /* Strings the config keeps (paths): non-empty, no NUL inside. */
 static mb_status get_path(staged *s, const char *key, const mb_json_value *v,
                           const char **out, mb_error *err) {
@@ -489,6 +505,7 @@ static const config_key keys[] = {
     {"dims", KEY_CUSTOM, 0, 0, false, 0, "", set_dims},
     {"input_ranges", KEY_CUSTOM, 0, 0, false, 0, "", set_input_ranges},
     {"inputs", KEY_CUSTOM, 0, 0, false, 0, "", set_inputs},
+    {"int8_weights", KEY_CUSTOM, 0, 0, false, 0, "", set_int8_weights},
     {"rtol", KEY_DOUBLE, FIELD(rtol), 0, false, NO_MAX, "", NULL},
     {"atol", KEY_DOUBLE, FIELD(atol), 0, false, NO_MAX, "", NULL},
     {"log_dir", KEY_CUSTOM, 0, 0, false, 0, "", set_log_dir},

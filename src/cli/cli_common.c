@@ -417,6 +417,14 @@ int mb__cli_calibration_option(const char *cmd, int which, const char *arg,
                                "--calibration-method '%s': expected minmax "
                                "or percentile",
                                arg);
+  case MB_CLI_CALIB_WEIGHTS:
+    if (strcmp(arg, "auto") == 0 || strcmp(arg, "7") == 0 ||
+        strcmp(arg, "8") == 0) {
+      config->int8_weights = arg[0] == 'a' ? 0 : arg[0] - '0';
+      return MB_EXIT_OK;
+    }
+    return mb__cli_usage_error(
+        cmd, "--int8-weights '%s': expected 7, 8 or auto", arg);
   default:
     return MB_EXIT_USAGE;
   }

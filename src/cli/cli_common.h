@@ -67,6 +67,7 @@ enum {
   MB_CLI_CALIB_SAMPLES, /* --calibration-samples N */
   MB_CLI_CALIB_INPUTS,  /* --calibration-inputs DIR */
   MB_CLI_CALIB_METHOD,  /* --calibration-method minmax|percentile */
+  MB_CLI_CALIB_WEIGHTS, /* --int8-weights 7|8|auto */
   MB_CLI_CALIB_COUNT
 };
 #define MB_CLI_CALIBRATION_OPTIONS(base)                                       \
@@ -74,9 +75,10 @@ enum {
    (base) + MB_CLI_CALIB_SAMPLES},                                             \
       {"calibration-inputs", required_argument, NULL,                          \
        (base) + MB_CLI_CALIB_INPUTS},                                          \
+      {"calibration-method", required_argument, NULL,                          \
+       (base) + MB_CLI_CALIB_METHOD},                                          \
   {                                                                            \
-    "calibration-method", required_argument, NULL,                             \
-        (base) + MB_CLI_CALIB_METHOD                                           \
+    "int8-weights", required_argument, NULL, (base) + MB_CLI_CALIB_WEIGHTS     \
   }
 /* Applies option `which` (MB_CLI_CALIB_*) with arg to config. Returns
  * MB_EXIT_OK or a usage error. */

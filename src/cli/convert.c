@@ -27,6 +27,7 @@ static const char convert_help[] =
     "      --calibration-method M  minmax (default) or percentile\n"
     "      --calibration-inputs DIR  the same, the first N with\n"
     "                              --calibration-samples\n"
+    "      --int8-weights 7|8|auto width of int8 weights (as in 'bench')\n"
     "      --seed N                seed of generated inputs (default 0)\n"
     "  -h, --help                  show this help\n"
     "\n"

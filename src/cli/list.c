@@ -53,6 +53,11 @@ static int print_conversions(bool json, int tier) {
       mb__json_kv_int(&j, "tier", info.tier);
       mb__json_kv_bool(&j, "available", info.available);
       mb__json_kv_string(&j, "reason", info.reason);
+      mb__json_key(&j, "int8_weight_bits");
+      if (info.int8_weight_bits)
+        mb__json_int(&j, info.int8_weight_bits);
+      else
+        mb__json_null(&j);
       mb__json_kv_string(&j, "description", info.description);
       mb__json_object_end(&j);
     } else {

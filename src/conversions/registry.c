@@ -16,6 +16,7 @@
 
 #include <ctype.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 /* X(NAME, "name") tables of the public enums. */
@@ -319,6 +320,16 @@ mb_status mb_conversion_get(int index, mb_conversion_info *info_out,
                "emulated on this CPU");
   } else {
     info_out->reason[0] = '\0';
+  }
+  /* The int8 form the build step will quantise with here (int8_form.c). */
+  if (def->steps &&
+      (strstr(def->steps, "quantize_") || strstr(def->steps, "quant_params"))) {
+    char why[192];
+    size_t used = strlen(info_out->reason);
+    info_out->int8_weight_bits = mb__int8_form(rt, 0, why, sizeof why);
+    snprintf(info_out->reason + used, sizeof info_out->reason - used,
+             "%sint8 with %d-bit weights: %s", used ? "; " : "",
+             info_out->int8_weight_bits, why);
   }
   return MB_STATUS_OK;
 }

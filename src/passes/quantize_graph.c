@@ -259,10 +259,11 @@ mb_status mb__qz_remove_and_prune(mb_graph *g, const bool *remove, int n_marked,
 
 /* Symmetric int8 quantisation of float tensor w, one scale per index of
  * `axis` (or one for all when axis < 0), as ORT quantises weights: scale =
- * max|w| / 127, values rounded half to even and clamped to [-127, 127].
+ * max|w| / qmax, values rounded half to even and clamped to [-qmax, qmax]
+ * (qmax 127, or 64 for 7-bit weights: mb__quant_weight_qmax).
  * *q_out: a new int8 tensor of w's shape. scales_out: `channels` entries.
  * Also returns the data's min and max. */
-mb_status mb__qz_quantize_symmetric(const mb_tensor *w, int axis,
+mb_status mb__qz_quantize_symmetric(const mb_tensor *w, int axis, int qmax,
                                     mb_tensor **q_out, float *scales_out,
                                     double *min_out, double *max_out,
                                     mb_error *err) {
@@ -284,10 +285,11 @@ mb_status mb__qz_quantize_symmetric(const mb_tensor *w, int axis,
     }
   }
   for (int64_t c = 0; c < channels; c++) {
-    int32_t zp;
-    mb__quant_scale_zero_point(-(double)scales_out[c], scales_out[c],
-                               MB_DTYPE_INT8, &scales_out[c], &zp);
+    /* As mb__quant_scale_zero_point for INT8, over [-qmax, qmax]. */
+    double scale = (double)scales_out[c] / qmax;
+    scales_out[c] = scale >= FLT_MIN && scale <= FLT_MAX ? (float)scale : 1.0f;
   }
+  const float lim = (float)qmax;
   mb_tensor *q = NULL;
   mb_status status = mb_tensor_create(MB_DTYPE_INT8, w->rank, w->dims, &q, err);
   if (status)
@@ -296,7 +298,7 @@ mb_status mb__qz_quantize_symmetric(const mb_tensor *w, int axis,
   for (int64_t i = 0; i < w->numel; i++) {
     int64_t c = axis >= 0 ? (i / inner) % channels : 0;
     float v = nearbyintf(x[i] / scales_out[c]);
-    y[i] = (int8_t)(v != v ? 0 : v < -127.0f ? -127 : v > 127.0f ? 127 : v);
+    y[i] = (int8_t)(v != v ? 0 : v < -lim ? -lim : v > lim ? lim : v);
   }
   *q_out = q;
   *min_out = lo;

@@ -39,7 +39,7 @@ mb_status mb__qz_set_float_attr(mb_graph *g, int i, const char *name, float v,
                                 mb_error *err);
 mb_status mb__qz_remove_and_prune(mb_graph *g, const bool *remove, int n_marked,
                                   mb_error *err);
-mb_status mb__qz_quantize_symmetric(const mb_tensor *w, int axis,
+mb_status mb__qz_quantize_symmetric(const mb_tensor *w, int axis, int qmax,
                                     mb_tensor **q_out, float *scales_out,
                                     double *min_out, double *max_out,
                                     mb_error *err);

@@ -306,8 +306,9 @@ static mb_status constant_dq(qctx *c, int v, int axis, bool weight, int *dq_out,
   p->axis = axis;
   if (weight) {
     p->dtype = MB_DTYPE_INT8;
-    status = mb__qz_quantize_symmetric(w, axis, &q, p->scales, &p->min, &p->max,
-                                       err);
+    status = mb__qz_quantize_symmetric(
+        w, axis, mb__quant_weight_qmax(c->opt->weight_bits), &q, p->scales,
+        &p->min, &p->max, err);
   } else {
     /* A constant operand of Add/Mul: quantised like an activation. */
     const float *x = w->data;
@@ -541,6 +542,7 @@ mb_status mb__quantize_static(mb_model *model, mb_quant_params *params,
   }
   /* Activation scales for the requested type, from the calibrated ranges. */
   params->activations = opt.activations;
+  params->weight_bits = opt.weight_bits;
   for (int e = 0; e < params->count; e++) {
     mb_quant_param *p = &params->tensors[e];
     p->applied = 0;

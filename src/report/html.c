@@ -536,8 +536,20 @@ static void write_table_row(FILE *f, const mb_bench_report *report, int index,
     fputs(" <span class=\"meta\">(baseline)</span>", f);
   fputs("</td>", f);
   td(f, r->runtime[0] ? r->runtime : "-");
-  td(f,
-     known ? mb_bench_result_precision(r, precision, sizeof precision) : "?");
+  if (r->int8_weight_bits > 0) {
+    /* The int8 form: the weights' width, why in the tooltip. */
+    fputs("<td title=\"", f);
+    put_html(f, r->int8_form);
+    fputs("\">", f);
+    put_html(f, known
+                    ? mb_bench_result_precision(r, precision, sizeof precision)
+                    : "?");
+    fprintf(f, " <span class=\"meta\">%d-bit weights</span></td>",
+            r->int8_weight_bits);
+  } else {
+    td(f,
+       known ? mb_bench_result_precision(r, precision, sizeof precision) : "?");
+  }
   fputs("<td class=\"status\">", f);
   put_html(f, status);
   fputs("</td>", f);

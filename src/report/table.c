@@ -304,6 +304,43 @@ static void print_row(const mb_bench_report *report, int index, bool fastest,
   fputc('\n', out);
 }
 
+/* The int8 form, where it is not the plain one: one line per form (bits
+ * and reason) naming its conversions, when a conversion used 7-bit
+ * weights or --int8-weights chose them. */
+static void print_int8_forms(const mb_bench_report *report, FILE *out) {
+  bool any = false;
+  for (int i = 0; i < report->n_results; i++) {
+    const mb_bench_result *r = &report->results[i];
+    any |= r->int8_weight_bits == 7 ||
+           (r->int8_weight_bits && report->config.int8_weights);
+  }
+  if (!any)
+    return;
+  fputs("\nint8 weights:\n", out);
+  for (int i = 0; i < report->n_results; i++) {
+    const mb_bench_result *r = &report->results[i];
+    bool first = r->int8_weight_bits > 0;
+    for (int k = 0; first && k < i; k++)
+      first = !(report->results[k].int8_weight_bits == r->int8_weight_bits &&
+                strcmp(report->results[k].int8_form, r->int8_form) == 0);
+    if (!first)
+      continue;
+    char line[TABLE_WIDTH * 4];
+    int used = snprintf(line, sizeof line, "%d-bit in ", r->int8_weight_bits);
+    for (int k = i;
+         k < report->n_results && used > 0 && (size_t)used < sizeof line; k++) {
+      const mb_bench_result *o = &report->results[k];
+      if (o->int8_weight_bits == r->int8_weight_bits &&
+          strcmp(o->int8_form, r->int8_form) == 0)
+        used += snprintf(line + used, sizeof line - (size_t)used, "%s%s",
+                         k == i ? "" : ", ", mb__report_name(o));
+    }
+    if (used > 0 && (size_t)used < sizeof line)
+      snprintf(line + used, sizeof line - (size_t)used, ": %s", r->int8_form);
+    fprintf(out, "  %s\n", line); /* whole: the reason is the point */
+  }
+}
+
 static void print_warnings(const mb_bench_report *report, const int *order,
                            bool color, FILE *out) {
   bool any = false;
@@ -473,6 +510,7 @@ void mb_bench_report_print_table(const mb_bench_report *report, void *out_,
   if (fastest >= 0)
     fprintf(out, "* fastest\n");
   print_load(report, order, nw, color, out);
+  print_int8_forms(report, out);
   print_warnings(report, order, color, out);
   print_machine_kinds(report, out);
   free(order);

@@ -868,6 +868,15 @@ static void hybrid_probe(const mb_engine *engine, mb_runtime_info *info) {
   engine->probe(info);
 }
 
+static int hybrid_int8_bits(const mb_engine *engine, char *reason,
+                            size_t size) {
+  if (engine->int8_weight_bits)
+    return engine->int8_weight_bits(reason, size);
+  if (reason && size)
+    snprintf(reason, size, "%s's int8 products cannot saturate", engine->name);
+  return 8;
+}
+
 /* One mb_runtime per engine: thin trampolines carrying the engine. */
 #define MB_X(eng)                                                              \
   static void probe_##eng(mb_runtime_info *info) {                             \
@@ -881,9 +890,13 @@ static void hybrid_probe(const mb_engine *engine, mb_runtime_info *info) {
     return hybrid_prepare(&mb__engine_##eng, model, options, session_out,      \
                           err);                                                \
   }                                                                            \
+  static int int8_bits_##eng(char *reason, size_t size) {                      \
+    return hybrid_int8_bits(&mb__engine_##eng, reason, size);                  \
+  }                                                                            \
   const mb_runtime mb__runtime_##eng = {                                       \
       .name = #eng,                                                            \
       .hybrid = 1,                                                             \
+      .int8_weight_bits = int8_bits_##eng,                                     \
       .probe = probe_##eng,                                                    \
       .prepare = prepare_##eng,                                                \
       .run = hybrid_run,                                                       \

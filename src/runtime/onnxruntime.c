@@ -1011,6 +1011,8 @@ const mb_runtime mb__runtime_onnxruntime = {
     .run = ort_run,
     .fetch_outputs = ort_fetch_outputs,
     .release = ort_release,
+    /* MLAS picks its u8 x s8 kernels by the CPU's flags (int8_form.c). */
+    .int8_weight_bits = mb__cpu_int8_weight_bits,
 #ifdef MB_HAVE_ORT_HEADERS
     .profile_reset = ort_profile_reset,
     .profile_collect = ort_profile_collect,

@@ -145,7 +145,10 @@ bool mb__dn_q_act(lctx *l, int v, bool weights, dn_qact *out) {
     return false;
   double lo = MB_MIN(e->min, 0.0), hi = MB_MAX(e->max, 0.0);
   bool u8 = !weights && lo >= 0.0;
-  double scale = u8 ? hi / 255.0 : MB_MAX(-lo, hi) / 127.0;
+  /* The operand read as weights has the weights' width (7 bits where the
+   * CPU's products would saturate: quantize.h). */
+  double qmax = weights ? mb__quant_weight_qmax(l->quant->weight_bits) : 127.0;
+  double scale = u8 ? hi / 255.0 : MB_MAX(-lo, hi) / qmax;
   if (!(scale > 0.0) || !((float)scale > 0.0f) || !isfinite((float)scale))
     return false;
   memset(out, 0, sizeof *out);

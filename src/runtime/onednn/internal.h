@@ -515,8 +515,8 @@ mb_status mb__dn_q_zp_arg(lctx *l, const mb_quant_param *xq,
  * two activations (attention's q.k^T and probabilities.v), derived from
  * its calibrated range: u8 with zero point 0 for a non-negative source,
  * else s8 symmetric (always for the weights side, which oneDNN wants s8
- * without a zero point). p.scales and p.zero_points point into the struct
- * itself: fill it where it stays. */
+ * without a zero point, over the weights' width: quant->weight_bits). p.scales
+ * and p.zero_points point into the struct itself: fill it where it stays. */
 typedef struct dn_qact {
   mb_quant_param p;
   float scale;

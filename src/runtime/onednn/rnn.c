@@ -351,10 +351,10 @@ static float *relayout_peephole(const dn_rnn_params *p, const float *peep) {
 
 /* int8: the scale of each gate and hidden unit (G * H, oneDNN's order),
  * shared by weights_layer wl (k = input) and weights_iter wi (k = H), both
- * relaid out, over every direction: 127 / max |w|. Malloc'ed; NULL on
- * OOM. */
+ * relaid out, over every direction: qmax / max |w|, qmax 127 or, for
+ * 7-bit weights (quantize.h), 64. Malloc'ed; NULL on OOM. */
 static float *weight_scales(const dn_rnn_params *p, const float *wl,
-                            const float *wi) {
+                            const float *wi, float qmax) {
   int64_t G = p->gates, H = p->hidden;
   float *scale = malloc(sizeof(float) * (size_t)(G * H));
   if (!scale)
@@ -369,7 +369,7 @@ static float *weight_scales(const dn_rnn_params *p, const float *wl,
         scale[o] = fmaxf(scale[o], fabsf(w[r * G * H + o]));
   }
   for (int64_t o = 0; o < G * H; o++)
-    scale[o] = scale[o] > 0.0f ? 127.0f / scale[o] : 1.0f;
+    scale[o] = scale[o] > 0.0f ? qmax / scale[o] : 1.0f;
   return scale;
 }
 
@@ -646,7 +646,9 @@ mb_status mb__dn_lower_rnn(lctx *l, const mb_node *n) {
   wl_data = relayout_weights(&p, w->data, I);
   wi_data = relayout_weights(&p, r->data, H);
   if (!wl_data || !wi_data ||
-      (int8 && !(wscales = weight_scales(&p, wl_data, wi_data)))) {
+      (int8 && !(wscales = weight_scales(
+                     &p, wl_data, wi_data,
+                     (float)mb__quant_weight_qmax(l->quant->weight_bits))))) {
     status = mb__dn_oom(l);
     goto done;
   }
