@@ -6,6 +6,49 @@
 #ifndef MB_TESTS_ONEDNN_CHECKS_H
 #define MB_TESTS_ONEDNN_CHECKS_H
 
+#include <stdbool.h>
+
+#ifdef MB_TEST_DNNL
+#include <oneapi/dnnl/dnnl.h>
+
+/* Does the ISA oneDNN runs at here (the CPU's best, or less under
+ * ONEDNN_MAX_CPU_ISA) include every feature of `isa`? */
+static inline bool dn_isa_has(dnnl_cpu_isa_t isa) {
+  unsigned have = (unsigned)dnnl_get_effective_cpu_isa();
+  return (have & (unsigned)isa) == (unsigned)isa;
+}
+
+/* make test runs each oneDNN test once more per ISA oneDNN can be held to
+ * (tests/CMakeLists.txt sets ONEDNN_MAX_CPU_ISA), so that an AVX-512 or AMX
+ * machine also proves the AVX2 and pre-VNNI paths. Asked for an ISA this
+ * CPU lacks, oneDNN runs a lower one, which another run already covers:
+ * that run is skipped (exit 77). */
+__attribute__((constructor)) static void dn_isa_gate(void) {
+  static const struct {
+    const char *name;
+    dnnl_cpu_isa_t isa;
+  } isas[] = {
+      {"AVX2", dnnl_cpu_isa_avx2},
+      {"AVX2_VNNI", dnnl_cpu_isa_avx2_vnni},
+      {"AVX512_CORE", dnnl_cpu_isa_avx512_core},
+      {"AVX512_CORE_VNNI", dnnl_cpu_isa_avx512_core_vnni},
+      {"AVX512_CORE_BF16", dnnl_cpu_isa_avx512_core_bf16},
+      {"AVX512_CORE_AMX", dnnl_cpu_isa_avx512_core_amx},
+  };
+  const char *want = getenv("ONEDNN_MAX_CPU_ISA");
+  dnnl_cpu_isa_t have = dnnl_get_effective_cpu_isa();
+  for (size_t i = 0; want && i < sizeof isas / sizeof isas[0]; i++)
+    if (strcmp(want, isas[i].name) == 0 && have != isas[i].isa) {
+      printf("skipped: ONEDNN_MAX_CPU_ISA=%s, but oneDNN runs at ISA 0x%x "
+             "here (this CPU lacks %s)\n",
+             want, (unsigned)have, want);
+      exit(77);
+    }
+  printf("oneDNN ISA 0x%x%s%s\n", (unsigned)have,
+         want ? ", ONEDNN_MAX_CPU_ISA=" : "", want ? want : "");
+}
+#endif
+
 static inline int bf16_supported(void) {
   char reason[256] = "";
   return engine->supports_precision(MB_PRECISION_BF16, reason, sizeof reason);
