@@ -14,6 +14,10 @@
 #                    client tools), munge and OpenSSH's server and client:
 #                    scripts/local-slurm.sh and the executors' tests
 #                    (`bench --executor slurm|ssh`; `make test` sets it).
+#   MB_WITH_QEMU=1   also install qemu-user: the int8 tests run ONNX
+#                    Runtime's kernels on an emulated AVX2-only CPU
+#                    (qemu-x86_64 -cpu Haswell-v4), whatever CPU runs them
+#                    (`make test` sets it).
 #   MB_WITH_ORT=0    skip ONNX Runtime (default: fetch it with
 #                    scripts/fetch-onnxruntime.sh, installing npm if needed).
 set -euo pipefail
@@ -43,6 +47,9 @@ if [ "${MB_WITH_SLURM:-0}" = 1 ]; then
 fi
 if [ "${MB_WITH_FUZZ:-0}" = 1 ]; then
   packages+=(clang libclang-rt-dev)
+fi
+if [ "${MB_WITH_QEMU:-0}" = 1 ]; then
+  packages+=(qemu-user)                   # an AVX2-only CPU for the int8 tests
 fi
 # npm only downloads ONNX Runtime's tarballs; a Node.js from elsewhere
 # (NodeSource) brings its own npm, so Debian's is added only when none is.
