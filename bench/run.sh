@@ -17,7 +17,8 @@
 # evaluation samples) on ResNet-18, MobileNetV2, a transformer encoder and
 # BERT; MB_BENCH_CONVERSIONS=0 skips it. Then bench/transformers.sh (issue
 # 17: transformers on oneDNN against ORT_CPU); MB_BENCH_TRANSFORMERS=0
-# skips it. Then bench/recurrent.sh (issue 13: a 2-layer bidirectional
+# skips it. Then bench/int8_forms.sh (issue 25: 7-bit, mixed and 8-bit int8
+# weights); MB_BENCH_INT8=0 skips it. Then bench/recurrent.sh (issue 13: a 2-layer bidirectional
 # LSTM and GRU on the reference, ORT_CPU and oneDNN's recurrent
 # primitives); MB_BENCH_RECURRENT=0 skips it. Then bench/load.sh (issue
 # 16: load scenarios and sweeps); MB_BENCH_LOAD=0 skips it.
@@ -113,6 +114,14 @@ fi
 if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_TRANSFORMERS:-1}" != 0 ]; then
   echo
   "$(dirname "$0")/transformers.sh" "$build"
+fi
+
+# The int8 forms, 7-bit, mixed and 8-bit weights (issue 25):
+# bench/int8_forms.sh;
+# MB_BENCH_INT8=0 skips.
+if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_INT8:-1}" != 0 ]; then
+  echo
+  "$(dirname "$0")/int8_forms.sh" "$build"
 fi
 
 if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_RECURRENT:-1}" != 0 ]; then

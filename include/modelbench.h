@@ -410,6 +410,34 @@ typedef enum mb_precision {
 } mb_precision;
 const char *mb_precision_name(mb_precision precision);
 
+/* The width of an int8 conversion's weights (its int8 form). x86 CPUs
+ * without VNNI or AMX multiply uint8 activations by int8 weights with
+ * vpmaddubsw, which adds pairs of products in 16 bits and saturates
+ * (2 x 255 x 127 > 32767); weights of at most 64 in magnitude (7 bits,
+ * ONNX Runtime's reduce_range) cannot. MIXED gives 7-bit weights to the
+ * products whose input is signed (its uint8 values sit around the zero
+ * point 128, so pairs with large weights overflow routinely) and 8-bit
+ * ones to those whose input is non-negative (a ReLU's: overflow needs two
+ * adjacent inputs above half their range meeting two near-maximal weights
+ * of one sign), which keeps 8-bit accuracy where overflow is rare. AUTO:
+ * each runtime picks for this CPU (8, or MIXED where its products
+ * saturate). X(NAME, "name") */
+#define MB_INT8_WEIGHTS_LIST(X)                                                \
+  X(AUTO, "auto")                                                              \
+  X(W8, "8")                                                                   \
+  X(W7, "7")                                                                   \
+  X(MIXED, "mixed")
+typedef enum mb_int8_weights {
+#define MB_X(name, str) MB_INT8_WEIGHTS_##name,
+  MB_INT8_WEIGHTS_LIST(MB_X)
+#undef MB_X
+      MB_INT8_WEIGHTS_COUNT
+} mb_int8_weights;
+/* "auto", "8", "7", "mixed"; "invalid" out of range. */
+const char *mb_int8_weights_name(mb_int8_weights weights);
+/* The value named `name` ("7", "8", "mixed", "auto"); -1 when none. */
+int mb_int8_weights_from_name(const char *name);
+
 /* The forms a model comes in; every conversion consumes one of them.
  * X(NAME, "name") */
 #define MB_MODEL_FORMAT_LIST(X)                                                \
@@ -467,11 +495,10 @@ typedef struct mb_conversion_info {
   mb_model_format format; /* the form of the model it runs: ONNX for most,
                              PYTORCH for EAGER, JIT_*, ...; it applies to a
                              model only when the model offers that format */
-  /* Conversions that quantise to int8 and are available: the width of
-   * int8 weights they use here by default (7 where the runtime's u8 x s8
-   * products saturate on this CPU, else 8; reason then says why); 0
-   * otherwise. */
-  int int8_weight_bits;
+  /* Conversions that quantise to int8 and are available: the int8 form
+   * they use here by default (MIXED where the runtime's u8 x s8 products
+   * saturate on this CPU, else W8; reason then says why); AUTO otherwise. */
+  mb_int8_weights int8_weights;
 } mb_conversion_info;
 
 int mb_conversion_count(void);
@@ -626,12 +653,12 @@ typedef struct mb_bench_config {
    * (ORT's default), 1 percentile (99.999% of the values, cutting
    * outliers). */
   int calibration_method;
-  /* Width of int8 weights (INT8_DYNAMIC+, INT8_STATIC+): 0 (default) lets
-   * each conversion's runtime decide for this CPU: 7 bits where its u8 x
-   * s8 products add pairs in 16 bits and saturate (x86 without VNNI or
-   * AMX, ORT's reduce_range), else 8; 7 or 8 forces it. The width is part
-   * of the build key and of each result (int8_weight_bits). */
-  int int8_weights;
+  /* The int8 form of INT8_DYNAMIC+ and INT8_STATIC+ conversions: AUTO
+   * (default) lets each conversion's runtime pick for this CPU (MIXED
+   * where its u8 x s8 products saturate, x86 without VNNI or AMX, else
+   * W8); W8, W7 or MIXED forces it. Part of the build key and of each
+   * result. */
+  mb_int8_weights int8_weights;
   /* Labels of the run, "key=value" each (bench's --label): the report
    * keeps them (with a model manifest's own labels) and `bench` stores them
    * with the run in the results database. Borrowed; may be NULL. */
@@ -796,10 +823,10 @@ typedef struct mb_bench_result {
   double precision_share;
   int cache_hit;
   double build_ms;
-  /* int8 conversions: the width of their int8 weights (7 or 8; 0 when
-   * not int8 or not known) and why ("this CPU has no VNNI: ..."). */
-  int int8_weight_bits;
-  char int8_form[192];
+  /* int8 conversions: the width of their int8 weights (AUTO when not
+   * int8 or not known) and why ("this CPU has no VNNI: ..."). */
+  mb_int8_weights int8_weights;
+  char int8_form[256];
   char build_id[160];     /* the cache's id of the build, "" when none */
   char build_reason[160]; /* why it was built ("new", ...), "hit", "" */
   /* Where it ran: the report's machine in a local run; a run spread over

@@ -122,41 +122,41 @@ if [[ $convs == *ORT_CPU,* || $convs == *ORT_CPU ]]; then
 fi
 
 # The int8 form is part of the build key: a model quantised with 8-bit
-# weights (for a CPU with VNNI) is not reused where 7-bit ones are needed
-# (a CPU without, or --int8-weights 7), and each form keeps its own build.
-# The result says which form ran and why; auto is what `list` reports.
+# weights (for a CPU with VNNI) is not reused where 7-bit or mixed ones are
+# wanted (a CPU without, or --int8-weights), and each form keeps its own
+# build. The result says which form ran and why; auto is what `list` says.
 int8=INT8_DYNAMIC+ORT_CPU,INT8_STATIC+REFERENCE
-form() { # form FILE NAME=BITS,...: each result's int8_weight_bits
+both() { echo "INT8_DYNAMIC+ORT_CPU=$1,INT8_STATIC+REFERENCE=$1"; }
+form() { # form FILE FORM FORCED: each result's int8_weights and reason
   py "int8 form in $1 ($2)" '
 import json, sys
-want = dict(kv.split("=") for kv in sys.argv[2].split(","))
 for r in json.load(open(sys.argv[1]))["results"]:
-    assert r["int8_weight_bits"] == int(want[r["conversion"]]), r
+    assert r["int8_weights"] == sys.argv[2], r
     assert r["int8_form"], r
-    if sys.argv[3] != "auto":
-        assert r["int8_form"].startswith("--int8-weights " + sys.argv[3]), r
+    if sys.argv[3] == "forced":
+        assert r["int8_form"].startswith("--int8-weights " + sys.argv[2]), r
 ' "$1" "$2" "$3"
 }
+changed="build options changed"
 run 0 bench "$tmp/model.onnx" -c "$int8" "${fast[@]}" --int8-weights 8 \
-  --json "$tmp/q8.json" &&
-  hits "$tmp/q8.json" "INT8_DYNAMIC+ORT_CPU=new,INT8_STATIC+REFERENCE=new" &&
-  form "$tmp/q8.json" "INT8_DYNAMIC+ORT_CPU=8,INT8_STATIC+REFERENCE=8" 8
+  --json "$tmp/q8.json" && hits "$tmp/q8.json" "$(both new)" &&
+  form "$tmp/q8.json" 8 forced
 run 0 bench "$tmp/model.onnx" -c "$int8" "${fast[@]}" --int8-weights 7 \
-  --json "$tmp/q7.json" &&
-  hits "$tmp/q7.json" "INT8_DYNAMIC+ORT_CPU=build options changed,INT8_STATIC+REFERENCE=build options changed" &&
-  form "$tmp/q7.json" "INT8_DYNAMIC+ORT_CPU=7,INT8_STATIC+REFERENCE=7" 7
+  --json "$tmp/q7.json" && hits "$tmp/q7.json" "$(both "$changed")" &&
+  form "$tmp/q7.json" 7 forced
+run 0 bench "$tmp/model.onnx" -c "$int8" "${fast[@]}" --int8-weights mixed \
+  --json "$tmp/qm.json" && hits "$tmp/qm.json" "$(both "$changed")" &&
+  form "$tmp/qm.json" mixed forced
 run 0 bench "$tmp/model.onnx" -c "$int8" "${fast[@]}" --int8-weights 8 \
-  --json "$tmp/q8b.json" &&
-  hits "$tmp/q8b.json" "INT8_DYNAMIC+ORT_CPU=hit,INT8_STATIC+REFERENCE=hit"
-# auto: the width `list` reports for the runtime here, from a build made
-# above for that width.
+  --json "$tmp/q8b.json" && hits "$tmp/q8b.json" "$(both hit)"
+# auto: the form `list` reports for the runtime here (8, or mixed on a CPU
+# without VNNI), from a build made above for that form.
 auto=$("$cli" list --json | "$python" -c '
 import json, sys
 rows = {c["name"]: c for c in json.load(sys.stdin)["conversions"]}
-print(rows["INT8_DYNAMIC+ORT_CPU"]["int8_weight_bits"])')
+print(rows["INT8_DYNAMIC+ORT_CPU"]["int8_weights"])')
 run 0 bench "$tmp/model.onnx" -c "$int8" "${fast[@]}" --json "$tmp/qa.json" &&
-  hits "$tmp/qa.json" "INT8_DYNAMIC+ORT_CPU=hit,INT8_STATIC+REFERENCE=hit" &&
-  form "$tmp/qa.json" "INT8_DYNAMIC+ORT_CPU=$auto,INT8_STATIC+REFERENCE=$auto" auto
+  hits "$tmp/qa.json" "$(both hit)" && form "$tmp/qa.json" "$auto" auto
 run 2 bench "$tmp/model.onnx" --int8-weights 6 &&
   expect_in "$tmp/err" "--int8-weights '6'" "a bad --int8-weights"
 

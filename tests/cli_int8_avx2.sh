@@ -5,12 +5,13 @@
 # products in 16 bits and saturate. ONNX Runtime has no switch to hold its
 # kernels to an ISA (oneDNN's tests use ONEDNN_MAX_CPU_ISA instead), so this
 # is how an AVX-512 or AMX machine proves the AVX2 path of ORT's int8.
-# There `list` and each result say 7-bit weights and why, and the int8
-# conversions on ORT and the reference interpreter are accurate (cosine >=
-# 0.999 against the reference interpreter, also run emulated). With
-# --int8-weights 8 the result says it was forced and what auto would pick;
-# its accuracy is printed, not checked (whether products saturate depends on
-# the data).
+# There `list` and each result say the mixed form (7-bit weights where a
+# product's input is signed) and why, and the int8 conversions on ORT and
+# the reference interpreter are accurate (cosine >= 0.999 against the
+# reference interpreter, also run emulated), with the mixed form and with
+# --int8-weights 7 (every product exact). With --int8-weights 8 the result
+# says it was forced and what auto would pick; its accuracy is printed, not
+# checked (whether products saturate depends on the data).
 #
 # Needs qemu-user (`make test` installs it: MB_WITH_QEMU=1) and ONNX
 # Runtime; skipped without them, unless make test asked for them. Skipped in
@@ -62,7 +63,7 @@ exec qemu-x86_64 -cpu Haswell-v4 "$native" "\$@" 2>>"$tmp/qemu.err"
 EOF
 chmod +x "$cli"
 
-# list on the emulated CPU: 7-bit weights for ORT and the reference
+# list on the emulated CPU: the mixed form for ORT and the reference
 # interpreter (which runs ORT's model), 8 for XNNPACK; the reason names
 # the missing VNNI.
 if run 0 list --json; then
@@ -71,13 +72,14 @@ import json, sys
 rows = {c["name"]: c for c in json.load(open(sys.argv[1]))["conversions"]}
 for name in ("INT8_DYNAMIC+ORT_CPU", "INT8_STATIC+ORT_CPU", "INT8_STATIC+REFERENCE"):
     r = rows[name]
-    assert r["available"] and r["int8_weight_bits"] == 7, r
-    assert "int8 with 7-bit weights: this CPU has no VNNI" in r["reason"], r
+    assert r["available"] and r["int8_weights"] == "mixed", r
+    assert "int8 with 7-bit weights where a product\u0027s input is signed" in r["reason"], r
+    assert "this CPU has no VNNI" in r["reason"], r
 x = rows["INT8_STATIC+XNNPACK"]
-assert not x["available"] or x["int8_weight_bits"] == 8, x
+assert not x["available"] or x["int8_weights"] == "8", x
 for name, r in rows.items():
     if "INT8" not in name or name.endswith("EAGER"):
-        assert r["int8_weight_bits"] is None, r
+        assert r["int8_weights"] is None, r
 ' "$tmp/out"
 fi
 
@@ -85,27 +87,34 @@ model=$models/transformer_block.onnx
 quick=(--warmup 0 --warmup-time 0 --min-iterations 2 --min-time 0
   --calibration-samples 16 --n-samples 2 --no-record)
 convs=INT8_DYNAMIC+ORT_CPU,INT8_STATIC+ORT_CPU,INT8_STATIC+REFERENCE
-if run 0 bench "$model" -c "$convs" "${quick[@]}" --json "$tmp/auto.json"; then
-  py "int8 on an AVX2-only CPU: 7-bit weights, accurate" '
+# accurate FILE FORM: every result ok, of FORM, cosine >= 0.999.
+accurate() {
+  py "int8 on an AVX2-only CPU, $2 weights: accurate" '
 import json, sys
 for r in json.load(open(sys.argv[1]))["results"]:
     assert r["status"] == "ok", r
-    assert r["int8_weight_bits"] == 7, r
+    assert r["int8_weights"] == sys.argv[2], r
     assert "no VNNI" in r["int8_form"], r
     cos = min(o["cosine"] for o in r["accuracy"]["outputs"])
-    print("  %s: 7-bit weights, cosine %.6f" % (r["conversion"], cos))
+    print("  %s: %s weights, cosine %.6f" % (r["conversion"], sys.argv[2], cos))
     assert cos >= 0.999 and not r["inaccurate"], (r["conversion"], cos)
-' "$tmp/auto.json" && cat "$tmp/py"
+' "$1" "$2" && cat "$tmp/py"
+}
+if run 0 bench "$model" -c "$convs" "${quick[@]}" --json "$tmp/auto.json"; then
+  accurate "$tmp/auto.json" mixed
   expect_in "$tmp/out" "int8 weights:" "the table's int8 note"
-  expect_in "$tmp/out" "7-bit in" "the table's int8 note"
+  expect_in "$tmp/out" "7-bit weights where a product's input is signed" \
+    "the table's int8 note"
 fi
+run 0 bench "$model" -c "$convs" "${quick[@]}" --int8-weights 7 \
+  --json "$tmp/seven.json" && accurate "$tmp/seven.json" 7
 if run 0 bench "$model" -c "$convs" "${quick[@]}" --int8-weights 8 \
   --json "$tmp/eight.json"; then
   py "--int8-weights 8 on an AVX2-only CPU" '
 import json, sys
 for r in json.load(open(sys.argv[1]))["results"]:
-    assert r["status"] == "ok" and r["int8_weight_bits"] == 8, r
-    assert r["int8_form"].startswith("--int8-weights 8 (auto would choose 7"), r
+    assert r["status"] == "ok" and r["int8_weights"] == "8", r
+    assert r["int8_form"].startswith("--int8-weights 8 (auto would choose mixed"), r
     cos = min(o["cosine"] for o in r["accuracy"]["outputs"])
     print("  %s: 8-bit weights forced, cosine %.6f%s"
           % (r["conversion"], cos, " (inaccurate)" if r["inaccurate"] else ""))

@@ -326,13 +326,13 @@ static inline int run_reference(gcase *c, prepared *p, mb_tensor **ref) {
 static inline int int8_params(gcase *c, prepared *p,
                               const mb_quant_options *qo_in,
                               mb_quant_params **out) {
-  /* The weights' width the engine needs here, as the build step asks it
-   * (7 bits where its u8 x s8 products saturate on this CPU or ISA cap),
-   * unless the test chose one. */
+  /* The int8 form the engine wants here, as the build step asks it (7-bit
+   * weights for signed inputs where its u8 x s8 products saturate on this
+   * CPU or ISA cap), unless the test chose one. */
   mb_quant_options qo_engine = qo_in ? *qo_in : (mb_quant_options){0};
-  if (!qo_engine.weight_bits)
-    qo_engine.weight_bits =
-        engine->int8_weight_bits ? engine->int8_weight_bits(NULL, 0) : 8;
+  if (qo_engine.weights == MB_INT8_WEIGHTS_AUTO)
+    qo_engine.weights = engine->int8_weights ? engine->int8_weights(NULL, 0)
+                                             : MB_INT8_WEIGHTS_W8;
   const mb_quant_options *qo = &qo_engine;
   mb_tensor *extra[INT8_BATCHES][8];
   const mb_tensor *const *batches[INT8_BATCHES];

@@ -1009,13 +1009,14 @@ TEST(conv_integer_per_channel) {
 /* int8 symmetric per-channel weights [m, rest...] for float weights w:
  * scale = max|w| / 127 per output channel, zero points 0. */
 /* The largest int8 weight ONNX Runtime's u8 x s8 kernels compute exactly
- * on this CPU: 127, or 64 without VNNI, where they add pairs of products
- * in 16 bits and saturate (runtime/int8_form.c). The graphs below use
- * weights of that width, as modelbench's quantiser writes them here, so
- * that reference and ORT agree on every x86 CPU. */
+ * on this CPU for a signed input: 127, or 64 without VNNI, where they add
+ * pairs of products in 16 bits and saturate (runtime/int8_form.c). The
+ * graphs below (whose inputs are signed) use weights of that width, as
+ * modelbench's quantiser writes them here, so that reference and ORT agree
+ * on every x86 CPU. */
 static int ort_weight_qmax(void) {
-  return mb__quant_weight_qmax(
-      mb__runtime_onnxruntime.int8_weight_bits(NULL, 0));
+  return mb__quant_weight_qmax(mb__runtime_onnxruntime.int8_weights(NULL, 0),
+                               true);
 }
 
 static void quantize_weights(const double *w, int64_t m, int64_t rest,

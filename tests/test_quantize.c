@@ -531,98 +531,161 @@ TEST(dynamic_per_tensor_and_exclude) {
 
 /* 7-bit weights (ORT's reduce_range, for CPUs whose u8 x s8 products
  * saturate): scale max|w| / 64, every value within [-64, 64], the same
- * graph otherwise; the width goes into the parameters' JSON and back, and
- * a width other than 7 or 8 is refused. */
+ * graph otherwise; MIXED is 7-bit in dynamic quantisation too (the input's
+ * sign is known only at run time); the form goes into the parameters' JSON
+ * and back, and an unknown form is refused. */
 TEST(seven_bit_weights) {
   mb_error err = {0};
-  mb_model *m = tiny_dynamic_model(13);
-  ASSERT(m);
-  mb_quant_options opt = {.weight_bits = 7};
-  mb_quant_stats st;
-  ASSERT_OK(mb__quantize_dynamic(m, &opt, &st, &err), &err);
-  ASSERT_EQ(st.nodes_quantized, 2);
-  const mb_graph *g = m->graph;
-  const mb_node *mmi = find_op(g, "MatMulInteger");
-  const mb_tensor *wq = init_of(g, mmi->inputs[1]);
-  const mb_tensor *ws = init_of(g, mb__graph_find_value(g, "W_scale"));
-  ASSERT(wq && ws && ws->numel == 3);
-  const float col_max[3] = {2, 8, 3};
-  int peak = 0;
-  for (int c = 0; c < 3; c++) {
-    ASSERT_NEAR(f32_at(ws, c), col_max[c] / 64.0f, 1e-7);
-    for (int r = 0; r < 4; r++) {
-      int q = ((const int8_t *)wq->data)[r * 3 + c];
-      ASSERT_EQ(q, (int)nearbyintf(mm_w[r * 3 + c] / (col_max[c] / 64.0f)));
-      peak = MB_MAX(peak, abs(q));
+  for (int form = MB_INT8_WEIGHTS_W7; form <= MB_INT8_WEIGHTS_MIXED; form++) {
+    mb_model *m = tiny_dynamic_model(13);
+    ASSERT(m);
+    mb_quant_options opt = {.weights = (mb_int8_weights)form};
+    mb_quant_stats st;
+    ASSERT_OK(mb__quantize_dynamic(m, &opt, &st, &err), &err);
+    ASSERT_EQ(st.nodes_quantized, 2);
+    const mb_graph *g = m->graph;
+    const mb_node *mmi = find_op(g, "MatMulInteger");
+    const mb_tensor *wq = init_of(g, mmi->inputs[1]);
+    const mb_tensor *ws = init_of(g, mb__graph_find_value(g, "W_scale"));
+    ASSERT(wq && ws && ws->numel == 3);
+    const float col_max[3] = {2, 8, 3};
+    int peak = 0;
+    for (int c = 0; c < 3; c++) {
+      ASSERT_NEAR(f32_at(ws, c), col_max[c] / 64.0f, 1e-7);
+      for (int r = 0; r < 4; r++) {
+        int q = ((const int8_t *)wq->data)[r * 3 + c];
+        ASSERT_EQ(q, (int)nearbyintf(mm_w[r * 3 + c] / (col_max[c] / 64.0f)));
+        peak = MB_MAX(peak, abs(q));
+      }
     }
+    ASSERT_EQ(peak, 64); /* each column's largest |w| maps to 64 */
+    mb_model_free(m);
   }
-  ASSERT_EQ(peak, 64); /* each column's largest |w| maps to 64 */
-  mb_model_free(m);
 
-  mb_quant_params params = {.weight_bits = 7};
   char path[128];
   snprintf(path, sizeof path, "/tmp/mb-test-bits-%d.json", (int)getpid());
-  ASSERT_OK(mb__quant_params_write_json(&params, path, &err), &err);
-  mb_quant_params *back = NULL;
-  ASSERT_OK(mb__quant_params_read_json(path, &back, &err), &err);
-  ASSERT_EQ(back->weight_bits, 7);
-  mb__quant_params_free(back);
-  /* A file without the key (written before it existed) means 8 bits; any
-   * other width is a parse error naming the key. */
-  FILE *f = fopen(path, "w");
-  ASSERT(f);
-  fputs("{\"format\": \"modelbench-quant-params\", \"version\": 1, "
-        "\"tensors\": []}\n",
-        f);
-  fclose(f);
-  ASSERT_OK(mb__quant_params_read_json(path, &back, &err), &err);
-  ASSERT_EQ(back->weight_bits, 8);
-  mb__quant_params_free(back);
-  f = fopen(path, "w");
-  ASSERT(f);
-  fputs("{\"format\": \"modelbench-quant-params\", \"version\": 1, "
-        "\"weight_bits\": 6, \"tensors\": []}\n",
-        f);
-  fclose(f);
-  ASSERT_EQ(mb__quant_params_read_json(path, &back, &err), MB_STATUS_PARSE);
-  ASSERT_CONTAINS(err.message, "weight_bits");
+  for (int form = MB_INT8_WEIGHTS_W8; form <= MB_INT8_WEIGHTS_MIXED; form++) {
+    mb_quant_params params = {.weights = (mb_int8_weights)form};
+    mb_quant_params *back = NULL;
+    ASSERT_OK(mb__quant_params_write_json(&params, path, &err), &err);
+    ASSERT_OK(mb__quant_params_read_json(path, &back, &err), &err);
+    ASSERT_EQ(back->weights, form);
+    mb__quant_params_free(back);
+  }
+  /* A file without the key (written before it existed) has 8-bit weights;
+   * another value is a parse error naming the key. */
+  static const char *const files[2] = {
+      "{\"format\": \"modelbench-quant-params\", \"version\": 1, "
+      "\"tensors\": []}\n",
+      "{\"format\": \"modelbench-quant-params\", \"version\": 1, "
+      "\"int8_weights\": \"6\", \"tensors\": []}\n"};
+  for (int k = 0; k < 2; k++) {
+    FILE *f = fopen(path, "w");
+    ASSERT(f);
+    fputs(files[k], f);
+    fclose(f);
+    mb_quant_params *back = NULL;
+    if (k == 0) {
+      ASSERT_OK(mb__quant_params_read_json(path, &back, &err), &err);
+      ASSERT_EQ(back->weights, MB_INT8_WEIGHTS_W8);
+      mb__quant_params_free(back);
+    } else {
+      ASSERT_EQ(mb__quant_params_read_json(path, &back, &err), MB_STATUS_PARSE);
+      ASSERT_CONTAINS(err.message, "int8_weights");
+    }
+  }
   unlink(path);
 
-  m = tiny_dynamic_model(13);
+  mb_model *m = tiny_dynamic_model(13);
   ASSERT(m);
-  mb_quant_options bad = {.weight_bits = 6};
+  mb_quant_options bad = {.weights = MB_INT8_WEIGHTS_COUNT};
   ASSERT_EQ(mb__quantize_dynamic(m, &bad, NULL, &err),
             MB_STATUS_INVALID_ARGUMENT);
-  ASSERT_CONTAINS(err.message, "weight_bits 6");
+  ASSERT_CONTAINS(err.message, "int8 weights form");
   mb_model_free(m);
   return 0;
 }
 
-/* The runtimes' int8 forms: 7 or 8 with a reason, and ONNX Runtime and
- * the reference interpreter (which runs ORT's model) agree; forcing a
- * width says what auto would have chosen. */
+/* MIXED in static quantisation: the Conv reads x, which goes below 0, so
+ * its weights get 7 bits (max|k| / 64 per output channel); the Gemm reads
+ * the ReLU's non-negative output through MaxPool and Flatten, so its
+ * weights keep 8 (max|f| / 127 per row). W7 gives 7 bits to both. */
+TEST(mixed_weights_follow_the_input_sign) {
+  mb_error err = {0};
+  for (int form = MB_INT8_WEIGHTS_W7; form <= MB_INT8_WEIGHTS_MIXED; form++) {
+    mb_model *m = tiny_static_model(), *ref = tiny_static_model();
+    ASSERT(m && ref);
+    mb_tensor *b[4];
+    const mb_tensor *views[4][1];
+    const mb_tensor *const *batches[4];
+    for (int i = 0; i < 4; i++) {
+      b[i] = tiny_static_input(i);
+      views[i][0] = b[i];
+      batches[i] = views[i];
+    }
+    mb_quant_options opt = {.weights = (mb_int8_weights)form};
+    mb_quant_params *params = NULL;
+    ASSERT_OK(mb__calibrate(ref, batches, 4, &opt, &params, &err), &err);
+    ASSERT(mb__quant_params_find(params, "x")->min < 0);
+    ASSERT(mb__quant_params_find(params, "v")->min >= 0);
+    ASSERT_OK(mb__quantize_static(m, params, &opt, NULL, &err), &err);
+    ASSERT_EQ(params->weights, form);
+    const mb_quant_param *k = mb__quant_params_find(params, "K");
+    const mb_quant_param *f = mb__quant_params_find(params, "F");
+    ASSERT(k && f && k->channels == 3 && f->channels == 2);
+    const mb_tensor *kt =
+        init_of(ref->graph, mb__graph_find_value(ref->graph, "K"));
+    const mb_tensor *ft =
+        init_of(ref->graph, mb__graph_find_value(ref->graph, "F"));
+    for (int c = 0; c < 3; c++) {
+      float mx = 0;
+      for (int i = 0; i < 2; i++)
+        mx = fmaxf(mx, fabsf(((const float *)kt->data)[c * 2 + i]));
+      ASSERT_NEAR(k->scales[c], mx / 64.0f, 1e-7);
+    }
+    float fq = form == MB_INT8_WEIGHTS_MIXED ? 127.0f : 64.0f;
+    for (int r = 0; r < 2; r++) {
+      float mx = 0;
+      for (int i = 0; i < 12; i++)
+        mx = fmaxf(mx, fabsf(((const float *)ft->data)[r * 12 + i]));
+      ASSERT_NEAR(f->scales[r], mx / fq, 1e-7);
+    }
+    mb__quant_params_free(params);
+    for (int i = 0; i < 4; i++)
+      mb_tensor_free(b[i]);
+    mb_model_free(m);
+    mb_model_free(ref);
+  }
+  return 0;
+}
+
+/* The runtimes' int8 forms: W8 or MIXED with a reason, and ONNX Runtime
+ * and the reference interpreter (which runs ORT's model) agree; forcing a
+ * form says what auto would have chosen. */
 TEST(int8_forms) {
-  char ort[192], ref[192], forced[256];
-  int bits = mb__runtime_onnxruntime.int8_weight_bits(ort, sizeof ort);
-  ASSERT(bits == 7 || bits == 8);
-  ASSERT_EQ(mb__runtime_reference.int8_weight_bits(ref, sizeof ref), bits);
+  char ort[192], ref[192], forced[384];
+  mb_int8_weights w = mb__runtime_onnxruntime.int8_weights(ort, sizeof ort);
+  ASSERT(w == MB_INT8_WEIGHTS_W8 || w == MB_INT8_WEIGHTS_MIXED);
+  ASSERT_EQ(mb__runtime_reference.int8_weights(ref, sizeof ref), w);
   ASSERT_STR_EQ(ref, ort);
-  ASSERT_CONTAINS(ort, bits == 7 ? "no VNNI" : "cannot saturate");
-  ASSERT_EQ(mb__int8_form(&mb__runtime_onnxruntime, 0, forced, sizeof forced),
-            bits);
+  ASSERT_CONTAINS(ort,
+                  w == MB_INT8_WEIGHTS_MIXED ? "no VNNI" : "cannot saturate");
+  ASSERT_EQ(mb__int8_form(&mb__runtime_onnxruntime, MB_INT8_WEIGHTS_AUTO,
+                          forced, sizeof forced),
+            w);
   ASSERT_STR_EQ(forced, ort);
-  int other = bits == 7 ? 8 : 7;
-  ASSERT_EQ(
-      mb__int8_form(&mb__runtime_onnxruntime, other, forced, sizeof forced),
-      other);
-  ASSERT_CONTAINS(forced, bits == 7 ? "auto would choose 7"
-                                    : "auto would "
-                                      "choose 8");
-  ASSERT_EQ(
-      mb__int8_form(&mb__runtime_onnxruntime, bits, forced, sizeof forced),
-      bits);
+  ASSERT_EQ(mb__int8_form(&mb__runtime_onnxruntime, MB_INT8_WEIGHTS_W7, forced,
+                          sizeof forced),
+            MB_INT8_WEIGHTS_W7);
+  ASSERT_CONTAINS(forced, w == MB_INT8_WEIGHTS_MIXED ? "auto would choose mixed"
+                                                     : "auto would choose 8");
+  ASSERT_EQ(mb__int8_form(&mb__runtime_onnxruntime, w, forced, sizeof forced),
+            w);
   ASSERT_CONTAINS(forced, "as auto");
-  printf("  ORT / reference here: %d-bit weights (%s)\n", bits, ort);
+  ASSERT_EQ(mb_int8_weights_from_name("mixed"), MB_INT8_WEIGHTS_MIXED);
+  ASSERT_EQ(mb_int8_weights_from_name("9"), -1);
+  ASSERT_STR_EQ(mb_int8_weights_name(MB_INT8_WEIGHTS_W7), "7");
+  printf("  ORT / reference here: %s (%s)\n", mb_int8_weights_name(w), ort);
   return 0;
 }
 
@@ -1017,8 +1080,7 @@ static mb_quant_options env_options(void) {
   /* The weights' width ORT's kernels compute exactly on this CPU (7 bits
    * without VNNI), as the build step of an ORT int8 conversion picks. */
   mb_quant_options opt = {
-      .threads = 2,
-      .weight_bits = mb__runtime_onnxruntime.int8_weight_bits(NULL, 0)};
+      .threads = 2, .weights = mb__runtime_onnxruntime.int8_weights(NULL, 0)};
   const char *method = getenv("MB_QUANT_METHOD");
   const char *percentile = getenv("MB_QUANT_PERCENTILE");
   const char *act = getenv("MB_QUANT_ACTIVATIONS");
@@ -1229,9 +1291,10 @@ TEST(torch_cnns_static) {
 
 TEST_MAIN(TEST_ENTRY(scale_zero_point), TEST_ENTRY(dynamic_structure),
           TEST_ENTRY(dynamic_per_tensor_and_exclude),
-          TEST_ENTRY(seven_bit_weights), TEST_ENTRY(int8_forms),
-          TEST_ENTRY(dynamic_errors), TEST_ENTRY(calibrate_minmax),
-          TEST_ENTRY(calibrate_percentile), TEST_ENTRY(static_structure),
-          TEST_ENTRY(static_options_and_errors),
+          TEST_ENTRY(seven_bit_weights),
+          TEST_ENTRY(mixed_weights_follow_the_input_sign),
+          TEST_ENTRY(int8_forms), TEST_ENTRY(dynamic_errors),
+          TEST_ENTRY(calibrate_minmax), TEST_ENTRY(calibrate_percentile),
+          TEST_ENTRY(static_structure), TEST_ENTRY(static_options_and_errors),
           TEST_ENTRY(reference_runs_quantized), TEST_ENTRY(bundled_models_ort),
           TEST_ENTRY(torch_transformers_dynamic), TEST_ENTRY(torch_cnns_static))

@@ -117,7 +117,7 @@ class MbConversionInfo(Structure):
         ("available", c_int),
         ("reason", c_char * 256),
         ("format", c_int),
-        ("int8_weight_bits", c_int),
+        ("int8_weights", c_int),
     ]
 
 
@@ -193,6 +193,7 @@ _declare("mb_conversion_count", c_int)
 _declare("mb_conversion_find", c_int, c_char_p, POINTER(c_int), POINTER(MbError))
 _declare("mb_conversion_get", c_int, c_int, POINTER(MbConversionInfo), POINTER(MbError))
 _declare("mb_precision_name", c_char_p, c_int)
+_declare("mb_int8_weights_name", c_char_p, c_int)
 _declare("mb_model_format_name", c_char_p, c_int)
 _declare("mb_host_runtime_set", c_int, c_char_p, POINTER(MbHostRuntime), POINTER(MbError))
 _declare("mb_host_set_error_detail", None, c_char_p)
@@ -263,7 +264,8 @@ def conversion_info(index: int) -> dict:
         "tier": info.tier,
         "available": bool(info.available),
         "reason": info.reason.decode("utf-8", "replace"),
-        "int8_weight_bits": info.int8_weight_bits or None,
+        "int8_weights": lib.mb_int8_weights_name(info.int8_weights).decode()
+        if info.int8_weights else None,
     }
 
 

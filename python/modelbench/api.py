@@ -139,6 +139,8 @@ def _bench_argv(cfg: BenchmarkConfig, model_path: str, names: List[str],
             argv += ["--input-range", f"{name}={lo:g}:{hi:g}"]
     if cfg.calibration_samples:
         argv += ["--calibration-samples", str(cfg.calibration_samples)]
+    if cfg.int8_weights is not None:
+        argv += ["--int8-weights", str(cfg.int8_weights)]
     for flag, value in (("--html", cfg.html), ("--csv", cfg.csv),
                         ("--markdown", cfg.markdown), ("--cache-dir", cfg.cache_dir),
                         ("--log-dir", cfg.log_dir)):

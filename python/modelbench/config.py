@@ -53,6 +53,10 @@ class BenchmarkConfig:
         max_error: reduced precision is flagged inaccurate beyond 1 - cosine = this.
         calibration_samples: batches the int8 conversions calibrate on (None: the
             evaluation data when given, else 100 generated batches).
+        int8_weights: the int8 form: 8, 7 or "mixed" (7-bit weights where a product's
+            input is signed, 8-bit where it is non-negative); None: each conversion's
+            runtime picks for this CPU ("mixed" where its u8 x s8 products saturate,
+            x86 without VNNI or AMX, else 8; the results' int8_weights say which).
         labels: key=value pairs stored with the run in the results database.
         log_level: the engine's logging ("error", "warn", "info", "debug").
         log_dir: keep per-conversion logs there (None: only failed ones, in a
@@ -87,6 +91,7 @@ class BenchmarkConfig:
     atol: float = 1e-4
     max_error: float = 1e-3
     calibration_samples: Optional[int] = None
+    int8_weights: Optional[Union[int, str]] = None
     labels: Dict[str, str] = field(default_factory=dict)
     log_level: str = "warn"
     log_dir: Optional[str] = None
@@ -158,6 +163,13 @@ class BenchmarkConfig:
             raise ValueError(
                 f"config key 'calibration_samples' must be >= 1, got {self.calibration_samples}"
             )
+        if self.int8_weights is not None and (
+                isinstance(self.int8_weights, bool)
+                or self.int8_weights not in (7, 8, "7", "8", "mixed")):
+            raise ValueError(
+                "config key 'int8_weights' must be 7, 8, 'mixed' or None, "
+                f"got {self.int8_weights!r}"
+            )
         for k, v in self.labels.items():
             if not isinstance(k, str) or not isinstance(v, str) or not k or "=" in k:
                 raise ValueError(
@@ -175,7 +187,14 @@ def _check_type(key: str, value: Any, hint: Any) -> None:
         raise TypeError(f"config key {key!r} must not be None")
     base = hint
     if optional:
-        base = next(a for a in hint.__args__ if a is not type(None))
+        choices = tuple(a for a in hint.__args__ if a is not type(None))
+        if len(choices) > 1:  # Optional[Union[int, str]]: any of them
+            if isinstance(value, bool) or not isinstance(value, choices):
+                names = " or ".join(c.__name__ for c in choices)
+                raise TypeError(f"config key {key!r} must be {names}, "
+                                f"got {type(value).__name__} {value!r}")
+            return
+        base = choices[0]
     origin = getattr(base, "__origin__", None)
     if origin is dict:
         if not isinstance(value, dict):

@@ -39,6 +39,7 @@ def test_unknown_key_suggests():
         ("opset", 99, ValueError, "'opset' must be between 7 and 17"),
         ("labels", {"a=b": "c"}, ValueError, "'labels'"),
         ("cache_dir", 3, TypeError, "'cache_dir' must be str"),
+        ("int8_weights", 6, ValueError, "'int8_weights' must be 7, 8, 'mixed' or None"),
     ],
 )
 def test_bad_values_name_the_key(key, value, error, text):

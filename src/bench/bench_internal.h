@@ -262,12 +262,12 @@ void mb__calibration_batches_free(mb_tensor ***batches, int n, int n_inputs,
  * with them themselves. job->samples[0] gives the input
  * shapes; with config->inputs_dir or a loader, job->samples also serve as
  * calibration data. */
-/* The int8 form of conversion def in this job (bench/build.c): the width
- * of its int8 weights, 7 or 8 (mb__int8_form for its runtime and
- * config->int8_weights), with why in reason; 0 and "" when def does not
- * quantise. reason may be NULL. */
-int mb__job_int8_form(const mb_bench_job *job, const mb_conversion_def *def,
-                      char *reason, size_t size);
+/* The int8 form of conversion def in this job (bench/build.c): W8, W7 or
+ * MIXED (mb__int8_form for its runtime and config->int8_weights), with why
+ * in reason; AUTO and "" when def does not quantise. reason may be NULL. */
+mb_int8_weights mb__job_int8_form(const mb_bench_job *job,
+                                  const mb_conversion_def *def, char *reason,
+                                  size_t size);
 mb_status mb__convert_for_job(const mb_bench_job *job,
                               const struct mb_conversion_def *def,
                               const char *quant_path,

@@ -289,12 +289,13 @@ static bool quantizes(const mb_conversion_def *def) {
                         strstr(def->steps, "quant_params"));
 }
 
-int mb__job_int8_form(const mb_bench_job *job, const mb_conversion_def *def,
-                      char *reason, size_t size) {
+mb_int8_weights mb__job_int8_form(const mb_bench_job *job,
+                                  const mb_conversion_def *def, char *reason,
+                                  size_t size) {
   if (reason && size)
     reason[0] = '\0';
   if (!quantizes(def))
-    return 0;
+    return MB_INT8_WEIGHTS_AUTO;
   return mb__int8_form(mb__runtime_find(def->runtime),
                        job->config->int8_weights, reason, size);
 }
@@ -320,7 +321,7 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
       .calibration = job->config->calibration_method == 1
                          ? MB_QUANT_CALIBRATION_PERCENTILE
                          : MB_QUANT_CALIBRATION_MINMAX,
-      .weight_bits = mb__job_int8_form(job, def, NULL, 0),
+      .weights = mb__job_int8_form(job, def, NULL, 0),
   };
   mb_pass_stats stats;
   mb_quant_stats qs;
@@ -371,9 +372,9 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
     }
     if (!status)
       snprintf(summary + used, ssize - used,
-               "%s%s: %d nodes quantised, %d left in float, %d-bit weights",
+               "%s%s: %d nodes quantised, %d left in float, %s",
                used ? "; " : "", step, qs.nodes_quantized, qs.nodes_skipped,
-               qo.weight_bits);
+               mb__int8_weights_words(qo.weights));
     if (!status && n_batches) {
       used = strlen(summary);
       snprintf(summary + used, ssize - used, " (%d calibration batches, %s)",
@@ -485,7 +486,7 @@ mb_status mb__worker_build(const mb_bench_job *job,
   memset(wb, 0, sizeof *wb);
   result->cache_hit = -1;
   result->build_ms = -1.0;
-  result->int8_weight_bits =
+  result->int8_weights =
       mb__job_int8_form(job, def, result->int8_form, sizeof result->int8_form);
   build_kind kind = kind_of(def, rt);
   if (!c->build_cache)
@@ -518,10 +519,10 @@ mb_status mb__worker_build(const mb_bench_job *job,
   }
   /* The int8 form: a model quantised for one CPU's kernels is not reused
    * on a CPU (or an ISA cap) that needs the other. */
-  if (result->int8_weight_bits) {
+  if (result->int8_weights != MB_INT8_WEIGHTS_AUTO) {
     size_t used = strlen(calib);
-    snprintf(calib + used, sizeof calib - used, ";int8_weights=%d",
-             result->int8_weight_bits);
+    snprintf(calib + used, sizeof calib - used, ";int8_weights=%s",
+             mb_int8_weights_name(result->int8_weights));
   }
   snprintf(opts, sizeof opts, "opt_level=%s;precision=%s%s%s",
            opt_level_name(def->opt_level), mb_precision_name(def->precision),

@@ -192,19 +192,20 @@ static mb_status set_seed(staged *s, const char *key, const mb_json_value *v,
   return MB_STATUS_OK;
 }
 
-/* 7, 8 or "auto" (0: what each conversion's runtime needs here). */
+/* 7, 8, "7", "8", "mixed" or "auto" (what each conversion's runtime
+ * picks here). */
 static mb_status set_int8_weights(staged *s, const char *key,
                                   const mb_json_value *v, mb_error *err) {
   char got[64];
-  if (v->type == MB_JSON_STRING && strcmp(v->string, "auto") == 0) {
-    s->config.int8_weights = 0;
-    return MB_STATUS_OK;
-  }
-  if (v->type != MB_JSON_NUMBER || !v->is_integer ||
-      (v->integer != 7 && v->integer != 8))
-    return key_error(s, v, err, "key '%s' must be 7, 8 or \"auto\", got %s",
+  int w = v->type == MB_JSON_STRING ? mb_int8_weights_from_name(v->string)
+          : v->is_integer && v->integer == 7 ? MB_INT8_WEIGHTS_W7
+          : v->is_integer && v->integer == 8 ? MB_INT8_WEIGHTS_W8
+                                             : -1;
+  if (w < 0)
+    return key_error(s, v, err,
+                     "key '%s' must be 7, 8, \"mixed\" or \"auto\", got %s",
                      key, describe(v, got, sizeof got));
-  s->config.int8_weights = (int)v->integer;
+  s->config.int8_weights = (mb_int8_weights)w;
   return MB_STATUS_OK;
 }
 

@@ -212,7 +212,7 @@ void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
   mb__wire_put_f64(w, r->build_ms);
   mb__wire_put_str(w, r->build_id);
   mb__wire_put_str(w, r->build_reason);
-  mb__wire_put_u32(w, (uint32_t)r->int8_weight_bits);
+  mb__wire_put_u32(w, (uint32_t)r->int8_weights);
   mb__wire_put_str(w, r->int8_form);
   mb__wire_put_f64(w, r->first_run_ms);
   mb__wire_put(w, &r->latency_ms, sizeof r->latency_ms); /* plain doubles */
@@ -273,7 +273,7 @@ mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
   r->build_ms = mb__wire_get_f64(w);
   mb__wire_get_str_buf(w, r->build_id, sizeof r->build_id);
   mb__wire_get_str_buf(w, r->build_reason, sizeof r->build_reason);
-  r->int8_weight_bits = (int)mb__wire_get_u32(w);
+  r->int8_weights = (mb_int8_weights)mb__wire_get_u32(w);
   mb__wire_get_str_buf(w, r->int8_form, sizeof r->int8_form);
   r->first_run_ms = mb__wire_get_f64(w);
   mb__wire_get(w, &r->latency_ms, sizeof r->latency_ms);

@@ -418,13 +418,12 @@ int mb__cli_calibration_option(const char *cmd, int which, const char *arg,
                                "or percentile",
                                arg);
   case MB_CLI_CALIB_WEIGHTS:
-    if (strcmp(arg, "auto") == 0 || strcmp(arg, "7") == 0 ||
-        strcmp(arg, "8") == 0) {
-      config->int8_weights = arg[0] == 'a' ? 0 : arg[0] - '0';
+    if (mb_int8_weights_from_name(arg) >= 0) {
+      config->int8_weights = (mb_int8_weights)mb_int8_weights_from_name(arg);
       return MB_EXIT_OK;
     }
     return mb__cli_usage_error(
-        cmd, "--int8-weights '%s': expected 7, 8 or auto", arg);
+        cmd, "--int8-weights '%s': expected 7, 8, mixed or auto", arg);
   default:
     return MB_EXIT_USAGE;
   }

@@ -67,7 +67,7 @@ enum {
   MB_CLI_CALIB_SAMPLES, /* --calibration-samples N */
   MB_CLI_CALIB_INPUTS,  /* --calibration-inputs DIR */
   MB_CLI_CALIB_METHOD,  /* --calibration-method minmax|percentile */
-  MB_CLI_CALIB_WEIGHTS, /* --int8-weights 7|8|auto */
+  MB_CLI_CALIB_WEIGHTS, /* --int8-weights 7|8|mixed|auto */
   MB_CLI_CALIB_COUNT
 };
 #define MB_CLI_CALIBRATION_OPTIONS(base)                                       \

@@ -53,11 +53,10 @@ static int print_conversions(bool json, int tier) {
       mb__json_kv_int(&j, "tier", info.tier);
       mb__json_kv_bool(&j, "available", info.available);
       mb__json_kv_string(&j, "reason", info.reason);
-      mb__json_key(&j, "int8_weight_bits");
-      if (info.int8_weight_bits)
-        mb__json_int(&j, info.int8_weight_bits);
-      else
-        mb__json_null(&j);
+      mb__json_kv_string(&j, "int8_weights",
+                         info.int8_weights != MB_INT8_WEIGHTS_AUTO
+                             ? mb_int8_weights_name(info.int8_weights)
+                             : NULL);
       mb__json_kv_string(&j, "description", info.description);
       mb__json_object_end(&j);
     } else {

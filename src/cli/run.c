@@ -211,9 +211,22 @@ static void print_tensor(const char *kind, const char *name,
   if (nan)
     printf("  NaN %lld", (long long)nan);
   printf("  [");
+  /* Integer elements as integers: int64 values above 2^53 (ids, hashes,
+   * INT64_MAX sentinels) would print rounded through a double. */
+  bool integer = t->dtype == MB_DTYPE_INT8 || t->dtype == MB_DTYPE_UINT8 ||
+                 t->dtype == MB_DTYPE_INT16 || t->dtype == MB_DTYPE_UINT16 ||
+                 t->dtype == MB_DTYPE_INT32 || t->dtype == MB_DTYPE_UINT32 ||
+                 t->dtype == MB_DTYPE_INT64 || t->dtype == MB_DTYPE_UINT64;
   int64_t shown = MB_MIN(t->numel, 6);
-  for (int64_t i = 0; i < shown; i++)
-    printf("%s%.6g", i ? ", " : "", mb__tensor_get_f64(t, i));
+  for (int64_t i = 0; i < shown; i++) {
+    int64_t v = integer ? mb__tensor_get_i64(t, i) : 0;
+    if (t->dtype == MB_DTYPE_UINT64)
+      printf("%s%llu", i ? ", " : "", (unsigned long long)v);
+    else if (integer)
+      printf("%s%lld", i ? ", " : "", (long long)v);
+    else
+      printf("%s%.6g", i ? ", " : "", mb__tensor_get_f64(t, i));
+  }
   printf("%s]\n", t->numel > shown ? ", ..." : "");
 }
 

@@ -66,6 +66,26 @@ const char *mb_precision_name(mb_precision precision) {
                                                   : "invalid";
 }
 
+static const char *const int8_weights_names[] = {
+#define MB_X(name, str) str,
+    MB_INT8_WEIGHTS_LIST(MB_X)
+#undef MB_X
+};
+_Static_assert(MB_ARRAY_COUNT(int8_weights_names) == MB_INT8_WEIGHTS_COUNT,
+               "one name per int8 form");
+
+const char *mb_int8_weights_name(mb_int8_weights weights) {
+  return (unsigned)weights < MB_INT8_WEIGHTS_COUNT ? int8_weights_names[weights]
+                                                   : "invalid";
+}
+
+int mb_int8_weights_from_name(const char *name) {
+  for (int i = 0; name && i < MB_INT8_WEIGHTS_COUNT; i++)
+    if (strcmp(name, int8_weights_names[i]) == 0)
+      return i;
+  return -1;
+}
+
 const char *mb_bench_status_name(mb_bench_status status) {
   return (unsigned)status < MB_BENCH_STATUS_COUNT ? bench_status_names[status]
                                                   : "invalid";
@@ -324,12 +344,13 @@ mb_status mb_conversion_get(int index, mb_conversion_info *info_out,
   /* The int8 form the build step will quantise with here (int8_form.c). */
   if (def->steps &&
       (strstr(def->steps, "quantize_") || strstr(def->steps, "quant_params"))) {
-    char why[192];
+    char why[256];
     size_t used = strlen(info_out->reason);
-    info_out->int8_weight_bits = mb__int8_form(rt, 0, why, sizeof why);
+    info_out->int8_weights =
+        mb__int8_form(rt, MB_INT8_WEIGHTS_AUTO, why, sizeof why);
     snprintf(info_out->reason + used, sizeof info_out->reason - used,
-             "%sint8 with %d-bit weights: %s", used ? "; " : "",
-             info_out->int8_weight_bits, why);
+             "%sint8 with %s: %s", used ? "; " : "",
+             mb__int8_weights_words(info_out->int8_weights), why);
   }
   return MB_STATUS_OK;
 }

@@ -68,7 +68,6 @@ static const field result_fields[] = {
     F_DOUBLE(mb_bench_result, "precision_share", precision_share, -1),
     F_TEXT(mb_bench_result, "runtime", runtime),
     F_TEXT(mb_bench_result, "runtime_version", runtime_version),
-    F_INT(mb_bench_result, "int8_weight_bits", int8_weight_bits, 0),
     F_TEXT(mb_bench_result, "int8_form", int8_form),
     F_BOOL(mb_bench_result, "inaccurate", inaccurate, 0),
     F_BOOL(mb_bench_result, "cache_hit", cache_hit, -1),
@@ -353,6 +352,10 @@ static mb_status read_result(loader *l, const mb_json_value *obj,
       member(l, obj, "machine", MB_JSON_OBJECT, &status);
   if (status || (machine && (status = read_machine(l, machine, &r->machine))))
     return status;
+  const mb_json_value *form = mb__json_find(obj, "int8_weights");
+  if (form && form->type == MB_JSON_STRING &&
+      mb_int8_weights_from_name(form->string) > 0)
+    r->int8_weights = (mb_int8_weights)mb_int8_weights_from_name(form->string);
   const mb_json_value *bt =
       member(l, obj, "backtrace", MB_JSON_STRING, &status);
   if (bt && !(r->backtrace = mb__strdup(bt->string)))
@@ -515,10 +518,11 @@ static mb_status read_config(loader *l, const mb_json_value *root,
   for (int d = 0; device && d < MB_DEVICE_COUNT; d++)
     if (strcmp(device->string, mb_device_name((mb_device)d)) == 0)
       c->device = (mb_device)d;
-  /* 7 or 8 when forced; "auto" (or absent) leaves 0. */
-  const mb_json_value *bits = mb__json_find(config, "int8_weights");
-  if (bits && bits->is_integer && (bits->integer == 7 || bits->integer == 8))
-    c->int8_weights = (int)bits->integer;
+  /* "8", "7", "mixed" when forced; "auto" (or absent) leaves AUTO. */
+  const mb_json_value *form = mb__json_find(config, "int8_weights");
+  if (form && form->type == MB_JSON_STRING &&
+      mb_int8_weights_from_name(form->string) > 0)
+    c->int8_weights = (mb_int8_weights)mb_int8_weights_from_name(form->string);
   const mb_json_value *seed = mb__json_find(config, "seed");
   if (seed && seed->is_integer)
     c->seed = (uint64_t)seed->integer;

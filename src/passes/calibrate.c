@@ -187,7 +187,7 @@ mb_status mb__calibrate(const mb_model *model,
   params->calibration = opt.calibration;
   params->percentile = opt.percentile;
   params->activations = opt.activations;
-  params->weight_bits = opt.weight_bits;
+  params->weights = opt.weights;
   params->samples = n_batches;
   mb_dtype dtype = opt.activations == MB_QUANT_ACTIVATIONS_UINT8
                        ? MB_DTYPE_UINT8

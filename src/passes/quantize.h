@@ -94,13 +94,14 @@ typedef struct mb_quant_options {
   /* mb__calibrate: reference interpreter threads; <= 0: 1. */
   int threads;
   /* Width of the int8 weights of Conv, MatMul and Gemm (and of the
-   * activation a product of two activations reads as its weights): 8
-   * (the default; 0 means 8) over [-127, 127], or 7 over [-64, 64], ORT's
-   * reduce_range. x86 CPUs without VNNI multiply u8 x s8 with vpmaddubsw,
-   * which adds pairs of products in 16 bits and saturates above 32767;
-   * with weights of at most 64 in magnitude a pair (2 x 255 x 64) cannot.
-   * mb__int8_form (runtime/runtime.h) says which a runtime needs here. */
-  int weight_bits;
+   * activation a product of two activations reads as its weights), the
+   * int8 form (mb_int8_weights in modelbench.h): W8 (the default; AUTO
+   * means W8) over [-127, 127]; W7 over [-64, 64], ORT's reduce_range;
+   * MIXED: W7 for a product whose input is signed (its calibrated range
+   * goes below 0, or is unknown: dynamic quantisation), W8 where it is
+   * non-negative. mb__int8_form (runtime/runtime.h) says which a runtime
+   * wants here. */
+  mb_int8_weights weights;
   /* Names of nodes left in float32 (borrowed for the call). */
   int n_exclude;
   const char *const *exclude;
@@ -159,9 +160,10 @@ typedef struct mb_quant_params {
   mb_quant_calibration calibration;
   double percentile; /* PERCENTILE only */
   mb_quant_activations activations;
-  /* 8 or 7: the weights' width (mb_quant_options.weight_bits), so an
-   * engine quantising more operands itself matches it. */
-  int weight_bits;
+  /* The int8 form (mb_quant_options.weights: W8, W7 or MIXED), so that
+   * an engine quantising more operands itself (mb__quant_weight_qmax)
+   * matches it. */
+  mb_int8_weights weights;
   int samples; /* calibration batches run */
   int count, capacity;
   mb_quant_param *tensors;
@@ -175,7 +177,7 @@ void mb__quant_params_free(mb_quant_params *params);
 
 /* Writes params as JSON (format "modelbench-quant-params", version 1):
  *   {"format": ..., "version": 1, "calibration": "minmax", "percentile": p,
- *    "activations": "uint8", "weight_bits": 8, "samples": n,
+ *    "activations": "uint8", "int8_weights": "8", "samples": n,
  *    "tensors": [{"name", "kind", "dtype", "min", "max", "count", "axis",
  *                 "scales": [...], "zero_points": [...], "applied"}, ...]}
  * Scales read back exactly as float32. params, path: borrowed. Fails with
@@ -198,9 +200,11 @@ mb_status mb__quant_params_read_json(const char *path,
 void mb__quant_scale_zero_point(double rmin, double rmax, mb_dtype dtype,
                                 float *scale_out, int32_t *zero_point_out);
 
-/* The largest magnitude of an int8 weight of `weight_bits` (0 or 8: 127;
- * 7: 64, as ORT's reduce_range). */
-int mb__quant_weight_qmax(int weight_bits);
+/* The largest magnitude of an int8 weight of form `weights` for a product
+ * whose input is signed (signed_input) or non-negative: 64 (7 bits, as
+ * ORT's reduce_range) for W7, and for MIXED with a signed input; else
+ * 127. */
+int mb__quant_weight_qmax(mb_int8_weights weights, bool signed_input);
 
 /* ---- the passes ---- */
 

@@ -52,7 +52,8 @@ static mb_status dynamic_weight(mb_graph *g, int b, bool trans_b, float alpha,
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
   mb_status status = mb__qz_quantize_symmetric(
       w, per_channel ? (trans_b ? 0 : 1) : -1,
-      mb__quant_weight_qmax(opt->weight_bits), &q, scales, &lo, &hi, err);
+      /* The input's range is known only at run time: signed for MIXED. */
+      mb__quant_weight_qmax(opt->weights, true), &q, scales, &lo, &hi, err);
   if (!status && trans_b) {
     mb_tensor *t = NULL;
     int64_t dims[2] = {k, cols};

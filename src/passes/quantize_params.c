@@ -87,8 +87,11 @@ void mb__quant_scale_zero_point(double rmin, double rmax, mb_dtype dtype,
   *zero_point_out = zero_point;
 }
 
-int mb__quant_weight_qmax(int weight_bits) {
-  return weight_bits == 7 ? 64 : 127;
+int mb__quant_weight_qmax(mb_int8_weights weights, bool signed_input) {
+  return weights == MB_INT8_WEIGHTS_W7 ||
+                 (weights == MB_INT8_WEIGHTS_MIXED && signed_input)
+             ? 64
+             : 127;
 }
 
 mb_dtype mb__qz_activation_dtype(mb_quant_activations a) {
@@ -198,7 +201,10 @@ mb_status mb__quant_params_write_json(const mb_quant_params *params,
     mb__json_kv_double(&j, "percentile", params->percentile);
   mb__json_kv_string(&j, "activations",
                      mb__quant_activations_name(params->activations));
-  mb__json_kv_int(&j, "weight_bits", params->weight_bits == 7 ? 7 : 8);
+  mb__json_kv_string(&j, "int8_weights",
+                     mb_int8_weights_name(params->weights > MB_INT8_WEIGHTS_AUTO
+                                              ? params->weights
+                                              : MB_INT8_WEIGHTS_W8));
   mb__json_kv_int(&j, "samples", params->samples);
   mb__json_key(&j, "tensors");
   mb__json_array_begin(&j);
@@ -359,15 +365,18 @@ mb_status mb__quant_params_read_json(const char *path,
                  v && v->type == MB_JSON_STRING ? v->string : NULL);
   params->activations =
       i < 0 ? MB_QUANT_ACTIVATIONS_UINT8 : (mb_quant_activations)i;
-  /* Files from before weight_bits have 8-bit weights. */
-  v = mb__json_find(root, "weight_bits");
-  if (v && (!v->is_integer || (v->integer != 7 && v->integer != 8))) {
+  /* Files from before the int8 form have 8-bit weights. */
+  v = mb__json_find(root, "int8_weights");
+  i = v && v->type == MB_JSON_STRING ? mb_int8_weights_from_name(v->string)
+                                     : -1;
+  if (v && i <= MB_INT8_WEIGHTS_AUTO) {
     status = mb__error(err, MB_STATUS_PARSE,
-                       "%s:%d:%d: \"weight_bits\" must be 7 or 8", path,
-                       v->line, v->column);
+                       "%s:%d:%d: \"int8_weights\" must be \"8\", \"7\" or "
+                       "\"mixed\"",
+                       path, v->line, v->column);
     goto done;
   }
-  params->weight_bits = v ? (int)v->integer : 8;
+  params->weights = v ? (mb_int8_weights)i : MB_INT8_WEIGHTS_W8;
   v = mb__json_find(root, "samples");
   params->samples = v && v->is_integer ? (int)v->integer : 0;
   const mb_json_value *tensors =
@@ -417,12 +426,12 @@ mb_status mb__quant_options_resolve(const mb_quant_options *in,
                      out->n_exclude);
   if (out->threads <= 0)
     out->threads = 1;
-  if (out->weight_bits == 0)
-    out->weight_bits = 8;
-  if (out->weight_bits != 7 && out->weight_bits != 8)
+  if (out->weights == MB_INT8_WEIGHTS_AUTO)
+    out->weights = MB_INT8_WEIGHTS_W8;
+  if ((unsigned)out->weights >= MB_INT8_WEIGHTS_COUNT)
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
-                     "quantisation: weight_bits %d is not 7 or 8",
-                     out->weight_bits);
+                     "quantisation: unknown int8 weights form %d",
+                     (int)out->weights);
   return MB_STATUS_OK;
 }
 

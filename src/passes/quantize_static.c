@@ -276,13 +276,14 @@ static mb_status insert_qdq(qctx *c, int v, mb_error *err) {
   return mark_applied(c, v, c->param[v], err);
 }
 
-/* DequantizeLinear of a quantised copy of constant v: int8 symmetric when
- * `weight` is set (per channel along axis >= 0), else per tensor in the
- * activation type over the data's range. Sets *dq_out and *entry_out (its
- * parameters, named after the constant's source). One DQ per (constant,
- * axis) is shared by the nodes reading it. */
-static mb_status constant_dq(qctx *c, int v, int axis, bool weight, int *dq_out,
+/* DequantizeLinear of a quantised copy of constant v: int8 symmetric over
+ * [-qmax, qmax] when `qmax` is set (a weight: per channel along axis >= 0),
+ * else per tensor in the activation type over the data's range. Sets
+ * *dq_out and *entry_out (its parameters, named after the constant's
+ * source). One DQ per (constant, axis) is shared by the nodes reading it. */
+static mb_status constant_dq(qctx *c, int v, int axis, int qmax, int *dq_out,
                              int *entry_out, mb_error *err) {
+  bool weight = qmax > 0;
   mb_graph *g = c->g;
   const mb_tensor *w = mb__qz_constant_of(g, v);
   v = mb__qz_constant_source(g, v);
@@ -306,9 +307,8 @@ static mb_status constant_dq(qctx *c, int v, int axis, bool weight, int *dq_out,
   p->axis = axis;
   if (weight) {
     p->dtype = MB_DTYPE_INT8;
-    status = mb__qz_quantize_symmetric(
-        w, axis, mb__quant_weight_qmax(c->opt->weight_bits), &q, p->scales,
-        &p->min, &p->max, err);
+    status = mb__qz_quantize_symmetric(w, axis, qmax, &q, p->scales, &p->min,
+                                       &p->max, err);
   } else {
     /* A constant operand of Add/Mul: quantised like an activation. */
     const float *x = w->data;
@@ -324,13 +324,13 @@ static mb_status constant_dq(qctx *c, int v, int axis, bool weight, int *dq_out,
     mb__quant_scale_zero_point(lo, hi, p->dtype, &p->scales[0],
                                &p->zero_points[0]);
     status = mb_tensor_create(p->dtype, w->rank, w->dims, &q, err);
-    int32_t qmin = p->dtype == MB_DTYPE_UINT8 ? 0 : -127;
-    int32_t qmax = p->dtype == MB_DTYPE_UINT8 ? 255 : 127;
+    int32_t lo_q = p->dtype == MB_DTYPE_UINT8 ? 0 : -127;
+    int32_t hi_q = p->dtype == MB_DTYPE_UINT8 ? 255 : 127;
     for (int64_t i = 0; !status && i < w->numel; i++) {
       float r = nearbyintf(x[i] / p->scales[0]) + (float)p->zero_points[0];
       int32_t iv = r != r            ? p->zero_points[0]
-                   : r < (float)qmin ? qmin
-                   : r > (float)qmax ? qmax
+                   : r < (float)lo_q ? lo_q
+                   : r > (float)hi_q ? hi_q
                                      : (int32_t)r;
       mb__tensor_set_f64(q, i, iv);
     }
@@ -378,6 +378,27 @@ static mb_status constant_dq(qctx *c, int v, int axis, bool weight, int *dq_out,
   c->st->weights_quantized++;
   *dq_out = dq;
   return MB_STATUS_OK;
+}
+
+/* The width of constant weight wv (c->opt->weights, mb__quant_weight_qmax):
+ * for MIXED, 7 bits when any product quantised with it reads a signed
+ * input (a calibrated range below 0, or none), so that the DQ its readers
+ * share suits each of them. */
+static int weight_qmax(const qctx *c, int wv) {
+  const mb_graph *g = c->g;
+  int source = mb__qz_constant_source(g, wv);
+  bool signed_input = false;
+  for (int i = 0; i < c->n_orig && !signed_input; i++) {
+    const mb_node *n = &g->nodes[i];
+    if ((c->kind[i] != KIND_CONV && c->kind[i] != KIND_MATMUL &&
+         c->kind[i] != KIND_GEMM) ||
+        n->n_inputs < 2 || n->inputs[1] < 0 ||
+        mb__qz_constant_source(g, n->inputs[1]) != source)
+      continue;
+    int x = n->inputs[0];
+    signed_input = !act_ok(c, x) || c->params->tensors[c->param[x]].min < 0.0;
+  }
+  return mb__quant_weight_qmax(c->opt->weights, signed_input);
 }
 
 /* int32 bias with scale x_scale * w_scale[channel] (ORT's convention). */
@@ -460,7 +481,7 @@ static mb_status rewrite_node(qctx *c, int i, mb_error *err) {
       int v = g->nodes[i].inputs[j];
       if (!mb__qz_is_float_constant(g, v))
         continue;
-      if ((status = constant_dq(c, v, -1, false, &dq, &entry, err)))
+      if ((status = constant_dq(c, v, -1, 0, &dq, &entry, err)))
         return status;
       g->nodes[i].inputs[j] = dq;
     }
@@ -473,7 +494,7 @@ static mb_status rewrite_node(qctx *c, int i, mb_error *err) {
     return MB_STATUS_OK; /* MatMul of two activations */
   bool trans_b = kind == KIND_GEMM && mb__node_attr_int(n, "transB", 0) != 0;
   int axis = !c->per_channel ? -1 : kind == KIND_CONV ? 0 : trans_b ? 0 : 1;
-  if ((status = constant_dq(c, wv, axis, true, &dq, &entry, err)))
+  if ((status = constant_dq(c, wv, axis, weight_qmax(c, wv), &dq, &entry, err)))
     return status;
   g->nodes[i].inputs[1] = dq;
   if (bv < 0 || c->opt->float_bias)
@@ -542,7 +563,7 @@ mb_status mb__quantize_static(mb_model *model, mb_quant_params *params,
   }
   /* Activation scales for the requested type, from the calibrated ranges. */
   params->activations = opt.activations;
-  params->weight_bits = opt.weight_bits;
+  params->weights = opt.weights;
   for (int e = 0; e < params->count; e++) {
     mb_quant_param *p = &params->tensors[e];
     p->applied = 0;

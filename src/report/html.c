@@ -536,7 +536,7 @@ static void write_table_row(FILE *f, const mb_bench_report *report, int index,
     fputs(" <span class=\"meta\">(baseline)</span>", f);
   fputs("</td>", f);
   td(f, r->runtime[0] ? r->runtime : "-");
-  if (r->int8_weight_bits > 0) {
+  if (r->int8_weights != MB_INT8_WEIGHTS_AUTO) {
     /* The int8 form: the weights' width, why in the tooltip. */
     fputs("<td title=\"", f);
     put_html(f, r->int8_form);
@@ -544,8 +544,11 @@ static void write_table_row(FILE *f, const mb_bench_report *report, int index,
     put_html(f, known
                     ? mb_bench_result_precision(r, precision, sizeof precision)
                     : "?");
-    fprintf(f, " <span class=\"meta\">%d-bit weights</span></td>",
-            r->int8_weight_bits);
+    fputs(" <span class=\"meta\">", f);
+    put_html(f, r->int8_weights == MB_INT8_WEIGHTS_W8   ? "8-bit weights"
+                : r->int8_weights == MB_INT8_WEIGHTS_W7 ? "7-bit weights"
+                                                        : "7/8-bit weights");
+    fputs("</span></td>", f);
   } else {
     td(f,
        known ? mb_bench_result_precision(r, precision, sizeof precision) : "?");

@@ -176,11 +176,9 @@ static void write_config(mb_json *j, const mb_bench_report *r) {
   }
   mb__json_kv_double(j, "rtol", c->rtol);
   mb__json_kv_double(j, "atol", c->atol);
-  /* 7 or 8 when forced, "auto" when each runtime chose (results say). */
-  if (c->int8_weights == 7 || c->int8_weights == 8)
-    mb__json_kv_int(j, "int8_weights", c->int8_weights);
-  else
-    mb__json_kv_string(j, "int8_weights", "auto");
+  /* "8", "7" or "mixed" when forced, "auto" when each runtime chose
+   * (the results say what). */
+  mb__json_kv_string(j, "int8_weights", mb_int8_weights_name(c->int8_weights));
   /* The conversions that ran, in order: the results name them, which also
    * covers the default set (config.n_conversions == 0). */
   mb__json_key(j, "conversions");
@@ -412,11 +410,11 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
   kv_string_or_null(j, "runtime", r->runtime);
   kv_string_or_null(j, "runtime_version", r->runtime_version);
   /* int8 conversions: the width of their weights and why (int8_form.c). */
-  mb__json_key(j, "int8_weight_bits");
-  if (r->int8_weight_bits > 0)
-    mb__json_int(j, r->int8_weight_bits);
-  else
-    mb__json_null(j);
+  mb__json_kv_string(j, "int8_weights",
+                     r->int8_weights > MB_INT8_WEIGHTS_AUTO &&
+                             r->int8_weights < MB_INT8_WEIGHTS_COUNT
+                         ? mb_int8_weights_name(r->int8_weights)
+                         : NULL);
   kv_string_or_null(j, "int8_form", r->int8_form);
   mb__json_kv_bool(j, "inaccurate", r->inaccurate != 0);
   mb__json_key(j, "cache_hit");

@@ -8,6 +8,7 @@
  * carry their one-line error instead of numbers. */
 #include "core/internal.h"
 #include "report/report_util.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -304,33 +305,34 @@ static void print_row(const mb_bench_report *report, int index, bool fastest,
   fputc('\n', out);
 }
 
-/* The int8 form, where it is not the plain one: one line per form (bits
- * and reason) naming its conversions, when a conversion used 7-bit
+/* The int8 form, where it is not the plain one: one line per form and
+ * reason naming its conversions, when a conversion used other than 8-bit
  * weights or --int8-weights chose them. */
 static void print_int8_forms(const mb_bench_report *report, FILE *out) {
   bool any = false;
   for (int i = 0; i < report->n_results; i++) {
     const mb_bench_result *r = &report->results[i];
-    any |= r->int8_weight_bits == 7 ||
-           (r->int8_weight_bits && report->config.int8_weights);
+    any |= r->int8_weights > MB_INT8_WEIGHTS_W8 ||
+           (r->int8_weights && report->config.int8_weights);
   }
   if (!any)
     return;
   fputs("\nint8 weights:\n", out);
   for (int i = 0; i < report->n_results; i++) {
     const mb_bench_result *r = &report->results[i];
-    bool first = r->int8_weight_bits > 0;
+    bool first = r->int8_weights != MB_INT8_WEIGHTS_AUTO;
     for (int k = 0; first && k < i; k++)
-      first = !(report->results[k].int8_weight_bits == r->int8_weight_bits &&
+      first = !(report->results[k].int8_weights == r->int8_weights &&
                 strcmp(report->results[k].int8_form, r->int8_form) == 0);
     if (!first)
       continue;
-    char line[TABLE_WIDTH * 4];
-    int used = snprintf(line, sizeof line, "%d-bit in ", r->int8_weight_bits);
+    char line[TABLE_WIDTH * 6];
+    int used = snprintf(line, sizeof line, "%s in ",
+                        mb__int8_weights_words(r->int8_weights));
     for (int k = i;
          k < report->n_results && used > 0 && (size_t)used < sizeof line; k++) {
       const mb_bench_result *o = &report->results[k];
-      if (o->int8_weight_bits == r->int8_weight_bits &&
+      if (o->int8_weights == r->int8_weights &&
           strcmp(o->int8_form, r->int8_form) == 0)
         used += snprintf(line + used, sizeof line - (size_t)used, "%s%s",
                          k == i ? "" : ", ", mb__report_name(o));

@@ -116,10 +116,10 @@ typedef struct mb_engine {
    * `max` entries, returns how many there are (may exceed max). */
   int (*node_profile)(void *compiled, mb_engine_node_time *out, int max);
   void (*release)(void *compiled);
-  /* Optional (NULL: 8 and "cannot saturate"): the runtime hook of the
-   * same name (runtime.h): the widest int8 weights its int8 products
-   * compute exactly on this CPU, at the ISA the library runs at. */
-  int (*int8_weight_bits)(char *reason, size_t size);
+  /* Optional (NULL: W8 and "cannot saturate"): the runtime hook of the
+   * same name (runtime.h): the int8 form its int8 products want on this
+   * CPU, at the ISA the library runs at. */
+  mb_int8_weights (*int8_weights)(char *reason, size_t size);
   /* Optional: the library's own log of what compile() creates (which
    * implementation each primitive got), on while segments compile when the
    * run logs at debug level, off before anything is timed. */

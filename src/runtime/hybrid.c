@@ -868,13 +868,13 @@ static void hybrid_probe(const mb_engine *engine, mb_runtime_info *info) {
   engine->probe(info);
 }
 
-static int hybrid_int8_bits(const mb_engine *engine, char *reason,
-                            size_t size) {
-  if (engine->int8_weight_bits)
-    return engine->int8_weight_bits(reason, size);
+static mb_int8_weights hybrid_int8_weights(const mb_engine *engine,
+                                           char *reason, size_t size) {
+  if (engine->int8_weights)
+    return engine->int8_weights(reason, size);
   if (reason && size)
     snprintf(reason, size, "%s's int8 products cannot saturate", engine->name);
-  return 8;
+  return MB_INT8_WEIGHTS_W8;
 }
 
 /* One mb_runtime per engine: thin trampolines carrying the engine. */
@@ -890,13 +890,13 @@ static int hybrid_int8_bits(const mb_engine *engine, char *reason,
     return hybrid_prepare(&mb__engine_##eng, model, options, session_out,      \
                           err);                                                \
   }                                                                            \
-  static int int8_bits_##eng(char *reason, size_t size) {                      \
-    return hybrid_int8_bits(&mb__engine_##eng, reason, size);                  \
+  static mb_int8_weights int8_weights_##eng(char *reason, size_t size) {       \
+    return hybrid_int8_weights(&mb__engine_##eng, reason, size);               \
   }                                                                            \
   const mb_runtime mb__runtime_##eng = {                                       \
       .name = #eng,                                                            \
       .hybrid = 1,                                                             \
-      .int8_weight_bits = int8_bits_##eng,                                     \
+      .int8_weights = int8_weights_##eng,                                      \
       .probe = probe_##eng,                                                    \
       .prepare = prepare_##eng,                                                \
       .run = hybrid_run,                                                       \

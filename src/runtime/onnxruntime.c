@@ -1012,7 +1012,7 @@ const mb_runtime mb__runtime_onnxruntime = {
     .fetch_outputs = ort_fetch_outputs,
     .release = ort_release,
     /* MLAS picks its u8 x s8 kernels by the CPU's flags (int8_form.c). */
-    .int8_weight_bits = mb__cpu_int8_weight_bits,
+    .int8_weights = mb__cpu_int8_weights,
 #ifdef MB_HAVE_ORT_HEADERS
     .profile_reset = ort_profile_reset,
     .profile_collect = ort_profile_collect,

@@ -108,5 +108,5 @@ const mb_runtime mb__runtime_reference = {
     .profile_collect = reference_profile_collect,
     /* INT8_STATIC+REFERENCE runs the model ONNX Runtime would run here (it
      * shows that model's accuracy without ORT): the same form as ORT's. */
-    .int8_weight_bits = mb__cpu_int8_weight_bits,
+    .int8_weights = mb__cpu_int8_weights,
 };

@@ -85,11 +85,11 @@ typedef struct mb_runtime {
   /* Optional: the multi-line detail (a host's traceback) of this
    * process's last failure, malloc'd for the caller, or NULL. */
   char *(*take_error_detail)(void);
-  /* Optional (NULL: 8): the widest int8 weights (quantize.h's weight_bits)
-   * its integer kernels compute exactly on this CPU: 8, or 7 where they
-   * add pairs of u8 x s8 products in 16 bits and saturate (x86 without
-   * VNNI). Fills reason ("this CPU has no VNNI: ..."). Never fails. */
-  int (*int8_weight_bits)(char *reason, size_t size);
+  /* Optional (NULL: W8): the int8 form its integer kernels want on this
+   * CPU (int8_form.c): W8 where they cannot saturate, MIXED where they add
+   * pairs of u8 x s8 products in 16 bits and saturate (x86 without VNNI).
+   * Fills reason ("this CPU has no VNNI: ..."). Never fails. */
+  mb_int8_weights (*int8_weights)(char *reason, size_t size);
 } mb_runtime;
 
 /* Native engines (runtime/engine.h): one line per engine file. Each one
@@ -130,16 +130,18 @@ void mb__profile_finish(mb_profile *p);
 /* Frees the arrays, keeps the struct. */
 void mb__profile_clear(mb_profile *p);
 
-/* int8_form.c. The int8 weights' width this CPU's kernels compute
- * exactly, by its flags as ONNX Runtime's MLAS dispatches on them: 8 with
- * AVX512-VNNI, AVX-VNNI or AMX (and off x86), else 7. Fills reason. */
-int mb__cpu_int8_weight_bits(char *reason, size_t size);
-/* The int8 form of a conversion on runtime rt: the weight width to
- * quantise with (7 or 8) and why, into reason. requested: 7 or 8 forces
- * it (--int8-weights; the reason then says what the runtime would need),
- * anything else lets the runtime decide. rt may be NULL (8). */
-int mb__int8_form(const mb_runtime *rt, int requested, char *reason,
-                  size_t size);
+/* int8_form.c. The int8 form this CPU's kernels want, by its flags as
+ * ONNX Runtime's MLAS dispatches on them: W8 with AVX512-VNNI, AVX-VNNI
+ * or AMX (and off x86), else MIXED. Fills reason. */
+mb_int8_weights mb__cpu_int8_weights(char *reason, size_t size);
+/* The int8 form of a conversion on runtime rt, with why into reason.
+ * requested: W8, W7 or MIXED forces it (--int8-weights; the reason then
+ * says what the runtime would pick), AUTO lets the runtime decide. rt may
+ * be NULL (W8). */
+mb_int8_weights mb__int8_form(const mb_runtime *rt, mb_int8_weights requested,
+                              char *reason, size_t size);
+/* The form in words: "8-bit weights", "7-bit weights where ...". */
+const char *mb__int8_weights_words(mb_int8_weights weights);
 
 /* The adapter named `name`, or NULL. */
 const mb_runtime *mb__runtime_find(const char *name);

@@ -136,7 +136,8 @@ mb_status mb__dn_value_get_q(lctx *l, int v, const dnnl_memory_desc_t *want,
   return MB_STATUS_OK;
 }
 
-bool mb__dn_q_act(lctx *l, int v, bool weights, dn_qact *out) {
+bool mb__dn_q_act(lctx *l, int v, const dn_qact *source, dn_qact *out) {
+  bool weights = source != NULL;
   const mb_quant_param *e =
       l->quant && !mb__engine_constant(l->eg, v)
           ? mb__engine_quant_activation(l->eg, l->quant, v)
@@ -146,8 +147,11 @@ bool mb__dn_q_act(lctx *l, int v, bool weights, dn_qact *out) {
   double lo = MB_MIN(e->min, 0.0), hi = MB_MAX(e->max, 0.0);
   bool u8 = !weights && lo >= 0.0;
   /* The operand read as weights has the weights' width (7 bits where the
-   * CPU's products would saturate: quantize.h). */
-  double qmax = weights ? mb__quant_weight_qmax(l->quant->weight_bits) : 127.0;
+   * CPU's products would saturate: quantize.h), by the source's sign. */
+  double qmax = weights
+                    ? mb__quant_weight_qmax(l->quant->weights,
+                                            source->p.dtype != MB_DTYPE_UINT8)
+                    : 127.0;
   double scale = u8 ? hi / 255.0 : MB_MAX(-lo, hi) / qmax;
   if (!(scale > 0.0) || !((float)scale > 0.0f) || !isfinite((float)scale))
     return false;
@@ -169,7 +173,7 @@ bool mb__dn_q_act_source(lctx *l, int v, dn_qact *out) {
   dn_qact w;
   int n = mb__segment_readers(l->d, v, pos, 8);
   if (!l->quant || l->vals[v].out_slot >= 0 || n < 1 || n > 8 ||
-      !mb__dn_q_act(l, v, false, out))
+      !mb__dn_q_act(l, v, NULL, out))
     return false;
   for (int i = 0; i < n; i++) {
     const mb_node *m = node_at(l, pos[i]);
@@ -178,7 +182,7 @@ bool mb__dn_q_act_source(lctx *l, int v, dn_qact *out) {
         m->inputs[1] == v || (gi >= 0 && l->groups[gi].head != pos[i]) ||
         (gi >= 0 && (l->groups[gi].in_value[0] >= 0 ||
                      l->groups[gi].in_value[1] >= 0 || l->groups[gi].n_sib)) ||
-        !mb__dn_q_act(l, m->inputs[1], true, &w))
+        !mb__dn_q_act(l, m->inputs[1], out, &w))
       return false;
   }
   return true;

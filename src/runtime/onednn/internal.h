@@ -515,14 +515,17 @@ mb_status mb__dn_q_zp_arg(lctx *l, const mb_quant_param *xq,
  * two activations (attention's q.k^T and probabilities.v), derived from
  * its calibrated range: u8 with zero point 0 for a non-negative source,
  * else s8 symmetric (always for the weights side, which oneDNN wants s8
- * without a zero point, over the weights' width: quant->weight_bits). p.scales
- * and p.zero_points point into the struct itself: fill it where it stays. */
+ * without a zero point, over the weights' width for its source: quant's
+ * int8 form, mb__quant_weight_qmax). source: NULL for the source operand,
+ * else the source's parameters (this operand is then the weights side).
+ * p.scales and p.zero_points point into the struct itself: fill it where it
+ * stays. */
 typedef struct dn_qact {
   mb_quant_param p;
   float scale;
   int32_t zero_point;
 } dn_qact;
-bool mb__dn_q_act(lctx *l, int v, bool weights, dn_qact *out);
+bool mb__dn_q_act(lctx *l, int v, const dn_qact *source, dn_qact *out);
 /* Is activation v read only as the source of such products (attention's
  * probabilities)? Then its producer may write it quantised with *out. */
 bool mb__dn_q_act_source(lctx *l, int v, dn_qact *out);

@@ -465,7 +465,8 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
    * a MatMul of two activations a QLinearMatMul; one output scale. */
   dn_qact qact_x, qact_w;
   if (!q && !kb && !g->n_sib && l->quant && !p.trans_a &&
-      mb__dn_q_act(l, a, false, &qact_x) && mb__dn_q_act(l, b, true, &qact_w)) {
+      mb__dn_q_act(l, a, NULL, &qact_x) &&
+      mb__dn_q_act(l, b, &qact_x, &qact_w)) {
     xq = &qact_x.p;
     wq = &qact_w.p;
     q = true;

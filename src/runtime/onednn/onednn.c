@@ -186,9 +186,10 @@ static int dn_supports_precision(mb_precision precision, char *reason,
 
 /* Below VNNI oneDNN's int8 convolutions, inner products and matmuls
  * multiply u8 x s8 with vpmaddubsw (its int8 guide: 'the intermediate
- * 16-bit results can saturate'), so weights need 7 bits (int8_form.c).
- * ONEDNN_MAX_CPU_ISA can hold the ISA below what the CPU has. */
-static int dn_int8_weight_bits(char *reason, size_t size) {
+ * 16-bit results can saturate'), so weights need 7 bits where the input
+ * is signed (int8_form.c). ONEDNN_MAX_CPU_ISA can hold the ISA below what
+ * the CPU has. */
+static mb_int8_weights dn_int8_weights(char *reason, size_t size) {
   dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
   /* The VNNI bits of avx512_core_vnni (and above) and of avx2_vnni. */
   unsigned vnni =
@@ -203,7 +204,7 @@ static int dn_int8_weight_bits(char *reason, size_t size) {
                 : "oneDNN runs %s here, without VNNI: u8 x s8 products "
                   "(vpmaddubsw) add in pairs in 16 bits and saturate",
              isa_name(isa));
-  return ok ? 8 : 7;
+  return ok ? MB_INT8_WEIGHTS_W8 : MB_INT8_WEIGHTS_MIXED;
 }
 
 static int dn_supports_node(const mb_engine_graph *eg, int node,
@@ -359,7 +360,7 @@ const mb_engine mb__engine_onednn = {
     .node_profile = mb__dn_node_profile,
     .release = mb__dn_release,
     .log_compile = dn_log_compile,
-    .int8_weight_bits = dn_int8_weight_bits,
+    .int8_weights = dn_int8_weights,
 };
 
 #endif /* MB_HAVE_DNNL */

@@ -648,7 +648,8 @@ mb_status mb__dn_lower_rnn(lctx *l, const mb_node *n) {
   if (!wl_data || !wi_data ||
       (int8 && !(wscales = weight_scales(
                      &p, wl_data, wi_data,
-                     (float)mb__quant_weight_qmax(l->quant->weight_bits))))) {
+                     /* X and h are signed: 7 bits where that saturates */
+                     (float)mb__quant_weight_qmax(l->quant->weights, true))))) {
     status = mb__dn_oom(l);
     goto done;
   }

@@ -599,12 +599,12 @@ static mb_status xnn_compile(const mb_segment_desc *segment,
 
 /* XNNPACK's x86 qs8 kernels sign-extend both operands to 16 bits and
  * multiply-add into 32 (vpmaddwd): no saturation on any CPU. */
-static int xnn_int8_weight_bits(char *reason, size_t size) {
+static mb_int8_weights xnn_int8_weights(char *reason, size_t size) {
   if (reason && size)
     snprintf(reason, size,
              "XNNPACK's qs8 kernels widen to 16 bits before they multiply "
              "(vpmaddwd): no saturation on any CPU");
-  return 8;
+  return MB_INT8_WEIGHTS_W8;
 }
 
 const mb_engine mb__engine_xnnpack = {
@@ -618,7 +618,7 @@ const mb_engine mb__engine_xnnpack = {
     /* This snapshot has no per-operator profiling. */
     .node_profile = NULL,
     .release = mb__xnn_release,
-    .int8_weight_bits = xnn_int8_weight_bits,
+    .int8_weights = xnn_int8_weights,
 };
 
 #endif /* MB_HAVE_XNNPACK */
