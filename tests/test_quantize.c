@@ -533,7 +533,7 @@ TEST(dynamic_per_tensor_and_exclude) {
  * saturate): scale max|w| / 64, every value within [-64, 64], the same
  * graph otherwise; MIXED is 7-bit in dynamic quantisation too (the input's
  * sign is known only at run time); the form goes into the parameters' JSON
- * and back, and an unknown form is refused. */
+ * and back (dynamic_errors: an unknown form is refused). */
 TEST(seven_bit_weights) {
   mb_error err = {0};
   for (int form = MB_INT8_WEIGHTS_W7; form <= MB_INT8_WEIGHTS_MIXED; form++) {
@@ -595,14 +595,6 @@ TEST(seven_bit_weights) {
     }
   }
   unlink(path);
-
-  mb_model *m = tiny_dynamic_model(13);
-  ASSERT(m);
-  mb_quant_options bad = {.weights = MB_INT8_WEIGHTS_COUNT};
-  ASSERT_EQ(mb__quantize_dynamic(m, &bad, NULL, &err),
-            MB_STATUS_INVALID_ARGUMENT);
-  ASSERT_CONTAINS(err.message, "int8 weights form");
-  mb_model_free(m);
   return 0;
 }
 
@@ -700,6 +692,10 @@ TEST(dynamic_errors) {
   ASSERT_EQ(mb__quantize_dynamic(m, &bad, NULL, &err),
             MB_STATUS_INVALID_ARGUMENT);
   ASSERT_CONTAINS(err.message, "percentile");
+  mb_quant_options bad_form = {.weights = MB_INT8_WEIGHTS_COUNT};
+  ASSERT_EQ(mb__quantize_dynamic(m, &bad_form, NULL, &err),
+            MB_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(err.message, "int8 weights form");
   mb_model_free(m);
   return 0;
 }
