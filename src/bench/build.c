@@ -282,19 +282,12 @@ void mb__calibration_batches_free(mb_tensor ***batches, int n, int n_inputs,
   free(batches);
 }
 
-/* Does the conversion quantise to int8 (a quantize_* or quant_params
- * step)? */
-static bool quantizes(const mb_conversion_def *def) {
-  return def->steps && (strstr(def->steps, "quantize_") ||
-                        strstr(def->steps, "quant_params"));
-}
-
 mb_int8_weights mb__job_int8_form(const mb_bench_job *job,
                                   const mb_conversion_def *def, char *reason,
                                   size_t size) {
   if (reason && size)
     reason[0] = '\0';
-  if (!quantizes(def))
+  if (!mb__conversion_quantizes(def))
     return MB_INT8_WEIGHTS_AUTO;
   return mb__int8_form(mb__runtime_find(def->runtime),
                        job->config->int8_weights, reason, size);

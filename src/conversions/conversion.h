@@ -37,6 +37,10 @@ typedef struct mb_conversion_def {
   mb_model_format format;
 } mb_conversion_def;
 
+/* Does the row quantise to int8 (a quantize_* or quant_params step)?
+ * Such rows have an int8 form (mb_int8_weights). */
+bool mb__conversion_quantizes(const mb_conversion_def *def);
+
 /* Row `index` (0 .. mb_conversion_count()-1), or NULL. */
 const mb_conversion_def *mb__conversion_def(int index);
 /* Adds a row at run time (tests). def must outlive the process. Returns the

@@ -342,8 +342,7 @@ mb_status mb_conversion_get(int index, mb_conversion_info *info_out,
     info_out->reason[0] = '\0';
   }
   /* The int8 form the build step will quantise with here (int8_form.c). */
-  if (def->steps &&
-      (strstr(def->steps, "quantize_") || strstr(def->steps, "quant_params"))) {
+  if (mb__conversion_quantizes(def)) {
     char why[256];
     size_t used = strlen(info_out->reason);
     info_out->int8_weights =
@@ -353,6 +352,11 @@ mb_status mb_conversion_get(int index, mb_conversion_info *info_out,
              mb__int8_weights_words(info_out->int8_weights), why);
   }
   return MB_STATUS_OK;
+}
+
+bool mb__conversion_quantizes(const mb_conversion_def *def) {
+  return def->steps && (strstr(def->steps, "quantize_") ||
+                        strstr(def->steps, "quant_params"));
 }
 
 /* ---- lookup and suggestions ---- */
