@@ -368,6 +368,27 @@ static mb_tensor *tiny_static_input(int b) {
   return t;
 }
 
+/* The four calibration batches of the tiny static model (tiny_static_input
+ * 0..3), as mb__calibrate takes them. Free with tiny_batches_free. */
+typedef struct tiny_batches {
+  mb_tensor *b[4];
+  const mb_tensor *views[4][1];
+  const mb_tensor *const *batches[4];
+} tiny_batches;
+
+static void tiny_batches_init(tiny_batches *t) {
+  for (int i = 0; i < 4; i++) {
+    t->b[i] = tiny_static_input(i);
+    t->views[i][0] = t->b[i];
+    t->batches[i] = t->views[i];
+  }
+}
+
+static void tiny_batches_free(tiny_batches *t) {
+  for (int i = 0; i < 4; i++)
+    mb_tensor_free(t->b[i]);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Tests: parameters                                                         */
 /* ------------------------------------------------------------------------ */
@@ -607,17 +628,11 @@ TEST(mixed_weights_follow_the_input_sign) {
   for (int form = MB_INT8_WEIGHTS_W7; form <= MB_INT8_WEIGHTS_MIXED; form++) {
     mb_model *m = tiny_static_model(), *ref = tiny_static_model();
     ASSERT(m && ref);
-    mb_tensor *b[4];
-    const mb_tensor *views[4][1];
-    const mb_tensor *const *batches[4];
-    for (int i = 0; i < 4; i++) {
-      b[i] = tiny_static_input(i);
-      views[i][0] = b[i];
-      batches[i] = views[i];
-    }
+    tiny_batches tb;
+    tiny_batches_init(&tb);
     mb_quant_options opt = {.weights = (mb_int8_weights)form};
     mb_quant_params *params = NULL;
-    ASSERT_OK(mb__calibrate(ref, batches, 4, &opt, &params, &err), &err);
+    ASSERT_OK(mb__calibrate(ref, tb.batches, 4, &opt, &params, &err), &err);
     ASSERT(mb__quant_params_find(params, "x")->min < 0);
     ASSERT(mb__quant_params_find(params, "v")->min >= 0);
     ASSERT_OK(mb__quantize_static(m, params, &opt, NULL, &err), &err);
@@ -643,8 +658,7 @@ TEST(mixed_weights_follow_the_input_sign) {
       ASSERT_NEAR(f->scales[r], mx / fq, 1e-7);
     }
     mb__quant_params_free(params);
-    for (int i = 0; i < 4; i++)
-      mb_tensor_free(b[i]);
+    tiny_batches_free(&tb);
     mb_model_free(m);
     mb_model_free(ref);
   }
@@ -809,16 +823,11 @@ TEST(static_structure) {
   mb_error err = {0};
   mb_model *m = tiny_static_model(), *ref = tiny_static_model();
   ASSERT(m && ref);
-  mb_tensor *b[4];
-  const mb_tensor *views[4][1];
-  const mb_tensor *const *batches[4];
-  for (int i = 0; i < 4; i++) {
-    b[i] = tiny_static_input(i);
-    views[i][0] = b[i];
-    batches[i] = views[i];
-  }
+  tiny_batches tb;
+  tiny_batches_init(&tb);
+  mb_tensor *const *b = tb.b;
   mb_quant_params *params = NULL;
-  ASSERT_OK(mb__calibrate(ref, batches, 4, NULL, &params, &err), &err);
+  ASSERT_OK(mb__calibrate(ref, tb.batches, 4, NULL, &params, &err), &err);
   mb_quant_stats st;
   ASSERT_OK(mb__quantize_static(m, params, NULL, &st, &err), &err);
   const mb_graph *g = m->graph;
@@ -954,7 +963,7 @@ TEST(static_structure) {
   ASSERT_CONTAINS(err.message, "/nonexistent/dir/p.json");
 
   mb__quant_params_free(params);
-  free_tensors(b, 4);
+  tiny_batches_free(&tb);
   mb_model_free(m);
   mb_model_free(ref);
   return 0;
