@@ -480,6 +480,35 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
   mb__json_object_end(j);
 }
 
+/* The console's recommendation (mb_bench_recommend), by conversion name:
+ * what a reader of the JSON alone (CI, the Python front) deploys. */
+static void write_recommendation(mb_json *j, const mb_bench_report *r) {
+  mb_recommendations rec;
+  mb_bench_recommend(r, NULL, &rec);
+  static const struct {
+    const char *key;
+    size_t offset;
+  } picks[] = {
+      {"fastest_accurate", offsetof(mb_recommendations, fastest_accurate)},
+      {"fastest_exact", offsetof(mb_recommendations, fastest_exact)},
+      {"lowest_memory", offsetof(mb_recommendations, lowest_memory)},
+      {"most_portable", offsetof(mb_recommendations, most_portable)},
+      {"default", offsetof(mb_recommendations, default_option)},
+  };
+  mb__json_key(j, "recommendation");
+  mb__json_object_begin(j);
+  for (size_t i = 0; i < sizeof picks / sizeof picks[0]; i++) {
+    int index = *(const int *)((const char *)&rec + picks[i].offset);
+    kv_string_or_null(j, picks[i].key,
+                      index >= 0 && index < r->n_results && r->results
+                          ? result_name(&r->results[index])
+                          : NULL);
+  }
+  kv_measured(j, "headroom", rec.headroom, rec.headroom > 0);
+  mb__json_kv_string(j, "summary", rec.summary);
+  mb__json_object_end(j);
+}
+
 static void write_report(mb_json *j, const mb_bench_report *r) {
   mb__json_object_begin(j);
   mb__json_kv_int(j, "schema_version", MB_JSON_SCHEMA_VERSION);
@@ -514,6 +543,7 @@ static void write_report(mb_json *j, const mb_bench_report *r) {
   for (int i = 0; i < r->n_results && r->results; i++)
     write_result(j, &r->results[i]);
   mb__json_array_end(j);
+  write_recommendation(j, r);
   mb__json_object_end(j);
 }
 

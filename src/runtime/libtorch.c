@@ -18,6 +18,8 @@
 #include "runtime/runtime.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -38,6 +40,56 @@ static void set_reason(const char *fmt, ...) {
 }
 
 #ifdef MB_LIBTORCH_MODULE_BUILT
+/* ---- another libtorch in this process tree ----
+ * Two libtorch builds cannot share a process: both are libtorch_cpu.so,
+ * so the loader hands the second the first's symbols (and both register
+ * the same operators, which aborts). The Python front on a PyTorch other
+ * than the one this module was built with (torch 2.x from PyPI beside
+ * Debian's libtorch 1.13) is that case twice over: its user's process has
+ * already loaded torch, and the engine it starts forks workers that
+ * import torch after a probe here would have loaded ours. */
+
+static int find_loaded_torch(struct dl_phdr_info *info, size_t size,
+                             void *data) {
+  (void)size;
+  const char *name = info->dlpi_name;
+  const char *base = name ? strrchr(name, '/') : NULL;
+  base = base ? base + 1 : name;
+  if (base && strncmp(base, "libtorch_cpu.so", 15) == 0) {
+    snprintf(data, PATH_MAX, "%s", name);
+    return 1;
+  }
+  return 0;
+}
+
+/* Whether `path` is the libtorch_cpu this module links (by real path). */
+static int is_our_libtorch(const char *path) {
+  char mine[PATH_MAX], theirs[PATH_MAX];
+  if (!realpath(MB_LIBTORCH_CPU_FILE, mine) || !realpath(path, theirs))
+    return 0;
+  return strcmp(mine, theirs) == 0;
+}
+
+/* 1 (with the reason set) when a libtorch other than ours is loaded here
+ * or is the Python front's (MODELBENCH_HOST_TORCH_LIB, which the front
+ * sets to its torch's libtorch_cpu without importing torch). */
+static int other_libtorch(void) {
+  char loaded[PATH_MAX] = "";
+  dl_iterate_phdr(find_loaded_torch, loaded);
+  const char *host = getenv("MODELBENCH_HOST_TORCH_LIB");
+  const char *other = loaded[0] && !is_our_libtorch(loaded)     ? loaded
+                      : host && *host && !is_our_libtorch(host) ? host
+                                                                : NULL;
+  if (!other)
+    return 0;
+  set_reason("another PyTorch is in this process (%s); TORCHSCRIPT "
+             "uses " MB_LIBTORCH_CPU_FILE
+             " and two cannot share one: run it from "
+             "the modelbench CLI or Debian's python3",
+             other);
+  return 1;
+}
+
 /* dlopens path when it exists. Returns 1 when loaded; a file that is there
  * but does not load ends the search with the loader's reason (*stop):
  * falling back to another copy would hide the problem. */
@@ -109,6 +161,8 @@ static void lt_load(void) {
   set_reason("built without libtorch (apt install libtorch-dev, or "
              "MB_WITH_TORCH=1 scripts/install-deps.sh, then reconfigure)");
 #else
+  if (other_libtorch())
+    return;
   void *handle = open_module();
   if (!handle)
     return;
