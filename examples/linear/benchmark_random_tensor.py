@@ -32,7 +32,7 @@ def main() -> None:
     setup_logging(level=args.log_level)
     torch.manual_seed(0)
     model = LinearReLU().eval()
-    conversions = args.conversions or ["EAGER", "JIT_TRACE", "JIT_FREEZE", "INT8_DYNAMIC+EAGER",
+    conversions = args.conversions_given or ["EAGER", "JIT_TRACE", "JIT_FREEZE", "INT8_DYNAMIC+EAGER",
                                        "ORT_CPU", "INT8_DYNAMIC+ORT_CPU", "ONEDNN", "XNNPACK"]
     config = args.config
     config.fail_on_error = False  # show every conversion, failed or not

@@ -28,7 +28,7 @@ def main() -> None:
     config = args.config
     config.fail_on_error = False
     results = benchmark_model(load_model(model_path), config,
-                              args.conversions or DEFAULT_CONVERSIONS,
+                              args.conversions_given or DEFAULT_CONVERSIONS,
                               data=torch.randn(1, 28, 28))
     display_all_results(results)
 

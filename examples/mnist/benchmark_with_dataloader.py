@@ -19,7 +19,7 @@ import torch
 
 from model import HERE, build_model, load_split
 from modelbench import benchmark_model, display_all_results, parse_benchmark_args, setup_logging
-from modelbench.args import build_parser
+from modelbench.arguments import build_parser
 
 DEFAULT_CONVERSIONS = [
     "EAGER", "JIT_FREEZE", "BF16+EAGER", "INT8_STATIC+EAGER", "FAKE_QUANT+EAGER",
@@ -51,7 +51,7 @@ def main() -> None:
         config.n_samples = len(test_set)
     config.fail_on_error = False
     results = benchmark_model(load_model(model_path), config,
-                              args.conversions or DEFAULT_CONVERSIONS, data_loader=loader)
+                              args.conversions_given or DEFAULT_CONVERSIONS, data_loader=loader)
     display_all_results(results)
     print("\nTop-1 on the held-out digits (task accuracy) per conversion:")
     for name, r in results.items():

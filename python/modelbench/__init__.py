@@ -5,6 +5,10 @@ conversions and every ONNX conversion of the C engine, in one report.
     results = benchmark_model(model, {"batch_size": 1}, ["EAGER", "ORT_CPU"], data=x[0])
     display_all_results(results)
 
+alma's import paths work too (``modelbench.benchmark.log``,
+``modelbench.arguments.benchmark_args``, ``modelbench.utils.setup_logging``,
+...): replace ``alma`` with ``modelbench`` (docs/pytorch.md).
+
 The measurement, statistics, accuracy, reports, build cache and history are
 libmodelbench's (found in build/lib beside this package, where `make install`
 put it, or at $MODELBENCH_LIBRARY); `python3 -m modelbench` is the CLI with the
@@ -12,12 +16,14 @@ PyTorch conversions. torch is imported only where a model is handled.
 """
 
 from .api import benchmark_model
-from .args import parse_benchmark_args
+from .arguments import parse_benchmark_args
 from .config import BenchmarkConfig
 from .conversions import ALIASES, PYTORCH_CONVERSIONS, list_conversions
 from .logs import setup_logging
 from .profiling import ProfileSession, profile, profile_session, report
 from .results import ConversionError, Result, Results, display_all_results
+from .utils import save_dict_to_json
+from .utils.multiprocessing import lazyload
 
 __version__ = "0.1.0"
 
@@ -31,10 +37,12 @@ __all__ = [
     "Results",
     "benchmark_model",
     "display_all_results",
+    "lazyload",
     "list_conversions",
     "parse_benchmark_args",
     "profile",
     "profile_session",
     "report",
+    "save_dict_to_json",
     "setup_logging",
 ]

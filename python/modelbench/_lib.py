@@ -176,6 +176,32 @@ def _load() -> ctypes.CDLL:
     )
 
 
+def _host_torch_lib() -> Optional[str]:
+    """The libtorch_cpu of the torch this Python would import, found without
+    importing it: a PyPI wheel's own copy in torch/lib; None for Debian's
+    python3-torch, which uses the system libtorch (the one the TORCHSCRIPT
+    module links)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    folder = Path(spec.origin).parent / "lib"
+    found = sorted(folder.glob("libtorch_cpu.so*")) if folder.is_dir() else []
+    return str(found[0]) if found else None
+
+
+# The C library's libtorch adapter (TORCHSCRIPT) stays unloaded, with its
+# reason, when this front's torch is another build: two libtorch builds in one
+# process (or in a worker forked after a probe) abort. Inherited by the engine
+# process the front starts.
+_torch_lib = _host_torch_lib()
+if _torch_lib:
+    os.environ["MODELBENCH_HOST_TORCH_LIB"] = _torch_lib
+
 lib = _load()
 
 

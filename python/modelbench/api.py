@@ -25,17 +25,43 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _lib, conversions as conv_table
 from .config import BenchmarkConfig
-from .results import ConversionError, Results, failures, from_report
+from .results import (ConversionError, Results, failures, from_report,
+                      rename_recommendation, unavailable_result)
 
 log = logging.getLogger("modelbench")
 
 WORKER_ENV = "MODELBENCH_WORKER"
 
 
-def default_conversions(formats: Sequence[str]) -> List[str]:
-    """EAGER (for PyTorch models) and the engine's default ONNX set."""
+def default_conversions(formats: Sequence[str], tier: Optional[int] = None) -> List[str]:
+    """What runs when no conversions are named: as in alma, every one available
+    here for the model's formats; with a tier, those of modelbench's tiers up
+    to it (1: quick check, 2: core deployment options, 3: all)."""
     rows = conv_table.list_conversions()
-    return [str(r["name"]) for r in rows if r["default"] and r["format"] in formats]
+    return [str(r["name"]) for r in rows
+            if r["available"] and r["format"] in formats
+            and (tier is None or int(r["tier"]) <= tier)]
+
+
+def _keyed(chosen: List["conv_table.Selected"], by_point: Dict[str, Results],
+           device: str, sweep: bool) -> Union[Results, Dict[str, Results]]:
+    """The engine's results keyed by the names the user gave (alma's mode for
+    an alma id), in the user's order, with a result saying why for each alma
+    option modelbench does not run."""
+    out: Dict[str, Results] = {}
+    for point, results in by_point.items():
+        keyed = Results()
+        keyed.report = results.report
+        keyed.json_path = results.json_path
+        keyed.recommendation = results.recommendation
+        rename_recommendation(keyed, {c.name: c.key for c in chosen if c.name})
+        for c in chosen:
+            if c.name is None:
+                keyed[c.key] = unavailable_result(c.key, c.reason or "", device)
+            elif c.name in results:
+                keyed[c.key] = results[c.name]
+        out[point] = keyed
+    return out if sweep else next(iter(out.values()))
 
 
 def _package_root() -> str:
@@ -98,6 +124,16 @@ def _shared_run_parent(cfg: BenchmarkConfig) -> str:
     return parent
 
 
+def _timed_iterations(cfg: BenchmarkConfig, inputs: Any) -> int:
+    """Timed inferences: alma's n_samples samples (ceil(n_samples / batch))
+    unless min_iterations or min_time is set (then at least min_iterations,
+    default 20)."""
+    if not cfg.timed_by_samples:
+        return cfg.min_iterations if cfg.min_iterations is not None else 20
+    batch = inputs.batch_size if inputs is not None else cfg.batch_size
+    return max(1, -(-cfg.n_samples // max(batch, 1)))
+
+
 def _bench_argv(cfg: BenchmarkConfig, model_path: str, names: List[str],
                 inputs: Any, json_path: str, labels: Dict[str, str],
                 device: str, in_process: bool) -> List[str]:
@@ -107,8 +143,9 @@ def _bench_argv(cfg: BenchmarkConfig, model_path: str, names: List[str],
         "--threads", str(cfg.threads),
         "--warmup", str(cfg.warmup),
         "--warmup-time", repr(cfg.warmup_time),
-        "--min-iterations", str(cfg.min_iterations),
-        "--min-time", repr(cfg.min_time),
+        "--min-iterations", str(_timed_iterations(cfg, inputs)),
+        "--min-time", repr(0.0 if cfg.timed_by_samples else
+                           (cfg.min_time if cfg.min_time is not None else 2.0)),
         "--max-time", repr(cfg.max_time),
         "--timeout", repr(cfg.timeout),
         "--seed", str(cfg.seed),
@@ -259,19 +296,39 @@ def _run_engine(argv: List[str], in_process: bool) -> int:
 
 
 def _resolve_device(cfg: BenchmarkConfig) -> str:
+    """The engine's --device for the config's device: None and "auto" pick as
+    alma does (cuda when allowed and present, then mps, then cpu); a device
+    missing here falls back to the CPU with allow_device_override."""
     import torch
 
-    want = cfg.device
-    if want == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if want == "cuda" and not torch.cuda.is_available():
+    want = cfg.device or "auto"
+    base = want.split(":")[0]
+    mps = getattr(getattr(torch.backends, "mps", None), "is_available", lambda: False)()
+    if base == "auto":
+        if cfg.allow_cuda and torch.cuda.is_available():
+            return "cuda"
+        if cfg.allow_mps and mps:
+            log.warning("device auto picked mps, which modelbench's conversions do not "
+                        "run on: running on the CPU")
+        return "cpu"
+    present = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": mps}[base]
+    if base == "cuda" and present and ":" in want:
+        index = int(want.split(":")[1])
+        if index >= torch.cuda.device_count():
+            present = False
+    if base != "cpu" and (not present or base == "mps"):
         if cfg.allow_device_override:
-            log.warning("device cuda requested but no GPU is usable here: running on the "
-                        "CPU (allow_device_override)")
+            log.warning("device %s requested but it is not usable by modelbench here: "
+                        "running on the CPU (allow_device_override)", want)
             return "cpu"
-        log.warning("device cuda requested but no GPU is usable here, and "
-                    "allow_device_override is off: every conversion fails")
-    return want
+        if base == "mps":
+            raise ValueError(
+                "config key 'device' is mps, which modelbench's conversions do not run "
+                "on: set allow_device_override=True to run them on the CPU")
+        log.warning("device %s requested but it is not usable by modelbench here, and "
+                    "allow_device_override is off: every conversion fails", want)
+        return "cuda"
+    return base
 
 
 def benchmark_model(
@@ -326,12 +383,6 @@ def benchmark_model(
             unusable data, naming the culprit.
         ConversionError: fail_on_error is set and a conversion failed.
     """
-    if os.environ.get(WORKER_ENV):
-        raise RuntimeError(
-            "modelbench.benchmark_model was called while a modelbench worker imported "
-            "your script to find your model's classes: put the call under "
-            "`if __name__ == \"__main__\":`"
-        )
     from .data import from_loader, from_sample
     from .model import (
         describe_outputs,
@@ -347,12 +398,18 @@ def benchmark_model(
     serving = _load_argv(scenario) + _sweep_argv(sweep)
     if data is not None and data_loader is not None:
         raise ValueError("give data or data_loader, not both")
-    source = load_source(model)
+    source = load_source(model, cfg.seed, cfg.allow_pickle)
     formats_here = ["onnx"] if source.kind == "onnx" else ["pytorch", "onnx"]
-    names = (conv_table.resolve(conversions) if conversions is not None
-             else default_conversions(formats_here))
-    if not names:
+    if conversions is not None and cfg.tier is not None:
+        raise ValueError("give conversions or config key 'tier', not both")
+    if isinstance(conversions, (str, int)) or hasattr(conversions, "mode"):
+        conversions = [conversions]
+    chosen = (conv_table.select(conversions) if conversions is not None else
+              [conv_table.Selected(n, n) for n in default_conversions(
+                  formats_here + ["torchscript"], cfg.tier)])
+    if not chosen:
         raise ValueError("conversions is empty: name at least one (modelbench list)")
+    names = [c.name for c in chosen if c.name]
     device = _resolve_device(cfg)
     executor_argv = _executor_argv(executor, executor_options)
     if executor_argv and serving:
@@ -376,6 +433,9 @@ def benchmark_model(
                 "give data (one sample without the batch dimension) or a data_loader: "
                 "a PyTorch module does not declare its input shapes"
             )
+        if not names:  # every one asked for is an alma option modelbench lacks
+            return _keyed(chosen, {"": from_report({"results": []}, cfg.json)}, device,
+                          sweep is not None)
         if source.kind == "onnx":
             model_path = source.path or ""
         else:
@@ -391,15 +451,19 @@ def benchmark_model(
 
                 live_key = uuid.uuid4().hex
                 host.hand_over(live_key, source.module)
-            formats["pytorch"] = {
-                "path": write_pytorch_spec(source, run_dir, live_key)
-            }
+            spec_path = write_pytorch_spec(source, run_dir, live_key, cfg.seed)
+            formats["pytorch"] = {"path": spec_path}
+            # The exporters run in a process of their own (a crash fails the
+            # conversions that need the export), unless everything runs here.
+            isolated = spec_path if cfg.multiprocessing else None
             if "onnx" in wanted:
                 formats["onnx"] = export_onnx(source, sha, inputs, outputs, run_dir,
-                                              cfg.opset, cfg.cache, cfg.cache_dir)
+                                              cfg.opset, cfg.cache, cfg.cache_dir,
+                                              isolated, cfg.timeout)
             if "torchscript" in wanted:
                 formats["torchscript"] = export_torchscript(source, sha, inputs, run_dir,
-                                                            cfg.cache, cfg.cache_dir)
+                                                            cfg.cache, cfg.cache_dir,
+                                                            isolated, cfg.timeout)
             model_path = write_manifest(run_dir, source, sha, inputs, outputs, formats,
                                         "EAGER")
         json_path = cfg.json or os.path.join(run_dir, "report.json")
@@ -427,7 +491,7 @@ def benchmark_model(
             if cfg.fail_on_error and failed:
                 r = results[failed[0]]
                 raise ConversionError(failed[0], r.get("error") or "", r.get("traceback"))
-        return by_point if sweep is not None else next(iter(by_point.values()))
+        return _keyed(chosen, by_point, device, sweep is not None)
     finally:
         if live_key is not None:
             from . import host

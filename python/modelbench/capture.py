@@ -378,15 +378,14 @@ def write_model(folder: str, module: Any, tensors: Sequence[Any], sha256: str,
         for spec, t in zip(inputs.specs, tensors):
             spec.batched = t.dim() > 0
         outputs = describe_outputs(module, inputs)
-        formats: Dict[str, Dict[str, str]] = {
-            "pytorch": {"path": write_pytorch_spec(source, folder, None, by_value=True)}
-        }
+        spec_path = write_pytorch_spec(source, folder, None)
+        formats: Dict[str, Dict[str, str]] = {"pytorch": {"path": spec_path}}
         if "onnx" in formats_wanted:
             formats["onnx"] = export_onnx(source, sha256, inputs, outputs, folder, opset,
-                                          cache, cache_dir)
+                                          cache, cache_dir, spec_path)
         if "torchscript" in formats_wanted:
             formats["torchscript"] = export_torchscript(source, sha256, inputs, folder, cache,
-                                                        cache_dir)
+                                                        cache_dir, spec_path)
     path = write_manifest(folder, source, sha256, inputs, outputs, formats, "EAGER")
     with open(path) as f:
         manifest = json.load(f)

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Union, get_type_hints
 
-_DEVICES = ("cpu", "cuda", "auto")
+_DEVICES = ("cpu", "cuda", "mps", "auto")
 _LOG_LEVELS = ("error", "warn", "info", "debug")
 # The engine's own limits (`modelbench bench`'s option parser): a config
 # beyond them would fail in the worker instead of here, naming the key.
@@ -31,9 +31,14 @@ class BenchmarkConfig:
     Attributes (times in seconds):
         batch_size: samples per inference (generated data; a data_loader's own batches win).
         n_samples: samples to benchmark and evaluate on, across batches.
-        device: "cpu", "cuda" or "auto" (cuda when a GPU is there).
+        device: "cpu", "cuda", "cuda:N", "mps", "auto" or a ``torch.device``; None
+            picks as alma does (cuda when allowed and present, then mps, then cpu).
+            modelbench's conversions run on the CPU today: another device runs
+            there with allow_device_override, reported, or fails every conversion.
         allow_device_override: a device that is missing (cuda without a GPU) falls back
             to the CPU, reported, instead of failing every conversion.
+        allow_cuda, allow_mps: alma's: may the device picked for None or "auto" be
+            cuda (mps)?
         fail_on_error: raise ConversionError at the first failed conversion (alma's
             default); False records the error and traceback and goes on.
         multiprocessing: each conversion in its own process (a crash, hang or OOM
@@ -41,7 +46,11 @@ class BenchmarkConfig:
         non_blocking: accepted for alma compatibility; no effect on the CPU.
         threads: intra-op threads of every runtime.
         warmup, warmup_time: warm-up iterations and seconds (both are met).
-        min_iterations, min_time, max_time: timed iterations and seconds.
+        min_iterations, min_time, max_time: timed iterations and seconds. Unset
+            (None), the timed run is alma's: n_samples samples, that is
+            ceil(n_samples / batch_size) inferences after the warm-up; set either
+            and modelbench's rules apply (at least min_iterations, default 20, and
+            min_time seconds, default 2, capped at max_time).
         timeout: seconds after which a conversion's worker is killed.
         seed: seed of generated inputs and calibration data.
         opset: ONNX opset of the export (None: the highest the exporter has).
@@ -62,20 +71,28 @@ class BenchmarkConfig:
         log_dir: keep per-conversion logs there (None: only failed ones, in a
             temporary folder).
         keep_run_dir: keep the run folder (manifest, exported models, inputs).
+        tier: with no conversions given, run those of modelbench's tier 1 (quick
+            check), 2 (the core deployment options) or 3 (all) instead of every
+            available one.
+        allow_pickle: a model *file* (``.pt``) that holds a pickled module is
+            loaded, which runs code from the file; off by default (TorchScript
+            files and in-memory modules need no such trust).
     """
 
     batch_size: int = 1
     n_samples: int = 64
-    device: str = "cpu"
+    device: Optional[str] = None
     allow_device_override: bool = True
+    allow_cuda: bool = True
+    allow_mps: bool = True
     fail_on_error: bool = True
     multiprocessing: bool = True
     non_blocking: bool = False
     threads: int = 1
     warmup: int = 5
     warmup_time: float = 0.5
-    min_iterations: int = 20
-    min_time: float = 2.0
+    min_iterations: Optional[int] = None
+    min_time: Optional[float] = None
     max_time: float = 30.0
     timeout: float = 300.0
     seed: int = 0
@@ -96,9 +113,18 @@ class BenchmarkConfig:
     log_level: str = "warn"
     log_dir: Optional[str] = None
     keep_run_dir: bool = False
+    allow_pickle: bool = False
+    tier: Optional[int] = None
 
     def __post_init__(self) -> None:
+        self.device = _device_text(self.device)
         self.validate()
+
+    @property
+    def timed_by_samples(self) -> bool:
+        """Is the timed run alma's (n_samples samples) rather than modelbench's
+        (min_iterations and min_time)?"""
+        return self.min_iterations is None and self.min_time is None
 
     @classmethod
     def from_any(cls, config: Union["BenchmarkConfig", Mapping[str, Any], None]) -> "BenchmarkConfig":
@@ -110,8 +136,14 @@ class BenchmarkConfig:
         if config is None:
             return cls()
         if isinstance(config, cls):
+            config.device = _device_text(config.device)
             config.validate()
             return config
+        if not isinstance(config, Mapping) and hasattr(config, "model_dump"):
+            config = config.model_dump()  # alma's own (pydantic) BenchmarkConfig
+        elif not isinstance(config, Mapping) and hasattr(config, "dict") and hasattr(
+                config, "__fields__"):
+            config = config.dict()
         if not isinstance(config, Mapping):
             raise TypeError(
                 f"config must be a dict or a BenchmarkConfig, got {type(config).__name__}"
@@ -130,28 +162,32 @@ class BenchmarkConfig:
         for f in dataclasses.fields(self):
             _check_type(f.name, getattr(self, f.name), hints[f.name])
         for key in _FLOAT_KEYS:
-            if not math.isfinite(getattr(self, key)):
+            if getattr(self, key) is not None and not math.isfinite(getattr(self, key)):
                 raise ValueError(f"config key {key!r} must be a finite number, got {getattr(self, key)}")
         for key, most in _ENGINE_MAX.items():
             value = getattr(self, key)
             if value is not None and value > most:
                 raise ValueError(f"config key {key!r} must be <= {most}, got {value}")
         for key in ("batch_size", "n_samples", "threads", "min_iterations"):
-            if getattr(self, key) < 1:
+            if getattr(self, key) is not None and getattr(self, key) < 1:
                 raise ValueError(f"config key {key!r} must be >= 1, got {getattr(self, key)}")
         for key in ("warmup", "seed"):
             if getattr(self, key) < 0:
                 raise ValueError(f"config key {key!r} must be >= 0, got {getattr(self, key)}")
         for key in ("warmup_time", "min_time", "rtol", "atol"):
-            if getattr(self, key) < 0:
+            if getattr(self, key) is not None and getattr(self, key) < 0:
                 raise ValueError(f"config key {key!r} must be >= 0, got {getattr(self, key)}")
         for key in ("max_time", "timeout", "max_error"):
             if getattr(self, key) <= 0:
                 raise ValueError(f"config key {key!r} must be > 0, got {getattr(self, key)}")
-        if self.device not in _DEVICES:
+        base, _, index = (self.device or "auto").partition(":")
+        if base not in _DEVICES or (index and not (base == "cuda" and index.isdigit())):
             raise ValueError(
-                f"config key 'device' must be one of {', '.join(_DEVICES)}, got {self.device!r}"
+                "config key 'device' must be one of cpu, cuda, cuda:N, mps, auto, None or "
+                f"a torch.device, got {self.device!r}"
             )
+        if self.tier is not None and self.tier not in (1, 2, 3):
+            raise ValueError(f"config key 'tier' must be 1, 2 or 3, got {self.tier!r}")
         if self.log_level not in _LOG_LEVELS:
             raise ValueError(
                 f"config key 'log_level' must be one of {', '.join(_LOG_LEVELS)}, "
@@ -176,6 +212,14 @@ class BenchmarkConfig:
                     f"config key 'labels' holds str -> str pairs without '=' in keys, "
                     f"got {k!r}: {v!r}"
                 )
+
+
+def _device_text(device: Any) -> Any:
+    """A torch.device as its text ("cuda:0"); anything else unchanged (and
+    checked by validate)."""
+    if type(device).__name__ == "device" and type(device).__module__ == "torch":
+        return str(device)
+    return device
 
 
 def _check_type(key: str, value: Any, hint: Any) -> None:

@@ -43,8 +43,21 @@ class Inputs:
     ranges: List[Tuple[str, float, float]] = field(default_factory=list)
 
 
+def _script_params(model: Any) -> Optional[List[str]]:
+    """forward()'s parameter names of a TorchScript module, from its schema
+    (inspect cannot read a ScriptMethod's signature); None otherwise."""
+    schema = getattr(getattr(model, "forward", None), "schema", None)
+    arguments = getattr(schema, "arguments", None)
+    if arguments is None:
+        return None
+    return [a.name for a in arguments if a.name != "self"]
+
+
 def forward_arity(model: Any) -> Optional[int]:
     """Positional parameters of model's forward (None when unknown)."""
+    scripted = _script_params(model)
+    if scripted is not None:
+        return len(scripted)
     fn = getattr(model, "forward", model)
     try:
         params = inspect.signature(fn).parameters.values()
@@ -62,14 +75,17 @@ def forward_arity(model: Any) -> Optional[int]:
 def input_names(model: Any, n: int) -> List[str]:
     """forward()'s parameter names for n inputs, input_0... when unknown."""
     fn = getattr(model, "forward", model)
+    scripted = _script_params(model)
     try:
+        if scripted is not None:
+            raise ValueError("a TorchScript module")
         names = [
             p.name
             for p in inspect.signature(fn).parameters.values()
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
         ]
     except (TypeError, ValueError):
-        names = []
+        names = scripted or []
     if len(names) < n or len(set(names[:n])) < n:
         return [f"input_{i}" for i in range(n)]
     return names[:n]
@@ -104,7 +120,7 @@ def from_sample(model: Any, data: Any, batch_size: int, n_samples: int) -> Input
             # Integer inputs (token ids, indices) keep the sample's range, so
             # that generated values stay valid for embeddings.
             ranges.append((name, float(t.min()), float(t.max())))
-    n_batches = max(1, n_samples // batch_size)
+    n_batches = max(1, -(-n_samples // batch_size))
     return Inputs(specs, tuple(example), n_batches, batch_size, ranges=ranges)
 
 

@@ -21,10 +21,8 @@ import json
 import logging
 import os
 import pickle
-import runpy
 import sys
 import traceback
-import types
 from ctypes import c_char, c_int64, c_void_p
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
@@ -157,17 +155,13 @@ def plain_output(t: "torch.Tensor") -> "torch.Tensor":
 # ---------------------------------------------------------------------------
 
 
-def _fixup_main(main_path: str) -> None:
-    """Makes the user's script importable as __main__, as multiprocessing's
-    spawn does: its top level runs under the name __mp_main__ (so code under
-    `if __name__ == "__main__":` does not), and classes pickled from
-    __main__ resolve to it."""
-    main = sys.modules.get("__main__")
-    if main is not None and getattr(main, "__file__", None) == main_path:
-        return
-    module = types.ModuleType("__mp_main__")
-    module.__dict__.update(runpy.run_path(main_path, run_name="__mp_main__"))
-    sys.modules["__main__"] = sys.modules["__mp_main__"] = module
+def _load_own_pickle(torch: Any, file: Optional[str]) -> Any:
+    """torch.load of a module pickled by this front (PyTorch 2.6 and later
+    load weights only unless told otherwise; 1.13 has no such default)."""
+    try:
+        return torch.load(file, map_location="cpu", weights_only=False)
+    except TypeError:  # a PyTorch without weights_only
+        return torch.load(file, map_location="cpu")
 
 
 def load_model(spec_path: str) -> "torch.nn.Module":
@@ -178,8 +172,6 @@ def load_model(spec_path: str) -> "torch.nn.Module":
     for entry in reversed(spec.get("sys_path", [])):
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    if spec.get("main"):
-        _fixup_main(spec["main"])
     kind = spec["kind"]
     folder = os.path.dirname(os.path.abspath(spec_path))
     file = os.path.join(folder, spec["file"]) if spec.get("file") else None
@@ -191,10 +183,14 @@ def load_model(spec_path: str) -> "torch.nn.Module":
             )
         return _live_models[spec["id"]]
     if kind == "module":
-        return torch.load(file, map_location="cpu")
+        # Written a moment ago by this front, from the user's own in-memory
+        # object, in a folder only this user can read (mkdtemp): not a file
+        # someone handed over, so loading its pickle is the user's own code.
+        return _load_own_pickle(torch, file)
     if kind == "factory":
         with open(file, "rb") as f:
             factory = pickle.load(f)
+        torch.manual_seed(int(spec.get("seed", 0)))
         model = factory()
         if not isinstance(model, torch.nn.Module):
             raise TypeError(

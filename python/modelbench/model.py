@@ -50,8 +50,14 @@ def _is_torchscript_file(path: str) -> bool:
         return any(n.endswith("/constants.pkl") or "/code/" in n for n in z.namelist())
 
 
-def load_source(model: Any) -> ModelSource:
-    """Classifies the `model` argument; TypeError/ValueError name what is wrong."""
+def load_source(model: Any, seed: int = 0, allow_pickle: bool = False) -> ModelSource:
+    """Classifies the `model` argument; TypeError/ValueError name what is wrong.
+
+    A factory is called once, after ``torch.manual_seed(seed)`` (the caller's
+    random state is left as it was). A ``.pt`` file that holds a pickled module
+    (not TorchScript, not weights) is loaded only with allow_pickle: unpickling
+    a file runs code from it.
+    """
     import torch
 
     if isinstance(model, (str, os.PathLike)):
@@ -64,20 +70,24 @@ def load_source(model: Any) -> ModelSource:
         if _is_torchscript_file(path):
             module = torch.jit.load(path, map_location="cpu")
             return ModelSource("torchscript", module=module, path=os.path.abspath(path), name=name)
-        loaded = torch.load(path, map_location="cpu")
+        loaded = _load_model_file(torch, path, allow_pickle)
         if isinstance(loaded, torch.nn.Module):
             return ModelSource("module", module=loaded, path=os.path.abspath(path), name=name)
         raise TypeError(
             f"{path} holds a {type(loaded).__name__} (a state_dict?), not a model: build "
             "the module, load_state_dict() it and pass the module (or a factory)"
         )
+    if callable(getattr(model, "load", None)) and callable(getattr(model, "is_loaded", None)):
+        model = model.load()  # alma's lazyload: built once, here
     if isinstance(model, torch.jit.ScriptModule):
         return ModelSource("torchscript", module=model, name=_class_name(model))
     if isinstance(model, torch.nn.Module):
         return ModelSource("module", module=model, name=type(model).__name__,
                            description=_where(type(model)))
     if callable(model):
-        built = model()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            built = model()
         if not isinstance(built, torch.nn.Module):
             raise TypeError(
                 f"the model factory {getattr(model, '__qualname__', model)!r} returned a "
@@ -89,6 +99,25 @@ def load_source(model: Any) -> ModelSource:
         "model must be an nn.Module, a zero-argument factory returning one, or the "
         f"path of a .pt or .onnx file; got {type(model).__name__}"
     )
+
+
+def _load_model_file(torch: Any, path: str, allow_pickle: bool) -> Any:
+    """torch.load of a model file someone handed over: weights only (no code
+    runs), unless allow_pickle says the file is trusted."""
+    if allow_pickle:
+        try:
+            return torch.load(path, map_location="cpu", weights_only=False)
+        except TypeError:  # a PyTorch without weights_only
+            return torch.load(path, map_location="cpu")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        raise ValueError(
+            f"{path} is a pickled model: loading it runs code from the file, which "
+            "modelbench does not do unless told to. If you trust the file, set config "
+            "key 'allow_pickle' to True; better, save a TorchScript (torch.jit.save) or "
+            f"a state_dict. ({str(e).splitlines()[0][:120]})"
+        ) from e
 
 
 def _class_name(module: Any) -> str:
@@ -183,27 +212,65 @@ def _spec_json(specs: List[InputSpec]) -> List[Dict[str, Any]]:
     ]
 
 
-def _main_script() -> Optional[str]:
-    main = sys.modules.get("__main__")
-    file = getattr(main, "__file__", None)
-    return os.path.abspath(file) if file else None
+def _unimportable_modules(source: ModelSource) -> List[str]:
+    """Modules holding the model's classes (or its factory) that a worker
+    could not import by name: __main__ (a script, a notebook, the REPL,
+    ``python -c``, standard input) and modules loaded from a path that is
+    not on sys.path. Their code travels with the model (by value)."""
+    import importlib.util
+
+    names = {type(m).__module__ for m in source.module.modules()}
+    if source.factory is not None:
+        names.add(getattr(source.factory, "__module__", None) or "__main__")
+    out = []
+    for name in sorted(n for n in names if n):
+        if name == "__main__" or name.startswith("__mp_main__"):
+            out.append(name)
+            continue
+        module = sys.modules.get(name)
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        here = getattr(module, "__file__", None)
+        if spec is None or (here and spec.origin and
+                            os.path.realpath(spec.origin) != os.path.realpath(here)):
+            out.append(name)
+    return out
 
 
-def _uses_main(source: ModelSource) -> bool:
-    """Does unpickling need the user's __main__ (classes defined in a script)?"""
-    if source.factory is not None and getattr(source.factory, "__module__", "") == "__main__":
-        return True
-    return any(type(m).__module__ == "__main__" for m in source.module.modules())
+def _dump_by_value(obj: Any, path: str, save: Callable[[Any, str, Any], None],
+                   modules: List[str]) -> None:
+    """Pickles obj with cloudpickle into path, the code of `modules` by value
+    (cloudpickle does __main__'s itself)."""
+    cloudpickle = _by_value_pickle()
+    registered = []
+    try:
+        for name in modules:
+            module = sys.modules.get(name)
+            if module is not None and name != "__main__":
+                try:
+                    cloudpickle.register_pickle_by_value(module)
+                    registered.append(module)
+                except (ValueError, AttributeError):
+                    pass
+        save(obj, path, cloudpickle)
+    finally:
+        for module in registered:
+            cloudpickle.unregister_pickle_by_value(module)
 
 
 def write_pytorch_spec(source: ModelSource, folder: str, live_key: Optional[str],
-                       by_value: bool = False) -> str:
+                       seed: int = 0) -> str:
     """Writes what a worker needs to rebuild the model; returns the spec's path.
 
-    by_value: pickle classes defined in __main__ with the module (cloudpickle),
-    so that the worker does not run the script to import them (``modelbench
-    script`` and function profiles capture modules of scripts that are not
-    guarded by ``if __name__ == "__main__":``).
+    An in-memory module is the user's own object: it travels by value
+    (cloudpickle), built once here, so that every worker (and the isolated
+    export) sees the same weights, wherever its classes were defined (a file,
+    a script without a ``__main__`` guard, a notebook cell, the REPL,
+    ``python -c``, standard input, a closure, a lambda in forward). Only when
+    the built module cannot be pickled does a factory travel instead, called
+    in each worker after ``torch.manual_seed(seed)``, as it was here.
     """
     import torch
 
@@ -215,43 +282,36 @@ def write_pytorch_spec(source: ModelSource, folder: str, live_key: Optional[str]
         torch.jit.save(source.module, file)
         spec.update(kind="torchscript", file=os.path.basename(file))
     else:
-        pickle_module: Any = pickle
-        if by_value:
-            pickle_module = _by_value_pickle()
-        elif _uses_main(source):
-            main = _main_script()
-            if main is None:
-                raise ValueError(
-                    "the model's classes are defined in an interactive session: worker "
-                    "processes cannot import them. Define them in a module or script "
-                    "file, or set multiprocessing=False"
-                )
-            spec["main"] = main
-
-        def save_factory(path: str) -> None:
-            with open(path, "wb") as f:
-                pickle_module.dump(source.factory, f)
-
-        # How each kind travels to the workers, and what to do when it cannot.
-        how = {
-            "factory": ("factory.pkl", save_factory,
-                        "the model factory", "define it at module level (not a lambda or a "
-                        "nested function)"),
-            "module": ("module.pt",
-                       lambda f: torch.save(source.module, f, pickle_module=pickle_module),
-                       "the module", "define its classes at module level, pass a "
-                       "zero-argument factory"),
-        }
-        name, save, what, advice = how[source.kind]
-        file = os.path.join(folder, name)
+        modules = _unimportable_modules(source)
+        file = os.path.join(folder, "module.pt")
         try:
-            save(file)
-        except (pickle.PicklingError, AttributeError, TypeError) as e:
-            raise ValueError(
-                f"cannot send {what} to the worker processes ({e}): {advice}, or set "
-                "multiprocessing=False"
-            ) from e
-        spec.update(kind=source.kind, file=name)
+            _dump_by_value(source.module, file,
+                           lambda obj, path, pm: torch.save(obj, path, pickle_module=pm),
+                           modules)
+            spec.update(kind="module", file="module.pt")
+        except Exception as first:  # noqa: BLE001 - pickling raises many kinds
+            if source.factory is None:
+                raise ValueError(
+                    f"cannot send the module to the worker processes ({type(first).__name__}: "
+                    f"{first}): pass a zero-argument factory that builds it, or set "
+                    "multiprocessing=False"
+                ) from first
+
+            def save_factory(obj: Any, path: str, pm: Any) -> None:
+                with open(path, "wb") as f:
+                    pm.dump(obj, f)
+
+            try:
+                _dump_by_value(source.factory, os.path.join(folder, "factory.pkl"),
+                               save_factory, modules)
+            except Exception as e:  # noqa: BLE001
+                raise ValueError(
+                    f"cannot send the module ({first}) nor its factory ({e}) to the worker "
+                    "processes: set multiprocessing=False"
+                ) from e
+            log.info("the module cannot be pickled (%s): each worker builds it with the "
+                     "factory, seeded with %d", first, seed)
+            spec.update(kind="factory", file="factory.pkl", seed=seed)
     path = os.path.join(folder, "module.json")
     with open(path, "w") as f:
         json.dump(spec, f, indent=1)
@@ -259,13 +319,13 @@ def write_pytorch_spec(source: ModelSource, folder: str, live_key: Optional[str]
 
 
 def _by_value_pickle() -> Any:
-    """cloudpickle, which pickles __main__'s classes and functions by value."""
+    """cloudpickle, which pickles the code of classes and functions by value."""
     try:
         import cloudpickle  # type: ignore[import-not-found]
     except ImportError as e:
         raise ImportError(
-            "modules built by a script are sent to the worker processes with "
-            "cloudpickle: apt install python3-cloudpickle"
+            "in-memory modules are sent to the worker processes with cloudpickle: "
+            "apt install python3-cloudpickle (or pip install cloudpickle)"
         ) from e
     return cloudpickle
 
@@ -284,55 +344,138 @@ def _max_opset() -> int:
         return 13
 
 
-def _export(source: ModelSource, inputs: Inputs, outputs: Outputs, path: str,
-            opset: Optional[int]) -> int:
-    """torch.onnx.export with a dynamic batch; returns the opset used. Tries
-    the highest opset first, then 13, unless one is given."""
+def _export_tries(opset: Optional[int]) -> List[Dict[str, Any]]:
+    """torch.onnx.export's settings to try in order: the TorchScript-based
+    exporter (the graphs the engine is tested with) at the highest opset up to
+    17, then 13; on a PyTorch whose default is the dynamo exporter (2.9 and
+    later), that one last, at its own opset (18)."""
+    import inspect
+
     import torch
 
-    names = [s.name for s in inputs.specs]
-    out_names = [s.name for s in outputs.specs]
-    dynamic = {s.name: {0: "batch"} for s in inputs.specs if s.batched}
-    dynamic.update({s.name: {0: "batch"} for s in outputs.specs if s.batched})
-    tries = [opset] if opset else sorted({_max_opset(), 13}, reverse=True)
+    versions = [opset] if opset else sorted({min(_max_opset(), 17), 13}, reverse=True)
+    has_dynamo = "dynamo" in inspect.signature(torch.onnx.export).parameters
+    tries: List[Dict[str, Any]] = [
+        dict(opset_version=v, **({"dynamo": False} if has_dynamo else {})) for v in versions
+    ]
+    if has_dynamo and not opset:
+        tries.append({"dynamo": True})
+    return tries
+
+
+def export_module(module: Any, example: Any, names: List[str], out_names: List[str],
+                  batched: List[str], path: str, opset: Optional[int]) -> int:
+    """torch.onnx.export of module with a dynamic batch on the `batched`
+    inputs and outputs; returns the opset used. Each of _export_tries is
+    tried in turn; the first error is raised when all fail."""
+    import torch
+
+    dynamic = {name: {0: "batch"} for name in batched}
     first_error: Optional[BaseException] = None
-    for version in tries:
+    for settings in _export_tries(opset):
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                source.module.eval()
+                module.eval()
                 with torch.no_grad():
-                    torch.onnx.export(
-                        source.module,
-                        tuple(inputs.example),
-                        path,
-                        input_names=names,
-                        output_names=out_names,
-                        dynamic_axes=dynamic,
-                        opset_version=version,
-                        do_constant_folding=True,
-                    )
+                    torch.onnx.export(module, tuple(example), path, input_names=names,
+                                      output_names=out_names, dynamic_axes=dynamic,
+                                      do_constant_folding=True, **settings)
             for w in caught:
                 log.debug("torch.onnx.export: %s", w.message)
-            return version
+            import onnx
+
+            return int(next((o.version for o in onnx.load(path, load_external_data=False)
+                             .opset_import if o.domain in ("", "ai.onnx")), 0))
         except Exception as e:  # noqa: BLE001 - the exporter raises many kinds
-            log.debug("torch.onnx.export at opset %s failed: %s", version, e)
+            log.debug("torch.onnx.export %s failed: %s", settings, e)
             first_error = first_error or e
     assert first_error is not None
     raise first_error
 
 
+def trace_module(module: Any, example: Any, path: str) -> None:
+    """The module as TorchScript (traced on example unless it is already
+    scripted), saved at path."""
+    import torch
+
+    if not isinstance(module, torch.jit.ScriptModule):
+        with torch.no_grad():
+            module = torch.jit.trace(module.eval(), tuple(example), check_trace=False,
+                                     strict=False)
+    torch.jit.save(module, path)
+
+
+def _isolated(what: str, spec_path: str, example: Any, args: Dict[str, Any],
+              path: str, timeout: float) -> Dict[str, Any]:
+    """Runs an export (what: "onnx" or "torchscript") in a fresh Python
+    process that loads the module from its worker spec, so that an exporter
+    that crashes, hangs or runs out of memory fails this export only, not the
+    caller. Returns the child's answer; raises RuntimeError with why."""
+    import subprocess
+
+    import torch
+
+    folder = os.path.dirname(path)
+    job = os.path.join(folder, f"export-{what}.json")
+    answer = job + ".out"
+    torch.save(tuple(t.contiguous() for t in example), job + ".inputs.pt")
+    with open(job, "w") as f:
+        json.dump(dict(args, what=what, spec=spec_path, inputs=job + ".inputs.pt",
+                       path=path, answer=answer), f)
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "modelbench.export_worker", job],
+                              env=env, capture_output=True, text=True, errors="replace",
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"timed out after {timeout:g} s") from None
+    for line in (proc.stderr or "").splitlines()[-40:]:
+        log.debug("export: %s", line)
+    if os.path.isfile(answer):
+        with open(answer) as f:
+            result = json.load(f)
+        if "error" in result:
+            raise RuntimeError(result["error"])
+        return result
+    if proc.returncode < 0:
+        import signal
+
+        try:
+            sig = signal.Signals(-proc.returncode).name
+        except ValueError:
+            sig = f"signal {-proc.returncode}"
+        raise RuntimeError(f"the exporter crashed ({sig})")
+    tail = (proc.stderr or "").strip().splitlines()
+    raise RuntimeError(f"the export process exited with status {proc.returncode}"
+                       + (f": {tail[-1]}" if tail else ""))
+
+
 def export_onnx(source: ModelSource, sha256: str, inputs: Inputs, outputs: Outputs,
                 folder: str, opset: Optional[int], cache: bool,
-                cache_dir: Optional[str]) -> Dict[str, str]:
+                cache_dir: Optional[str], spec_path: Optional[str] = None,
+                timeout: float = 600.0) -> Dict[str, str]:
     """The manifest's "onnx" entry: {"path": ...} or {"error": why}, the
-    export kept in the build cache under the module's hash."""
+    export kept in the build cache under the module's hash. With spec_path
+    (the module's worker spec) the exporter runs in a process of its own."""
     if source.kind == "onnx":
         return {"path": source.path or ""}
     used: List[int] = []
+    names = [s.name for s in inputs.specs]
+    out_names = [s.name for s in outputs.specs]
+    batched = [s.name for s in inputs.specs + outputs.specs if s.batched]
 
     def make(path: str) -> None:
-        used.append(_export(source, inputs, outputs, path, opset))
+        if spec_path is None:
+            used.append(export_module(source.module, inputs.example, names, out_names,
+                                      batched, path, opset))
+            return
+        answer = _isolated("onnx", spec_path, inputs.example,
+                           {"names": names, "out_names": out_names, "batched": batched,
+                            "opset": opset}, path, timeout)
+        used.append(int(answer.get("opset", 0)))
 
     entry = _host_build(source, sha256, inputs, folder, "ONNX_EXPORT",
                         f"opset={opset or 'auto'};dynamic_batch=1;constant_folding=1",
@@ -343,22 +486,21 @@ def export_onnx(source: ModelSource, sha256: str, inputs: Inputs, outputs: Outpu
 
 
 def export_torchscript(source: ModelSource, sha256: str, inputs: Inputs, folder: str,
-                       cache: bool, cache_dir: Optional[str]) -> Dict[str, str]:
+                       cache: bool, cache_dir: Optional[str],
+                       spec_path: Optional[str] = None,
+                       timeout: float = 600.0) -> Dict[str, str]:
     """The manifest's "torchscript" entry for the C++ runtime (TORCHSCRIPT):
     the file given, or the module traced on the example batch and saved,
-    kept in the build cache like the ONNX export."""
-    import torch
-
+    kept in the build cache like the ONNX export (in a process of its own
+    with spec_path)."""
     if source.kind == "torchscript" and source.path:
         return {"path": source.path}
 
     def make(path: str) -> None:
-        module = source.module
-        if not isinstance(module, torch.jit.ScriptModule):
-            with torch.no_grad():
-                module = torch.jit.trace(module.eval(), tuple(inputs.example),
-                                         check_trace=False, strict=False)
-        torch.jit.save(module, path)
+        if spec_path is None:
+            trace_module(source.module, inputs.example, path)
+        else:
+            _isolated("torchscript", spec_path, inputs.example, {}, path, timeout)
 
     return _host_build(source, sha256, inputs, folder, "TORCHSCRIPT_EXPORT",
                        "trace=1", "model.pt", make, "torch.jit.trace", cache, cache_dir)

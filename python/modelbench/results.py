@@ -37,6 +37,21 @@ class Result(dict):
     unavailable, skipped).
     """
 
+    def get(self, key: Any, default: Any = None) -> Any:
+        """``r.get(key)`` reads what ``r[key]`` reads (dotted keys too), or
+        default."""
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: Any) -> bool:
+        try:
+            self[key]
+            return True
+        except KeyError:
+            return False
+
     def __missing__(self, key: str) -> Any:
         if isinstance(key, str) and "." in key:
             value: Any = self
@@ -49,11 +64,23 @@ class Result(dict):
 
 
 class Results(dict):
-    """Results keyed by conversion name, in run order; ``report`` is the whole
-    JSON report (model, machine, config, reference) and ``json_path`` its file."""
+    """Results keyed by the conversion names given (alma's mode for an alma
+    id), in that order; ``report`` is the whole JSON report (model, machine,
+    config, reference), ``json_path`` its file and ``recommendation`` what to
+    deploy: {"fastest_accurate", "fastest_exact", "lowest_memory",
+    "most_portable", "default", "headroom", "summary"}, conversions by the
+    names given. Each result's ``recommended`` says whether it is the
+    fastest accurate one."""
 
     report: Dict[str, Any]
     json_path: Optional[str]
+    recommendation: Dict[str, Any]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.report = {}
+        self.json_path = None
+        self.recommendation = {}
 
 
 def _alma_fields(r: Dict[str, Any]) -> Dict[str, Any]:
@@ -90,11 +117,34 @@ def from_report(report: Dict[str, Any], json_path: Optional[str]) -> Results:
     results = Results()
     results.report = report
     results.json_path = json_path
+    rec = dict(report.get("recommendation") or {})
+    results.recommendation = rec
     for r in report.get("results", []):
         entry = Result(r)
         entry.update(_alma_fields(r))
+        entry["recommended"] = r["conversion"] == rec.get("fastest_accurate")
         results[r["conversion"]] = entry
     return results
+
+
+def unavailable_result(name: str, reason: str, device: str) -> Result:
+    """The result of a conversion modelbench does not run (an alma option it
+    lacks): alma's status "error" with the reason; bench_status
+    "unavailable", as the engine reports a runtime missing here."""
+    return Result({
+        "conversion": name, "device": device, "status": "error",
+        "bench_status": "unavailable", "error": reason, "traceback": None,
+        "total_elapsed_time": None, "total_inf_time": None, "total_samples": 0,
+        "batch_size": 0, "throughput": None, "recommended": False,
+    })
+
+
+def rename_recommendation(results: "Results", names: Dict[str, str]) -> None:
+    """The recommendation's conversions under the names given (names maps the
+    registry's name to the user's)."""
+    for key, value in list(results.recommendation.items()):
+        if isinstance(value, str) and value in names:
+            results.recommendation[key] = names[value]
 
 
 def failures(results: Dict[str, Dict[str, Any]]) -> List[str]:
@@ -109,13 +159,14 @@ def _fmt(value: Any, spec: str, unit: str = "") -> str:
 def display_all_results(
     all_results: Dict[str, Dict[str, Any]],
     display_function: Callable[[str], Any] = print,
+    include_errors: bool = True,
     include_traceback_for_errors: bool = True,
 ) -> None:
     """Prints every conversion's results as alma does, with modelbench's
     latency percentiles, speed-up, accuracy against the reference and task
     accuracy; failures with their error (and traceback)."""
     display_function("\n\nAll results:")
-    reference = getattr(all_results, "report", {}).get("reference")
+    reference = (getattr(all_results, "report", None) or {}).get("reference")
     for name, r in all_results.items():
         display_function(f"{name} results:")
         if r.get("status") == "success":
@@ -156,9 +207,11 @@ def display_all_results(
             for w in r.get("warnings") or []:
                 display_function(f"Warning: {w}")
         else:
-            display_function(
-                f"Benchmarking failed ({r.get('bench_status')}), error: {r.get('error')}"
-            )
+            display_function(f"Benchmarking failed ({r.get('bench_status')})"
+                             + (f", error: {r.get('error')}" if include_errors else ""))
             if include_traceback_for_errors and r.get("traceback"):
                 display_function(r["traceback"])
         display_function("\n")
+    summary = (getattr(all_results, "recommendation", None) or {}).get("summary")
+    if summary:
+        display_function(f"Recommendation: {summary}")

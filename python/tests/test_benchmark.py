@@ -251,12 +251,6 @@ def test_reports_and_history_like_a_cli_run(fast, tmp_path, cache_dir):
     assert runs[0]["labels"] == {"branch": "test", "model": "SmallCNN", "framework": "pytorch"}, runs
 
 
-def test_benchmark_from_a_worker_is_refused(monkeypatch):
-    monkeypatch.setenv("MODELBENCH_WORKER", "1")
-    with pytest.raises(RuntimeError, match='if __name__ == "__main__"'):
-        benchmark_model(small_cnn(), {}, ["EAGER"], data=torch.randn(3, 8, 8))
-
-
 def test_server_scenario_over_a_sweep(fast):
     """scenario= runs `modelbench load`, sweep= one report per point."""
     load = {"scenario": "server", "qps": 40, "slo": "p99=500ms", "min_duration": 0.2,

@@ -35,7 +35,7 @@ def test_unknown_key_suggests():
         ("fail_on_error", 1, TypeError, "'fail_on_error' must be bool"),
         ("batch_size", 0, ValueError, "'batch_size' must be >= 1"),
         ("timeout", 0, ValueError, "'timeout' must be > 0"),
-        ("device", "tpu", ValueError, "'device' must be one of cpu, cuda, auto"),
+        ("device", "tpu", ValueError, "'device' must be one of cpu, cuda, cuda:N, mps, auto"),
         ("opset", 99, ValueError, "'opset' must be between 7 and 17"),
         ("labels", {"a=b": "c"}, ValueError, "'labels'"),
         ("cache_dir", 3, TypeError, "'cache_dir' must be str"),
@@ -70,8 +70,11 @@ def test_seeded_random_configs():
 
 def test_conversion_names_ids_and_aliases():
     assert canonical_name("eager") == "EAGER"
-    assert canonical_name(60) == "EAGER"
-    assert canonical_name("60") == "EAGER"
+    assert canonical_name(0) == "EAGER"  # alma's ids
+    assert canonical_name("32") == "JIT_SCRIPT"
+    assert canonical_name("mb:60") == "EAGER"  # modelbench's
+    with pytest.raises(ValueError, match="alma's FP16\\+EXPORT\\+COMPILE_CUDAGRAPHS is not"):
+        canonical_name(60)
     assert canonical_name("ONNX_CPU") == "ORT_CPU"
     assert canonical_name("TORCH_SCRIPT") == "JIT_SCRIPT"
     assert canonical_name("NATIVE_CONVERT_AI8WI8_STATIC_QUANTIZED") == "INT8_STATIC+EAGER"
@@ -82,11 +85,13 @@ def test_conversion_names_ids_and_aliases():
 def test_unknown_conversion_did_you_mean():
     with pytest.raises(ValueError, match="unknown conversion 'EAGRE'; did you mean EAGER"):
         canonical_name("EAGRE")
-    with pytest.raises(ValueError, match="unknown conversion id 9999"):
+    with pytest.raises(ValueError, match="conversion id 9999: alma's ids are 0-71"):
         canonical_name(9999)
+    with pytest.raises(ValueError, match="unknown conversion id 9999"):
+        canonical_name("mb:9999")
     with pytest.raises(ValueError, match="JIT_TRACE is listed twice"):
         resolve(["JIT_TRACE", "jit_trace"])
-    with pytest.raises(TypeError, match="a conversion is a name or an id"):
+    with pytest.raises(TypeError, match="a conversion is a name, an alma id or 'mb:ID'"):
         canonical_name(1.5)
 
 

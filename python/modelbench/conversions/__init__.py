@@ -9,10 +9,12 @@ and which alma names are accepted as aliases.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from types import ModuleType
-from typing import Dict, Iterable, List, Union
+from typing import Any, Dict, Iterable, List, Optional, Union
 
 from .. import _lib
+from . import alma
 
 #: C conversion name -> the option (a module of .options) that performs it,
 #: for the rows whose runtime is "pytorch". Imported when used: the engine
@@ -37,47 +39,111 @@ def option(name: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.options.{PYTORCH_CONVERSIONS[name]}")
 
 
-#: alma's names -> ours (the table in docs/pytorch.md).
+#: alma's names -> ours (the table in docs/pytorch.md): every alma option
+#: modelbench runs (conversions.alma.RUNS_AS) and older alma spellings.
 ALIASES: Dict[str, str] = {
-    "ONNX_CPU": "ORT_CPU",
     "ONNX+DYNAMIC_QUANTIZATION": "INT8_DYNAMIC+ORT_CPU",
     "ONNX+STATIC_QUANTIZATION": "INT8_STATIC+ORT_CPU",
-    "TORCH_SCRIPT": "JIT_SCRIPT",
-    "NATIVE_CONVERT_AI8WI8_STATIC_QUANTIZED": "INT8_STATIC+EAGER",
-    "NATIVE_FAKE_QUANTIZED_AI8WI8_STATIC": "FAKE_QUANT+EAGER",
     "EAGER_BF16": "BF16+EAGER",
 }
+ALIASES.update({k: v for k, v in alma.RUNS_AS.items() if k != v})
 
 
-def canonical_name(name_or_id: Union[str, int]) -> str:
-    """The registry's name of a conversion given by name, id or alma alias.
+@dataclass
+class Selected:
+    """One entry of a conversions list: ``key`` is the name the user gave
+    (alma's mode for an alma id), ``name`` the registry's conversion that runs
+    it, or None with ``reason`` when modelbench has no such conversion."""
 
-    Raises TypeError for a value that is neither, ValueError naming an unknown
-    entry with the registry's suggestions ("did you mean ...").
-    """
-    if isinstance(name_or_id, bool) or not isinstance(name_or_id, (str, int)):
-        raise TypeError(
-            f"a conversion is a name or an id, got {type(name_or_id).__name__} "
-            f"{name_or_id!r}"
-        )
-    text = str(name_or_id).strip()
-    text = ALIASES.get(text.upper(), text)
+    key: str
+    name: Optional[str]
+    reason: Optional[str] = None
+
+
+def _registry_name(text: str) -> str:
     index = _lib.conversion_find(text)
     return str(_lib.conversion_info(index)["name"])
 
 
-def resolve(conversions: Iterable[Union[str, int]]) -> List[str]:
-    """Registry names of a list of names, ids and aliases, in order. A
-    duplicate is a ValueError naming it."""
-    names: List[str] = []
+def select_one(entry: Union[str, int, Any]) -> Selected:
+    """What one entry of a conversions list means.
+
+    Names are modelbench's (``modelbench list``) or alma's; an integer, or a
+    string of digits, is alma's id (0-71); ``"mb:N"`` is modelbench's id N;
+    an object with a ``mode`` (alma's ConversionOption) is that mode. An
+    alma option modelbench does not run is a Selected without a name, with
+    the reason. TypeError for a value that is none of these, ValueError
+    naming an unknown entry with the registry's suggestions.
+    """
+    mode_attr = getattr(entry, "mode", None)
+    if isinstance(mode_attr, str):
+        entry = mode_attr
+    if isinstance(entry, bool) or not isinstance(entry, (str, int)):
+        raise TypeError(
+            f"a conversion is a name, an alma id or 'mb:ID', got {type(entry).__name__} "
+            f"{entry!r}"
+        )
+    text = str(entry).strip()
+    if isinstance(entry, int) or text.isdigit():
+        number = int(text)
+        if number not in alma.MODEL_CONVERSION_OPTIONS:
+            raise ValueError(
+                f"conversion id {number}: alma's ids are 0-{len(alma.ALMA_MODES) - 1} "
+                "(modelbench's own ids are written 'mb:N', see modelbench list)"
+            )
+        text = alma.ALMA_MODES[number]
+    elif text.lower().startswith("mb:"):
+        name = _registry_name(text[3:].strip())
+        return Selected(name, name)
+    mode = alma.mode_of(text)
+    if mode is not None:
+        ours = ALIASES.get(mode.upper(), mode)
+        if mode in alma.RUNS_AS:
+            return Selected(mode, _registry_name(ours))
+        return Selected(mode, None, alma.unavailable_reason(mode))
+    name = _registry_name(ALIASES.get(text.upper(), text))
+    return Selected(text, name)
+
+
+def canonical_name(name_or_id: Union[str, int]) -> str:
+    """The registry's name of a conversion given by name, id or alma alias;
+    ValueError when modelbench has no such conversion (with alma's reason)."""
+    chosen = select_one(name_or_id)
+    if chosen.name is None:
+        raise ValueError(chosen.reason)
+    return chosen.name
+
+
+def select(conversions: Iterable[Union[str, int, Any]]) -> List[Selected]:
+    """Every entry of a conversions list, in order. Two entries that run the
+    same conversion are a ValueError naming both."""
+    chosen: List[Selected] = []
     for entry in conversions:
-        name = canonical_name(entry)
-        if name in names:
-            raise ValueError(f"conversion {name} is listed twice")
-        names.append(name)
+        one = select_one(entry)
+        for other in chosen:
+            if other.key == one.key or (one.name and other.name == one.name):
+                same = "" if other.key == one.key else f" (as {other.key})"
+                raise ValueError(f"conversion {one.key} is listed twice{same}")
+        chosen.append(one)
+    return chosen
+
+
+def resolve(conversions: Iterable[Union[str, int, Any]]) -> List[str]:
+    """Registry names of a list of names, ids and aliases, in order; an alma
+    option modelbench does not run is a ValueError with its reason."""
+    names = []
+    for one in select(conversions):
+        if one.name is None:
+            raise ValueError(one.reason)
+        names.append(one.name)
     return names
 
 
 def list_conversions() -> List[dict]:
-    """Every row of the registry with its availability here."""
+    """Every row of the registry with its availability here (the PyTorch
+    rows through this front's host runtime, as ``python3 -m modelbench list``
+    shows them)."""
+    from .. import host
+
+    host.install()
     return [_lib.conversion_info(i) for i in range(_lib.lib.mb_conversion_count())]
