@@ -33,6 +33,7 @@ run: build
 	$(BUILD)/bin/modelbench bench $(RUN_MODEL) --json $(BUILD)/run.json
 
 test: export MB_WITH_TORCH = 1
+test: export MB_WITH_TORCH2 = 1
 test: export MB_WITH_BROWSER = 1
 test: export MB_WITH_SLURM = 1
 test: export MB_REQUIRE_ORT = 1

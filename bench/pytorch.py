@@ -13,7 +13,10 @@
    (a one-layer module, where the call itself is nearly all of it).
 
     PYTHONPATH=python /usr/bin/python3 bench/pytorch.py BUILD_DIR
-MB_BENCH_ROUNDS (default 3) sets the fidelity rounds.
+MB_BENCH_ROUNDS (default 3) sets the fidelity rounds; MB_BENCH_PYTORCH_PARTS
+(default resnet,digits,fidelity) which parts run. bench/run.sh runs it with
+Debian's python3 (PyTorch 1.13), then resnet and fidelity again with the
+PyTorch 2.x of scripts/python-venv.sh when that environment is there.
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ PLAIN_LOOP = r"""
 import json, sys, time, torch
 torch.set_num_threads(int(sys.argv[3]))
 torch.set_num_interop_threads(1)
-model = torch.load(sys.argv[2]).eval()
+model = torch.load(sys.argv[2], weights_only=False).eval()
 x = torch.randn(*json.loads(sys.argv[4]))
 times = []
 with torch.inference_mode():
@@ -146,7 +149,11 @@ def fidelity(work: Path, cache: str, rounds: int) -> None:
                 check=True, capture_output=True, text=True).stdout
             plain.append(json.loads(out)["median"])
         b, p = statistics.median(bench), statistics.median(plain)
+        # Each round's pair ran back to back: the median of their ratios
+        # cancels the machine's slow spells better than the ratio of medians.
+        paired = statistics.median(x / y for x, y in zip(bench, plain))
         print(f"{label:28s} modelbench {b:9.4f}  plain {p:9.4f}  ratio {b / p:6.3f}  "
+              f"paired ratio {paired:6.3f}  "
               f"difference {(b - p) * 1e3:+8.1f} us/iteration  "
               f"(rounds: {', '.join(f'{x:.4f}' for x in bench)} vs "
               f"{', '.join(f'{x:.4f}' for x in plain)})")
@@ -157,9 +164,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mb-bench-pytorch-") as tmp:
         work = Path(tmp)
         cache = str(work / "cache")
-        resnet_table(cache)
-        digits_table(work, cache)
-        fidelity(work, cache, rounds)
+        parts = os.environ.get("MB_BENCH_PYTORCH_PARTS", "resnet,digits,fidelity").split(",")
+        print(f"PyTorch {torch.__version__} ({sys.executable})")
+        if "resnet" in parts:
+            resnet_table(cache)
+        if "digits" in parts:
+            digits_table(work, cache)
+        if "fidelity" in parts:
+            fidelity(work, cache, rounds)
 
 
 if __name__ == "__main__":

@@ -147,4 +147,13 @@ if [ "${MB_BENCH_PYTORCH:-1}" != 0 ]; then
   else
     echo "PyTorch front skipped: /usr/bin/python3 lacks torch, torchvision or sklearn (make test installs them)"
   fi
+  # The same on the current PyTorch from PyPI (make test makes its venv).
+  venv_python=$("$(dirname "$0")/../scripts/python-venv.sh" --path)
+  if [ -x "$venv_python" ]; then
+    echo
+    MB_BENCH_PYTORCH_PARTS=resnet,fidelity MODELBENCH_LIBRARY=$build/lib/libmodelbench.so \
+      "$venv_python" "$(dirname "$0")/pytorch.py"
+  else
+    echo "PyTorch 2.x front skipped: no $venv_python (scripts/python-venv.sh makes it)"
+  fi
 fi

@@ -6,6 +6,10 @@
 #                    the Python front's tests and examples, `modelbench
 #                    script`) and libtorch-dev (the TORCHSCRIPT conversion's
 #                    C++ module); `make test` sets it.
+#   MB_WITH_TORCH2=1 also make the virtual environment with the current
+#                    PyTorch from PyPI (scripts/python-venv.sh, pins in
+#                    python/requirements-torch2.txt): the Python suite runs
+#                    on it too (`make test` sets it).
 #   MB_WITH_BROWSER=1 also install chromium (the HTML report's browser test;
 #                    `make test` sets it).
 #   MB_WITH_FUZZ=1   also install clang (libFuzzer; `make test` and `make fuzz`
@@ -37,6 +41,9 @@ if [ "${MB_WITH_TORCH:-0}" = 1 ]; then
   packages+=(python3-torch python3-torchvision python3-onnx python3-numpy
              python3-pytest python3-sklearn python3-cloudpickle)
   packages+=(libtorch-dev)                # TORCHSCRIPT (libmodelbench-libtorch.so)
+fi
+if [ "${MB_WITH_TORCH2:-0}" = 1 ]; then
+  packages+=(python3-venv)                # scripts/python-venv.sh
 fi
 if [ "${MB_WITH_BROWSER:-0}" = 1 ]; then
   packages+=(chromium)                    # the HTML report's browser test
@@ -77,6 +84,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq </dev/null >/dev/null
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null
   echo "modelbench: packages installed"
+fi
+
+# PyTorch 2.x from PyPI into its virtual environment; silent when present.
+if [ "${MB_WITH_TORCH2:-0}" = 1 ]; then
+  "$here/python-venv.sh"
 fi
 
 # ONNX Runtime into the user's cache (no root needed); silent when present.

@@ -13,13 +13,27 @@ set -uo pipefail
 
 : "${MB_SOURCE_DIR:?MB_SOURCE_DIR must name the source tree}"
 : "${MB_BUILD_DIR:?MB_BUILD_DIR must name the build tree}"
+# MB_PYTHON_TORCH=2 (cli_python_*_torch2.sh): the same suite on the current
+# PyTorch from PyPI, in the project's virtual environment
+# (scripts/python-venv.sh; `make test` makes it, MB_WITH_TORCH2=1).
 python=/usr/bin/python3
 
 if [ "${MB_SANITIZE:-OFF}" = ON ]; then
   echo "SKIP: sanitizer build (Debian's python3 cannot load an ASan library)"
   exit 0
 fi
-if ! "$python" -c 'import torch, pytest, numpy' 2>/dev/null; then
+if [ "${MB_PYTHON_TORCH:-1}" = 2 ]; then
+  python=$("$MB_SOURCE_DIR/scripts/python-venv.sh" --path)
+  if [ ! -x "$python" ]; then
+    if [ "${MB_WITH_TORCH2:-0}" = 1 ]; then
+      echo "FAIL: MB_WITH_TORCH2=1 but $python is missing: run scripts/python-venv.sh" >&2
+      exit 1
+    fi
+    echo "SKIP: no PyTorch 2.x virtual environment (make test makes it)"
+    exit 0
+  fi
+  "$python" -c 'import torch; print("PyTorch", torch.__version__)'
+elif ! "$python" -c 'import torch, pytest, numpy' 2>/dev/null; then
   if [ "${MB_WITH_TORCH:-0}" = 1 ]; then
     echo "FAIL: MB_WITH_TORCH=1 but '$python -c \"import torch, pytest, numpy\"'" \
       "fails; install python3-torch python3-pytest python3-numpy" >&2
