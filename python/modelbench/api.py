@@ -486,12 +486,13 @@ def benchmark_model(
         reports = report["reports"] if "reports" in report else [report]
         by_point = {str(rep.get("sweep_point") or ""): from_report(rep, cfg.json)
                     for rep in reports}
-        for results in by_point.values():
+        keyed = _keyed(chosen, by_point, device, sweep is not None)
+        for results in keyed.values() if sweep is not None else [keyed]:
             failed = failures(results)
             if cfg.fail_on_error and failed:
                 r = results[failed[0]]
                 raise ConversionError(failed[0], r.get("error") or "", r.get("traceback"))
-        return _keyed(chosen, by_point, device, sweep is not None)
+        return keyed
     finally:
         if live_key is not None:
             from . import host

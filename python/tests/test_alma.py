@@ -213,6 +213,9 @@ def test_tier_integration(cache_dir):
     assert all(r["status"] == "success" for r in results.values())
     with pytest.raises(ValueError, match="not both"):
         benchmark_model(Net(), {"tier": 1}, ["EAGER"], data=torch.randn(1, 28, 28))
+    with pytest.raises(ValueError, match="'device' is mps.*allow_device_override"):
+        benchmark_model(Net(), {"device": "mps", "allow_device_override": False}, ["EAGER"],
+                        data=torch.randn(1, 28, 28))
 
 
 def test_list_conversions_agrees_with_the_cli():
@@ -334,3 +337,7 @@ def test_an_export_that_crashes_fails_its_rows_only(cache_dir):
     assert results["EAGER"]["status"] == "success"
     assert results["ORT_CPU"]["status"] == "error"
     assert "crashed" in results["ORT_CPU"]["error"] or "SIGSEGV" in results["ORT_CPU"]["error"]
+    # fail_on_error names the conversion as it was given (alma's name).
+    with pytest.raises(modelbench.ConversionError, match="conversion ONNX_CPU failed"):
+        modelbench.benchmark_model(ExportCrasher(), {"n_samples": 2, "cache": False, **FAST},
+                                   ["ONNX_CPU"], data=torch.randn(4))

@@ -205,6 +205,14 @@ def test_torchscript_on_libtorch_from_python(fast, tmp_path):
     results = benchmark_model(small_cnn(), dict(fast, fail_on_error=False),
                               ["EAGER", "TORCHSCRIPT"], data=x)
     r = results["TORCHSCRIPT"]
+    row = next(c for c in modelbench.list_conversions() if c["name"] == "TORCHSCRIPT")
+    if "another PyTorch" in row["reason"]:
+        # A PyTorch with its own libtorch (PyPI's): the C++ runtime, built on
+        # Debian's, cannot share the process tree with it, and says so.
+        assert r["bench_status"] == "unavailable", r
+        assert "another PyTorch is in this process" in r["error"], r["error"]
+        assert results["EAGER"]["status"] == "success"
+        return
     if r["bench_status"] == "unavailable" and os.environ.get("MB_WITH_TORCH") != "1":
         pytest.skip(f"TORCHSCRIPT unavailable: {r['error']}")
     assert r["status"] == "success", r["error"]
