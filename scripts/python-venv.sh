@@ -20,6 +20,15 @@ fi
 
 echo "modelbench: making $venv (PyTorch from PyPI: $(grep -E '^torch==' "$pins"))"
 rm -rf "$venv"
+# Environments of older pins (5 GB each) go; one given by MB_TORCH2_VENV is
+# the user's to keep.
+if [ -z "${MB_TORCH2_VENV:-}" ]; then
+  for old in "$(dirname "$venv")"/torch2-*; do
+    if [ "$old" != "$venv" ] && [ -d "$old" ]; then
+      rm -rf "$old"
+    fi
+  done
+fi
 mkdir -p "$(dirname "$venv")"
 /usr/bin/python3 -m venv "$venv"
 start=$(date +%s)
