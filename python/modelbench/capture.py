@@ -304,15 +304,17 @@ def input_specs(module: Any, tensors: Sequence[Any]) -> List[Any]:
     return [InputSpec(n, t.dtype, tuple(t.shape), t.dim() > 0) for n, t in zip(names, tensors)]
 
 
-def model_hash(module: Any, tensors: Sequence[Any]) -> str:
-    """benchmark_model's hash of the module with these inputs: its classes'
-    source, repr, weights and the input signature (the batch size aside)."""
+def model_hash(module: Any, tensors: Sequence[Any], weights: bool = False) -> str:
+    """The hash of the module with these inputs: its classes' source, repr,
+    parameters' names, dtypes and shapes and the input signature (the batch
+    size aside), the same over runs whatever the seed; with weights, their
+    values too (benchmark_model's content hash, which build keys use)."""
     from .data import signature_text
     from .model import ModelSource, module_sha256
 
     with paused():
         source = ModelSource("module", module=module, name=type(module).__name__)
-        return module_sha256(source, signature_text(input_specs(module, tensors)))
+        return module_sha256(source, signature_text(input_specs(module, tensors)), weights)
 
 
 def parameter_stats(module: Any) -> Tuple[int, int]:
@@ -380,11 +382,14 @@ def write_model(folder: str, module: Any, tensors: Sequence[Any], sha256: str,
         outputs = describe_outputs(module, inputs)
         spec_path = write_pytorch_spec(source, folder, None)
         formats: Dict[str, Dict[str, str]] = {"pytorch": {"path": spec_path}}
+        # The exports depend on the weights: their build keys use the content
+        # hash, the manifest the model hash the user sees and selects.
+        content = model_hash(module, tensors, weights=True) if formats_wanted else ""
         if "onnx" in formats_wanted:
-            formats["onnx"] = export_onnx(source, sha256, inputs, outputs, folder, opset,
+            formats["onnx"] = export_onnx(source, content, inputs, outputs, folder, opset,
                                           cache, cache_dir, spec_path)
         if "torchscript" in formats_wanted:
-            formats["torchscript"] = export_torchscript(source, sha256, inputs, folder, cache,
+            formats["torchscript"] = export_torchscript(source, content, inputs, folder, cache,
                                                         cache_dir, spec_path)
     path = write_manifest(folder, source, sha256, inputs, outputs, formats, "EAGER")
     with open(path) as f:

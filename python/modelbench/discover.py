@@ -42,7 +42,9 @@ class Discovery(capture.Listener):
     def __init__(self, spec: Dict[str, Any]) -> None:
         self.spec = spec
         self.max_depth = int(spec.get("max_depth", 0))
-        self.hash_prefix = spec.get("hash") or ""
+        # ::H0,H1: only the models whose hash starts with one of these are
+        # shown and benchmarked (whatever their depth).
+        self.hash_prefixes = [h.lower() for h in (spec.get("hash") or "").split(",") if h]
         self.records: Dict[int, Dict[str, Any]] = {}
         self.modules: Dict[int, Any] = {}  # keeps ids unique while recorded
         self.order: Dict[int, int] = {}  # id -> index, given when a first call starts
@@ -119,9 +121,12 @@ class Discovery(capture.Listener):
                 record["sha256"] = capture.model_hash(module, tensors)
         except Exception as e:  # noqa: BLE001 - a model we cannot hash is still listed
             why_not = f"cannot hash it: {type(e).__name__}: {e}"
+        if self.hash_prefixes and not any((record["sha256"] or "").startswith(h)
+                                          for h in self.hash_prefixes):
+            return  # not selected: neither shown nor benchmarked
         if why_not:
             record["benchmark"] = f"not benchmarked: {why_not}"
-        elif self.spec.get("benchmark") and record["sha256"].startswith(self.hash_prefix):
+        elif self.spec.get("benchmark"):
             self.write_manifest(module, record, tensors)
         self.emit(record)
 

@@ -134,12 +134,15 @@ def _where(cls: type) -> str:
         return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def module_sha256(source: ModelSource, signature: str) -> str:
+def module_sha256(source: ModelSource, signature: str, weights: bool = True) -> str:
     """A hash of the module's code, architecture, weights and input signature:
-    the same model in two scripts hashes the same."""
+    the same model in two scripts hashes the same. weights=False leaves the
+    weights' values out (their names, dtypes and shapes stay): the model
+    hash that ``modelbench script`` shows and selects, the same over runs of
+    an unseeded script; build keys use the content hash (weights=True)."""
     import torch
 
-    h = hashlib.sha256(b"modelbench-module-1\0")
+    h = hashlib.sha256(b"modelbench-module-1\0" if weights else b"modelbench-model-1\0")
     if source.path and source.kind == "torchscript":
         with open(source.path, "rb") as f:
             h.update(f.read())
@@ -162,11 +165,11 @@ def module_sha256(source: ModelSource, signature: str) -> str:
                 t = value.detach().cpu()
                 if t.is_quantized:
                     h.update(repr((t.q_scale(), t.q_zero_point())).encode()
-                             if t.qscheme() in (torch.per_tensor_affine,) else b"q")
+                             if weights and t.qscheme() in (torch.per_tensor_affine,) else b"q")
                     t = t.int_repr()
                 t = t.contiguous()
                 h.update(f"{t.dtype}{tuple(t.shape)}".encode())
-                if t.numel():
+                if t.numel() and weights:
                     h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
             else:
                 h.update(repr(value).encode())

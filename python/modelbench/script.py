@@ -142,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------------------
 
 
+#: How deep a ``::HASH`` selection searches the module tree.
+SEARCH_DEPTH = 64
+
+
 @dataclass
 class Target:
     path: str
@@ -181,8 +185,10 @@ def expand_targets(items: Sequence[str], recursive: bool) -> List[Target]:
     targets: List[Target] = []
     for item in items:
         path, _, prefix = item.partition("::")
-        if prefix and not re.fullmatch(r"[0-9a-fA-F]{4,64}", prefix):
-            targets.append(Target(path, prefix, f"'::{prefix}': a hash prefix is 4 to 64 hex digits"))
+        bad = [p for p in prefix.split(",") if not re.fullmatch(r"[0-9a-fA-F]{4,64}", p)]
+        if prefix and bad:
+            targets.append(Target(path, prefix, f"'::{prefix}': a hash prefix is 4 to 64 hex "
+                                  "digits (several: ::H0,H1)"))
             continue
         if os.path.isdir(path):
             found = []
@@ -258,7 +264,9 @@ def run_script(target: Target, index: int, run_dir: str, args: argparse.Namespac
     spec = {
         "script": os.path.abspath(target.path),
         "args": script_args,
-        "max_depth": args.max_depth,
+        # A hash selects at any depth: a submodule's is found without
+        # --max-depth; the tree then shows the selected models only.
+        "max_depth": SEARCH_DEPTH if target.hash_prefix else args.max_depth,
         "hash": target.hash_prefix,
         "benchmark": not args.analyze_only,
         "formats": formats,
@@ -478,7 +486,14 @@ def main(argv: List[str]) -> int:
         manifests = [m["manifest"] for r in runs for m in r.models
                      if m.get("manifest") and m.get("benchmark") is None]
         if not manifests:
-            print("no model to benchmark")
+            selected = [r.target for r in runs if r.target.hash_prefix]
+            if selected and not any(r.models for r in runs if r.target.hash_prefix):
+                print("no model to benchmark: no model's hash starts with "
+                      + ", ".join(f"{t.path}::{t.hash_prefix}" for t in selected)
+                      + " (--analyze-only lists every model's hash, at every depth with "
+                      "--max-depth)")
+            else:
+                print("no model to benchmark")
             return EXIT_FAILURE
         if _bench_value(bench, "--baseline") is None and (names is None or "EAGER" in names):
             bench += ["--baseline", "EAGER"]

@@ -119,7 +119,7 @@ def test_discovery_top_level_and_nested(tmp_path, cache_dir):
     assert not any(m["class"].endswith("Conv2d") for m in models)
 
 
-def test_hashes_are_stable_and_change_with_weights_and_shapes(tmp_path, cache_dir):
+def test_hashes_are_stable_and_change_with_shapes_not_weights(tmp_path, cache_dir):
     base = TWO_MODELS
     a = script(tmp_path, "a.py", base)
     b = script(tmp_path, "b.py", "# another script, the same models\n" + base)
@@ -130,11 +130,42 @@ def test_hashes_are_stable_and_change_with_weights_and_shapes(tmp_path, cache_di
     runs = {Path(r["path"]).name: r for r in found["scripts"]}
     h = {name: [m["sha256"] for m in r["models"]] for name, r in runs.items()}
     assert h["a.py"] == h["b.py"]
-    assert h["weight.py"][0] != h["a.py"][0] and h["weight.py"][1] == h["a.py"][1]
+    # The model hash is the architecture and the input signature: other
+    # weights are the same model (the build keys hash the weights too).
+    assert h["weight.py"] == h["a.py"]
     assert h["shape.py"][0] != h["a.py"][0] and h["shape.py"][1] == h["a.py"][1]
     # Run again: the same hashes.
     _, again = discover(tmp_path, a)
     assert [m["sha256"] for m in again["scripts"][0]["models"]] == h["a.py"]
+
+
+def test_an_unseeded_script_keeps_its_hashes_and_hashes_select(tmp_path, cache_dir):
+    unseeded = script(tmp_path, "unseeded.py", TWO_MODELS.replace("torch.manual_seed(0)\n", ""))
+    hashes = []
+    for _ in range(3):
+        _, found = discover(tmp_path, unseeded)
+        hashes.append([m["sha256"] for m in found["scripts"][0]["models"]])
+    assert hashes[0] == hashes[1] == hashes[2], hashes
+    net, mlp = hashes[0]
+    # Several hashes at once, and --analyze-only honours them.
+    _, both = discover(tmp_path, f"{unseeded}::{net[:8]},{mlp[:6]}")
+    assert [m["sha256"] for m in both["scripts"][0]["models"]] == [net, mlp]
+    proc, one = discover(tmp_path, f"{unseeded}::{mlp[:8]}")
+    assert [m["variable"] for m in one["scripts"][0]["models"]] == ["mlp"]
+    assert "net (executed" not in proc.stdout
+    # A submodule's hash (listed with --max-depth 1) selects it without it.
+    _, deep = discover(tmp_path, unseeded, extra=["--max-depth", "1"])
+    block = next(m for m in deep["scripts"][0]["models"] if m["variable"] == "net.block")
+    _, sub = discover(tmp_path, f"{unseeded}::{block['sha256'][:10]}")
+    assert [m["variable"] for m in sub["scripts"][0]["models"]] == ["net.block"]
+    # Benchmarking the selection; a hash that selects nothing says why.
+    proc = modelbench("script", f"{unseeded}::{mlp[:8]}", "-c", "EAGER,ORT_CPU", *FAST,
+                      check=0)
+    assert "benchmarking 1 model" in proc.stdout
+    proc = modelbench("script", f"{unseeded}::abcdef12", "-c", "EAGER", *FAST, check=1)
+    assert "no model's hash starts with" in proc.stdout and "--analyze-only" in proc.stdout
+    proc = modelbench("script", f"{unseeded}::{net[:8]},xyz1", "--analyze-only")
+    assert "a hash prefix is 4 to 64 hex digits" in proc.stdout + proc.stderr
 
 
 def test_failing_scripts_keep_what_ran(tmp_path, cache_dir):
