@@ -297,3 +297,22 @@ def test_bad_scenario_and_sweep_fail_before_any_run(fast):
     with pytest.raises(ValueError, match="executor runs plain benchmarks"):
         benchmark_model(small_cnn(), fast, ["EAGER"], data=x, scenario="server",
                         executor="slurm")
+
+
+class IgnoresItsInput(torch.nn.Module):
+    """Its ONNX export has no input (the exporters drop an unused one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.p = torch.nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        return self.p * 2
+
+
+def test_an_export_without_the_declared_inputs_fails_the_onnx_rows_only(fast):
+    results = benchmark_model(IgnoresItsInput(), dict(fast, fail_on_error=False),
+                              ["EAGER", "ORT_CPU"], data=torch.randn(4))
+    assert results["EAGER"]["status"] == "success", results["EAGER"]["error"]
+    assert results["ORT_CPU"]["status"] == "error"
+    assert "declares 1 inputs but its ONNX model" in results["ORT_CPU"]["error"]

@@ -382,17 +382,39 @@ static mb_status open_manifest(const char *path, mb_model_files *f,
     /* The ONNX export is the IR: its graph is what ONNX conversions, the
      * reference interpreter and the build steps work on. */
     const char *onnx = f->paths[MB_MODEL_FORMAT_ONNX];
-    if ((status = mb_model_load(onnx, &f->model, err)) ||
-        (status = mb__read_file(onnx, &f->onnx_bytes, &f->onnx_size, err)))
-      goto done;
-    if (mb_model_input_count(f->model) != (int)inputs->count) {
-      status =
-          mb__error(err, MB_STATUS_PARSE,
+    mb_error onnx_err = {0};
+    mb_status onnx_status = mb_model_load(onnx, &f->model, &onnx_err);
+    if (!onnx_status && mb_model_input_count(f->model) != (int)inputs->count)
+      onnx_status =
+          mb__error(&onnx_err, MB_STATUS_PARSE,
                     "%s declares %zu inputs but its ONNX model %s has %d", path,
                     inputs->count, onnx, mb_model_input_count(f->model));
+    if (!onnx_status)
+      onnx_status =
+          mb__read_file(onnx, &f->onnx_bytes, &f->onnx_size, &onnx_err);
+    if (!onnx_status)
+      goto done;
+    if (f->formats == 1u << MB_MODEL_FORMAT_ONNX) {
+      *err = onnx_err; /* the model has nothing else to run */
+      status = onnx_status;
       goto done;
     }
-    goto done;
+    /* A bad export (an exporter that dropped an unused input, a file that
+     * does not parse) fails the ONNX conversions, with why; the model's
+     * other formats (EAGER, TORCHSCRIPT) still run on the declared
+     * signature. */
+    if (!(f->errors[MB_MODEL_FORMAT_ONNX] = mb__strdup(onnx_err.message))) {
+      status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+      goto done;
+    }
+    free(f->paths[MB_MODEL_FORMAT_ONNX]);
+    f->paths[MB_MODEL_FORMAT_ONNX] = NULL;
+    f->formats &= ~(1u << MB_MODEL_FORMAT_ONNX);
+    mb_model_free(f->model);
+    f->model = NULL;
+    free(f->onnx_bytes);
+    f->onnx_bytes = NULL;
+    f->onnx_size = 0;
   }
   if (!(f->model = opaque_model(f->sha256, err))) {
     status = MB_STATUS_OUT_OF_MEMORY;
