@@ -240,6 +240,7 @@ run 0 cache list --cache-dir "$cache" &&
 # ---- usage errors ----
 usage_error "missing command" cache
 usage_error "unknown command 'bogus'" cache bogus
+usage_error "did you mean 'cache stats BUILD'" cache print
 usage_error "options go after" cache --cache-dir "$cache" list
 usage_error "unknown option '--bogus'" cache list --bogus
 usage_error "unknown option '--dry-run'" cache list --dry-run

@@ -65,6 +65,10 @@ expect() {
 expect 2 "unknown command 'frobnicate'" -- frobnicate
 expect 2 "unknown option '--bogus'" -- --bogus
 expect 0 "" -- --version
+expect 0 "" -- version
+# Other tools' words (benchit's) are answered with ours.
+expect 2 "did you mean 'modelbench bench'" -- benchmark
+expect 2 "did you mean 'modelbench script'" -- benchit
 expect 0 "Commands:" -- --help
 for c in analyze run check list-ops; do
   expect 0 "Usage: modelbench $c" -- "$c" --help

@@ -430,9 +430,26 @@ def _bench_value(bench: List[str], option: str) -> Optional[str]:
     return value
 
 
+#: benchit's spellings, answered with ours.
+BENCHIT_SPELLINGS = {
+    "--script-args": "the script's arguments go after '--' (modelbench script demo.py -- "
+                     "--size 224)",
+    "-s": "give the folder itself (modelbench script DIR, --recursive for its sub-folders)",
+    "--search-dir": "give the folder itself (modelbench script DIR, --recursive for its "
+                    "sub-folders)",
+    "--all": "every model a script runs is benchmarked unless SCRIPT.py::HASH selects some",
+    "--build-only": "not in modelbench yet: --analyze-only lists the models without "
+                    "benchmarking them",
+}
+
+
 def main(argv: List[str]) -> int:
     ours, script_args = _split_script_args(list(argv))
     parser = build_parser()
+    for item in ours:
+        flag = item.split("=", 1)[0]
+        if flag in BENCHIT_SPELLINGS:
+            parser.error(f"{flag} is benchit's: {BENCHIT_SPELLINGS[flag]}")
     args = parser.parse_args(ours)
     if not args.targets:
         parser.error("give at least one SCRIPT.py or folder")

@@ -259,6 +259,17 @@ def test_options_are_checked_before_any_script_runs(tmp_path, cache_dir):
     assert "--executor" in proc.stderr and "this machine" in proc.stderr
 
 
+@pytest.mark.parametrize("flag,hint", [
+    (["--script-args", "a b"], "go after '--'"),
+    (["-s", "."], "give the folder itself"),
+    (["--all"], "unless SCRIPT.py::HASH"),
+    (["--build-only"], "--analyze-only lists"),
+])
+def test_benchit_spellings_are_answered_with_ours(flag, hint, tmp_path):
+    proc = modelbench("script", tmp_path / "x.py", *flag, check=2)
+    assert f"{flag[0]} is benchit's: " in proc.stderr and hint in proc.stderr, proc.stderr
+
+
 def test_bench_options_table_matches_bench():
     """script.py passes bench's options through: its table must know each one."""
     from modelbench import script as script_cmd

@@ -894,6 +894,13 @@ int mb__cli_cache(int argc, char **argv) {
                                "'%s' before the command: options go after "
                                "it (modelbench cache COMMAND [OPTIONS])",
                                name);
+  /* benchit's `cache print` and `cache details`: a build's details. */
+  if (strcmp(name, "print") == 0 || strcmp(name, "details") == 0)
+    return mb__cli_usage_error("cache",
+                               "unknown command '%s': did you mean 'cache "
+                               "stats BUILD' (everything about one build) "
+                               "or 'cache list'?",
+                               name);
   return mb__cli_usage_error("cache",
                              "unknown command '%s' (list, stats, "
                              "delete, clean, report, location)",

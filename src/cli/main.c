@@ -6,6 +6,13 @@
  * command with its conversions; src/main.c is the executable's main(). */
 #include "cli/cli_common.h"
 
+static int cli_version(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  printf("modelbench %s\n", MB_VERSION_STRING);
+  return MB_EXIT_OK;
+}
+
 static const mb_cli_command commands[] = {
     {"analyze", "show a model's inputs, operators, parameters and FLOPs",
      mb__cli_analyze},
@@ -33,6 +40,18 @@ static const mb_cli_command commands[] = {
      mb__cli_jobs},
     {"script", "find the models a Python script runs and benchmark them",
      mb__cli_script},
+    {"version", "print modelbench's version", cli_version},
+};
+
+/* Other tools' words for our commands (MLAgility's benchit, trtexec,
+ * benchmark_app): an unknown command that is one of them is answered
+ * with ours. */
+static const struct {
+  const char *theirs, *ours;
+} spellings[] = {
+    {"benchmark", "bench"},
+    {"benchit", "script"},
+    {"report", "cache report"},
 };
 
 static void usage(FILE *out) {
@@ -69,6 +88,14 @@ int mb_cli_main(int argc, char **argv) {
       fflush(stdout);
       fflush(stderr);
       return rc;
+    }
+  for (size_t i = 0; i < MB_ARRAY_COUNT(spellings); i++)
+    if (strcmp(name, spellings[i].theirs) == 0) {
+      fprintf(stderr,
+              "modelbench: unknown command '%s': did you mean 'modelbench "
+              "%s'?\n",
+              name, spellings[i].ours);
+      return MB_EXIT_USAGE;
     }
   if (name[0] == '-')
     fprintf(stderr,
