@@ -80,6 +80,24 @@ fi
 run 2 bench "$models/mlp.onnx" --max-error 0 && expect_in "$tmp/err" \
   "--max-error" "--max-error 0"
 
+# ---- --inputs FILE.npy: one array for a model with one input ----
+"$python" -c 'import numpy as np, sys; np.save(sys.argv[1], np.full((2, 784), 0.5, np.float32))' \
+  "$tmp/one.npy"
+if run 0 bench "$models/mlp.onnx" -c REFERENCE "${fast[@]}" --inputs "$tmp/one.npy" \
+  --json "$tmp/one.json"; then
+  py "--inputs FILE.npy: its shape is the sample" '
+import json, sys
+rep = json.load(open(sys.argv[1]))
+assert rep["model"]["inputs"][0]["shape"] == [2, 784], rep["model"]["inputs"]
+assert rep["results"][0]["status"] == "ok", rep["results"][0]
+' "$tmp/one.json"
+fi
+run 2 bench "$models/seq_encoder.onnx" -c REFERENCE "${fast[@]}" --inputs "$tmp/one.npy" &&
+  expect_in "$tmp/err" "one .npy file feeds a model with one input and this one has 2" \
+    "--inputs FILE.npy for a two-input model"
+run 1 bench "$models/small_cnn.onnx" -c REFERENCE "${fast[@]}" --inputs "$tmp/one.npy" &&
+  expect_in "$tmp/err" "has shape [2,784]" "--inputs FILE.npy of the wrong shape"
+
 # ---- --calibration-inputs: calibrate on other data than the evaluation ----
 "$python" -c '
 import os, sys

@@ -551,6 +551,27 @@ fail:
   return status;
 }
 
+/* One .npy file as --inputs: the one sample of a model with one input (the
+ * commonest case, without a folder around it). */
+static mb_status load_npy_file(mb_input_source *src, const char *file,
+                               mb_error *err) {
+  mb_tensor *tensor = NULL;
+  mb_status status;
+  if (src->n_inputs != 1)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "%s: one .npy file feeds a model with one input and this "
+                     "one has %d: give a folder of NAME.npy or input_N.npy "
+                     "files",
+                     file, src->n_inputs);
+  if ((status = mb__npy_load(file, &tensor, err)))
+    return status;
+  if ((status = check_input(src->model, 0, tensor, file, err))) {
+    mb_tensor_free(tensor);
+    return status;
+  }
+  return add_sample(src, &tensor, file, err);
+}
+
 static mb_status load_dir(mb_input_source *src, const char *dir, int64_t max,
                           mb_error *err) {
   typedef mb_status (*sample_fn)(mb_input_source *, const char *, mb_error *);
@@ -558,8 +579,12 @@ static mb_status load_dir(mb_input_source *src, const char *dir, int64_t max,
   char path[PATH_MAX];
   sample_fn load = NULL;
   mb_status status;
+  size_t len = strlen(dir);
+  if (is_file(dir) && len > 4 && strcmp(dir + len - 4, ".npy") == 0)
+    return load_npy_file(src, dir, err);
   if (!is_dir(dir))
-    return mb__error(err, MB_STATUS_IO, "%s: not a directory", dir);
+    return mb__error(err, MB_STATUS_IO, "%s: not a directory (nor a .npy file)",
+                     dir);
   if ((status = list_dir(dir, true, "test_data_set_", "", &subdirs, err)))
     goto done;
   if (subdirs.count > 0) {
