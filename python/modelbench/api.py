@@ -345,12 +345,18 @@ def benchmark_model(
     """Benchmarks `model` under each conversion and returns the results by name.
 
     Args:
-        model: an ``nn.Module``; a zero-argument factory returning one (built in
-            each worker, for models that must not be pickled); the path of a
-            TorchScript or pickled-module ``.pt`` file; or of an ``.onnx`` file.
-        config: a :class:`BenchmarkConfig` or a dict of its keys.
-        conversions: names and ids (``modelbench list``) and alma aliases, run in
-            this order; None: EAGER and the engine's default set.
+        model: an ``nn.Module`` (sent to the workers by value, wherever its
+            class is defined); a zero-argument factory returning one (called
+            once, seeded) or alma's ``lazyload`` object; the path of a
+            TorchScript ``.pt`` file, of a pickled-module ``.pt`` file (with
+            ``allow_pickle``) or of an ``.onnx`` file.
+        config: a :class:`BenchmarkConfig`, a dict of its keys, or alma's own
+            BenchmarkConfig.
+        conversions: modelbench's and alma's names, alma's ids (0-71),
+            ``"mb:N"`` for modelbench's ids, or alma ConversionOption objects,
+            run in this order (an alma option modelbench lacks is a result with
+            the reason); None: every conversion available here (config key
+            ``tier``: those of modelbench's tiers up to it).
         data: one sample without the batch dimension (a tensor or a tuple of
             tensors, one per forward argument): seeded batches of its shape and
             dtype are generated, the same for every conversion.
@@ -374,8 +380,9 @@ def benchmark_model(
             "concurrency" and "qps").
 
     Returns:
-        :class:`Results`, a dict keyed by conversion whose values hold every key
-        of the JSON report's result plus alma's. With a sweep: a dict keyed by
+        :class:`Results`, a dict keyed by the conversion names given (alma's
+        mode for an alma id) whose values hold every key of the JSON report's
+        result plus alma's; ``results.recommendation`` says what to deploy. With a sweep: a dict keyed by
         the point ("batch=4 threads=2") of such Results, in run order.
 
     Raises:
