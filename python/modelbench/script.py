@@ -232,6 +232,22 @@ def read_labels(path: str) -> Tuple[Dict[str, str], List[str]]:
     return labels, problems
 
 
+def _bench_options_error(bench: List[str]) -> str:
+    """bench's verdict on the options passed on to it, before any script runs
+    (a bad --device or --min-time would otherwise be found only after every
+    script had run and exported): bench parses its options before it opens a
+    model, so a model that does not exist tells options (exit 2) from the rest.
+    Returns bench's message for a bad option, "" when they are fine."""
+    with tempfile.TemporaryDirectory(prefix="modelbench-options-") as folder:
+        proc = subprocess.run(
+            [sys.executable, "-m", "modelbench", "bench",
+             os.path.join(folder, "no-model.onnx"), *bench],
+            env=_package_env(), capture_output=True, text=True, errors="replace")
+    if proc.returncode != EXIT_USAGE:
+        return ""
+    return proc.stderr.replace("modelbench bench:", "modelbench script:", 1)
+
+
 def _package_env() -> Dict[str, str]:
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -468,7 +484,9 @@ def main(argv: List[str]) -> int:
     names: Optional[List[str]] = None
     try:
         if named is not None:
-            names = conv_table.resolve([n for n in named.split(",") if n.strip()])
+            # A command line's ids are modelbench's, as bench's -c takes them.
+            names = conv_table.resolve([f"mb:{n.strip()}" if n.strip().isdigit() else n
+                                        for n in named.split(",") if n.strip()])
             bench[bench.index(named)] = ",".join(names)  # alma aliases to ours
         formats = wanted_formats(names, int(tier) if tier and tier.isdigit() else None)
     except (ValueError, TypeError) as e:
@@ -477,6 +495,11 @@ def main(argv: List[str]) -> int:
         bench += ["--json", args.json]
     cache = "--no-cache" not in bench
     cache_dir = _bench_value(bench, "--cache-dir")
+
+    bad = _bench_options_error(bench)
+    if bad:
+        sys.stderr.write(bad)
+        return EXIT_USAGE
 
     targets = expand_targets(args.targets, args.recursive)
     run_dir = tempfile.mkdtemp(prefix="modelbench-script-")

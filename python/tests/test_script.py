@@ -257,6 +257,15 @@ def test_options_are_checked_before_any_script_runs(tmp_path, cache_dir):
     assert "--sweep" in proc.stderr and "benchmarked once" in proc.stderr
     proc = modelbench("script", s, "--executor", "slurm", check=2)
     assert "--executor" in proc.stderr and "this machine" in proc.stderr
+    # bench's own checks, before the script runs (it would print its tree).
+    for option, value, said in (("--device", "x86", "--device 'x86'"),
+                                ("--min-time", "abc", "--min-time 'abc'")):
+        proc = modelbench("script", s, option, value, check=2)
+        assert said in proc.stderr and "modelbench script:" in proc.stderr, proc.stderr
+        assert "executed" not in proc.stdout, proc.stdout
+    # The command line's ids are modelbench's, as bench -c takes them.
+    proc = modelbench("script", s, "-c", "60,9999", check=2)
+    assert "unknown conversion id 9999" in proc.stderr and "alma" not in proc.stderr
 
 
 @pytest.mark.parametrize("flag,hint", [
