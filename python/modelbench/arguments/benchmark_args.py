@@ -36,6 +36,12 @@ def _ipdb_hook() -> None:
     sys.excepthook = hook
 
 
+#: Flags whose dest is the BenchmarkConfig key of the same name.
+_SAME_NAMES = ("batch_size", "n_samples", "fail_on_error", "multiprocessing", "threads",
+               "warmup", "min_time", "max_time", "min_iterations", "timeout", "seed", "json",
+               "html", "record", "cache")
+
+
 def build_parser(description: str = "Benchmark a PyTorch model with modelbench") -> argparse.ArgumentParser:
     """The parser parse_benchmark_args uses (alma's flags, then modelbench's);
     add your own flags to it."""
@@ -124,26 +130,12 @@ def parse_benchmark_args(
     if device is None and (args.no_cuda or args.no_mps):
         device = "auto"
     args.config = BenchmarkConfig(
-        batch_size=args.batch_size,
-        n_samples=args.n_samples,
         device=device,
         allow_cuda=not args.no_cuda,
         allow_mps=not args.no_mps,
         allow_device_override=not args.no_device_override,
-        fail_on_error=args.fail_on_error,
-        multiprocessing=args.multiprocessing,
-        threads=args.threads,
-        warmup=args.warmup,
-        min_time=args.min_time,
-        max_time=args.max_time,
-        min_iterations=args.min_iterations,
-        timeout=args.timeout,
-        seed=args.seed,
-        json=args.json,
-        html=args.html,
-        record=args.record,
-        cache=args.cache,
         tier=args.tier if given is None else None,
+        **{key: getattr(args, key) for key in _SAME_NAMES},
     )
     if logger is not None:
         logger.info("conversions: %s", ", ".join(
