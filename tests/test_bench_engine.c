@@ -9,7 +9,9 @@
 #include "bench_test_runtimes.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- helpers ---- */
@@ -520,12 +522,20 @@ TEST(fail_fast_skips_the_rest) {
   c.n_conversions = 5;
   c.conversions = list;
   c.fail_fast = 1;
-  c.log_dir = NULL; /* a temporary folder, removed with the report */
+  c.log_dir = NULL; /* the run's folder under <cache>/logs */
+  char cache[PATH_MAX], logs[PATH_MAX + 8];
+  snprintf(cache, sizeof cache, "%s/mb-test-cache-XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  ASSERT(mkdtemp(cache) != NULL);
+  snprintf(logs, sizeof logs, "%s/logs", cache);
+  c.cache_dir = cache;
   ASSERT_OK(mb_benchmark_model(model_path("mlp.onnx"), &c, &report, &err),
             &err);
   ASSERT_EQ(report->n_results, 5);
   char temp_dir[PATH_MAX], first_log[PATH_MAX];
   snprintf(temp_dir, sizeof temp_dir, "%s", report->config.log_dir);
+  ASSERT_EQ(strncmp(temp_dir, logs, strlen(logs)), 0);
+  ASSERT_EQ(strncmp(temp_dir + strlen(logs), "/run-", 5), 0);
   snprintf(first_log, sizeof first_log, "%s", report->results[0].log_path);
   ASSERT_EQ(access(temp_dir, F_OK), 0);
   ASSERT_EQ(access(first_log, F_OK), 0);
@@ -548,7 +558,50 @@ TEST(fail_fast_skips_the_rest) {
   ASSERT_EQ(access(error_log, F_OK), 0);
   ASSERT_EQ(unlink(error_log), 0);
   ASSERT_EQ(rmdir(temp_dir), 0);
+  ASSERT_EQ(rmdir(logs), 0);
+  ASSERT_EQ(rmdir(cache), 0);
   remove_logs();
+  return 0;
+}
+
+/* Old runs' log folders go, oldest first, past the newest `keep`; one
+ * touched lately stays whatever its rank, and other folders are not ours. */
+TEST(old_run_logs_are_pruned) {
+  char logs[PATH_MAX], path[PATH_MAX + 64], file[PATH_MAX + 96];
+  snprintf(logs, sizeof logs, "%s/mb-test-logs-XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  ASSERT(mkdtemp(logs) != NULL);
+  struct timespec old[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+  for (int i = 0; i < 26; i++) {
+    snprintf(path, sizeof path, "%s/run-20200101-0000%02d-abcdef", logs, i);
+    ASSERT_EQ(mkdir(path, 0755), 0);
+    snprintf(file, sizeof file, "%s/01-TEST_ERROR.log", path);
+    FILE *f = fopen(file, "w");
+    ASSERT(f != NULL);
+    fclose(f);
+    if (i > 0) /* run 00 was touched just now */
+      ASSERT_EQ(utimensat(AT_FDCWD, path, old, 0), 0);
+  }
+  snprintf(path, sizeof path, "%s/other", logs);
+  ASSERT_EQ(mkdir(path, 0755), 0);
+  ASSERT_EQ(utimensat(AT_FDCWD, path, old, 0), 0);
+  mb__run_logs_prune(logs, 20);
+  for (int i = 0; i < 26; i++) {
+    snprintf(path, sizeof path, "%s/run-20200101-0000%02d-abcdef", logs, i);
+    bool kept = i == 0 || i >= 6;
+    ASSERT_EQ(access(path, F_OK) == 0, kept);
+  }
+  snprintf(path, sizeof path, "%s/other", logs);
+  ASSERT_EQ(access(path, F_OK), 0);
+  ASSERT_EQ(rmdir(path), 0);
+  mb__run_logs_prune(logs, 0);
+  /* Run 00 is spared by its age; the rest are gone. */
+  snprintf(path, sizeof path, "%s/run-20200101-000000-abcdef", logs);
+  ASSERT_EQ(access(path, F_OK), 0);
+  snprintf(file, sizeof file, "%s/01-TEST_ERROR.log", path);
+  ASSERT_EQ(unlink(file), 0);
+  ASSERT_EQ(rmdir(path), 0);
+  ASSERT_EQ(rmdir(logs), 0);
   return 0;
 }
 
@@ -697,6 +750,7 @@ TEST_MAIN(TEST_ENTRY(percentiles_interpolate_between_ranks),
           TEST_ENTRY(isolation_contains_every_failure),
           TEST_ENTRY(leaks_stay_in_their_worker),
           TEST_ENTRY(fail_fast_skips_the_rest),
+          TEST_ENTRY(old_run_logs_are_pruned),
           TEST_ENTRY(in_process_runs_without_workers),
           TEST_ENTRY(unrunnable_reference_leaves_accuracy_unknown),
           TEST_ENTRY(bad_arguments_fail_the_run))

@@ -239,6 +239,37 @@ def test_benchmark_with_labels_hash_filter_and_reports(tmp_path, cache_dir):
     assert runs[0]["labels"]["author"] == "tests"
 
 
+def test_a_failed_conversion_leaves_no_temporary_folder(tmp_path, cache_dir, monkeypatch):
+    """The run folder, the options probe and the engine's logs leave $TMPDIR
+    as it was; a failed conversion's log is kept under <cache>/logs."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    s = script(tmp_path, "unscriptable.py", """
+        class Lambda(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.f = lambda t: t * 2  # TorchScript cannot compile this
+
+            def forward(self, x):
+                return self.f(x)
+
+
+        Lambda()(torch.randn(2, 3))
+        """)
+    report = tmp_path / "r.json"
+    proc = modelbench("script", s, "-c", "EAGER,JIT_SCRIPT", "--json", report, *FAST, check=1)
+    results = {r["conversion"]: r for r in json.loads(report.read_text())["results"]}
+    assert results["EAGER"]["status"] == "ok", proc.stdout + proc.stderr
+    assert results["JIT_SCRIPT"]["status"] == "error"
+    log = Path(results["JIT_SCRIPT"]["log"])
+    assert log.is_file() and log.parent.parent == cache_dir / "logs", log
+    assert log.parent.name.startswith("run-")
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("modelbench")] == []
+    # The ok conversion's log went with the report.
+    assert [p.name for p in log.parent.iterdir()] == [log.name]
+
+
 def _line(path: Path, text: str) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if line.strip() == text)
 

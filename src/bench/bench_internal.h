@@ -10,6 +10,7 @@
  *              Poisson arrivals, offline; find-peak; validity).
  *   stats.c    latency statistics and result warnings.
  *   machine.c  CPU model, cores, ISA flags, OS, governor, load average.
+ *   run_logs.c the log folder of a run that names none, and its pruning.
  *
  * The parent never calls into a runtime: it only reads conversion rows
  * (mb__conversion_def) and the model IR. */
@@ -72,6 +73,25 @@ mb_status mb__result_add_stat_warnings(mb_bench_result *result,
 /* Frees what a result owns (accuracy, warnings, samples, backtrace) and
  * leaves those pointers NULL and counts 0. */
 void mb__result_clear(mb_bench_result *result);
+
+/* ---- run log folders (run_logs.c) ---- */
+
+/* How many runs' log folders <cache>/logs keeps, and how long (seconds
+ * since last touched) a folder is spared whatever its rank. */
+#define MB_RUN_LOGS_KEEP 20
+#define MB_RUN_LOGS_GRACE_S 3600
+
+/* Creates the log folder of a run whose caller named none:
+ * <cache>/logs/run-<UTC time>-XXXXXX (cache_override: a config's cache_dir,
+ * borrowed, NULL for the default), after removing the oldest runs' folders
+ * past MB_RUN_LOGS_KEEP; $TMPDIR/modelbench-logs-... when the cache folder
+ * cannot be had. buf: caller-owned, receives the path. */
+mb_status mb__run_logs_create(const char *cache_override, char *buf,
+                              size_t size, mb_error *err);
+
+/* Removes run-* folders of `logs` (borrowed) past the newest `keep`, oldest
+ * first, sparing any touched within MB_RUN_LOGS_GRACE_S. */
+void mb__run_logs_prune(const char *logs, int keep);
 
 /* ---- reports (engine.c) ---- */
 

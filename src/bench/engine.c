@@ -918,13 +918,10 @@ static mb_status prepare_log_dir(engine *e, mb_error *err) {
                        dir, strerror(errno));
     snprintf(e->log_dir, sizeof e->log_dir, "%s", dir);
   } else {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(e->log_dir, sizeof e->log_dir, "%s/modelbench-logs-XXXXXX",
-             tmp && tmp[0] ? tmp : "/tmp");
-    if (!mkdtemp(e->log_dir))
-      return mb__error(err, MB_STATUS_IO,
-                       "cannot create a log folder under %s: %s",
-                       tmp && tmp[0] ? tmp : "/tmp", strerror(errno));
+    mb_status status = mb__run_logs_create(e->config.cache_dir, e->log_dir,
+                                           sizeof e->log_dir, err);
+    if (status)
+      return status;
     snprintf(storage->temp_log_dir, sizeof storage->temp_log_dir, "%s",
              e->log_dir);
   }
