@@ -7,7 +7,9 @@
 # conversions merges one model's tasks into one report; a task killed with
 # scancel is reported with Slurm's state, and rerun with --retries 1;
 # --no-wait then `jobs status` and `jobs collect`; a Slurm that is not
-# running gives a clear error naming what was tried.
+# running gives a clear error naming what was tried; the Python front's
+# benchmark_model, `modelbench script` (models selected by hash) and a
+# script's manifest through `python3 -m modelbench bench` run on Slurm.
 #
 # Needs Debian's slurm-wlm and munge. Without them the test is skipped,
 # unless MB_WITH_SLURM=1 (set by `make test`, which installs them).
@@ -251,6 +253,65 @@ EOF
   fi
   expect_in "$tmp/python.out" "did you mean 'partition'" "a misspelt executor option"
   expect_in "$tmp/python.out" "1 task on slurm" "benchmark_model through Slurm"
+
+  # ---- 7. modelbench script on Slurm: two models of a script by hash ----
+  mkdir -p "$tmp/scripts"
+  cat >"$tmp/scripts/demo.py" <<'EOF'
+# labels: task::slurm-demo
+import torch
+from torch import nn
+
+net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten())
+head = nn.Linear(6, 2)
+other = nn.Linear(5, 5)
+net(torch.randn(1, 3, 8, 8))
+head(torch.randn(2, 6))
+other(torch.randn(1, 5))
+EOF
+  squick=(--warmup 1 --warmup-time 0 --min-iterations 3 --min-time 0)
+  run 0 script "$tmp/scripts" --analyze-only --json "$tmp/found.json"
+  hashes=$("$python" -c '
+import json, sys
+models = json.load(open(sys.argv[1]))["scripts"][0]["models"]
+print(",".join(m["sha256"][:10] for m in models if m["name"] in ("Sequential", "Linear")))
+' "$tmp/found.json")
+  # ::H0,H1: the Sequential and the first Linear, not the other Linear.
+  run 0 script "$tmp/scripts/demo.py::${hashes%,*}" -c EAGER,ORT_CPU "${squick[@]}" --executor slurm --retries 0 \
+    --json "$tmp/script.json" --keep-run-dir
+  expect_in "$tmp/err" "2 tasks on slurm" "modelbench script --executor slurm"
+  py "the script's two selected models ran on Slurm, with their labels" '
+import json, sys
+reports = json.load(open(sys.argv[1]))["reports"]
+assert [r["model"]["name"] for r in reports] == ["Sequential", "Linear"], reports
+for r in reports:
+    assert [x["status"] for x in r["results"]] == ["ok", "ok"], r["results"]
+    assert all(x["machine"]["host"] for x in r["results"]), r["results"]
+    assert r["labels"]["task"] == "slurm-demo", r["labels"]
+' "$tmp/script.json"
+  # The run folder is in the cache folder, which the nodes share.
+  kept=$(sed -n 's/^run folder kept: //p' "$tmp/out")
+  case "$kept" in
+  "$MODELBENCH_CACHE_DIR"/script-runs/*) ;;
+  *) fail "the script's run folder is not in the cache folder: '$kept'" ;;
+  esac
+  # A kept manifest through the Python front's CLI: the tasks run
+  # python3 -m modelbench, not a bare 'bench'.
+  manifest=$(ls "$kept"/*/Sequential-*/manifest.json | head -n 1)
+  checks=$((checks + 1))
+  if ! PYTHONPATH=$MB_SOURCE_DIR/python \
+    MODELBENCH_LIBRARY=$MB_BUILD_DIR/lib/libmodelbench.so \
+    "$python" -m modelbench bench "$manifest" -c EAGER "${squick[@]}" \
+    --executor slurm --retries 0 --no-record --json "$tmp/manifest.json" \
+    >"$tmp/manifest.out" 2>&1; then
+    fail "python3 -m modelbench bench MANIFEST --executor slurm"
+    show "$tmp/manifest.out"
+  fi
+  py "the manifest's EAGER ran on Slurm" '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [x["status"] for x in r["results"]] == ["ok"], r["results"]
+' "$tmp/manifest.json"
+  rm -rf "$kept"
 fi
 
 echo "$checks checks, $failures failures"

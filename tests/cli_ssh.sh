@@ -6,7 +6,8 @@
 # stops them on every exit path. Checks: a 2-model run spread over two
 # hosts; a host that cannot be reached, one without modelbench and one
 # with another version are clear errors; a host that drops mid-run fails
-# only its own model.
+# only its own model; `modelbench script` sends a script's models, each
+# manifest's folder self-contained, to the hosts' Python front.
 #
 # Needs Debian's openssh-server and openssh-client. Without them the test
 # is skipped, unless MB_WITH_SLURM=1 (set by `make test`, which installs
@@ -185,6 +186,60 @@ a, b = json.load(open(sys.argv[1]))["reports"]
 assert all(x["status"] == "ok" for x in a["results"]), a["results"]
 assert all(x["status"] == "error" and "lost host" in x["error"] for x in b["results"]), b["results"]
 ' "$tmp/drop.json"
+
+# ---- 4. modelbench script over SSH: a script's models, self-contained ----
+# Debian's python cannot load an ASan library; without torch the section is
+# skipped unless MB_WITH_TORCH=1 (make test), where that is a failure.
+if [ "${MB_SANITIZE:-OFF}" = ON ]; then
+  echo "skipped modelbench script over SSH: sanitizer build"
+elif ! "$python" -c 'import torch' 2>/dev/null; then
+  if [ "${MB_WITH_TORCH:-0}" = 1 ]; then
+    fail "MB_WITH_TORCH=1 but $python cannot import torch"
+  else
+    echo "skipped modelbench script over SSH: $python lacks torch"
+  fi
+else
+  cat >"$tmp/demo.py" <<'EOF'
+# labels: task::ssh-demo
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+nn.Sequential(nn.Linear(6, 4), nn.ReLU())(torch.randn(2, 6))
+nn.Conv2d(3, 2, 3)(torch.randn(1, 3, 6, 6))
+EOF
+  # The hosts' modelbench is this tree's Python front (a command of words).
+  remote="env MODELBENCH_CACHE_DIR=$tmp/remote-cache PYTHONPATH=$MB_SOURCE_DIR/python"
+  remote+=" MODELBENCH_LIBRARY=$MB_BUILD_DIR/lib/libmodelbench.so $python -m modelbench"
+  run 0 script "$tmp/demo.py" -c EAGER,ORT_CPU --warmup 1 --warmup-time 0 \
+    --min-iterations 3 --min-time 0 --no-record --ssh-config "$tmp/ssh_config" \
+    --executor ssh:hosta,hostb --remote-modelbench "$remote" \
+    --json "$tmp/script.json" --keep-run-dir
+  expect_in "$tmp/err" "2 tasks on ssh:hosta,hostb" "modelbench script --executor ssh"
+  py "the script's two models ran on the hosts, with their labels" '
+import json, sys
+reports = json.load(open(sys.argv[1]))["reports"]
+assert [r["model"]["name"] for r in reports] == ["Sequential", "Conv2d"], reports
+for r in reports:
+    assert [x["status"] for x in r["results"]] == ["ok", "ok"], r["results"]
+    assert r["labels"]["task"] == "ssh-demo", r["labels"]
+' "$tmp/script.json"
+  # What went to the hosts is the manifest's folder alone: every file it
+  # names is inside it (the ONNX export copied out of the build cache).
+  kept=$(sed -n 's/^run folder kept: //p' "$tmp/out")
+  py "the manifests sent over SSH name only files of their own folder" '
+import glob, json, os, sys
+manifests = glob.glob(os.path.join(sys.argv[1], "*", "*", "manifest.json"))
+assert len(manifests) == 2, manifests
+for path in manifests:
+    m = json.load(open(path))
+    assert set(m["formats"]) == {"pytorch", "onnx"}, m["formats"]
+    for entry in m["formats"].values():
+        assert not os.path.isabs(entry["path"]), entry
+        assert os.path.isfile(os.path.join(os.path.dirname(path), entry["path"])), entry
+' "$kept"
+  rm -rf "$kept"
+fi
 
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]

@@ -473,6 +473,10 @@ def benchmark_model(
                                                             isolated, cfg.timeout)
             model_path = write_manifest(run_dir, source, sha, inputs, outputs, formats,
                                         "EAGER")
+            if executor is not None and executor.startswith("ssh:"):
+                from .model import make_self_contained
+
+                make_self_contained(model_path)  # its folder goes to the hosts
         json_path = cfg.json or os.path.join(run_dir, "report.json")
         # The history knows a PyTorch run by its model (the manifest is a
         # temporary file): labels the user gave win.

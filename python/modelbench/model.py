@@ -580,3 +580,37 @@ def write_manifest(folder: str, source: ModelSource, sha256: str, inputs: Inputs
     with open(path, "w") as f:
         json.dump(manifest, f, indent=1)
     return path
+
+
+def make_self_contained(manifest_path: str) -> None:
+    """Makes a manifest's folder the whole model, as the SSH executor copies
+    it to another machine: the files it names outside that folder (the ONNX
+    and TorchScript exports kept in the build cache, with any external data
+    beside them: ``model.onnx.data``) are copied into ``formats/``, and every
+    path is named relatively to the folder."""
+    import shutil
+
+    folder = os.path.dirname(os.path.abspath(manifest_path))
+    with open(manifest_path) as f:
+        manifest = json.load(f)
+    changed = False
+    for name, entry in (manifest.get("formats") or {}).items():
+        path = entry.get("path") if isinstance(entry, dict) else None
+        if not path or not os.path.isabs(path):
+            continue
+        if os.path.commonpath([folder, path]) == folder:  # its own: named relatively
+            entry["path"] = os.path.relpath(path, folder)
+            changed = True
+            continue
+        into = os.path.join(folder, "formats", name)
+        os.makedirs(into, exist_ok=True)
+        base = os.path.basename(path)
+        for sibling in os.listdir(os.path.dirname(path)):
+            if sibling == base or sibling.startswith(base + "."):
+                shutil.copy2(os.path.join(os.path.dirname(path), sibling),
+                             os.path.join(into, sibling))
+        entry["path"] = os.path.join("formats", name, base)
+        changed = True
+    if changed:
+        with open(manifest_path, "w") as f:
+            json.dump(manifest, f, indent=1)

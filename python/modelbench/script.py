@@ -40,10 +40,15 @@ BENCH_VALUE_OPTIONS = (
     "--markdown", "--html",
     "--predicted-ms", "--label", "--cache-dir", "--rebuild", "--log-dir", "--log-level",
     "--config", "--slo",
+    # The executors' (docs/executors.md): the models' folders go where the
+    # tasks can read them (see _run_parent).
+    "--executor", "--split", "--partition", "--time-limit", "--mem", "--cpus-per-task",
+    "--account", "--sbatch-arg", "--retries", "--run-dir", "--ssh-config",
+    "--remote-modelbench",
 )
 BENCH_FLAGS = (
     "--allow-device-override", "--no-isolate", "--fail-fast", "--no-fallback",
-    "--no-record", "--lean-cache", "--no-cache", "--traceback",
+    "--no-record", "--lean-cache", "--no-cache", "--traceback", "--no-wait",
 )
 #: bench's input options: a script's models run on the inputs the script gave them.
 REFUSED = ("--batch-size", "--shape", "--input-range", "--n-samples", "--inputs", "--labels",
@@ -51,10 +56,6 @@ REFUSED = ("--batch-size", "--shape", "--input-range", "--n-samples", "--inputs"
 #: bench's sweeps (issue 16) re-run a model file at other batch sizes, dims or
 #: threads; a script's models are benchmarked once, as the script called them.
 NO_SWEEP = ("--sweep",)
-#: bench's executor options (docs/executors.md): a script's models run here.
-LOCAL_ONLY = ("--executor", "--split", "--partition", "--time-limit", "--mem",
-              "--cpus-per-task", "--account", "--sbatch-arg", "--retries", "--no-wait",
-              "--run-dir", "--ssh-config", "--remote-modelbench")
 
 LABEL_LINE = re.compile(r"^#\s*labels:\s*(.*)$")
 LABEL_KEY = re.compile(r"^[A-Za-z0-9_.\-/]+$")
@@ -84,13 +85,6 @@ class _NoSweep(argparse.Action):
                      "--sweep' (or 'modelbench load') instead")
 
 
-class _LocalOnly(argparse.Action):
-    def __call__(self, parser, namespace, values, option_string=None):
-        parser.error(f"{option_string}: a script's models are benchmarked on this machine "
-                     "(their manifests, pickled modules and inputs are in a local run "
-                     "folder); run 'modelbench bench --executor' on model files instead")
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="modelbench script",
@@ -99,9 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
         "and the default ONNX set), as the PyTorch front does.",
         epilog="Every option of 'modelbench bench' but its input options is accepted and "
         "passed on (-c, --tier, --html, --csv, --markdown, --no-record, --label, "
-        "--min-time, ...). A script's '# labels: key::value ...' lines are stored with "
-        "its results. Exit status: 0 every script ran and every conversion ran; 1 a script "
-        "failed (raised, stopped, missing) or a conversion failed; 2 usage error.",
+        "--min-time, --executor slurm|ssh:HOSTS and its options, ...). A script's "
+        "'# labels: key::value ...' lines are stored with its results. Exit status: 0 "
+        "every script ran and every conversion ran; 1 a script failed (raised, stopped, "
+        "missing) or a conversion failed; 2 usage error.",
     )
     p.set_defaults(bench=[])
     a = p.add_argument
@@ -132,8 +127,6 @@ def build_parser() -> argparse.ArgumentParser:
         a(opt, action=_Refused, help=argparse.SUPPRESS)
     for opt in NO_SWEEP:
         a(opt, action=_NoSweep, help=argparse.SUPPRESS)
-    for opt in LOCAL_ONLY:
-        a(opt, action=_LocalOnly, nargs="?", help=argparse.SUPPRESS)
     return p
 
 
@@ -246,6 +239,20 @@ def _bench_options_error(bench: List[str]) -> str:
     if proc.returncode != EXIT_USAGE:
         return ""
     return proc.stderr.replace("modelbench bench:", "modelbench script:", 1)
+
+
+def _run_parent(executor: Optional[str], cache_dir: Optional[str]) -> Optional[str]:
+    """Where the run folder (manifests, pickled modules, inputs) goes: the
+    temporary folder, or for Slurm the cache folder, which the nodes share
+    anyway (docs/executors.md); over SSH the folders are copied to the
+    hosts, and a kept folder (--no-wait) must not vanish with /tmp either."""
+    if not executor:
+        return None
+    base = (cache_dir or os.environ.get("MODELBENCH_CACHE_DIR")
+            or os.path.join(os.path.expanduser("~"), ".cache", "modelbench"))
+    parent = os.path.join(base, "script-runs")
+    os.makedirs(parent, exist_ok=True)
+    return parent
 
 
 def _package_env() -> Dict[str, str]:
@@ -501,8 +508,14 @@ def main(argv: List[str]) -> int:
         sys.stderr.write(bad)
         return EXIT_USAGE
 
+    executor = _bench_value(bench, "--executor")
+    if executor and executor.startswith("ssh:") and _bench_value(
+            bench, "--remote-modelbench") is None:
+        # The hosts need the Python front for the PyTorch conversions.
+        bench += ["--remote-modelbench", "python3 -m modelbench"]
+    no_wait = "--no-wait" in bench
     targets = expand_targets(args.targets, args.recursive)
-    run_dir = tempfile.mkdtemp(prefix="modelbench-script-")
+    run_dir = tempfile.mkdtemp(prefix="modelbench-script-", dir=_run_parent(executor, cache_dir))
     rc = EXIT_OK
     try:
         runs = []
@@ -535,6 +548,11 @@ def main(argv: List[str]) -> int:
             else:
                 print("no model to benchmark")
             return EXIT_FAILURE
+        if executor and executor.startswith("ssh:"):
+            from .model import make_self_contained
+
+            for manifest in manifests:
+                make_self_contained(manifest)
         if _bench_value(bench, "--baseline") is None and (names is None or "EAGER" in names):
             bench += ["--baseline", "EAGER"]
         print(f"\nbenchmarking {len(manifests)} model{'s' if len(manifests) != 1 else ''}\n")
@@ -545,7 +563,10 @@ def main(argv: List[str]) -> int:
         )
         return max(rc, bench_rc)
     finally:
-        if args.keep_run_dir:
+        if no_wait and not args.analyze_only and os.path.isdir(run_dir):
+            print(f"run folder kept for the tasks: {run_dir} (remove it once "
+                  "'modelbench jobs collect' has the results)")
+        elif args.keep_run_dir:
             print(f"run folder kept: {run_dir}")
         else:
             shutil.rmtree(run_dir, ignore_errors=True)

@@ -38,8 +38,10 @@ const char mb__cli_exec_help[] =
     "      --run-dir DIR          where run folders go (default: runs/ in\n"
     "                             the cache folder)\n"
     "      --ssh-config FILE      ssh and scp read FILE (ssh -F)\n"
-    "      --remote-modelbench CMD  the hosts' modelbench (default\n"
-    "                             modelbench on their PATH)\n";
+    "      --remote-modelbench CMD  the hosts' modelbench, words split at\n"
+    "                             spaces (default modelbench on their PATH;\n"
+    "                             'python3 -m modelbench' for PyTorch "
+    "models)\n";
 
 /* ---- options ---- */
 

@@ -143,6 +143,27 @@ static const char *remote_modelbench(const mb_exec_run *run) {
   return run->remote_modelbench ? run->remote_modelbench : "modelbench";
 }
 
+/* The remote modelbench's words (split at spaces, each quoted): one
+ * executable, or a command such as "python3 -m modelbench" or
+ * "env PYTHONPATH=/opt/mb python3 -m modelbench". */
+static void command_words(line *l, const char *command) {
+  char w[PATH_MAX];
+  for (const char *p = command; *p;) {
+    p += strspn(p, " ");
+    size_t n = strcspn(p, " ");
+    if (!n)
+      break;
+    if (n >= sizeof w) {
+      l->oom = true; /* a word past PATH_MAX: nothing sensible to run */
+      return;
+    }
+    memcpy(w, p, n);
+    w[n] = '\0';
+    word(l, w);
+    p += n;
+  }
+}
+
 /* Runs ssh HOST REMOTE-LINE; output in *out. */
 static mb_status ssh_run(const mb_exec_run *run, const char *host,
                          const line *remote, double timeout_s, int *code,
@@ -166,7 +187,7 @@ static mb_status ssh_check(mb_exec_run *run, mb_error *err) {
   for (int h = 0; h < run->n_hosts; h++) {
     const char *host = run->hosts[h];
     line remote = {0};
-    word(&remote, remote_modelbench(run));
+    command_words(&remote, remote_modelbench(run));
     word(&remote, "--version");
     char *out = NULL, last[256];
     int code = -1;
@@ -404,7 +425,7 @@ static void run_task(const mb_exec_run *run, int task, const char *host) {
   if (ok) {
     line bench = {0};
     char buf[PATH_MAX + 64];
-    word(&bench, remote_modelbench(run));
+    command_words(&bench, remote_modelbench(run));
     word(&bench, "bench");
     if (manifest) {
       /* The manifest's folder was copied whole: model/<folder>/<file>. */
