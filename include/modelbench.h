@@ -592,13 +592,18 @@ typedef struct mb_bench_config {
   int allow_device_override; /* a conversion for another device moves there */
   int isolate;               /* one child process per conversion; default 1 */
   int fail_fast;             /* stop at the first failure; default 0 */
-  int threads;               /* intra-op threads; default 1 */
-  int warmup_iterations;     /* default 5 */
-  double warmup_seconds;     /* default 0.5 */
-  int min_iterations;        /* default 20 (raised to cover n_samples) */
-  double min_seconds;        /* default 2 */
-  double max_seconds;        /* cap of the timed phase; default 30 */
-  double timeout_seconds;    /* per conversion, whole child; default 300 */
+  /* Build only: each conversion is built (into the build cache when it is
+   * on) and loaded into its runtime, then the worker stops: no reference,
+   * no timed run, no accuracy; a conversion that got that far is
+   * MB_BENCH_BUILT with build_ms, cache_hit and load_ms. Default 0. */
+  int build_only;
+  int threads;            /* intra-op threads; default 1 */
+  int warmup_iterations;  /* default 5 */
+  double warmup_seconds;  /* default 0.5 */
+  int min_iterations;     /* default 20 (raised to cover n_samples) */
+  double min_seconds;     /* default 2 */
+  double max_seconds;     /* cap of the timed phase; default 30 */
+  double timeout_seconds; /* per conversion, whole child; default 300 */
   /* n_conversions entries or NULL: an entry > 0 replaces timeout_seconds
    * for the conversion at the same position. */
   const double *conversion_timeouts;
@@ -694,7 +699,8 @@ mb_status mb_bench_config_load_json(const char *path, mb_bench_config *config,
   X(TIMEOUT, "timeout")                                                        \
   X(CRASHED, "crashed")                                                        \
   X(UNAVAILABLE, "unavailable")                                                \
-  X(SKIPPED, "skipped")
+  X(SKIPPED, "skipped")                                                        \
+  X(BUILT, "built")
 typedef enum mb_bench_status {
 #define MB_X(name, str) MB_BENCH_##name,
   MB_BENCH_STATUS_LIST(MB_X)
@@ -702,6 +708,9 @@ typedef enum mb_bench_status {
       MB_BENCH_STATUS_COUNT
 } mb_bench_status;
 const char *mb_bench_status_name(mb_bench_status status);
+/* Whether a result of this status is a failure (error, timeout, crashed):
+ * ok, built, unavailable and skipped are not. An invalid status is. */
+int mb_bench_status_failed(mb_bench_status status);
 
 typedef struct mb_latency_stats {
   double mean, median, min, max, p90, p95, p99, stddev;

@@ -3,7 +3,8 @@
 # build from the cache (cache_hit true, build_ms 0); changing the model, an
 # input shape or a build option rebuilds exactly what changed; --rebuild
 # always/never, --lean-cache, --no-cache; two concurrent runs on one cache
-# both succeed; `cache report` covers the runs.
+# both succeed; `cache report` covers the runs; --build-only builds every
+# conversion (measuring and recording nothing) and the next run hits.
 #
 # Environment (set by ctest): MB_CLI, MB_TEST_MODELS.
 set -u
@@ -208,6 +209,41 @@ assert rows, rows
 assert all(any(v for v in r.values()) for r in rows)
 ' "$tmp/report.csv"
 fi
+
+# ---- --build-only: builds into the cache, measures and records nothing;
+# the next run starts from every build ----
+"$python" - "$models/small_cnn.onnx" "$tmp/fresh.onnx" <<'PY'
+import sys
+import onnx
+from onnx import numpy_helper
+m = onnx.load(sys.argv[1])
+t = m.graph.initializer[0]
+a = numpy_helper.to_array(t).copy()
+a.flat[0] -= 0.5
+t.CopyFrom(numpy_helper.from_array(a, t.name))
+onnx.save(m, sys.argv[2])
+PY
+runs_before=$("$cli" history --json | "$python" -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))')
+run 0 bench "$tmp/fresh.onnx" -c "$convs" --build-only --json "$tmp/bo.json" &&
+  py "--build-only builds and loads, measures nothing" '
+import json, sys
+report = json.load(open(sys.argv[1]))
+assert report["reference"] is None or report["reference"] == "", report["reference"]
+for r in report["results"]:
+    assert r["status"] == "built" and r["error"] is None, r
+    assert r["latency_ms"] is None or r["latency_ms"]["median"] is None, r
+    assert r["load_ms"] is not None and r["load_ms"] >= 0, r
+    assert r["cache_hit"] is False and r["build_ms"] >= 0, r
+rec = report["recommendation"]
+assert rec["fastest_accurate"] is None and rec["summary"].startswith("Build only: "), rec
+' "$tmp/bo.json"
+expect_in "$tmp/out" "Build only: " "--build-only's summary"
+runs_after=$("$cli" history --json | "$python" -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))')
+checks=$((checks + 1))
+[ "$runs_before" = "$runs_after" ] ||
+  fail "a --build-only run was recorded in the history ($runs_before -> $runs_after runs)"
+run 0 bench "$tmp/fresh.onnx" -c "$convs" "${fast[@]}" --json "$tmp/bo2.json" &&
+  hits "$tmp/bo2.json" "$(every hit)"
 
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]

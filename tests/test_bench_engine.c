@@ -564,6 +564,49 @@ TEST(fail_fast_skips_the_rest) {
   return 0;
 }
 
+/* Build only: each conversion is built and loaded, nothing is run: a
+ * runtime that fails or crashes only when run is "built", one that hangs
+ * in prepare still times out, and no reference or measurement is made. */
+TEST(build_only_prepares_and_runs_nothing) {
+  observed o;
+  mb_bench_config c;
+  mb_bench_report *report = NULL;
+  mb_error err;
+  memset(&o, 0, sizeof o);
+  ASSERT_EQ(bench_test_register(), 0);
+  const int list[] = {TEST_NOOP, TEST_CRASH, TEST_ERROR, TEST_HANG,
+                      TEST_UNAVAILABLE};
+  fast_config(&c, &o);
+  c.n_conversions = 5;
+  c.conversions = list;
+  c.build_only = 1;
+  c.fail_fast = 1; /* built is not a failure: the run goes on */
+  ASSERT_OK(mb_benchmark_model(model_path("mlp.onnx"), &c, &report, &err),
+            &err);
+  ASSERT_EQ(report->n_results, 5);
+  ASSERT(!o.saw_measure);
+  ASSERT_STR_EQ(report->reference, "");
+  for (int i = 0; i < 3; i++) {
+    const mb_bench_result *r = &report->results[i];
+    ASSERT_EQ(r->status, MB_BENCH_BUILT);
+    ASSERT_EQ(r->iterations, 0);
+    ASSERT_EQ(r->has_accuracy, 0);
+    ASSERT(r->load_ms >= 0);
+    ASSERT(!mb_bench_status_failed(r->status));
+  }
+  ASSERT_EQ(report->results[3].status, MB_BENCH_TIMEOUT);
+  ASSERT(mb_bench_status_failed(report->results[3].status));
+  ASSERT_EQ(report->results[4].status, MB_BENCH_SKIPPED);
+  ASSERT_STR_EQ(mb_bench_status_name(MB_BENCH_BUILT), "built");
+  mb_recommendations rec;
+  mb_bench_recommend(report, NULL, &rec);
+  ASSERT_EQ(rec.fastest_accurate, -1);
+  ASSERT_CONTAINS(rec.summary, "Build only: 3 of 5 conversions built");
+  mb_bench_report_free(report);
+  remove_logs();
+  return 0;
+}
+
 /* Old runs' log folders go, oldest first, past the newest `keep`; one
  * touched lately stays whatever its rank, and other folders are not ours. */
 TEST(old_run_logs_are_pruned) {
@@ -751,6 +794,7 @@ TEST_MAIN(TEST_ENTRY(percentiles_interpolate_between_ranks),
           TEST_ENTRY(leaks_stay_in_their_worker),
           TEST_ENTRY(fail_fast_skips_the_rest),
           TEST_ENTRY(old_run_logs_are_pruned),
+          TEST_ENTRY(build_only_prepares_and_runs_nothing),
           TEST_ENTRY(in_process_runs_without_workers),
           TEST_ENTRY(unrunnable_reference_leaves_accuracy_unknown),
           TEST_ENTRY(bad_arguments_fail_the_run))

@@ -48,7 +48,7 @@ BENCH_VALUE_OPTIONS = (
 )
 BENCH_FLAGS = (
     "--allow-device-override", "--no-isolate", "--fail-fast", "--no-fallback",
-    "--no-record", "--lean-cache", "--no-cache", "--traceback", "--no-wait",
+    "--no-record", "--lean-cache", "--no-cache", "--traceback", "--no-wait", "--build-only",
 )
 #: bench's input options: a script's models run on the inputs the script gave them.
 REFUSED = ("--batch-size", "--shape", "--input-range", "--n-samples", "--inputs", "--labels",
@@ -461,8 +461,6 @@ BENCHIT_SPELLINGS = {
     "--search-dir": "give the folder itself (modelbench script DIR, --recursive for its "
                     "sub-folders)",
     "--all": "every model a script runs is benchmarked unless SCRIPT.py::HASH selects some",
-    "--build-only": "not in modelbench yet: --analyze-only lists the models without "
-                    "benchmarking them",
 }
 
 

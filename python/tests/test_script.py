@@ -270,6 +270,33 @@ def test_a_failed_conversion_leaves_no_temporary_folder(tmp_path, cache_dir, mon
     assert [p.name for p in log.parent.iterdir()] == [log.name]
 
 
+def test_build_only_then_the_benchmark_starts_from_the_builds(tmp_path, cache_dir):
+    """--build-only exports and builds every conversion of the script's
+    models and measures nothing; the next run takes the builds from the
+    cache (a seeded script: the builds hold its weights)."""
+    s = script(tmp_path, "build_me.py", TWO_MODELS)
+    convs = "EAGER,ORT_CPU,INT8_DYNAMIC+ORT_CPU"
+    built = tmp_path / "built.json"
+    proc = modelbench("script", s, "-c", convs, "--build-only", "--json", built, *FAST,
+                      check=0)
+    assert "Build only: " in proc.stdout, proc.stdout
+    reports = json.loads(built.read_text())["reports"]
+    assert [r["model"]["name"] for r in reports] == ["Wrapper", "Sequential"]
+    for report in reports:
+        results = {r["conversion"]: r for r in report["results"]}
+        assert {k: r["status"] for k, r in results.items()} == dict.fromkeys(
+            convs.split(","), "built"), results
+        assert results["ORT_CPU"]["cache_hit"] is False
+        assert all(r["iterations"] == 0 for r in results.values())
+    ran = tmp_path / "ran.json"
+    modelbench("script", s, "-c", convs, "--json", ran, *FAST, check=0)
+    for report in json.loads(ran.read_text())["reports"]:
+        results = {r["conversion"]: r for r in report["results"]}
+        assert all(r["status"] == "ok" for r in results.values()), results
+        for name in ("ORT_CPU", "INT8_DYNAMIC+ORT_CPU"):
+            assert results[name]["cache_hit"] is True, results[name]
+
+
 def _line(path: Path, text: str) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if line.strip() == text)
 
@@ -304,7 +331,6 @@ def test_options_are_checked_before_any_script_runs(tmp_path, cache_dir):
     (["--script-args", "a b"], "go after '--'"),
     (["-s", "."], "give the folder itself"),
     (["--all"], "unless SCRIPT.py::HASH"),
-    (["--build-only"], "--analyze-only lists"),
 ])
 def test_benchit_spellings_are_answered_with_ours(flag, hint, tmp_path):
     proc = modelbench("script", tmp_path / "x.py", *flag, check=2)

@@ -475,6 +475,11 @@ static mb_status compute_reference(engine *e, mb_error *err) {
   mb_status status = choose_reference(e, &usable, err);
   if (status)
     return status;
+  if (usable && e->config.build_only) {
+    usable = 0; /* nothing runs, so nothing is compared */
+    snprintf(job->reference_note, sizeof job->reference_note,
+             "build only: no conversion was run");
+  }
   snprintf(e->report->reference, sizeof e->report->reference, "%s",
            usable ? job->reference_name : "");
   if (!usable)
@@ -1151,8 +1156,7 @@ mb_status mb_benchmark_model(const char *model_path,
     progress(&e, "done", r->iterations, r->elapsed_seconds);
     if (e.config.on_result)
       e.config.on_result(e.config.user, r);
-    if (e.config.fail_fast && !failed && r->status != MB_BENCH_OK &&
-        r->status != MB_BENCH_UNAVAILABLE && r->status != MB_BENCH_SKIPPED)
+    if (e.config.fail_fast && !failed && mb_bench_status_failed(r->status))
       failed = r->conversion;
   }
   /* Results before a later baseline get their speedup now. */

@@ -1063,6 +1063,10 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
   result->precision_share = -1.0;
   if (!worker_prepare(job, index, progress, result, &p))
     goto done;
+  if (job->config->build_only) {
+    result->status = MB_BENCH_BUILT; /* built and loaded; nothing is run */
+    goto done;
+  }
   mb_cpu_window timed;
   mb__cpu_window_start(&timed);
   if (job->config->load.scenario != MB_LOAD_NONE)

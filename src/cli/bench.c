@@ -70,6 +70,9 @@ static const char bench_help[] =
     "      --threads N            intra-op threads (default 1)\n"
     "      --no-isolate           run conversions in this process\n"
     "      --fail-fast            stop at the first failed conversion\n"
+    "      --build-only           build (into the cache) and load each\n"
+    "                             conversion, measure nothing; a later run\n"
+    "                             starts from the cached builds\n"
     "      --rtol X, --atol X     accuracy tolerance (default 1e-3, 1e-4)\n"
     "      --max-error X          reduced precision (fp16, bf16, int8): flag\n"
     "                             a conversion inaccurate when 1 - cosine\n"
@@ -167,6 +170,7 @@ enum {
   OPT_ALLOW_DEVICE_OVERRIDE,
   OPT_NO_ISOLATE,
   OPT_FAIL_FAST,
+  OPT_BUILD_ONLY,
   OPT_THREADS,
   OPT_WARMUP,
   OPT_WARMUP_TIME,
@@ -220,6 +224,7 @@ static const struct option options[] = {
     {"allow-device-override", no_argument, NULL, OPT_ALLOW_DEVICE_OVERRIDE},
     {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
     {"fail-fast", no_argument, NULL, OPT_FAIL_FAST},
+    {"build-only", no_argument, NULL, OPT_BUILD_ONLY},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"warmup", required_argument, NULL, OPT_WARMUP},
     {"warmup-time", required_argument, NULL, OPT_WARMUP_TIME},
@@ -410,6 +415,9 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     return MB_EXIT_OK;
   case OPT_FAIL_FAST:
     cfg->fail_fast = 1;
+    return MB_EXIT_OK;
+  case OPT_BUILD_ONLY:
+    cfg->build_only = 1;
     return MB_EXIT_OK;
   case OPT_THREADS:
     return parse_int("--threads", arg, 1, 1024, &cfg->threads);

@@ -731,6 +731,8 @@ static const char *result_missing(const mb_db_result *r, char *buf,
     return buf;
   case MB_BENCH_SKIPPED:
     return "n/a: not run (skipped)";
+  case MB_BENCH_BUILT:
+    return "n/a: build only";
   default:
     snprintf(buf, size, "n/a: failed (%s)", why);
     return buf;

@@ -36,7 +36,7 @@ static void print_log_tail(const char *conversion, const char *path,
 
 static bool is_failure(const mb_cli_report_output *o,
                        const mb_bench_result *r) {
-  if (r->status == MB_BENCH_OK)
+  if (r->status == MB_BENCH_OK || r->status == MB_BENCH_BUILT)
     return false;
   if (r->status == MB_BENCH_UNAVAILABLE)
     return o->explicit_conversions;
@@ -48,9 +48,7 @@ static void print_details(const mb_cli_report_output *o,
   bool debug = o->log_level >= MB_LOG_DEBUG;
   for (int i = 0; i < report->n_results; i++) {
     const mb_bench_result *r = &report->results[i];
-    bool failed = r->status != MB_BENCH_OK &&
-                  r->status != MB_BENCH_UNAVAILABLE &&
-                  r->status != MB_BENCH_SKIPPED;
+    bool failed = mb_bench_status_failed(r->status);
     if (o->traceback && r->status == MB_BENCH_CRASHED && r->backtrace)
       fprintf(stderr, "--- %s: %s ---\n%s%s", r->conversion, r->error,
               r->backtrace,
@@ -134,7 +132,8 @@ int mb__cli_report_show(const mb_cli_report_output *o,
       scenario != MB_LOAD_OFFLINE)
     printf("\n%s\n", rec.summary);
   fflush(stdout);
-  if (!o->no_record)
+  /* A build-only run measured nothing: the history is for measurements. */
+  if (!o->no_record && !report->config.build_only)
     record_run(o, report);
   print_details(o, report);
   int rc = MB_EXIT_OK;

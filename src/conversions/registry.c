@@ -91,6 +91,13 @@ const char *mb_bench_status_name(mb_bench_status status) {
                                                   : "invalid";
 }
 
+int mb_bench_status_failed(mb_bench_status status) {
+  static const bool failed[MB_BENCH_STATUS_COUNT] = {[MB_BENCH_ERROR] = true,
+                                                     [MB_BENCH_TIMEOUT] = true,
+                                                     [MB_BENCH_CRASHED] = true};
+  return (unsigned)status >= MB_BENCH_STATUS_COUNT || failed[status];
+}
+
 /* ---- availability checks beyond the runtime's probe ---- */
 
 #define MB_X(eng, prec)                                                        \

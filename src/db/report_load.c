@@ -103,6 +103,7 @@ static const field config_fields[] = {
     F_BOOL(mb_bench_config, "allow_device_override", allow_device_override, 0),
     F_BOOL(mb_bench_config, "isolate", isolate, 1),
     F_BOOL(mb_bench_config, "fail_fast", fail_fast, 0),
+    F_BOOL(mb_bench_config, "build_only", build_only, 0),
     F_INT(mb_bench_config, "threads", threads, 1),
     F_INT(mb_bench_config, "warmup", warmup_iterations, 0),
     F_DOUBLE(mb_bench_config, "warmup_time", warmup_seconds, 0),

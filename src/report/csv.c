@@ -27,6 +27,7 @@ static const char *const missing_text[MB_BENCH_STATUS_COUNT] = {
     [MB_BENCH_CRASHED] = "n/a: failed (crashed)",
     [MB_BENCH_UNAVAILABLE] = "n/a: unavailable",
     [MB_BENCH_SKIPPED] = "n/a: not run (skipped)",
+    [MB_BENCH_BUILT] = "n/a: build only",
 };
 
 /* The columns, in order; write_row writes the cells in the same order. */

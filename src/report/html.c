@@ -149,6 +149,7 @@ static const char page_style[] =
     ".status-error .status,.status-timeout .status,.status-crashed .status"
     "{color:var(--fail);font-weight:600}\n"
     ".status-unavailable .status,.status-skipped .status{color:var(--muted)}"
+    ".status-built .status{color:var(--best)}"
     "\n.no{color:var(--bad);font-weight:600}\n"
     "details pre{white-space:pre-wrap;color:var(--fg);font-size:12px}\n"
     "ul.warnings{padding-left:20px}\n"
@@ -562,6 +563,11 @@ static void write_table_row(FILE *f, const mb_bench_report *report, int index,
               "<td class=\"error\" colspan=\"%d\">no median was measured"
               "</td>",
               TABLE_NUMBER_COLUMNS);
+    } else if (r->status == MB_BENCH_BUILT) {
+      char built[160];
+      fprintf(f, "<td class=\"meta\" colspan=\"%d\">", TABLE_NUMBER_COLUMNS);
+      put_html(f, mb__report_built_text(r, built, sizeof built));
+      fputs("</td>", f);
     } else {
       write_error_cell(f, r);
     }

@@ -149,6 +149,7 @@ static void write_config(mb_json *j, const mb_bench_report *r) {
   mb__json_kv_bool(j, "allow_device_override", c->allow_device_override);
   mb__json_kv_bool(j, "isolate", c->isolate);
   mb__json_kv_bool(j, "fail_fast", c->fail_fast);
+  mb__json_kv_bool(j, "build_only", c->build_only);
   mb__json_kv_int(j, "threads", c->threads);
   mb__json_kv_int(j, "warmup", c->warmup_iterations);
   mb__json_kv_double(j, "warmup_time", c->warmup_seconds);
@@ -395,7 +396,9 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
   mb__json_kv_int(j, "id", r->conversion_id);
   mb__json_kv_string(j, "status", mb_bench_status_name(r->status));
   mb__json_kv_string(j, "error",
-                     ok ? NULL : (r->error[0] ? r->error : "unknown error"));
+                     ok || r->status == MB_BENCH_BUILT
+                         ? NULL
+                         : (r->error[0] ? r->error : "unknown error"));
   kv_string_or_null(j, "device", r->device);
   mb__json_kv_string(j, "precision", result_precision(r));
   if (r->precision_share >= 0) {

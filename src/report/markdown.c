@@ -204,7 +204,7 @@ static void write_failures(FILE *f, const mb_bench_report *report,
   bool any = false;
   for (int k = 0; k < report->n_results; k++) {
     const mb_bench_result *r = &report->results[order[k]];
-    if (r->status == MB_BENCH_OK)
+    if (r->status == MB_BENCH_OK || r->status == MB_BENCH_BUILT)
       continue;
     if (!any)
       fputs("\n**Failures**\n\n", f);

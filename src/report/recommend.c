@@ -34,6 +34,7 @@ static const char *const default_missing[MB_BENCH_STATUS_COUNT] = {
     [MB_BENCH_CRASHED] = "crashed",
     [MB_BENCH_UNAVAILABLE] = "is unavailable here",
     [MB_BENCH_SKIPPED] = "was skipped",
+    [MB_BENCH_BUILT] = "was only built",
 };
 
 /* The summary is built by appending; text that does not fit is cut with
@@ -167,6 +168,21 @@ static void write_summary(const mb_bench_report *report,
   char a[32], b[32], acc[96];
   if (report->n_results <= 0 || !report->results) {
     say(s, "No recommendation: no conversions were run.");
+    return;
+  }
+  if (report->config.build_only) {
+    int built = 0, hits = 0;
+    for (int i = 0; i < report->n_results; i++) {
+      built += report->results[i].status == MB_BENCH_BUILT;
+      hits += report->results[i].status == MB_BENCH_BUILT &&
+              report->results[i].cache_hit == 1;
+    }
+    say(s,
+        "Build only: %d of %d conversions built and loaded (%d from the "
+        "cache); nothing was measured. Run again without --build-only to "
+        "benchmark them%s.",
+        built, report->n_results, hits,
+        report->config.build_cache ? " from their cached builds" : "");
     return;
   }
   if (rec->fastest_accurate < 0) {

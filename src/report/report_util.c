@@ -174,6 +174,24 @@ mb_precision mb__report_precision(const mb_bench_result *r, bool *known_out) {
   return precision;
 }
 
+const char *mb__report_built_text(const mb_bench_result *r, char *buf,
+                                  size_t size) {
+  char load[48] = "", peak[48] = "";
+  if (r->load_ms >= 0 && isfinite(r->load_ms))
+    snprintf(load, sizeof load, ", loaded in %.4g ms", r->load_ms);
+  if (r->peak_rss_mb > 0 && isfinite(r->peak_rss_mb))
+    snprintf(peak, sizeof peak, ", peak %.1f MB", r->peak_rss_mb);
+  if (r->cache_hit == 1)
+    snprintf(buf, size, "from the build cache%s%s", load, peak);
+  else if (r->cache_hit == 0 && r->build_ms >= 0)
+    snprintf(buf, size, "built in %.4g ms (cached)%s%s", r->build_ms, load,
+             peak);
+  else
+    snprintf(buf, size, "nothing cached (no build step or no cache)%s%s", load,
+             peak);
+  return buf;
+}
+
 bool mb__report_has_median(const mb_bench_result *r) {
   return r->status == MB_BENCH_OK && isfinite(r->latency_ms.median) &&
          r->latency_ms.median >= 0;

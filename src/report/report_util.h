@@ -59,6 +59,12 @@ mb_precision mb__report_precision(const mb_bench_result *r, bool *known_out);
  * and recommendations. */
 bool mb__report_has_median(const mb_bench_result *r);
 
+/* What a build-only result (MB_BENCH_BUILT) did, in words: "built in
+ * 812 ms (cached), loaded in 40 ms, peak 95.2 MB" or "from the cache,
+ * ...". buf: caller-owned. Returns buf. */
+const char *mb__report_built_text(const mb_bench_result *r, char *buf,
+                                  size_t size);
+
 /* Worst absolute error over all outputs: < 0 when unknown, NaN when an
  * output's error is NaN. */
 double mb__report_max_abs_err(const mb_bench_result *r);

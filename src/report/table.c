@@ -32,6 +32,7 @@ static const char *const status_color[MB_BENCH_STATUS_COUNT] = {
     [MB_BENCH_OK] = ANSI_GREEN,        [MB_BENCH_ERROR] = ANSI_RED,
     [MB_BENCH_TIMEOUT] = ANSI_RED,     [MB_BENCH_CRASHED] = ANSI_RED,
     [MB_BENCH_UNAVAILABLE] = ANSI_DIM, [MB_BENCH_SKIPPED] = ANSI_DIM,
+    [MB_BENCH_BUILT] = ANSI_GREEN,
 };
 
 static bool is_ok(const mb_bench_result *r) {
@@ -276,10 +277,16 @@ static void print_row(const mb_bench_report *report, int index, bool fastest,
     fputs(ANSI_BOLD, out);
 
   if (!is_ok(r)) {
-    /* The error takes the place of the numbers, clipped to the width. */
+    /* The error (or what a build-only run did) takes the place of the
+     * numbers, clipped to the width. */
     int used = 2 + nw + 1 + sw + 2;
+    char built[160];
     fputs("  ", out);
-    put_clipped(out, r->error[0] ? r->error : "(no message)",
+    put_clipped(out,
+                r->status == MB_BENCH_BUILT
+                    ? mb__report_built_text(r, built, sizeof built)
+                : r->error[0] ? r->error
+                              : "(no message)",
                 MB_MAX(TABLE_WIDTH - used, 20));
     fputc('\n', out);
     return;
@@ -501,10 +508,13 @@ void mb_bench_report_print_table(const mb_bench_report *report, void *out_,
 
   if (color)
     fputs(ANSI_BOLD, out);
-  fprintf(out, "  %-*s %-*s %10s %9s %9s %11s %13s %11s %8s%s\n", nw,
-          "conversion", sw, "status", "median ms", "p90 ms", "p99 ms",
-          "samples/s", "speedup", "max abs err", "peak MB",
-          has_task_accuracy(report) ? " task acc" : "");
+  if (report->config.build_only) /* nothing measured: no number columns */
+    fprintf(out, "  %-*s %-*s  %s\n", nw, "conversion", sw, "status", "build");
+  else
+    fprintf(out, "  %-*s %-*s %10s %9s %9s %11s %13s %11s %8s%s\n", nw,
+            "conversion", sw, "status", "median ms", "p90 ms", "p99 ms",
+            "samples/s", "speedup", "max abs err", "peak MB",
+            has_task_accuracy(report) ? " task acc" : "");
   if (color)
     fputs(ANSI_RESET, out);
   for (int k = 0; k < report->n_results; k++)
