@@ -304,17 +304,26 @@ def input_specs(module: Any, tensors: Sequence[Any]) -> List[Any]:
     return [InputSpec(n, t.dtype, tuple(t.shape), t.dim() > 0) for n, t in zip(names, tensors)]
 
 
-def model_hash(module: Any, tensors: Sequence[Any], weights: bool = False) -> str:
+def model_hash(module: Any, tensors: Sequence[Any], weights: bool = False,
+               batch: bool = False) -> str:
     """The hash of the module with these inputs: its classes' source, repr,
     parameters' names, dtypes and shapes and the input signature (the batch
-    size aside), the same over runs whatever the seed; with weights, their
-    values too (benchmark_model's content hash, which build keys use)."""
+    size aside unless `batch`), the same over runs whatever the seed; with
+    weights, their values too (benchmark_model's content hash, which build
+    keys use: an export with a dynamic batch serves every batch size).
+    Discovery's model hash, the one a user selects, has the batch size: a
+    module called at batch 1 and 8 is two models."""
     from .data import signature_text
     from .model import ModelSource, module_sha256
 
     with paused():
         source = ModelSource("module", module=module, name=type(module).__name__)
-        return module_sha256(source, signature_text(input_specs(module, tensors)), weights)
+        signature = signature_text(input_specs(module, tensors))
+        if batch:
+            signature += " batch=" + ",".join(
+                str(int(t.shape[0])) if getattr(t, "dim", lambda: 0)() > 0 else "-"
+                for t in tensors)
+        return module_sha256(source, signature, weights)
 
 
 def parameter_stats(module: Any) -> Tuple[int, int]:

@@ -4,9 +4,11 @@ records every model it calls.
 ``python3 -m modelbench.discover SPEC.json`` runs the script named in the
 spec as ``__main__`` (its folder first on sys.path, its arguments in
 sys.argv, as ``python3 SCRIPT.py ARGS`` would), with a capture on
-``nn.Module.__call__`` (``modelbench.capture``). Each model is recorded at
-the end of its first call: class, where it was built, parameters, the
-input signature, its hash; with ``benchmark`` in the spec the models to
+``nn.Module.__call__`` (``modelbench.capture``). A model is a module
+called with one input signature (a module called with three input shapes
+is three models, up to ``max_shapes`` of them); each is recorded at the
+end of its first call: class, where it was built, parameters, the input
+signature, its hash; with ``benchmark`` in the spec the models to
 benchmark are also written as model manifests then (module, inputs, ONNX
 export), so that whatever happens later (the script raises, hangs and is
 stopped) what was found is kept. Records go to an append-only JSON-lines
@@ -27,9 +29,16 @@ import signal
 import sys
 import time
 import traceback
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from . import capture
+
+#: A call's input signature: ((argument name, its description), ...).
+Signature = Tuple[Tuple[str, str], ...]
+#: A record: one module called with one input signature.
+Key = Tuple[int, Signature]
+#: How many distinct input signatures of one module become models (--max-shapes).
+DEFAULT_MAX_SHAPES = 8
 
 
 class ScriptStopped(BaseException):
@@ -45,11 +54,18 @@ class Discovery(capture.Listener):
         # ::H0,H1: only the models whose hash starts with one of these are
         # shown and benchmarked (whatever their depth).
         self.hash_prefixes = [h.lower() for h in (spec.get("hash") or "").split(",") if h]
-        self.records: Dict[int, Dict[str, Any]] = {}
+        # Each distinct input signature a module is called with is a model
+        # of its own: records are keyed by (id(module), signature).
+        self.max_shapes = int(spec.get("max_shapes") or DEFAULT_MAX_SHAPES)
+        self.records: Dict[Key, Dict[str, Any]] = {}
         self.modules: Dict[int, Any] = {}  # keeps ids unique while recorded
-        self.order: Dict[int, int] = {}  # id -> index, given when a first call starts
-        self.names: Dict[int, Optional[str]] = {}  # id -> "net.block" 
-        self.stack: List[int] = []
+        self.order: Dict[Key, int] = {}  # -> index, given when a first call starts
+        self.names: Dict[int, Optional[str]] = {}  # id -> "net.block"
+        self.shapes: Dict[int, List[Key]] = {}  # id -> its signatures, in call order
+        # id -> the signatures past max_shapes (not recorded) and their calls
+        self.other_shapes: Dict[int, Set[Signature]] = {}
+        self.other_calls: Dict[int, int] = {}
+        self.stack: List[Key] = []
         self.out = open(spec["records"], "a", buffering=1)
         self.written: Dict[str, str] = {}  # sha256 -> manifest (one per hash)
 
@@ -58,7 +74,9 @@ class Discovery(capture.Listener):
         self.out.flush()
 
     def on_call(self, module, args, kwargs, depth, call):
-        key = id(module)
+        mid = id(module)
+        signature = capture.call_signature(module, args, kwargs)
+        key: Key = (mid, tuple((a["name"], a["value"]) for a in signature))
         record = self.records.get(key)
         if record is not None:
             record["calls"] += 1
@@ -69,13 +87,24 @@ class Discovery(capture.Listener):
                 self.stack.pop()
         if key in self.order:  # a recursive call inside its own first call
             return call()
+        seen = self.shapes.setdefault(mid, [])
+        if len(seen) >= self.max_shapes:
+            # An input signature past --max-shapes: counted, not kept.
+            self.other_shapes.setdefault(mid, set()).add(key[1])
+            self.other_calls[mid] = self.other_calls.get(mid, 0) + 1
+            return call()
+        seen.append(key)
         parent = self.stack[-1] if self.stack else None
-        variable = _variable_name(module, self.modules.get(parent) if parent else None)
-        if parent is not None and variable:
-            variable = f"{self.names.get(parent) or self.modules[parent].__class__.__name__}.{variable}"
-        self.names[key] = variable
+        parent_module = self.modules.get(parent[0]) if parent else None
+        if mid not in self.names:
+            variable = _variable_name(module, parent_module)
+            if parent is not None and variable:
+                variable = (f"{self.names.get(parent[0]) or parent_module.__class__.__name__}"
+                            f".{variable}")
+            self.names[mid] = variable
+        variable = self.names[mid]
         self.order[key] = len(self.order)
-        self.modules[key] = module
+        self.modules[mid] = module
         self.stack.append(key)
         try:
             # The inputs before the call: a module may change them in place.
@@ -84,7 +113,6 @@ class Discovery(capture.Listener):
                 why_not = ""
             except capture.NotBenchmarkable as e:
                 tensors, why_not = None, str(e)
-            signature = capture.call_signature(module, args, kwargs)
             started = time.perf_counter()
             result = call()
             first_call_ms = (time.perf_counter() - started) * 1e3
@@ -97,9 +125,14 @@ class Discovery(capture.Listener):
     def record(self, module, key, depth, parent, signature, tensors, why_not, first_call_ms,
                variable) -> None:
         params, size = capture.parameter_stats(module)
+        first = self.shapes[key[0]][0]
         record: Dict[str, Any] = {
             "event": "model",
             "index": self.order[key],
+            # The module's first signature's model (itself for the first):
+            # the records of one module called with several input shapes.
+            "module_index": self.order[first],
+            "shape_index": self.shapes[key[0]].index(key),
             "class": capture.class_name(module),
             "name": type(module).__name__,
             "variable": variable,
@@ -118,7 +151,7 @@ class Discovery(capture.Listener):
         self.records[key] = record
         try:
             if tensors is not None:
-                record["sha256"] = capture.model_hash(module, tensors)
+                record["sha256"] = capture.model_hash(module, tensors, batch=True)
         except Exception as e:  # noqa: BLE001 - a model we cannot hash is still listed
             why_not = f"cannot hash it: {type(e).__name__}: {e}"
         if self.hash_prefixes and not any((record["sha256"] or "").startswith(h)
@@ -159,6 +192,13 @@ class Discovery(capture.Listener):
             "error": error,
             "traceback": trace,
             "calls": {str(r["index"]): r["calls"] for r in self.records.values()},
+            # Per module (its first record's index): how many input
+            # signatures it was called with, those past --max-shapes included,
+            # and how many calls those had.
+            "shapes": {str(self.order[keys[0]]): len(keys) + len(self.other_shapes.get(mid, ()))
+                       for mid, keys in self.shapes.items()},
+            "other_shape_calls": {str(self.order[self.shapes[mid][0]]): n
+                                  for mid, n in self.other_calls.items()},
         })
         self.out.close()
 

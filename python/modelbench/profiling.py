@@ -16,17 +16,24 @@ conversion, and how much of it is Python that no conversion accelerates.
 
 octoml-profile's view on Debian's PyTorch 1.13, which has no TorchDynamo:
 segments are captured at the ``nn.Module.__call__`` boundary
-(``modelbench.capture``): each call of a module that no other module call
-encloses is a segment, everything else inside the function is uncaptured
-Python. Per call the decorated function records its total time and each
-segment's time; the first ``warmup_calls`` calls (lazy initialisation,
-allocator warm-up) are discarded, as octoml-profile discards compilation
-runs. At the report, every captured module is benchmarked on the inputs of
-its first call under each conversion by one ``python3 -m modelbench bench``
-run (same manifests, export cache, reports and history as
-``benchmark_model``), and the prediction of one call under conversion C is
+(``modelbench.capture``): each module that no other module call encloses,
+called with one input signature (shapes and dtypes, the batch size
+included), is a segment; everything else inside the function is
+uncaptured Python. A module called with several input shapes is one
+segment per shape (up to ``max_shapes`` of them), each benchmarked on its
+own inputs. Per call the decorated function records its total time and
+each segment's time; the first ``warmup_calls`` calls (lazy
+initialisation, allocator warm-up) are discarded, as octoml-profile
+discards compilation runs. At the report, every segment is benchmarked
+under each conversion by one ``python3 -m modelbench bench`` run (same
+manifests, export cache, reports and history as ``benchmark_model``); the
+prediction of function call i under conversion C is
 
-    uncaptured time + sum over modules of (calls per function call x C's median)
+    uncaptured time of call i + sum over segments of (its calls in call i x C's median)
+
+and the function's prediction is the median over its calls, as its
+measured time is; calls that differ in the shapes they give their modules
+are also reported by group (``shapes`` of the table).
 
 ``validate=True`` runs the function again with each module replaced by its
 converted form, for the conversions that run in this process (the PyTorch
@@ -55,6 +62,17 @@ log = logging.getLogger("modelbench")
 
 DEFAULT_WARMUP_CALLS = 2
 DEFAULT_VALIDATE_CALLS = 10
+DEFAULT_MAX_SHAPES = 8
+#: Shape groups whose arguments validation keeps and replays, per function.
+MAX_GROUPS_KEPT = 32
+
+#: A segment: (id(module), the call's input signature).
+SegmentKey = Tuple[int, Tuple[Tuple[str, str], ...]]
+
+
+def _segment_key(module: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> SegmentKey:
+    return (id(module), tuple((a["name"], a["value"])
+                              for a in capture.call_signature(module, args, kwargs)))
 
 
 # ---------------------------------------------------------------------------
@@ -69,6 +87,7 @@ class Segment:
     module: Any
     name: str
     location: str
+    signature: str = ""  # the input signature, "x: float32[2, 8]"
     tensors: Optional[Tuple[Any, ...]] = None  # inputs of its first call
     why_not: str = ""  # why it cannot be benchmarked
     sha256: str = ""
@@ -87,10 +106,19 @@ class FunctionRecord:
     conversions: Optional[List[str]]
     warmup_calls: int
     validate: bool
+    max_shapes: int = DEFAULT_MAX_SHAPES
     calls_seen: int = 0
     totals: List[float] = field(default_factory=list)  # seconds per kept call
-    segments: Dict[int, Segment] = field(default_factory=dict)
-    last_call: Optional[Tuple[Tuple[Any, ...], Dict[str, Any]]] = None
+    segments: Dict[SegmentKey, Segment] = field(default_factory=dict)
+    shapes: Dict[int, int] = field(default_factory=dict)  # id(module) -> its segments
+    # Per kept call: module calls with a signature past max_shapes (not
+    # segments: no prediction for that call) and their seconds.
+    overflow_calls: List[int] = field(default_factory=list)
+    overflow_seconds: List[float] = field(default_factory=list)
+    # The last kept call's arguments per shape group (the segments a call
+    # used), which validation replays: at most MAX_GROUPS_KEPT groups.
+    group_calls: Dict[Tuple[SegmentKey, ...], Tuple[Tuple[Any, ...], Dict[str, Any]]] = field(
+        default_factory=dict)
 
 
 class _CallListener(capture.Listener):
@@ -100,37 +128,47 @@ class _CallListener(capture.Listener):
     max_depth = 0
 
     def __init__(self, record: FunctionRecord,
-                 substitutes: Optional[Dict[int, Callable[..., Any]]] = None) -> None:
+                 substitutes: Optional[Dict[SegmentKey, Callable[..., Any]]] = None) -> None:
         self.record = record
         self.substitutes = substitutes
-        self.seconds: Dict[int, float] = {}
-        self.counts: Dict[int, int] = {}
+        self.seconds: Dict[SegmentKey, float] = {}
+        self.counts: Dict[SegmentKey, int] = {}
+        self.overflow_calls = 0
+        self.overflow_seconds = 0.0
         self.overhead = 0.0  # time spent capturing inputs, not the function's
 
     def on_call(self, module, args, kwargs, depth, call):
-        key = id(module)
+        t = time.perf_counter()
+        key = _segment_key(module, args, kwargs)
         if self.substitutes is not None:
             substitute = self.substitutes.get(key)
+            self.overhead += time.perf_counter() - t
             if substitute is not None:
                 return substitute(args, kwargs, call)
             return call()
         segment = self.record.segments.get(key)
-        if segment is None:
-            t = time.perf_counter()
+        if segment is None and self.record.shapes.get(key[0], 0) < self.record.max_shapes:
             where = capture.tracked_site(module) or f"called at {capture.call_site()}"
-            segment = Segment(module, type(module).__name__, where)
+            signature = ", ".join(f"{n}: {v}" for n, v in key[1])
+            segment = Segment(module, type(module).__name__, where, signature)
             try:
                 segment.tensors = capture.positional_tensors(module, args, kwargs)
             except capture.NotBenchmarkable as e:
                 segment.why_not = str(e)
             self.record.segments[key] = segment
-            self.overhead += time.perf_counter() - t
+            self.record.shapes[key[0]] = self.record.shapes.get(key[0], 0) + 1
+        self.overhead += time.perf_counter() - t
         started = time.perf_counter()
         try:
             return call()
         finally:
-            self.seconds[key] = self.seconds.get(key, 0.0) + time.perf_counter() - started
-            self.counts[key] = self.counts.get(key, 0) + 1
+            spent = time.perf_counter() - started
+            if segment is None:  # a shape past max_shapes
+                self.overflow_calls += 1
+                self.overflow_seconds += spent
+            else:
+                self.seconds[key] = self.seconds.get(key, 0.0) + spent
+                self.counts[key] = self.counts.get(key, 0) + 1
 
 
 class ProfileSession:
@@ -141,9 +179,13 @@ class ProfileSession:
     def __init__(self, conversions: Optional[Sequence[Union[str, int]]] = None,
                  config: Any = None, warmup_calls: int = DEFAULT_WARMUP_CALLS,
                  validate: bool = False, validate_calls: int = DEFAULT_VALIDATE_CALLS,
-                 display: Callable[[str], Any] = print) -> None:
+                 display: Callable[[str], Any] = print,
+                 max_shapes: int = DEFAULT_MAX_SHAPES) -> None:
         if warmup_calls < 0:
             raise ValueError(f"warmup_calls must be >= 0, got {warmup_calls}")
+        if not isinstance(max_shapes, int) or max_shapes < 1:
+            raise ValueError(f"max_shapes must be an int >= 1, got {max_shapes!r}")
+        self.max_shapes = max_shapes
         self.conversions = list(conversions) if conversions is not None else None
         self.config = config
         self.warmup_calls = warmup_calls
@@ -168,6 +210,7 @@ class ProfileSession:
                 options.get("conversions") or self.conversions,
                 self.warmup_calls if warmup is None else warmup,
                 bool(options.get("validate") or self.validate),
+                self.max_shapes,
             )
             self.functions[fn] = record
         listener = _CallListener(record)
@@ -184,7 +227,11 @@ class ProfileSession:
                 segment.seconds += [0.0] * (n_kept - len(segment.seconds))
                 segment.calls.append(listener.counts.get(key, 0))
                 segment.seconds.append(listener.seconds.get(key, 0.0))
-            record.last_call = (args, kwargs)
+            record.overflow_calls.append(listener.overflow_calls)
+            record.overflow_seconds.append(listener.overflow_seconds)
+            group = tuple(k for k in record.segments if listener.counts.get(k))
+            if group in record.group_calls or len(record.group_calls) < MAX_GROUPS_KEPT:
+                record.group_calls[group] = (args, kwargs)
         return result
 
     def __enter__(self) -> "ProfileSession":
@@ -295,7 +342,8 @@ def profile(fn: Optional[Callable[..., Any]] = None, *,
 def profile_session(conversions: Optional[Sequence[Union[str, int]]] = None,
                     config: Any = None, warmup_calls: int = DEFAULT_WARMUP_CALLS,
                     validate: bool = False, validate_calls: int = DEFAULT_VALIDATE_CALLS,
-                    display: Callable[[str], Any] = print) -> ProfileSession:
+                    display: Callable[[str], Any] = print,
+                    max_shapes: int = DEFAULT_MAX_SHAPES) -> ProfileSession:
     """``with profile_session(...):`` records the decorated functions called in
     the block and prints their tables when it ends.
 
@@ -308,8 +356,12 @@ def profile_session(conversions: Optional[Sequence[Union[str, int]]] = None,
         validate: validate every function (see :func:`profile`).
         validate_calls: calls timed per conversion when validating.
         display: where the table lines go (print).
+        max_shapes: input shapes of one module that become segments of their
+            own (default 8); a call that gives a module another shape gets
+            no prediction (the table says how many).
     """
-    return ProfileSession(conversions, config, warmup_calls, validate, validate_calls, display)
+    return ProfileSession(conversions, config, warmup_calls, validate, validate_calls, display,
+                          max_shapes)
 
 
 def report() -> "ProfileReport":
@@ -383,7 +435,7 @@ def _benchmark(records: List[FunctionRecord], conversions: Any, config: Any,
             if segment.tensors is None:
                 continue
             try:
-                segment.sha256 = capture.model_hash(segment.module, segment.tensors)
+                segment.sha256 = capture.model_hash(segment.module, segment.tensors, batch=True)
                 if segment.sha256 in manifests:
                     segment.onnx_path = _onnx_path(manifests[segment.sha256])
                     continue
@@ -462,6 +514,11 @@ class FunctionTable:
     uncaptured_ms: float
     segments: List[Dict[str, Any]]
     rows: List[Row]
+    # The kept calls grouped by the shapes they gave their modules (the
+    # segments each used), when they differ: {"segments", "calls",
+    # "measured_ms", "predicted_ms": {conversion: ms or None}}.
+    shapes: List[Dict[str, Any]] = field(default_factory=list)
+    unpredicted_calls: int = 0  # calls that gave a module a shape past max_shapes
 
     def row(self, conversion: str) -> Row:
         for r in self.rows:
@@ -474,7 +531,8 @@ class FunctionTable:
             "function": self.name, "where": self.where, "calls": self.calls,
             "discarded": self.discarded, "total_ms": self.total_ms,
             "uncaptured_ms": self.uncaptured_ms, "segments": self.segments,
-            "rows": [r.__dict__ for r in self.rows],
+            "rows": [r.__dict__ for r in self.rows], "shapes": self.shapes,
+            "unpredicted_calls": self.unpredicted_calls,
         }
 
     def lines(self) -> List[str]:
@@ -488,9 +546,14 @@ class FunctionTable:
             f"uncaptured Python {self.uncaptured_ms:.3f} ms ({share:.0%})",
         ]
         for s in self.segments:
-            out.append(f"  segment {s['label']}: {s['calls_per_call']:g} call(s) per function call, "
+            out.append(f"  segment {s['label']} ({s['signature'] or 'no arguments'}): "
+                       f"{s['calls_per_call']:g} call(s) per function call, "
                        f"{s['mean_ms']:.3f} ms per function call here; {s['location']}"
                        + (f"; not benchmarked: {s['why_not']}" if s["why_not"] else ""))
+        if self.unpredicted_calls:
+            out.append(f"  ! {self.unpredicted_calls} of {self.calls} calls gave a module an "
+                       "input shape past max_shapes: no prediction for them (the predictions "
+                       "are the other calls')")
         labels = [s["label"] for s in self.segments]
         head = ["conversion"] + [f"{label} ms" for label in labels] + [
             "uncaptured ms", "predicted ms", "speed-up", "measured ms", "error"]
@@ -507,6 +570,18 @@ class FunctionTable:
         for i, row in enumerate(cells):
             out.append("  " + "  ".join(c.ljust(widths[k]) if k == 0 else c.rjust(widths[k])
                                         for k, c in enumerate(row)))
+        if self.shapes:
+            out += ["", "  by input shapes (calls that gave their modules the same shapes):"]
+            for g in self.shapes[:SHAPE_GROUPS_SHOWN]:
+                predicted = ", ".join(f"{name} {_ms(ms)}" for name, ms in g["predicted_ms"].items())
+                validated = ", ".join(f"{name} {_ms(ms)}"
+                                      for name, ms in g.get("validated_ms", {}).items())
+                out.append(f"    {' + '.join(g['segments']) or 'no segment'}: {g['calls']} call(s), "
+                           f"measured {_ms(g['measured_ms'])} ms; predicted ms: {predicted}"
+                           + (f"; validated ms: {validated}" if validated else ""))
+            if len(self.shapes) > SHAPE_GROUPS_SHOWN:
+                out.append(f"    ... {len(self.shapes) - SHAPE_GROUPS_SHOWN} more groups "
+                           "(as_dict()['shapes'] has them all)")
         notes = [f"  {r.conversion}: {r.note}" for r in self.rows if r.note]
         if notes:
             out += [""] + notes
@@ -517,41 +592,75 @@ def _ms(v: Optional[float]) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+#: Shape groups printed per function (all are in as_dict()).
+SHAPE_GROUPS_SHOWN = 8
+
+
+def _call_groups(record: FunctionRecord,
+                 indices: Sequence[int]) -> Dict[Tuple[SegmentKey, ...], List[int]]:
+    """The kept calls (of `indices`) grouped by the segments they used: calls
+    that gave their modules the same shapes."""
+    groups: Dict[Tuple[SegmentKey, ...], List[int]] = {}
+    for i in indices:
+        groups.setdefault(tuple(k for k, s in record.segments.items()
+                                if i < len(s.calls) and s.calls[i]), []).append(i)
+    return groups
+
+
 def _function_table(record: FunctionRecord, names: List[str], bench: _Bench) -> FunctionTable:
     n = len(record.totals)
-    captured = [sum(s.seconds[i] if i < len(s.seconds) else 0.0
-                    for s in record.segments.values()) for i in range(n)]
-    uncaptured_ms = statistics.median(t - c for t, c in zip(record.totals, captured)) * 1e3
+    keys = list(record.segments)
+    calls = {k: s.calls + [0] * (n - len(s.calls)) for k, s in record.segments.items()}
+    seconds = {k: s.seconds + [0.0] * (n - len(s.seconds)) for k, s in record.segments.items()}
+    overflow = record.overflow_calls + [0] * (n - len(record.overflow_calls))
+    overflow_s = record.overflow_seconds + [0.0] * (n - len(record.overflow_seconds))
+    # Per call: what no segment covers (shapes past max_shapes were module
+    # time all the same, not Python).
+    uncaptured = [record.totals[i] - sum(seconds[k][i] for k in keys) - overflow_s[i]
+                  for i in range(n)]
+    uncaptured_ms = statistics.median(uncaptured) * 1e3
     total_ms = statistics.median(record.totals) * 1e3
     segments = []
-    labels: Dict[int, str] = {}
+    labels: Dict[SegmentKey, str] = {}
     for key, s in record.segments.items():
-        calls = [c for c in s.calls] + [0] * (n - len(s.calls))
         label = s.name if s.name not in labels.values() else f"{s.name}#{len(labels)}"
         labels[key] = label
         segments.append({
             "label": label, "class": capture.class_name(s.module), "location": s.location,
-            "sha256": s.sha256 or None, "calls_per_call": sum(calls) / n,
-            "mean_ms": sum(s.seconds) / n * 1e3, "why_not": s.why_not,
+            "signature": s.signature, "sha256": s.sha256 or None,
+            "calls_per_call": sum(calls[key]) / n, "mean_ms": sum(s.seconds) / n * 1e3,
+            "why_not": s.why_not,
         })
+    predicted_calls = [i for i in range(n) if not overflow[i]]
+
+    def predict(name: str, indices: List[int]) -> Tuple[Optional[float], Dict[SegmentKey, str]]:
+        """The median over these calls of each call's prediction, or None
+        (with why, per segment) when a segment they use has no median."""
+        medians: Dict[SegmentKey, float] = {}
+        missing: Dict[SegmentKey, str] = {}
+        for key, s in record.segments.items():
+            if not any(calls[key][i] for i in indices):
+                continue
+            median = bench.median_ms.get((s.sha256, name)) if s.sha256 else None
+            if median is None:
+                missing[key] = bench.errors.get((s.sha256, name)) or s.why_not or "not benchmarked"
+            else:
+                medians[key] = median
+        if missing or not indices:
+            return None, missing
+        return statistics.median(uncaptured[i] * 1e3 + sum(calls[k][i] * m for k, m in medians.items())
+                                 for i in indices), missing
+
     rows = []
     eager_pred: Optional[float] = None
     for name in names:
         seg_ms: Dict[str, Optional[float]] = {}
-        predicted: Optional[float] = uncaptured_ms
-        notes = []
         for key, s in record.segments.items():
-            per_call = segments[list(record.segments).index(key)]["calls_per_call"]
             median = bench.median_ms.get((s.sha256, name)) if s.sha256 else None
-            if median is None:
-                seg_ms[labels[key]] = None
-                predicted = None
-                why = bench.errors.get((s.sha256, name)) or s.why_not or "not benchmarked"
-                notes.append(f"{labels[key]}: {why}")
-            else:
-                seg_ms[labels[key]] = per_call * median
-                if predicted is not None:
-                    predicted += per_call * median
+            per_call = sum(calls[key]) / n
+            seg_ms[labels[key]] = None if median is None else per_call * median
+        predicted, missing = predict(name, predicted_calls)
+        notes = [f"{labels[k]}: {why}" for k, why in missing.items()]
         rows.append(Row(name, seg_ms, uncaptured_ms, predicted, note="; ".join(notes)))
         if name == "EAGER":
             eager_pred = predicted
@@ -559,8 +668,18 @@ def _function_table(record: FunctionRecord, names: List[str], bench: _Bench) -> 
     for r in rows:
         if base and r.predicted_ms:
             r.speedup = base / r.predicted_ms
+    groups = _call_groups(record, predicted_calls)
+    shapes = []
+    if len(groups) > 1:
+        for used, indices in groups.items():
+            shapes.append({
+                "segments": [f"{labels[k]}({record.segments[k].signature})" for k in used],
+                "calls": len(indices),
+                "measured_ms": statistics.median(record.totals[i] for i in indices) * 1e3,
+                "predicted_ms": {name: predict(name, indices)[0] for name in names},
+            })
     return FunctionTable(record.name, record.where, n, record.warmup_calls, total_ms,
-                         uncaptured_ms, segments, rows)
+                         uncaptured_ms, segments, rows, shapes, n - len(predicted_calls))
 
 
 # ---------------------------------------------------------------------------
@@ -625,9 +744,14 @@ def _validate(record: FunctionRecord, table: FunctionTable, calls: int,
     from . import conversions as conv_table
     from .conversions import PYTORCH_CONVERSIONS
 
-    if record.last_call is None:
+    if not record.group_calls:
         return
-    args, kwargs = record.last_call
+    # Each shape group's call is replayed; the function's measured time is
+    # the median over its kept calls of their group's, as its prediction
+    # is the median over them of theirs.
+    n = len(record.totals)
+    overflow = record.overflow_calls + [0] * (n - len(record.overflow_calls))
+    groups = list(_call_groups(record, [i for i in range(n) if not overflow[i]]).items())
     formats = {r["name"]: r["format"] for r in conv_table.list_conversions()}
     for row in table.rows:
         if row.conversion in PYTORCH_CONVERSIONS:
@@ -647,21 +771,32 @@ def _validate(record: FunctionRecord, table: FunctionTable, calls: int,
             row.note = (row.note + "; " if row.note else "") + (
                 f"not validated: {type(e).__name__}: {e}".splitlines()[0])
             continue
-        totals = []
+        per_call: List[float] = []  # each kept call: its group's median, ms
         try:
-            for i in range(record.warmup_calls + calls):
-                listener = _CallListener(record, substitutes)
-                started = time.perf_counter()
-                with capture.listening(listener):
-                    record.fn(*args, **kwargs)
-                if i >= record.warmup_calls:
-                    totals.append(time.perf_counter() - started)
+            for g, (group, indices) in enumerate(groups):
+                if group not in record.group_calls:
+                    continue  # past MAX_GROUPS_KEPT: not replayed
+                args, kwargs = record.group_calls[group]
+                totals = []
+                for i in range(record.warmup_calls + calls):
+                    listener = _CallListener(record, substitutes)
+                    started = time.perf_counter()
+                    with capture.listening(listener):
+                        record.fn(*args, **kwargs)
+                    if i >= record.warmup_calls:
+                        totals.append(time.perf_counter() - started - listener.overhead)
+                median = statistics.median(totals) * 1e3
+                per_call += [median] * len(indices)
+                if len(groups) > 1 and g < len(table.shapes):
+                    table.shapes[g].setdefault("validated_ms", {})[row.conversion] = median
         except Exception as e:  # noqa: BLE001 - the converted form failed on these calls
             row.note = (row.note + "; " if row.note else "") + (
                 f"not validated: {type(e).__name__}: {e}".splitlines()[0])
             continue
         finally:
             substitutes.clear()  # ONNX runners release their sessions
-        row.measured_ms = statistics.median(totals) * 1e3
+        if not per_call:
+            continue
+        row.measured_ms = statistics.median(per_call)
         if row.predicted_ms is not None and row.measured_ms > 0:
             row.error_pct = (row.predicted_ms - row.measured_ms) / row.measured_ms * 100

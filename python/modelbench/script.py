@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--max-depth", type=int, default=0, metavar="N",
       help="also list (and benchmark) the modules called up to N levels inside a model "
            "(default 0: the models the script calls itself)")
+    a("--max-shapes", type=int, default=8, metavar="N",
+      help="a module called with several input shapes is one model per shape: "
+           "keep its first N shapes (default 8; the others are counted)")
     a("--script-timeout", type=float, default=600.0, metavar="S",
       help="stop a script running longer than S seconds, keeping what it ran "
            "(default 600; 0: no limit)")
@@ -290,6 +293,7 @@ def run_script(target: Target, index: int, run_dir: str, args: argparse.Namespac
         # A hash selects at any depth: a submodule's is found without
         # --max-depth; the tree then shows the selected models only.
         "max_depth": SEARCH_DEPTH if target.hash_prefix else args.max_depth,
+        "max_shapes": args.max_shapes,
         "hash": target.hash_prefix,
         "benchmark": not args.analyze_only,
         "formats": formats,
@@ -361,6 +365,9 @@ def _read_records(run: ScriptRun, path: str, returncode: Optional[int]) -> None:
     if ended is not None:
         for model in run.models:
             model["calls"] = ended["calls"].get(str(model["index"]), model["calls"])
+            group = str(model.get("module_index", model["index"]))
+            model["shapes"] = ended.get("shapes", {}).get(group, 1)
+            model["other_shape_calls"] = ended.get("other_shape_calls", {}).get(group, 0)
         if run.status == "ok":
             run.status = ended["status"]
             run.error, run.traceback = ended["error"], ended["traceback"]
@@ -416,10 +423,13 @@ def print_tree(run: ScriptRun, out=sys.stdout) -> None:
         if run.status in ("ok", "raised", "stopped"):
             w("  no model: the script called no torch.nn.Module\n")
         return
+    last_of_module = {m.get("module_index", m["index"]): m["index"] for m in run.models}
     for m in run.models:
         pad = "  " + "    " * m["depth"]
         shown = m.get("variable") or m["name"]
-        w(f"{pad}{shown} (executed {m['calls']}x)\n")
+        shapes = m.get("shapes", 1)
+        shape = f", input shape {m.get('shape_index', 0) + 1} of {shapes}" if shapes > 1 else ""
+        w(f"{pad}{shown} (executed {m['calls']}x{shape})\n")
         rows = [
             ("Class", m["class"]),
             ("Location", m["location"]),
@@ -431,6 +441,18 @@ def print_tree(run: ScriptRun, out=sys.stdout) -> None:
             rows.append(("Status", m["benchmark"]))
         for key, value in rows:
             w(f"{pad}    {key + ':':<12}{value}\n")
+        group = m.get("module_index", m["index"])
+        listed = sum(1 for x in run.models if x.get("module_index", x["index"]) == group)
+        if last_of_module[group] != m["index"] or listed >= shapes:
+            continue
+        if run.target.hash_prefix:
+            # Each shape has its own hash: a selection may keep some.
+            w(f"{pad}    ! called with {shapes} input shapes; ::{run.target.hash_prefix} "
+              f"selects {listed}, only those are benchmarked\n")
+        else:
+            w(f"{pad}    ! {shapes - listed} more input shape(s) in "
+              f"{m['other_shape_calls']} call(s) are not listed: --max-shapes "
+              f"{shapes} keeps them all\n")
 
 
 # ---------------------------------------------------------------------------
@@ -476,6 +498,8 @@ def main(argv: List[str]) -> int:
         parser.error("give at least one SCRIPT.py or folder")
     if args.max_depth < 0:
         parser.error("--max-depth must be >= 0")
+    if args.max_shapes < 1:
+        parser.error(f"--max-shapes must be >= 1, got {args.max_shapes}")
     if importlib.util.find_spec("torch") is None:
         print("modelbench script: PyTorch is not installed for this Python "
               f"({sys.executable}): apt install python3-torch", file=sys.stderr)

@@ -103,8 +103,9 @@ def test_validate_jit(cache_dir):
 
 def test_validate_onnx_runner(cache_dir):
     """An ONNX conversion in place of a module returning a tuple: the
-    function gets the same structure and values; a hybrid engine prepared
-    for the first call's shapes cannot take another batch: not validated."""
+    function gets the same structure and values; each batch size is a
+    segment of its own, so even a hybrid engine prepared for one shape
+    (XNNPACK) validates: each shape runs its own."""
     from modelbench import _lib
     from modelbench.runner import Runner, unflatten
 
@@ -135,15 +136,15 @@ def test_validate_onnx_runner(cache_dir):
             infer(batches[i % 2])
     table = s.last_report.function("infer")
     assert table.row("ORT_CPU").measured_ms is not None
+    a, b = seen[-1]  # the last validation call ran ORT_CPU or XNNPACK on one batch
     with torch.no_grad():
-        want = model(batches[1])
-    a, b = seen[-1]  # the last validation call ran ORT_CPU or XNNPACK on batch 1
+        want = model(batches[0] if a.shape[0] == 2 else batches[1])
     assert torch.allclose(a, want[0], atol=1e-5) and torch.allclose(b, want[1]["b"], atol=1e-5)
     xnn = table.row("XNNPACK")
     if _lib.conversion_info(_lib.conversion_find("XNNPACK"))["available"]:
         assert xnn.predicted_ms is not None, xnn
-        assert xnn.measured_ms is None and "not validated" in xnn.note, xnn
-        assert "another shape" in xnn.note, xnn.note
+        assert xnn.measured_ms is not None and not xnn.note, xnn
+    assert [seg["signature"] for seg in table.segments] == ["x: float32[2, 8]", "x: float32[3, 8]"]
 
     # The runner itself: a wrong number of inputs names both counts.
     import os
@@ -167,6 +168,59 @@ def test_validate_onnx_runner(cache_dir):
         assert "EAGER" in str(e) and "ONNX" in str(e)
     else:
         raise AssertionError("EAGER accepted by a runner")
+
+
+def test_predictions_per_input_shape(cache_dir):
+    """A function whose module sees several batch sizes: one segment per
+    shape, each benchmarked on its own inputs; each call is predicted from
+    the segments it used, the function by the median over its calls, and
+    the calls are reported by shape group. Past max_shapes, calls are
+    counted and not predicted."""
+    model = small_model()
+
+    @modelbench.profile(conversions=["EAGER", "ORT_CPU"], warmup_calls=0)
+    def infer(x):
+        with torch.no_grad():
+            return model(x)
+
+    batches = [1, 8, 32, 8, 1, 32, 8]
+    with modelbench.profile_session(config=FAST, display=lambda line: None) as s:
+        for b in batches:
+            infer(torch.randn(b, 32))
+    table = s.last_report.function("infer")
+    assert [seg["signature"] for seg in table.segments] == [
+        "input: float32[1, 32]", "input: float32[8, 32]", "input: float32[32, 32]"]
+    assert len({seg["sha256"] for seg in table.segments}) == 3
+    assert [seg["calls_per_call"] for seg in table.segments] == [2 / 7, 3 / 7, 2 / 7]
+    groups = {g["segments"][0]: g for g in table.shapes}
+    assert [g["calls"] for g in table.shapes] == [2, 3, 2]
+    assert table.unpredicted_calls == 0
+    for name in ("EAGER", "ORT_CPU"):
+        row = table.row(name)
+        assert row.predicted_ms is not None and not row.note, row
+        for seg, g in zip(table.segments, table.shapes):
+            # A group's prediction: its calls' uncaptured time plus its
+            # shape's median, once per call.
+            median = row.segment_ms[seg["label"]] / seg["calls_per_call"]
+            assert g["predicted_ms"][name] > median, (g, median)
+            assert g["measured_ms"] > 0
+    assert "Sequential#1(input: float32[8, 32])" in groups
+
+    lines = []
+    with modelbench.profile_session(config=FAST, display=lines.append, max_shapes=2) as s:
+        for b in batches:
+            infer(torch.randn(b, 32))
+    table = s.last_report.function("infer")
+    assert len(table.segments) == 2 and table.unpredicted_calls == 2
+    assert table.row("EAGER").predicted_ms is not None
+    assert any("2 of 7 calls gave a module an input shape past max_shapes" in line
+               for line in lines), lines
+    try:
+        modelbench.profile_session(max_shapes=0)
+    except ValueError as e:
+        assert "max_shapes" in str(e)
+    else:
+        raise AssertionError("max_shapes=0 accepted")
 
 
 def test_decorator_outside_a_session_and_report(cache_dir):

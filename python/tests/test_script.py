@@ -297,6 +297,52 @@ def test_build_only_then_the_benchmark_starts_from_the_builds(tmp_path, cache_di
             assert results[name]["cache_hit"] is True, results[name]
 
 
+def test_every_input_shape_is_a_model_of_its_own(tmp_path, cache_dir):
+    """A module called with several input signatures is one model per
+    signature (batch size included), each with its hash and benchmark;
+    --max-shapes bounds them and says what it left out; a hash selecting
+    some of them says so."""
+    s = script(tmp_path, "shapes.py", """
+        torch.manual_seed(0)
+        conv = nn.Conv2d(3, 4, 3, padding=1)
+        conv(torch.randn(1, 3, 8, 8))
+        conv(torch.randn(2, 3, 16, 16))
+        conv(torch.randn(1, 3, 8, 8))
+        head = nn.Linear(4, 2)
+        for batch in (1, 2, 4):
+            head(torch.randn(batch, 4))
+        """)
+    proc, found = discover(tmp_path, s)
+    models = found["scripts"][0]["models"]
+    assert [(m["variable"], m["inputs"][0]["value"], m["calls"], m["shape_index"], m["shapes"])
+            for m in models] == [
+        ("conv", "float32[1, 3, 8, 8]", 2, 0, 2), ("conv", "float32[2, 3, 16, 16]", 1, 1, 2),
+        ("head", "float32[1, 4]", 1, 0, 3), ("head", "float32[2, 4]", 1, 1, 3),
+        ("head", "float32[4, 4]", 1, 2, 3)]
+    assert len({m["sha256"] for m in models}) == 5
+    assert "conv (executed 1x, input shape 2 of 2)" in proc.stdout, proc.stdout
+    # --max-shapes keeps the first N of each module and counts the rest.
+    proc, few = discover(tmp_path, s, extra=["--max-shapes", "1"])
+    assert [m["inputs"][0]["value"] for m in few["scripts"][0]["models"]] == [
+        "float32[1, 3, 8, 8]", "float32[1, 4]"]
+    assert "2 more input shape(s) in 2 call(s) are not listed" in proc.stdout, proc.stdout
+    # A hash selects one shape, and says the others are left out.
+    proc, one = discover(tmp_path, f"{s}::{models[1]['sha256'][:10]}")
+    assert [m["inputs"][0]["value"] for m in one["scripts"][0]["models"]] == [
+        "float32[2, 3, 16, 16]"]
+    assert "called with 2 input shapes" in proc.stdout and "selects 1" in proc.stdout
+    # Each shape is benchmarked on its own inputs.
+    report = tmp_path / "shapes.json"
+    modelbench("script", f"{s}::{models[0]['sha256'][:10]},{models[1]['sha256'][:10]}",
+               "-c", "EAGER,ORT_CPU", "--json", report, *FAST, check=0)
+    reports = json.loads(report.read_text())["reports"]
+    assert [r["model"]["inputs"][0]["shape"] for r in reports] == [[1, 3, 8, 8], [2, 3, 16, 16]]
+    for r in reports:
+        assert [x["status"] for x in r["results"]] == ["ok", "ok"], r["results"]
+    proc = modelbench("script", s, "--max-shapes", "0", check=2)
+    assert "--max-shapes must be >= 1" in proc.stderr
+
+
 def _line(path: Path, text: str) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if line.strip() == text)
 
