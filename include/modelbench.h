@@ -1194,6 +1194,12 @@ typedef struct mb_host_build_key {
   const char *options;      /* what else changes it: "opset=17" */
   const char *tool;         /* the producer: "torch" */
   const char *tool_version; /* "1.13.0" */
+  /* A model a script ran, or NULL: its script (absolute path) and the
+   * model hash shown for it; recorded, not hashed: the build is filed
+   * under "<script stem>-<model_name>-<hash12>" and kept while the script
+   * exists. */
+  const char *source_script;
+  const char *source_hash;
 } mb_host_build_key;
 
 typedef struct mb_host_build mb_host_build;

@@ -71,7 +71,7 @@ import sys
 data = open(sys.argv[1], "rb").read()
 assert data == b"model,model_sha256,conversion,status,median_ms,p90_ms," \
     b"throughput_sps,max_abs_err,build_status,build_ms,cache_hits," \
-    b"last_run_time\r\n", data
+    b"last_run_time,script,class,parameters,labels\r\n", data
 ' "$tmp/out"
 
 # ---- some builds and results ----
@@ -244,7 +244,8 @@ usage_error "did you mean 'cache stats BUILD'" cache print
 usage_error "options go after" cache --cache-dir "$cache" list
 usage_error "unknown option '--bogus'" cache list --bogus
 usage_error "unknown option '--dry-run'" cache list --dry-run
-usage_error "unexpected argument 'extra'" cache list extra
+run 0 cache list extra --cache-dir "$cache" &&
+  expect_in "$tmp/out" "no builds of extra" "cache list MODEL without builds"
 usage_error "missing BUILD" cache stats
 usage_error "requires an argument" cache list --cache-dir
 usage_error "missing BUILD argument (or --all)" cache delete

@@ -132,6 +132,8 @@ class MbHostBuildKey(Structure):
         ("options", c_char_p),
         ("tool", c_char_p),
         ("tool_version", c_char_p),
+        ("source_script", c_char_p),
+        ("source_hash", c_char_p),
     ]
 
 

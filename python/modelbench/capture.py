@@ -382,7 +382,9 @@ def write_model(folder: str, module: Any, tensors: Sequence[Any], sha256: str,
 
     os.makedirs(folder, exist_ok=True)
     source = ModelSource("module", module=module, name=type(module).__name__,
-                         description=origin.location)
+                         description=origin.location,
+                         script=os.path.abspath(origin.script) if origin.script else None,
+                         model_hash=sha256)
     rows = int(tensors[0].shape[0]) if tensors[0].dim() > 0 else 1
     with paused(), _training_kept(module):
         inputs = from_loader(module, [tuple(tensors)], rows, os.path.join(folder, "inputs"))
@@ -406,7 +408,9 @@ def write_model(folder: str, module: Any, tensors: Sequence[Any], sha256: str,
     manifest["inputs_dir"] = "inputs"
     # The history knows a PyTorch run by its model, as benchmark_model's
     # runs (the script's labels win).
-    labels = {"model": source.name, "framework": "pytorch"}
+    params, _ = parameter_stats(module)
+    labels = {"model": source.name, "framework": "pytorch", "class": class_name(module),
+              "parameters": str(params)}
     labels.update(origin.labels)
     manifest["source"] = {"script": origin.script, "location": origin.location,
                           "labels": labels}

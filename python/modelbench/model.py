@@ -41,6 +41,10 @@ class ModelSource:
     path: Optional[str] = None  # the file given, if any
     name: str = "model"
     description: str = ""
+    # A model a script ran: the script and the model hash shown for it
+    # (its cached exports are filed under them).
+    script: Optional[str] = None
+    model_hash: Optional[str] = None
 
 
 def _is_torchscript_file(path: str) -> bool:
@@ -522,6 +526,8 @@ def _host_build(source: ModelSource, sha256: str, inputs: Inputs, folder: str,
         key = _lib.MbHostBuildKey(
             source.name.encode(), sha256.encode(), signature_text(inputs.specs).encode(),
             artifact.encode(), options.encode(), b"torch", torch.__version__.encode(),
+            source.script.encode() if source.script else None,
+            source.model_hash.encode() if source.script and source.model_hash else None,
         )
         err = _lib.MbError()
         if _lib.lib.mb_host_build_open(

@@ -4,6 +4,8 @@ depth, counts, shapes, hashes, labels, failing scripts) and their benchmark
 
 from __future__ import annotations
 
+import csv as csv_module
+import io
 import json
 import os
 import subprocess
@@ -213,9 +215,12 @@ def test_benchmark_with_labels_hash_filter_and_reports(tmp_path, cache_dir):
     assert net["model"]["sha256"] == net_hash
     assert net["model"]["script"] == str(s.resolve())
     assert net["model"]["location"].endswith(f"{s.name}:{_line(s, 'net = Wrapper()')}")
-    assert net["labels"] == {"model": "Wrapper", "framework": "pytorch", "task": "demo",
+    assert net["labels"] == {"model": "Wrapper", "framework": "pytorch",
+                             "class": "Wrapper", "parameters": "127", "task": "demo",
                              "author": "tests"}
-    assert reports[1]["labels"] == {"model": "Linear", "framework": "pytorch"}
+    assert reports[1]["labels"] == {"model": "Linear", "framework": "pytorch",
+                                    "class": "torch.nn.modules.linear.Linear",
+                                    "parameters": "8"}
     assert {r["conversion"]: r["status"] for r in net["results"]} == {
         "EAGER": "ok", "JIT_TRACE": "ok", "ORT_CPU": "ok"}
     assert net["baseline"] == "EAGER" and net["reference"] == "EAGER"
@@ -229,7 +234,8 @@ def test_benchmark_with_labels_hash_filter_and_reports(tmp_path, cache_dir):
     # The script's columns, then (after the load columns) the labels, last.
     at = header_row.index("script")
     assert header_row[at + 1] == "model_location"
-    assert header_row[-4:] == ["label:model", "label:framework", "label:task", "label:author"]
+    assert header_row[-6:] == ["label:model", "label:framework", "label:class",
+                               "label:parameters", "label:task", "label:author"]
 
     # The history keeps the labels and the script.
     hist = modelbench("history", "--label", "task=demo", "--json", check=0).stdout
@@ -341,6 +347,63 @@ def test_every_input_shape_is_a_model_of_its_own(tmp_path, cache_dir):
         assert [x["status"] for x in r["results"]] == ["ok", "ok"], r["results"]
     proc = modelbench("script", s, "--max-shapes", "0", check=2)
     assert "--max-shapes must be >= 1" in proc.stderr
+
+
+def test_the_cache_knows_a_script_model_by_its_hash(tmp_path, cache_dir):
+    """A script's builds are filed under the script, class and model hash:
+    the second run hits every conversion, `cache list/stats/delete` take the
+    hash, `cache clean` keeps them while the script exists, and `cache
+    report` joins each conversion's result and build in one row with the
+    script, class, parameters and labels."""
+    s = script(tmp_path, "cached.py", TWO_MODELS, header="# labels: task::cache\n")
+    convs = "EAGER,ORT_CPU,JIT_TRACE"
+    runs = []
+    for k in range(2):
+        out = tmp_path / f"run{k}.json"
+        modelbench("script", s, "-c", convs, "--json", out, *[a for a in FAST if a != "--no-record"],
+                   check=0)
+        runs.append(json.loads(out.read_text())["reports"])
+    net = runs[1][0]
+    h = net["model"]["sha256"]
+    assert runs[0][0]["model"]["sha256"] == h
+    for report in runs[1]:
+        assert {r["conversion"]: r["cache_hit"] for r in report["results"]} == dict.fromkeys(
+            convs.split(","), True), report["results"]
+    listed = json.loads(modelbench("cache", "list", h[:10], "--json", check=0).stdout)["builds"]
+    assert {b["conversion"] for b in listed} == set(convs.split(",")) | {"ONNX_EXPORT"}
+    for b in listed:
+        assert b["id"].startswith(f"cached-Wrapper-{h[:12]}/"), b["id"]
+        assert b["source"] == {"script": str(s.resolve()), "class": "Wrapper",
+                               "model_hash": h}, b["source"]
+        assert b["stale"] is None, b
+    assert "cached.py" in modelbench("cache", "list", str(s), check=0).stdout
+    proc = modelbench("cache", "stats", h[:10], check=1)
+    assert "is a model with 4 builds" in proc.stderr and "MODEL/CONVERSION" in proc.stderr
+    stats = json.loads(modelbench("cache", "stats", f"{h[:10]}/ORT_CPU", "--json",
+                                  check=0).stdout)
+    assert stats["conversion"] == "ORT_CPU" and stats["source"]["model_hash"] == h
+    # The manifests were temporary; the builds are the script's.
+    assert "nothing to clean" in modelbench("cache", "clean", check=0).stdout
+    # One row per model x conversion, result and build joined.
+    rows = list(csv_module.DictReader(io.StringIO(modelbench("cache", "report", check=0).stdout)))
+    mine = [r for r in rows if r["model_sha256"] == h]
+    assert sorted(r["conversion"] for r in mine) == sorted(convs.split(",") + ["ONNX_EXPORT"])
+    for r in mine:
+        if r["conversion"] == "ONNX_EXPORT":
+            assert r["status"] == "n/a: not run" and r["build_status"] == "ok", r
+            continue
+        assert r["status"] == "ok" and r["build_status"] == "ok", r
+        assert r["model"] == "Wrapper" and r["script"] == str(s.resolve()), r
+        assert r["class"] == "Wrapper" and r["parameters"] == "127", r
+        assert "task=cache" in r["labels"].split(";"), r
+    # Without the script the builds are stale; deleting by hash takes all.
+    s.rename(tmp_path / "gone.py")
+    proc = modelbench("cache", "clean", "--dry-run", check=0)
+    assert f"script {s.resolve()} no longer exists" in proc.stdout, proc.stdout
+    proc = modelbench("cache", "delete", h[:10], check=0)
+    assert "removed 4 builds" in proc.stdout, proc.stdout
+    assert json.loads(modelbench("cache", "list", h[:10], "--json",
+                                 check=0).stdout)["builds"] == []
 
 
 def _line(path: Path, text: str) -> int:

@@ -520,8 +520,13 @@ mb_status mb__worker_build(const mb_bench_job *job,
   snprintf(opts, sizeof opts, "opt_level=%s;precision=%s%s%s",
            opt_level_name(def->opt_level), mb_precision_name(def->precision),
            rt->hybrid && c->no_fallback ? ";no_fallback" : "", calib);
+  const mb_model_files *files = job->files;
+  bool scripted = files && files->script && files->script[0];
   mb_build_key key = {
       .model_path = job->model_path,
+      .source_script = scripted ? files->script : NULL,
+      .source_class = scripted ? files->name : NULL,
+      .source_hash = scripted ? files->sha256 : NULL,
       .model_sha256 = mb_model_sha256(job->model),
       .inputs = inputs,
       .conversion = def->name,

@@ -221,6 +221,9 @@ mb_status mb__build_open(const char *cache_dir, const mb_build_key *key,
         mb__bc_adup(b->arena, mb__bc_key_value(key, (mb_build_key_part)i)));
   b->key.model_path = mb__bc_adup(b->arena, key->model_path);
   b->key.model_name = mb__bc_adup(b->arena, key->model_name);
+  b->key.source_script = mb__bc_adup(b->arena, key->source_script);
+  b->key.source_class = mb__bc_adup(b->arena, key->source_class);
+  b->key.source_hash = mb__bc_adup(b->arena, key->source_hash);
   mb__build_key_hash(&b->key, b->key_hash);
   mb__bc_model_folder_name(&b->key, model_dir, sizeof model_dir);
   mb__bc_safe_component(conv_safe, sizeof conv_safe, key->conversion,

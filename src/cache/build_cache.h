@@ -62,11 +62,18 @@ typedef enum mb_build_key_part {
 /* What a build depends on. Every pointer is borrowed (mb__build_open copies
  * what it keeps). NULL parts are taken as "" except where noted. */
 typedef struct mb_build_key {
-  const char *model_path;      /* as benchmarked; recorded, not hashed; may be
-                                  NULL (a model that is no file: a host's
-                                  PyTorch module; never judged orphaned) */
-  const char *model_name;      /* names the model's folder when model_path
-                                  is NULL; not hashed */
+  const char *model_path; /* as benchmarked; recorded, not hashed; may be
+                             NULL (a model that is no file: a host's
+                             PyTorch module; never judged orphaned) */
+  const char *model_name; /* names the model's folder when model_path
+                             is NULL; not hashed */
+  /* A model a script ran (a manifest's "source"), recorded, not hashed:
+   * the model folder is "<script stem>-<class>-<source_hash12>", `cache
+   * list/stats/delete` find it by that hash, and the build stays while the
+   * script exists (the manifest itself is a temporary file). NULL: none. */
+  const char *source_script;   /* absolute path of the script */
+  const char *source_class;    /* the model's class name */
+  const char *source_hash;     /* the model hash the script front shows */
   const char *model_sha256;    /* mb_model_sha256: 64 hex digits; required */
   const char *inputs;          /* "x:float32[1,3,224,224];y:int64[1,8]" */
   const char *conversion;      /* "FP16+XNNPACK"; required */
@@ -279,6 +286,12 @@ typedef struct mb_build_list {
 mb_status mb__cache_list(const char *cache_dir, mb_build_list **list_out,
                          mb_error *err);
 void mb__build_list_free(mb_build_list *list);
+
+/* Whether build b is of `model`, "MODEL[/CONVERSION]": MODEL is a prefix
+ * (4 to 64 hex digits) of the model hash a script front shows
+ * (key.source_hash) or of the model's sha256, or the path of the model file
+ * or of the script; CONVERSION, when given, is the build's conversion. */
+bool mb__build_of_model(const mb_build_info *b, const char *model);
 
 /* The build whose id is `id` or starts with it (when only one does).
  * Fails with MB_STATUS_NOT_FOUND when none matches and

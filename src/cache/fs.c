@@ -140,7 +140,24 @@ void mb__bc_safe_component(char *out, size_t size, const char *s, size_t n) {
 
 /* "<stem>-<sha12>" of a key. */
 void mb__bc_model_folder_name(const mb_build_key *key, char *out, size_t size) {
-  const char *path = key->model_path && key->model_path[0] ? key->model_path
+  if (key->source_script && key->source_script[0] && key->source_hash &&
+      strlen(key->source_hash) >= 12) {
+    /* A script's model: "<script stem>-<class>-<model hash12>". */
+    const char *base = strrchr(key->source_script, '/');
+    base = base ? base + 1 : key->source_script;
+    const char *dot = strrchr(base, '.');
+    size_t len = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+    char stem[MAX_STEM + 1], cls[MAX_STEM + 1];
+    mb__bc_safe_component(stem, sizeof stem, base,
+                          MB_MIN(len, (size_t)MAX_STEM));
+    const char *c =
+        key->source_class && key->source_class[0] ? key->source_class : "model";
+    mb__bc_safe_component(cls, sizeof cls, c,
+                          MB_MIN(strlen(c), (size_t)MAX_STEM));
+    snprintf(out, size, "%s-%s-%.12s", stem, cls, key->source_hash);
+    return;
+  }
+  const char *path = key->model_path && key->model_path[0]   ? key->model_path
                      : key->model_name && key->model_name[0] ? key->model_name
                                                              : "model";
   const char *base = strrchr(path, '/');

@@ -155,7 +155,14 @@ void mb__bc_evaluate(lister *l, const char *builds_dir, const char *id,
               "built by modelbench %s (this is %s)",
               mb__bc_key_value(&s->key, MB_BUILD_KEY_tool_version),
               MB_VERSION_STRING);
-  else if (s->key.model_path && s->key.model_sha256) {
+  else if (s->key.source_script) {
+    /* A script's model: its manifest was a temporary file; the build is
+     * the script's while the script is there. */
+    struct stat st;
+    if (stat(s->key.source_script, &st) != 0 || !S_ISREG(st.st_mode))
+      set_stale(info, a, MB_BUILD_STALE_ORPHAN, "script %s no longer exists",
+                s->key.source_script);
+  } else if (s->key.model_path && s->key.model_sha256) {
     const char *verdict = check_model(l, s);
     if (verdict[0])
       set_stale(info, a, MB_BUILD_STALE_ORPHAN, "%s", verdict);
@@ -295,6 +302,37 @@ void mb__build_list_free(mb_build_list *list) {
   free(list->empty_models);
   mb__arena_free(list->arena);
   free(list);
+}
+
+static bool hash_prefix(const char *hash, const char *prefix, size_t n) {
+  return hash && strlen(hash) >= n && strncasecmp(hash, prefix, n) == 0;
+}
+
+bool mb__build_of_model(const mb_build_info *b, const char *model) {
+  if (!b->has_state || !model || !model[0])
+    return false;
+  const mb_build_key *k = &b->state.key;
+  char what[PATH_MAX];
+  snprintf(what, sizeof what, "%s", model);
+  /* "MODEL/CONVERSION": the part after the last '/' names a conversion
+   * when the whole is no file. */
+  char *slash = strrchr(what, '/');
+  struct stat st;
+  if (slash && stat(model, &st) != 0) {
+    *slash = '\0';
+    if (!k->conversion || strcmp(k->conversion, slash + 1) != 0)
+      return false;
+  }
+  size_t n = strlen(what);
+  if (n >= 4 && n <= 64 && strspn(what, "0123456789abcdefABCDEF") == n)
+    return hash_prefix(k->source_hash, what, n) ||
+           hash_prefix(k->model_sha256, what, n);
+  char *abs = realpath(what, NULL);
+  const char *p = abs ? abs : what;
+  bool same = (k->model_path && strcmp(k->model_path, p) == 0) ||
+              (k->source_script && strcmp(k->source_script, p) == 0);
+  free(abs);
+  return same;
 }
 
 mb_status mb__build_list_find(const mb_build_list *list, const char *id,

@@ -100,6 +100,10 @@ mb_status mb__bc_state_read(const char *path, mb_arena *arena,
   state->key_hash = json_str(arena, root, "key_hash");
   const mb_json_value *model = mb__json_find(root, "model");
   state->key.model_path = json_str(arena, model, "path");
+  const mb_json_value *source = mb__json_find(root, "source");
+  state->key.source_script = json_str(arena, source, "script");
+  state->key.source_class = json_str(arena, source, "class");
+  state->key.source_hash = json_str(arena, source, "model_hash");
   state->model_bytes = json_size(model, "bytes");
   state->model_mtime_ns = json_size(model, "mtime_ns");
   state->build_ms = json_double(root, "build_ms");
@@ -160,6 +164,14 @@ static void state_write_json(mb_json *j, const char *id,
   if (s->model_mtime_ns >= 0)
     mb__json_kv_int(j, "mtime_ns", s->model_mtime_ns);
   mb__json_object_end(j);
+  if (s->key.source_script) {
+    mb__json_key(j, "source");
+    mb__json_object_begin(j);
+    mb__json_kv_string(j, "script", s->key.source_script);
+    mb__json_kv_string(j, "class", s->key.source_class);
+    mb__json_kv_string(j, "model_hash", s->key.source_hash);
+    mb__json_object_end(j);
+  }
   mb__json_kv_double(j, "build_ms", s->build_ms);
   mb__json_key(j, "stages");
   mb__json_array_begin(j);
@@ -323,7 +335,9 @@ void mb__bc_explain_new(const char *builds_dir, const char *own_folder,
           strcmp(mb__bc_key_value(&st.key, MB_BUILD_KEY_model_sha256),
                  key->model_sha256) == 0 ||
           (st.key.model_path && model_abs &&
-           strcmp(st.key.model_path, model_abs) == 0);
+           strcmp(st.key.model_path, model_abs) == 0) ||
+          (st.key.source_hash && key->source_hash &&
+           strcmp(st.key.source_hash, key->source_hash) == 0);
       const char *updated = st.updated ? st.updated : "";
       if (!same_model ||
           strcmp(mb__bc_key_value(&st.key, MB_BUILD_KEY_conversion),

@@ -174,13 +174,35 @@ static const char *tail(const char *s, int width) {
 /* ---- list ---- */
 
 static const char list_help[] =
-    "Usage: modelbench cache list [--json] [--cache-dir DIR]\n"
+    "Usage: modelbench cache list [MODEL...] [--json] [--cache-dir DIR]\n"
     "\n"
-    "Lists every build in the cache: its id (give it to 'cache stats' or\n"
-    "'cache delete'), the model file it was built from, the conversion, its\n"
-    "status (ok, failed, building; 'lean' when --lean-cache removed its\n"
-    "artifacts), how often it was reused, its size on disk, its last use\n"
-    "(UTC) and, when 'cache clean' would remove it, why.\n";
+    "Lists every build in the cache (with MODEL, only that model's: a prefix\n"
+    "of the hash 'modelbench script' shows or of the model's sha256, or the\n"
+    "model file's or the script's path; MODEL/CONVERSION one conversion's):\n"
+    "its id (give it, or MODEL/CONVERSION, to 'cache stats' or 'cache\n"
+    "delete'), the model file (or the script) it was built from, the\n"
+    "conversion, its status (ok, failed, building; 'lean' when --lean-cache\n"
+    "removed its artifacts), how often it was reused, its size on disk, its\n"
+    "last use (UTC) and, when 'cache clean' would remove it, why.\n";
+
+/* Whether build b is listed: no MODEL given, or b is of one of them. */
+static bool selected(const sub_args *a, const mb_build_info *b) {
+  for (int i = 0; i < a->n_operands; i++)
+    if (mb__build_of_model(b, a->operands[i]))
+      return true;
+  return a->n_operands == 0;
+}
+
+/* Where a build's model came from: its script (a script's model) or its
+ * model file. */
+static const char *model_shown(const mb_build_info *b) {
+  const mb_build_key *k = &b->state.key;
+  if (!b->has_state)
+    return "-";
+  return k->source_script ? k->source_script
+         : k->model_path  ? k->model_path
+                          : "-";
+}
 
 static void json_info(mb_json *j, const mb_build_info *b, bool full) {
   const mb_build_state *s = &b->state;
@@ -194,6 +216,16 @@ static void json_info(mb_json *j, const mb_build_info *b, bool full) {
   if (full && s->model_bytes >= 0)
     mb__json_kv_int(j, "bytes", s->model_bytes);
   mb__json_object_end(j);
+  mb__json_key(j, "source"); /* a script's model, else null */
+  if (b->has_state && s->key.source_script) {
+    mb__json_object_begin(j);
+    mb__json_kv_string(j, "script", s->key.source_script);
+    mb__json_kv_string(j, "class", s->key.source_class);
+    mb__json_kv_string(j, "model_hash", s->key.source_hash);
+    mb__json_object_end(j);
+  } else {
+    mb__json_null(j);
+  }
   mb__json_kv_string(j, "conversion", b->has_state ? s->key.conversion : NULL);
   mb__json_kv_string(j, "status",
                      b->has_state ? mb__build_status_name(s->status) : NULL);
@@ -260,34 +292,37 @@ static int cmd_list(const sub_args *a) {
     mb__json_key(&j, "builds");
     mb__json_array_begin(&j);
     for (int i = 0; i < list->n_builds; i++)
-      json_info(&j, &list->builds[i], false);
+      if (selected(a, &list->builds[i]))
+        json_info(&j, &list->builds[i], false);
     mb__json_array_end(&j);
     mb__json_object_end(&j);
     goto done;
   }
-  if (list->n_builds == 0) {
-    printf("no builds in %s\n", dir);
-    goto done;
-  }
-  int id_w = 5, model_w = 5, conv_w = 10, status_w = 6;
+  int id_w = 5, model_w = 5, conv_w = 10, status_w = 6, shown = 0;
   int64_t total = 0;
   for (int i = 0; i < list->n_builds; i++) {
     const mb_build_info *b = &list->builds[i];
     char status[32];
+    if (!selected(a, b))
+      continue;
+    shown++;
     id_w = MB_MAX(id_w, (int)strlen(b->id));
-    if (b->has_state) {
-      if (b->state.key.model_path)
-        model_w = MB_MAX(model_w, (int)strlen(b->state.key.model_path));
-      if (b->state.key.conversion)
-        conv_w = MB_MAX(conv_w, (int)strlen(b->state.key.conversion));
-    }
+    model_w = MB_MAX(model_w, (int)strlen(model_shown(b)));
+    if (b->has_state && b->state.key.conversion)
+      conv_w = MB_MAX(conv_w, (int)strlen(b->state.key.conversion));
     status_w = MB_MAX(status_w, (int)strlen(show_status(b, status, 32)));
     total += b->disk_bytes;
   }
+  if (shown == 0) {
+    if (a->n_operands)
+      printf("no builds of %s in %s\n", a->operands[0], dir);
+    else
+      printf("no builds in %s\n", dir);
+    goto done;
+  }
   model_w = MB_MIN(model_w, 40);
   char size[32];
-  printf("%d build%s in %s (%s)\n", list->n_builds,
-         list->n_builds == 1 ? "" : "s", dir,
+  printf("%d build%s in %s (%s)\n", shown, shown == 1 ? "" : "s", dir,
          mb__cli_bytes((double)total, size, sizeof size));
   printf("%-*s  %-*s  %-*s  %-*s  %6s  %10s  %-19s  %s\n", id_w, "BUILD",
          model_w, "MODEL", conv_w, "CONVERSION", status_w, "STATUS", "HITS",
@@ -296,8 +331,9 @@ static int cmd_list(const sub_args *a) {
     const mb_build_info *b = &list->builds[i];
     const mb_build_state *s = &b->state;
     char status[32], time[32], hits[24];
-    const char *model =
-        b->has_state && s->key.model_path ? s->key.model_path : "-";
+    const char *model = model_shown(b);
+    if (!selected(a, b))
+      continue;
     snprintf(hits, sizeof hits, "%lld",
              (long long)(b->has_state ? s->hits : 0));
     printf("%-*s  %-*s  %-*s  %-*s  %6s  %10s  %-19s  %s\n", id_w, b->id,
@@ -321,7 +357,56 @@ static const char stats_help[] =
     "Shows everything the cache recorded about one build: status and error,\n"
     "every part of its key, the time of each build stage, the artifacts and\n"
     "their sizes, when it was made and last used, and how often it was\n"
-    "reused. BUILD is an id from 'cache list' or a prefix only one id has.\n";
+    "reused. BUILD is an id from 'cache list', a prefix only one id has, or\n"
+    "MODEL/CONVERSION (MODEL: a model hash prefix or path, as 'cache list'\n"
+    "takes it).\n";
+
+/* Resolves one BUILD operand: an id or a prefix only one id has, else the
+ * builds of MODEL[/CONVERSION] (mb__build_of_model). With `many`, every
+ * build of the model goes into found[] (size list->n_builds); without,
+ * one must. Returns how many were found, -1 after printing why none. */
+static int resolve_builds(const mb_build_list *list, const char *operand,
+                          bool many, const mb_build_info **found) {
+  mb_error err;
+  memset(&err, 0, sizeof err);
+  mb_status status = mb__build_list_find(list, operand, &found[0], &err);
+  if (status == MB_STATUS_OK)
+    return 1;
+  if (status != MB_STATUS_NOT_FOUND) {
+    mb__cli_fail(NULL, &err);
+    return -1;
+  }
+  int n = 0;
+  char names[256] = "";
+  size_t used = 0;
+  for (int i = 0; i < list->n_builds; i++) {
+    const mb_build_info *b = &list->builds[i];
+    if (!mb__build_of_model(b, operand))
+      continue;
+    if (many || n == 0)
+      found[many ? n : 0] = b;
+    if (n < 4) {
+      int w =
+          snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
+                   b->state.key.conversion ? b->state.key.conversion : b->id);
+      if (w > 0)
+        used = MB_MIN(sizeof names - 1, used + (size_t)w);
+    }
+    n++;
+  }
+  if (n == 0) {
+    mb__cli_fail(NULL, &err);
+    return -1;
+  }
+  if (n > 1 && !many) {
+    mb__cli_error(NULL,
+                  "'%s' is a model with %d builds (%s%s): give "
+                  "MODEL/CONVERSION or a build id",
+                  operand, n, names, n > 4 ? ", ..." : "");
+    return -1;
+  }
+  return n;
+}
 
 static void print_stats(const mb_build_info *b) {
   const mb_build_state *s = &b->state;
@@ -338,6 +423,10 @@ static void print_stats(const mb_build_info *b) {
   if (s->error)
     printf("error        %s\n", s->error);
   printf("model        %s\n", s->key.model_path ? s->key.model_path : "-");
+  if (s->key.source_script)
+    printf("script       %s (%s, model hash %.12s)\n", s->key.source_script,
+           s->key.source_class ? s->key.source_class : "?",
+           s->key.source_hash ? s->key.source_hash : "-");
   printf("key          %s\n", s->key_hash ? s->key_hash : "-");
   for (int i = 0; i < MB_BUILD_KEY_PART_COUNT; i++) {
     const char *v = mb__build_key_get(&s->key, (mb_build_key_part)i);
@@ -373,8 +462,8 @@ static int cmd_stats(const sub_args *a) {
   int rc = resolve_dir(a, dir, sizeof dir);
   if (rc || (rc = load_list(dir, &list)))
     return rc;
-  if (mb__build_list_find(list, a->operands[0], &b, &err) != MB_STATUS_OK) {
-    rc = mb__cli_fail(NULL, &err);
+  if (resolve_builds(list, a->operands[0], false, &b) < 0) {
+    rc = MB_EXIT_FAILURE;
   } else if (a->json) {
     mb_json j;
     mb__json_init(&j, stdout, true);
@@ -392,7 +481,9 @@ static const char delete_help[] =
     "Usage: modelbench cache delete BUILD... | --all [--cache-dir DIR]\n"
     "\n"
     "Removes the named builds (ids from 'cache list', or prefixes only one\n"
-    "id has), or with --all every build. A build that another modelbench\n"
+    "id has; MODEL, a model hash prefix or path as 'cache list' takes it:\n"
+    "every build of that model; MODEL/CONVERSION: one), or with --all every\n"
+    "build. A build that another modelbench\n"
     "is using is left alone and the command exits 1. The results database\n"
     "is not touched.\n";
 
@@ -427,25 +518,31 @@ static int cmd_delete(const sub_args *a) {
       if (delete_one(dir, &list->builds[i], &removed, &bytes))
         rc = MB_EXIT_FAILURE;
   } else {
-    /* Every id is resolved before anything is removed, so a typo in the
-     * second one does not leave the first one half done. */
-    const mb_build_info **found = calloc((size_t)a->n_operands, sizeof *found);
-    if (!found) {
+    /* Every operand is resolved before anything is removed, so a typo in
+     * the second one does not leave the first one half done; a build named
+     * twice (by id and by its model) is removed once. */
+    size_t n = (size_t)MB_MAX(list->n_builds, 1);
+    const mb_build_info **found = calloc(n, sizeof *found);
+    bool *marked = calloc(n, sizeof *marked);
+    if (!found || !marked) {
+      free(found);
+      free(marked);
       mb__cli_error(NULL, "out of memory");
       rc = MB_EXIT_FAILURE;
       goto done;
     }
-    for (int i = 0; i < a->n_operands && !rc; i++)
-      if (mb__build_list_find(list, a->operands[i], &found[i], &err))
-        rc = mb__cli_fail(NULL, &err);
-    for (int i = 0; i < a->n_operands && !rc; i++)
-      for (int k = 0; k < i; k++)
-        if (found[k] == found[i])
-          found[i] = NULL; /* the same build named twice */
-    for (int i = 0; i < a->n_operands && rc == MB_EXIT_OK; i++)
-      if (found[i] && delete_one(dir, found[i], &removed, &bytes))
+    for (int i = 0; i < a->n_operands && !rc; i++) {
+      int k = resolve_builds(list, a->operands[i], true, found);
+      if (k < 0)
+        rc = MB_EXIT_FAILURE;
+      while (k-- > 0)
+        marked[found[k] - list->builds] = true;
+    }
+    for (int i = 0; i < list->n_builds && rc == MB_EXIT_OK; i++)
+      if (marked[i] && delete_one(dir, &list->builds[i], &removed, &bytes))
         rc = MB_EXIT_FAILURE;
     free(found);
+    free(marked);
   }
   if (a->all && list->n_builds == 0)
     printf("no builds in %s\n", dir);
@@ -536,7 +633,12 @@ static const char report_help[] =
     "result recorded in the results database and the conversion's build in\n"
     "the cache. Columns: model, model_sha256, conversion, status, median_ms,\n"
     "p90_ms, throughput_sps, max_abs_err, build_status, build_ms,\n"
-    "cache_hits, last_run_time (UTC). A cell without a number says why:\n"
+    "cache_hits, last_run_time (UTC), script, class, parameters, labels.\n"
+    "A model a script ran is one model by the hash 'modelbench script'\n"
+    "shows: its results and builds share a row, under its name, with its\n"
+    "script, class and parameters and its other labels (key=value;...).\n"
+    "Every cell has a value; one that is unknown says so (n/a: ...).\n"
+    "A cell without a number says why:\n"
     "  n/a: not run              a build but no result\n"
     "  n/a: failed (REASON)      the conversion failed\n"
     "  n/a: unavailable (REASON) not usable on the machine it ran on\n"
@@ -552,6 +654,7 @@ typedef struct report_row {
   const char *model_sha256, *conversion;
   const char *model_path;
   const mb_db_result *result; /* NULL: not run */
+  const mb_db_run *run;       /* the result's run (its labels), or NULL */
   const char *run_time;
   const mb_build_info *build; /* NULL: no build */
 } report_row;
@@ -639,6 +742,7 @@ static int collect_report(const sub_args *a, const mb_build_list *list,
         goto oom;
       row->model_path = run->model_path;
       row->result = res;
+      row->run = run;
       row->run_time = run->time_utc;
     }
   }
@@ -647,8 +751,11 @@ static int collect_report(const sub_args *a, const mb_build_list *list,
     const mb_build_key *key = &b->state.key;
     if (!b->has_state || !key->model_sha256 || !key->conversion)
       continue;
-    report_row *row = find_row(d, key->model_sha256, key->conversion);
-    if (!row && !(row = add_row(d, key->model_sha256, key->conversion)))
+    /* A script's model is known by the hash the script front shows (its
+     * results carry it); its builds record it beside their content hash. */
+    const char *sha = key->source_hash ? key->source_hash : key->model_sha256;
+    report_row *row = find_row(d, sha, key->conversion);
+    if (!row && !(row = add_row(d, sha, key->conversion)))
       goto oom;
     /* Of several builds (other runtime versions, ...), the latest. */
     const char *when = b->state.updated ? b->state.updated : "";
@@ -743,7 +850,57 @@ static const char *const report_columns[] = {
     "model",        "model_sha256", "conversion",     "status",
     "median_ms",    "p90_ms",       "throughput_sps", "max_abs_err",
     "build_status", "build_ms",     "cache_hits",     "last_run_time",
+    "script",       "class",        "parameters",     "labels",
 };
+
+/* The value of label `key` of the row's run ("key=value"), or NULL. */
+static const char *run_label(const report_row *row, const char *key) {
+  size_t n = strlen(key);
+  for (int i = 0; row->run && i < row->run->n_labels; i++)
+    if (strncmp(row->run->labels[i], key, n) == 0 &&
+        row->run->labels[i][n] == '=')
+      return row->run->labels[i] + n + 1;
+  return NULL;
+}
+
+/* Labels with columns of their own, left out of "labels". */
+static bool own_column(const char *label) {
+  static const char *const keys[] = {"script", "class", "parameters", "model",
+                                     "location"};
+  for (size_t i = 0; i < MB_ARRAY_COUNT(keys); i++) {
+    size_t n = strlen(keys[i]);
+    if (strncmp(label, keys[i], n) == 0 && label[n] == '=')
+      return true;
+  }
+  return false;
+}
+
+/* The row's script, class, parameters and other labels. */
+static void write_source_fields(csv_writer *w, const report_row *row) {
+  const mb_build_key *k = row->build ? &row->build->state.key : NULL;
+  const char *script = run_label(row, "script");
+  const char *cls = run_label(row, "class");
+  const char *params = run_label(row, "parameters");
+  csv_field(w, script                  ? script
+               : k && k->source_script ? k->source_script
+                                       : "n/a: not a script's model");
+  csv_field(w, cls                    ? cls
+               : k && k->source_class ? k->source_class
+                                      : "n/a: unknown");
+  csv_field(w, params ? params : "n/a: unknown");
+  char labels[2048] = "";
+  size_t used = 0;
+  for (int i = 0; row->run && i < row->run->n_labels; i++) {
+    if (own_column(row->run->labels[i]))
+      continue;
+    int n = snprintf(labels + used, sizeof labels - used, "%s%s",
+                     used ? ";" : "", row->run->labels[i]);
+    if (n < 0 || (size_t)n >= sizeof labels - used)
+      break;
+    used += (size_t)n;
+  }
+  csv_field(w, used ? labels : "n/a: none");
+}
 
 static void write_report_row(csv_writer *w, const report_row *row) {
   const mb_db_result *r = row->result;
@@ -752,7 +909,13 @@ static void write_report_row(csv_writer *w, const report_row *row) {
   const char *why = "n/a: not run";
   if (r)
     why = result_missing(r, missing, sizeof missing);
-  csv_field(w, row->model_path ? row->model_path : "n/a: unknown");
+  /* A script's model by its name (its manifest was a temporary file). */
+  const char *name = run_label(row, "script") ? run_label(row, "model") : NULL;
+  if (!name && row->build && row->build->state.key.source_script)
+    name = row->build->state.key.source_class;
+  csv_field(w, name              ? name
+               : row->model_path ? row->model_path
+                                 : "n/a: unknown");
   csv_field(w, row->model_sha256);
   csv_field(w, row->conversion);
   csv_field(w, r ? mb_bench_status_name(r->status) : "n/a: not run");
@@ -776,6 +939,7 @@ static void write_report_row(csv_writer *w, const report_row *row) {
     csv_field(w, buf);
   }
   csv_field(w, row->run_time ? row->run_time : "n/a: not run");
+  write_source_fields(w, row);
   csv_end_row(w);
 }
 
@@ -857,7 +1021,7 @@ typedef struct sub_command {
 } sub_command;
 
 static const sub_command sub_commands[] = {
-    {"list", "cache list", ACCEPT_JSON, 0, 0, list_help, cmd_list},
+    {"list", "cache list", ACCEPT_JSON, 0, INT_MAX, list_help, cmd_list},
     {"stats", "cache stats", ACCEPT_JSON, 1, 1, stats_help, cmd_stats},
     {"delete", "cache delete", ACCEPT_ALL, 0, INT_MAX, delete_help, cmd_delete},
     {"clean", "cache clean", ACCEPT_DRY_RUN, 0, 0, clean_help, cmd_clean},
