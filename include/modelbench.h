@@ -1141,6 +1141,14 @@ typedef struct mb_host_prepare_args {
    * calibrate (precision int8), else 0 and NULL. */
   int n_calibration;
   const mb_tensor *const *const *calibration;
+  /* The build cache (bench's default): a folder for what the conversion
+   * builds (a traced, scripted or frozen module), or "" without a cache.
+   * build_hit 0: convert, and save there what a later prepare can load
+   * (the engine lists the files as the build's artifacts); 1: the folder
+   * holds what an earlier prepare saved: load it instead of converting. A
+   * prepare that fails records the build as failed. */
+  const char *build_dir;
+  int build_hit;
 } mb_host_prepare_args;
 
 typedef struct mb_host_runtime {

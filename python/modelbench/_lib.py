@@ -77,6 +77,8 @@ class MbHostPrepareArgs(Structure):
         ("example_inputs", c_void_p),
         ("n_calibration", c_int),
         ("calibration", c_void_p),
+        ("build_dir", c_char_p),
+        ("build_hit", c_int),
     ]
 
 

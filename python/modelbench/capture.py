@@ -395,7 +395,7 @@ def write_model(folder: str, module: Any, tensors: Sequence[Any], sha256: str,
         formats: Dict[str, Dict[str, str]] = {"pytorch": {"path": spec_path}}
         # The exports depend on the weights: their build keys use the content
         # hash, the manifest the model hash the user sees and selects.
-        content = model_hash(module, tensors, weights=True) if formats_wanted else ""
+        content = model_hash(module, tensors, weights=True)
         if "onnx" in formats_wanted:
             formats["onnx"] = export_onnx(source, content, inputs, outputs, folder, opset,
                                           cache, cache_dir, spec_path)
@@ -406,6 +406,9 @@ def write_model(folder: str, module: Any, tensors: Sequence[Any], sha256: str,
     with open(path) as f:
         manifest = json.load(f)
     manifest["inputs_dir"] = "inputs"
+    # The model hash leaves the weights out; the PyTorch conversions' builds
+    # are keyed by the content (docs/model-manifest.md).
+    manifest["content_sha256"] = content
     # The history knows a PyTorch run by its model, as benchmark_model's
     # runs (the script's labels win).
     params, _ = parameter_stats(module)

@@ -295,7 +295,6 @@ def prepare_session(args: _lib.MbHostPrepareArgs) -> Session:
         torch.set_num_interop_threads(1)
         _mark_interop_set()
     torch.manual_seed(args.seed)
-    model = load_model(args.model_path.decode())
     example = batch_view(args.example_inputs, args.n_inputs)
     calibration = []
     if args.n_calibration > 0:
@@ -308,7 +307,18 @@ def prepare_session(args: _lib.MbHostPrepareArgs) -> Session:
         seed=args.seed,
         log=log,
     )
-    converted = option.convert(model, ctx)
+    # The build cache: an option that can keep what it builds (save/load)
+    # loads it on a hit and saves it on a miss; the others convert.
+    build_dir = (args.build_dir or b"").decode()
+    if build_dir and args.build_hit and hasattr(option, "load"):
+        try:
+            return Session(option.load(build_dir, ctx), args.n_inputs, args.n_outputs)
+        except Exception as e:  # noqa: BLE001 - a bad artifact is built again
+            log.warning("%s: cannot load the cached build (%s: %s); converting again",
+                        conversion, type(e).__name__, e)
+    converted = option.convert(load_model(args.model_path.decode()), ctx)
+    if build_dir and not args.build_hit and hasattr(option, "save"):
+        option.save(converted, build_dir)
     return Session(converted, args.n_inputs, args.n_outputs)
 
 

@@ -367,8 +367,9 @@ def test_the_cache_knows_a_script_model_by_its_hash(tmp_path, cache_dir):
     h = net["model"]["sha256"]
     assert runs[0][0]["model"]["sha256"] == h
     for report in runs[1]:
-        assert {r["conversion"]: r["cache_hit"] for r in report["results"]} == dict.fromkeys(
-            convs.split(","), True), report["results"]
+        # EAGER builds nothing to keep: it reuses nothing (null), honestly.
+        assert {r["conversion"]: r["cache_hit"] for r in report["results"]} == {
+            "EAGER": None, "ORT_CPU": True, "JIT_TRACE": True}, report["results"]
     listed = json.loads(modelbench("cache", "list", h[:10], "--json", check=0).stdout)["builds"]
     assert {b["conversion"] for b in listed} == set(convs.split(",")) | {"ONNX_EXPORT"}
     for b in listed:
@@ -404,6 +405,54 @@ def test_the_cache_knows_a_script_model_by_its_hash(tmp_path, cache_dir):
     assert "removed 4 builds" in proc.stdout, proc.stdout
     assert json.loads(modelbench("cache", "list", h[:10], "--json",
                                  check=0).stdout)["builds"] == []
+
+
+def test_pytorch_conversions_keep_real_builds(tmp_path, cache_dir):
+    """JIT_TRACE, JIT_SCRIPT and JIT_FREEZE keep their TorchScript module in
+    the build cache and load it on the next run, under one key whether or
+    not an ONNX conversion is in -c; a conversion that fails is recorded as
+    a failed build and tried again; one with nothing to keep says so."""
+    s = script(tmp_path, "jit.py", """
+        torch.manual_seed(0)
+
+
+        class Unscriptable(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(4, 4)
+                self.f = lambda t: t * 2  # TorchScript cannot compile this
+
+            def forward(self, x):
+                return self.f(self.lin(x))
+
+
+        Unscriptable()(torch.randn(2, 4))
+        """)
+    convs = ["EAGER", "JIT_TRACE", "JIT_SCRIPT", "JIT_FREEZE"]
+    results = []
+    for extra in ([], ["ORT_CPU"]):
+        out = tmp_path / f"jit{len(results)}.json"
+        modelbench("script", s, "-c", ",".join(convs + extra), "--json", out, *FAST, check=1)
+        results.append({r["conversion"]: r for r in json.loads(out.read_text())["results"]})
+    first, second = results
+    assert {k: (r["status"], r["cache_hit"]) for k, r in first.items()} == {
+        "EAGER": ("ok", None), "JIT_TRACE": ("ok", False), "JIT_SCRIPT": ("error", False),
+        "JIT_FREEZE": ("ok", False)}, first
+    assert first["JIT_TRACE"]["build_ms"] > 0
+    # The second run (ORT_CPU too: an ONNX export in the manifest) loads the
+    # traced and frozen modules; JIT_SCRIPT's failure was not kept as ok.
+    assert {k: (r["status"], r["cache_hit"]) for k, r in second.items() if k in convs} == {
+        "EAGER": ("ok", None), "JIT_TRACE": ("ok", True), "JIT_SCRIPT": ("error", False),
+        "JIT_FREEZE": ("ok", True)}, second
+    assert second["JIT_TRACE"]["build_id"] == first["JIT_TRACE"]["build_id"]
+    assert second["JIT_TRACE"]["accuracy"]["max_abs_err"] < 1e-5
+    builds = {b["conversion"]: b for b in json.loads(
+        modelbench("cache", "list", str(s), "--json", check=0).stdout)["builds"]}
+    assert builds["JIT_SCRIPT"]["status"] == "failed", builds["JIT_SCRIPT"]
+    assert builds["JIT_TRACE"]["status"] == "ok" and builds["JIT_TRACE"]["hits"] == 1
+    stats = json.loads(modelbench("cache", "stats", builds["JIT_FREEZE"]["id"], "--json",
+                                  check=0).stdout)
+    assert [a["name"] for a in stats["artifacts"]] == ["module.ts.pt"], stats["artifacts"]
 
 
 def _line(path: Path, text: str) -> int:

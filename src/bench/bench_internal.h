@@ -162,6 +162,9 @@ typedef struct mb_model_files {
   char *reference; /* the manifest's reference conversion, or NULL */
   char name[128];  /* the manifest's name, else the file's stem */
   char sha256[65]; /* identity: the manifest's, else the file's */
+  /* A manifest's "content_sha256" (the module's code and weights, when its
+   * "sha256" leaves the weights out: a script's model hash), else "". */
+  char content_sha256[65];
   /* A manifest's "inputs_dir" (resolved against the manifest), used when
    * config->inputs_dir is not set; or NULL. */
   char *inputs_dir;
@@ -239,6 +242,10 @@ typedef struct mb_worker_build {
    * with the quant_params step), or NULL. options->quant_params points
    * here. */
   struct mb_quant_params *params;
+  /* A host runtime's build in progress (a miss): its prepare converts and
+   * saves into the build folder, then mb__worker_build_prepared ends it. */
+  int host_pending;
+  double host_t0;
 } mb_worker_build;
 
 /* Before prepare, when config->build_cache: finds or makes the
@@ -255,6 +262,13 @@ mb_status mb__worker_build(const mb_bench_job *job,
                            const mb_runtime *rt, mb_runtime_options *options,
                            mb_bench_result *result, mb_worker_build *wb,
                            mb_error *err);
+/* Right after prepare (status: prepare's; error: its message or NULL):
+ * ends a host runtime's build in progress, ok with the files its prepare
+ * saved in the build folder as artifacts, or failed with the error. A
+ * host conversion that saved nothing reuses nothing: result->cache_hit is
+ * then -1 and build_ms unknown. */
+void mb__worker_build_prepared(mb_worker_build *wb, mb_bench_result *result,
+                               mb_status status, const char *error);
 /* After prepare: --lean-cache drops the artifacts, then the lock is
  * released. The converted model stays (the session borrows it). */
 void mb__worker_build_done(mb_worker_build *wb, const mb_bench_config *c);

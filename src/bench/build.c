@@ -30,6 +30,7 @@
 #include "passes/passes.h"
 #include "passes/quantize.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -56,11 +57,14 @@ typedef enum build_kind {
   BUILD_ORT_OPTIMIZED,
   BUILD_PARTITION,
   BUILD_CONVERT,
+  BUILD_HOST, /* the host's prepare converts; the build ends after it */
 } build_kind;
 
 static build_kind kind_of(const mb_conversion_def *def, const mb_runtime *rt) {
   if (def->steps && def->steps[0])
     return BUILD_CONVERT;
+  if (rt->host)
+    return BUILD_HOST;
   if (rt->hybrid)
     return BUILD_PARTITION;
   if (strcmp(def->runtime, "onnxruntime") == 0 &&
@@ -527,7 +531,13 @@ mb_status mb__worker_build(const mb_bench_job *job,
       .source_script = scripted ? files->script : NULL,
       .source_class = scripted ? files->name : NULL,
       .source_hash = scripted ? files->sha256 : NULL,
-      .model_sha256 = mb_model_sha256(job->model),
+      /* A host conversion builds from the module whatever other forms the
+       * manifest offers: its key is the module's content, the same whether
+       * or not an ONNX export was made (and hashed into job->model). */
+      .model_sha256 = kind == BUILD_HOST && files
+                          ? (files->content_sha256[0] ? files->content_sha256
+                                                      : files->sha256)
+                          : mb_model_sha256(job->model),
       .inputs = inputs,
       .conversion = def->name,
       .steps = def->name,
@@ -541,6 +551,16 @@ mb_status mb__worker_build(const mb_bench_job *job,
                              : c->rebuild == 2 ? MB_REBUILD_NEVER
                                                : MB_REBUILD_IF_NEEDED;
   status = mb__build_open(cache_dir, &key, policy, &wb->build, &e);
+  if (!status && mb__build_hit(wb->build) && kind == BUILD_HOST &&
+      policy != MB_REBUILD_NEVER &&
+      mb__build_state(wb->build)->n_artifacts == 0) {
+    /* A host build that kept nothing (an older modelbench's record, or an
+     * option with nothing to save) reuses nothing: convert again, and keep
+     * what the conversion saves now. */
+    mb__build_close(wb->build);
+    wb->build = NULL;
+    status = mb__build_open(cache_dir, &key, MB_REBUILD_ALWAYS, &wb->build, &e);
+  }
   free(inputs);
   if (status == MB_STATUS_NOT_FOUND && policy == MB_REBUILD_NEVER)
     return mb__error(err, status, "build cache: %s", e.message);
@@ -557,6 +577,10 @@ mb_status mb__worker_build(const mb_bench_job *job,
   if (mb__build_hit(wb->build)) {
     result->cache_hit = 1;
     result->build_ms = 0.0;
+    if (kind == BUILD_HOST) {
+      options->build_dir = mb__build_folder(wb->build);
+      options->build_hit = 1;
+    }
     if (kind == BUILD_ORT_OPTIMIZED && use_ort_artifact(wb, options, &e)) {
       warn(result, "cannot read the cached ORT model", &e);
       options->opt_level = def->opt_level;
@@ -586,6 +610,15 @@ mb_status mb__worker_build(const mb_bench_job *job,
   /* A miss: build now. */
   result->cache_hit = 0;
   double t0 = mb__now();
+  if (kind == BUILD_HOST) {
+    /* The host's prepare is the conversion: it saves into the folder, and
+     * mb__worker_build_prepared ends the build. */
+    options->build_dir = mb__build_folder(wb->build);
+    options->build_hit = 0;
+    wb->host_pending = 1;
+    wb->host_t0 = t0;
+    return MB_STATUS_OK;
+  }
   status = MB_STATUS_OK;
   const char *artifact = kind == BUILD_ORT_OPTIMIZED ? ORT_ARTIFACT
                          : kind == BUILD_PARTITION   ? PARTITION_ARTIFACT
@@ -642,6 +675,43 @@ mb_status mb__worker_build(const mb_bench_job *job,
     options->opt_level = def->opt_level;
   }
   return MB_STATUS_OK;
+}
+
+/* Lists the files the host saved in the build folder as its artifacts;
+ * returns how many. */
+static int add_host_artifacts(mb_build *build) {
+  DIR *d = opendir(mb__build_folder(build));
+  struct dirent *entry;
+  char path[PATH_MAX];
+  int n = 0;
+  while (d && (entry = readdir(d)))
+    if (entry->d_name[0] != '.' &&
+        mb__build_path(build, entry->d_name, path, sizeof path) &&
+        mb__build_add_artifact(build, entry->d_name, NULL) == MB_STATUS_OK)
+      n++;
+  if (d)
+    closedir(d);
+  return n;
+}
+
+void mb__worker_build_prepared(mb_worker_build *wb, mb_bench_result *result,
+                               mb_status status, const char *error) {
+  if (!wb->host_pending || !wb->build)
+    return;
+  wb->host_pending = 0;
+  double ms = (mb__now() - wb->host_t0) * 1e3;
+  int n = status ? 0 : add_host_artifacts(wb->build);
+  mb__build_stage(wb->build, "convert", ms, NULL);
+  mb_error fe = {MB_STATUS_OK, ""};
+  if (mb__build_finish(wb->build, status, status ? error : NULL, ms, &fe) &&
+      !status)
+    warn(result, "cannot record the build", &fe);
+  if (status == MB_STATUS_OK && n == 0) {
+    result->cache_hit = -1; /* nothing kept: nothing a later run reuses */
+    result->build_ms = -1.0;
+  } else {
+    result->build_ms = ms;
+  }
 }
 
 void mb__worker_build_done(mb_worker_build *wb, const mb_bench_config *c) {

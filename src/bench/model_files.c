@@ -313,8 +313,9 @@ static bool is_sha256(const char *s) {
 static mb_status open_manifest(const char *path, mb_model_files *f,
                                mb_error *err) {
   static const char *const keys[] = {
-      "modelbench_model", "name",    "sha256",    "description", "inputs",
-      "outputs",          "formats", "reference", "inputs_dir",  "source"};
+      "modelbench_model", "name",    "sha256",        "description",
+      "inputs",           "outputs", "formats",       "reference",
+      "inputs_dir",       "source",  "content_sha256"};
   mb_json_doc *doc = NULL;
   mb_status status = mb__json_parse_file(path, &doc, err);
   if (status)
@@ -323,6 +324,7 @@ static mb_status open_manifest(const char *path, mb_model_files *f,
   const mb_json_value *version = mb__json_find(root, "modelbench_model");
   const mb_json_value *name = mb__json_find(root, "name");
   const mb_json_value *sha = mb__json_find(root, "sha256");
+  const mb_json_value *content = mb__json_find(root, "content_sha256");
   const mb_json_value *inputs = mb__json_find(root, "inputs");
   const mb_json_value *outputs = mb__json_find(root, "outputs");
   const mb_json_value *formats = mb__json_find(root, "formats");
@@ -352,11 +354,14 @@ static mb_status open_manifest(const char *path, mb_model_files *f,
   if ((name && name->type != MB_JSON_STRING) ||
       (reference && reference->type != MB_JSON_STRING) ||
       (sha && (sha->type != MB_JSON_STRING || !is_sha256(sha->string))) ||
+      (content &&
+       (content->type != MB_JSON_STRING || !is_sha256(content->string))) ||
       (outputs && outputs->type != MB_JSON_ARRAY) ||
       (inputs_dir && inputs_dir->type != MB_JSON_STRING)) {
     status = bad(err, path, root, "bad value",
                  "\"name\", \"reference\" and \"inputs_dir\" are strings, "
-                 "\"sha256\" 64 lowercase hex digits, \"outputs\" an array");
+                 "\"sha256\" and \"content_sha256\" 64 lowercase hex digits, "
+                 "\"outputs\" an array");
     goto done;
   }
   if (inputs_dir && !(f->inputs_dir = resolve_path(path, inputs_dir->string))) {
@@ -371,6 +376,9 @@ static mb_status open_manifest(const char *path, mb_model_files *f,
     snprintf(f->sha256, sizeof f->sha256, "%s", sha->string);
   else if ((status = hash_file(path, f->sha256, err)))
     goto done;
+  if (content)
+    snprintf(f->content_sha256, sizeof f->content_sha256, "%s",
+             content->string);
   if (name)
     snprintf(f->name, sizeof f->name, "%s", name->string);
   if (reference && !(f->reference = mb__strdup(reference->string))) {

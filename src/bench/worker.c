@@ -1023,6 +1023,8 @@ static int worker_prepare(const mb_bench_job *job, int index,
     else
       p->n_sessions = k + 1;
   }
+  mb__worker_build_prepared(&p->wb, result, status,
+                            status ? err.message : NULL);
   mb__worker_build_done(&p->wb, c);
   if (status) {
     mb__error_prefix(&err, status, "preparing %s", def->name);

@@ -150,6 +150,8 @@ static mb_status host_prepare(host_slot *slot, const mb_model *model,
       .example_inputs = options->example_inputs,
       .n_calibration = options->n_calibration,
       .calibration = options->calibration,
+      .build_dir = options->build_dir ? options->build_dir : "",
+      .build_hit = options->build_hit,
   };
   if (err) {
     err->status = MB_STATUS_OK;
@@ -217,6 +219,7 @@ static void host_release(void *session) {
   }                                                                            \
   const mb_runtime mb__runtime_##rt = {                                        \
       .name = #rt,                                                             \
+      .host = 1,                                                               \
       .probe = probe_##rt,                                                     \
       .prepare = prepare_##rt,                                                 \
       .run = host_run,                                                         \

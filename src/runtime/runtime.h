@@ -51,11 +51,18 @@ typedef struct mb_runtime_options {
    * borrowed for prepare. */
   int n_calibration;
   const mb_tensor *const *const *calibration;
+  /* Host runtimes and the build cache: the build's folder for what their
+   * prepare converts (NULL: no cache), and whether it holds an earlier
+   * prepare's artifacts (mb_host_prepare_args). */
+  const char *build_dir;
+  int build_hit;
 } mb_runtime_options;
 
 typedef struct mb_runtime {
   const char *name; /* "reference", "onnxruntime" */
   int hybrid;       /* splits graphs into segments (bench reports them) */
+  int host;         /* the embedding program's (host.c): its prepare is the
+                       conversion, so the build ends after it */
   /* Is it usable here? Fills available, version or reason. Never fails. */
   void (*probe)(mb_runtime_info *info);
   /* Builds a session. model: borrowed, outlives the session. model_path:

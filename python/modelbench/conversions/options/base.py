@@ -75,3 +75,22 @@ def require_fx(model: torch.nn.Module, ctx: ConvertContext, name: str) -> None:
         )
     if not ctx.calibration:
         raise ValueError(f"{name}: no calibration data")
+
+
+#: The file a TorchScript-producing option keeps in its build folder.
+SCRIPT_FILE = "module.ts.pt"
+
+
+def save_script(converted: Converted, folder: str) -> None:
+    """Keeps a TorchScript module (what JIT_TRACE, JIT_SCRIPT and JIT_FREEZE
+    build) in the build folder, for :func:`load_script`."""
+    import os
+
+    torch.jit.save(converted.fn, os.path.join(folder, SCRIPT_FILE))
+
+
+def load_script(folder: str, ctx: ConvertContext) -> Converted:  # noqa: ARG001
+    """The TorchScript module :func:`save_script` kept."""
+    import os
+
+    return Converted(fn=torch.jit.load(os.path.join(folder, SCRIPT_FILE), map_location="cpu").eval())

@@ -2,7 +2,7 @@
 
 import torch
 
-from .base import ConvertContext, Converted, eval_copy
+from .base import ConvertContext, Converted, eval_copy, load_script, save_script
 
 
 def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
@@ -16,3 +16,7 @@ def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
         frozen = torch.jit.freeze(scripted)
         optimized = torch.jit.optimize_for_inference(frozen)
     return Converted(fn=optimized)
+
+# The build cache keeps the TorchScript module: a later run loads it.
+save = save_script
+load = load_script

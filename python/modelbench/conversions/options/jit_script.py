@@ -2,7 +2,7 @@
 
 import torch
 
-from .base import ConvertContext, Converted, eval_copy
+from .base import ConvertContext, Converted, eval_copy, load_script, save_script
 
 
 def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
@@ -10,3 +10,7 @@ def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
     if isinstance(model, torch.jit.ScriptModule):
         return Converted(fn=model.eval())
     return Converted(fn=torch.jit.script(eval_copy(model)))
+
+# The build cache keeps the TorchScript module: a later run loads it.
+save = save_script
+load = load_script

@@ -2,7 +2,7 @@
 
 import torch
 
-from .base import ConvertContext, Converted, eval_copy
+from .base import ConvertContext, Converted, eval_copy, load_script, save_script
 
 
 def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
@@ -10,3 +10,7 @@ def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
     with torch.no_grad():
         traced = torch.jit.trace(eval_copy(model), ctx.example_inputs, check_trace=False, strict=False)
     return Converted(fn=traced)
+
+# The build cache keeps the TorchScript module: a later run loads it.
+save = save_script
+load = load_script
