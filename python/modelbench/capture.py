@@ -265,35 +265,52 @@ def _parameter_names(module: Any) -> List[str]:
     return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
-def positional_tensors(module: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> Tuple[Any, ...]:
-    """The call's inputs as forward()'s positional tensors, in order (keyword
-    tensors bound to their place); NotBenchmarkable naming the argument that
-    is not a tensor."""
+def benchmarkable(module: Any, args: Sequence[Any], kwargs: Dict[str, Any],
+                  copy: bool = True) -> Tuple[Any, Tuple[Any, ...]]:
+    """(the module to benchmark, its tensor inputs) of one call: the module
+    itself when every argument is a tensor, else the module with its plain
+    constant arguments bound (modelbench.bound: ``return_dict=False``,
+    ``scale=0.5``), so that the engine feeds it tensors only.
+    NotBenchmarkable names an argument that is neither (a dict of tensors,
+    an object) and a call without a tensor. The tensors are copies (the
+    call may change them in place) unless not `copy`."""
     import torch
 
-    values = list(args)
-    if kwargs:
-        try:
-            bound = inspect.signature(module.forward).bind(*args, **kwargs)
-        except (TypeError, ValueError) as e:
+    from .bound import bind, is_constant
+
+    arguments: List[Tuple[str, str, Any]] = []
+    try:
+        signature = inspect.signature(module.forward)
+        bound = signature.bind(*args, **kwargs)
+    except (TypeError, ValueError, AttributeError) as e:
+        if kwargs:
             raise NotBenchmarkable(f"its arguments do not bind to forward(): {e}") from e
-        values = []
+        arguments = [("pos", f"input_{i}", a) for i, a in enumerate(args)]
+    else:
         for name, value in bound.arguments.items():
-            param = bound.signature.parameters[name]
-            if param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
-                raise NotBenchmarkable(f"argument {name!r} is not positional")
-            values.append(value)
-    names = _parameter_names(module)
-    for i, v in enumerate(values):
-        if not isinstance(v, torch.Tensor):
-            name = names[i] if i < len(names) else f"#{i}"
+            param = signature.parameters[name]
+            if param.kind == param.VAR_POSITIONAL:
+                arguments += [("pos", f"{name}_{i}", v) for i, v in enumerate(value)]
+            elif param.kind == param.VAR_KEYWORD:
+                arguments += [("kw", k, v) for k, v in value.items()]
+            elif param.kind == param.KEYWORD_ONLY:
+                arguments.append(("kw", name, value))
+            else:
+                arguments.append(("pos", name, value))
+    for _, name, value in arguments:
+        if not isinstance(value, torch.Tensor) and not is_constant(value):
             raise NotBenchmarkable(
-                f"argument {name!r} is a {describe_value(v)}, not a tensor "
-                "(modelbench feeds models tensors only)"
+                f"argument {name!r} is a {describe_value(value)}, neither a tensor nor a "
+                "plain constant (modelbench feeds models tensors, with constants bound)"
             )
-    if not values:
+    if not any(isinstance(v, torch.Tensor) for _, _, v in arguments):
         raise NotBenchmarkable("it takes no tensor input")
-    return tuple(v.detach().cpu().clone() for v in values)
+    return bind(module, arguments, copy)
+
+
+def shown_module(module: Any) -> Any:
+    """The module a report names: the wrapped one of a BoundArguments."""
+    return getattr(module, "inner", module) if hasattr(module, "bound_input_names") else module
 
 
 def input_specs(module: Any, tensors: Sequence[Any]) -> List[Any]:
@@ -381,7 +398,7 @@ def write_model(folder: str, module: Any, tensors: Sequence[Any], sha256: str,
     )
 
     os.makedirs(folder, exist_ok=True)
-    source = ModelSource("module", module=module, name=type(module).__name__,
+    source = ModelSource("module", module=module, name=type(shown_module(module)).__name__,
                          description=origin.location,
                          script=os.path.abspath(origin.script) if origin.script else None,
                          model_hash=sha256)
@@ -412,7 +429,8 @@ def write_model(folder: str, module: Any, tensors: Sequence[Any], sha256: str,
     # The history knows a PyTorch run by its model, as benchmark_model's
     # runs (the script's labels win).
     params, _ = parameter_stats(module)
-    labels = {"model": source.name, "framework": "pytorch", "class": class_name(module),
+    labels = {"model": source.name, "framework": "pytorch",
+              "class": class_name(shown_module(module)),
               "parameters": str(params)}
     labels.update(origin.labels)
     manifest["source"] = {"script": origin.script, "location": origin.location,

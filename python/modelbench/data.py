@@ -74,6 +74,9 @@ def forward_arity(model: Any) -> Optional[int]:
 
 def input_names(model: Any, n: int) -> List[str]:
     """forward()'s parameter names for n inputs, input_0... when unknown."""
+    bound = getattr(model, "bound_input_names", None)  # modelbench.bound
+    if bound is not None and len(bound) >= n and len(set(bound[:n])) == n:
+        return list(bound[:n])
     fn = getattr(model, "forward", model)
     scripted = _script_params(model)
     try:

@@ -109,21 +109,23 @@ class Discovery(capture.Listener):
         try:
             # The inputs before the call: a module may change them in place.
             try:
-                tensors: Optional[Tuple[Any, ...]] = capture.positional_tensors(module, args, kwargs)
+                bench_module, tensors = capture.benchmarkable(module, args, kwargs)
                 why_not = ""
             except capture.NotBenchmarkable as e:
-                tensors, why_not = None, str(e)
+                bench_module, tensors, why_not = module, None, str(e)
             started = time.perf_counter()
             result = call()
             first_call_ms = (time.perf_counter() - started) * 1e3
         finally:
             self.stack.pop()
         self.record(module, key, depth, parent, signature, tensors, why_not, first_call_ms,
-                    variable)
+                    variable, bench_module)
         return result
 
     def record(self, module, key, depth, parent, signature, tensors, why_not, first_call_ms,
-               variable) -> None:
+               variable, bench_module) -> None:
+        """Records one model; bench_module is what is hashed and benchmarked
+        (the module, or it with its constant arguments bound)."""
         params, size = capture.parameter_stats(module)
         first = self.shapes[key[0]][0]
         record: Dict[str, Any] = {
@@ -151,7 +153,7 @@ class Discovery(capture.Listener):
         self.records[key] = record
         try:
             if tensors is not None:
-                record["sha256"] = capture.model_hash(module, tensors, batch=True)
+                record["sha256"] = capture.model_hash(bench_module, tensors, batch=True)
         except Exception as e:  # noqa: BLE001 - a model we cannot hash is still listed
             why_not = f"cannot hash it: {type(e).__name__}: {e}"
         if self.hash_prefixes and not any((record["sha256"] or "").startswith(h)
@@ -160,7 +162,7 @@ class Discovery(capture.Listener):
         if why_not:
             record["benchmark"] = f"not benchmarked: {why_not}"
         elif self.spec.get("benchmark"):
-            self.write_manifest(module, record, tensors)
+            self.write_manifest(bench_module, record, tensors)
         self.emit(record)
 
     def write_manifest(self, module, record, tensors) -> None:
@@ -195,7 +197,8 @@ class Discovery(capture.Listener):
             # Per module (its first record's index): how many input
             # signatures it was called with, those past --max-shapes included,
             # and how many calls those had.
-            "shapes": {str(self.order[keys[0]]): len(keys) + len(self.other_shapes.get(mid, ()))
+            "shapes": {str(self.order[keys[0]]): sum(k in self.records for k in keys)
+                       + len(self.other_shapes.get(mid, ()))
                        for mid, keys in self.shapes.items()},
             "other_shape_calls": {str(self.order[self.shapes[mid][0]]): n
                                   for mid, n in self.other_calls.items()},

@@ -89,6 +89,9 @@ class Segment:
     location: str
     signature: str = ""  # the input signature, "x: float32[2, 8]"
     tensors: Optional[Tuple[Any, ...]] = None  # inputs of its first call
+    # What is benchmarked: the module, or it with its constant arguments
+    # bound (modelbench.bound), fed `tensors`.
+    bench_module: Any = None
     why_not: str = ""  # why it cannot be benchmarked
     sha256: str = ""
     onnx_path: str = ""  # its ONNX export, while the report runs
@@ -152,7 +155,7 @@ class _CallListener(capture.Listener):
             signature = ", ".join(f"{n}: {v}" for n, v in key[1])
             segment = Segment(module, type(module).__name__, where, signature)
             try:
-                segment.tensors = capture.positional_tensors(module, args, kwargs)
+                segment.bench_module, segment.tensors = capture.benchmarkable(module, args, kwargs)
             except capture.NotBenchmarkable as e:
                 segment.why_not = str(e)
             self.record.segments[key] = segment
@@ -435,7 +438,8 @@ def _benchmark(records: List[FunctionRecord], conversions: Any, config: Any,
             if segment.tensors is None:
                 continue
             try:
-                segment.sha256 = capture.model_hash(segment.module, segment.tensors, batch=True)
+                segment.sha256 = capture.model_hash(segment.bench_module, segment.tensors,
+                                                    batch=True)
                 if segment.sha256 in manifests:
                     segment.onnx_path = _onnx_path(manifests[segment.sha256])
                     continue
@@ -444,7 +448,7 @@ def _benchmark(records: List[FunctionRecord], conversions: Any, config: Any,
                     segment.location.split(" at ", 1)[-1], {"function": record.name})
                 manifests[segment.sha256] = capture.write_model(
                     os.path.join(run_dir, f"{segment.name}-{segment.sha256[:12]}"),
-                    segment.module, segment.tensors, segment.sha256, origin, formats,
+                    segment.bench_module, segment.tensors, segment.sha256, origin, formats,
                     cfg.opset, cfg.cache, cfg.cache_dir)
                 segment.onnx_path = _onnx_path(manifests[segment.sha256])
             except Exception as e:  # noqa: BLE001 - one module's failure spares the rest
@@ -695,14 +699,14 @@ def _converted(segment: Segment, conversion: str, threads: int) -> Callable[...,
     from .conversions import option
     from .conversions.options.base import ConvertContext
 
-    module = copy.deepcopy(segment.module)
+    module = copy.deepcopy(segment.bench_module)
     ctx = ConvertContext(example_inputs=segment.tensors, calibration=[segment.tensors],
                          threads=threads, log=log)
     with capture.paused():
         converted = option(conversion).convert(module, ctx)
 
     def run(args: Tuple[Any, ...], kwargs: Dict[str, Any], call: Callable[[], Any]) -> Any:
-        inputs = capture.positional_tensors(segment.module, args, kwargs) if kwargs else args
+        inputs = capture.benchmarkable(segment.module, args, kwargs, copy=False)[1]
         if converted.prepare_inputs is not None:
             inputs = converted.prepare_inputs(tuple(inputs))
         with torch.no_grad():
@@ -725,10 +729,10 @@ def _onnx_converted(segment: Segment, conversion: str, threads: int) -> Callable
         raise RuntimeError(f"{segment.name} has no ONNX export")
     runner = Runner(segment.onnx_path, conversion, segment.tensors or (), threads)
     with capture.paused(), torch.no_grad():
-        template = segment.module(*(segment.tensors or ()))
+        template = segment.bench_module(*(segment.tensors or ()))
 
     def run(args: Tuple[Any, ...], kwargs: Dict[str, Any], call: Callable[[], Any]) -> Any:
-        inputs = capture.positional_tensors(segment.module, args, kwargs) if kwargs else args
+        inputs = capture.benchmarkable(segment.module, args, kwargs, copy=False)[1]
         return unflatten(template, runner(inputs))
 
     return run

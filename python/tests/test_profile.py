@@ -223,6 +223,36 @@ def test_predictions_per_input_shape(cache_dir):
         raise AssertionError("max_shapes=0 accepted")
 
 
+def test_a_module_with_constant_arguments_is_predicted(cache_dir):
+    """A keyword constant (softmax's dim here) is bound: the segment is
+    benchmarked and the function predicted and validated."""
+    model = small_model()
+
+    class Head(nn.Module):
+        def forward(self, x, *, dim=1, temperature=1.0):
+            return (x / temperature).softmax(dim)
+
+    head = Head()
+
+    @modelbench.profile(conversions=["EAGER", "ORT_CPU"], warmup_calls=1, validate=True)
+    def infer(x):
+        with torch.no_grad():
+            return head(model(x), dim=1, temperature=2.0)
+
+    with modelbench.profile_session(config=FAST, display=lambda line: None,
+                                    validate_calls=2) as s:
+        for _ in range(3):
+            want = infer(torch.randn(2, 32))
+    table = s.last_report.function("infer")
+    head_seg = next(seg for seg in table.segments if seg["label"] == "Head")
+    assert head_seg["why_not"] == "" and head_seg["sha256"], head_seg
+    assert "temperature: 2.0" in head_seg["signature"], head_seg
+    for name in ("EAGER", "ORT_CPU"):
+        row = table.row(name)
+        assert row.predicted_ms is not None and row.measured_ms is not None, row
+    assert want.shape == (2, 4)
+
+
 def test_decorator_outside_a_session_and_report(cache_dir):
     model = small_model()
 

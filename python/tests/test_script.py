@@ -455,6 +455,50 @@ def test_pytorch_conversions_keep_real_builds(tmp_path, cache_dir):
     assert [a["name"] for a in stats["artifacts"]] == ["module.ts.pt"], stats["artifacts"]
 
 
+def test_constant_arguments_are_bound(tmp_path, cache_dir):
+    """A module called with plain constants (scale=0.5, return_dict=False)
+    is benchmarked with them bound, one model per set of constants; a
+    container of tensors is still refused, naming the argument."""
+    s = script(tmp_path, "consts.py", """
+        torch.manual_seed(0)
+
+
+        class Scaled(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(4, 3)
+
+            def forward(self, x, scale=1.0, *, return_dict=True):
+                y = self.lin(x) * scale
+                return {"y": y} if return_dict else y
+
+
+        m = Scaled()
+        m(torch.randn(2, 4), scale=0.5, return_dict=False)
+        m(torch.randn(2, 4), 2.0, return_dict=False)
+
+
+        class TakesDict(nn.Module):
+            def forward(self, inputs):
+                return inputs["x"] * 2
+
+
+        TakesDict()({"x": torch.ones(2)})
+        """)
+    report = tmp_path / "consts.json"
+    proc = modelbench("script", s, "-c", "EAGER,ORT_CPU", "--json", report, *FAST, check=0)
+    models = {(r["model"]["name"], r["model"]["sha256"]): r
+              for r in json.loads(report.read_text())["reports"]}
+    scaled = [r for (name, _), r in models.items() if name == "Scaled"]
+    assert len(scaled) == 2, list(models)
+    for r in scaled:
+        assert [i["name"] for i in r["model"]["inputs"]] == ["x"], r["model"]["inputs"]
+        assert [x["status"] for x in r["results"]] == ["ok", "ok"], r["results"]
+        assert r["labels"]["class"] == "Scaled", r["labels"]
+    assert "scale: 0.5, return_dict: False" in proc.stdout
+    assert "argument 'inputs' is a dict(x: float32[2])" in proc.stdout, proc.stdout
+
+
 def _line(path: Path, text: str) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if line.strip() == text)
 
