@@ -408,8 +408,9 @@ def test_the_cache_knows_a_script_model_by_its_hash(tmp_path, cache_dir):
 
 
 def test_pytorch_conversions_keep_real_builds(tmp_path, cache_dir):
-    """JIT_TRACE, JIT_SCRIPT and JIT_FREEZE keep their TorchScript module in
-    the build cache and load it on the next run, under one key whether or
+    """JIT_TRACE, JIT_SCRIPT and JIT_FREEZE keep their TorchScript module and
+    INT8_DYNAMIC+EAGER its quantised module in the build cache and load it
+    on the next run, under one key whether or
     not an ONNX conversion is in -c; a conversion that fails is recorded as
     a failed build and tried again; one with nothing to keep says so."""
     s = script(tmp_path, "jit.py", """
@@ -428,7 +429,7 @@ def test_pytorch_conversions_keep_real_builds(tmp_path, cache_dir):
 
         Unscriptable()(torch.randn(2, 4))
         """)
-    convs = ["EAGER", "JIT_TRACE", "JIT_SCRIPT", "JIT_FREEZE"]
+    convs = ["EAGER", "JIT_TRACE", "JIT_SCRIPT", "JIT_FREEZE", "INT8_DYNAMIC+EAGER"]
     results = []
     for extra in ([], ["ORT_CPU"]):
         out = tmp_path / f"jit{len(results)}.json"
@@ -437,15 +438,17 @@ def test_pytorch_conversions_keep_real_builds(tmp_path, cache_dir):
     first, second = results
     assert {k: (r["status"], r["cache_hit"]) for k, r in first.items()} == {
         "EAGER": ("ok", None), "JIT_TRACE": ("ok", False), "JIT_SCRIPT": ("error", False),
-        "JIT_FREEZE": ("ok", False)}, first
+        "JIT_FREEZE": ("ok", False), "INT8_DYNAMIC+EAGER": ("ok", False)}, first
     assert first["JIT_TRACE"]["build_ms"] > 0
     # The second run (ORT_CPU too: an ONNX export in the manifest) loads the
     # traced and frozen modules; JIT_SCRIPT's failure was not kept as ok.
     assert {k: (r["status"], r["cache_hit"]) for k, r in second.items() if k in convs} == {
         "EAGER": ("ok", None), "JIT_TRACE": ("ok", True), "JIT_SCRIPT": ("error", False),
-        "JIT_FREEZE": ("ok", True)}, second
+        "JIT_FREEZE": ("ok", True), "INT8_DYNAMIC+EAGER": ("ok", True)}, second
     assert second["JIT_TRACE"]["build_id"] == first["JIT_TRACE"]["build_id"]
     assert second["JIT_TRACE"]["accuracy"]["max_abs_err"] < 1e-5
+    assert (second["INT8_DYNAMIC+EAGER"]["accuracy"]["max_abs_err"]
+            == first["INT8_DYNAMIC+EAGER"]["accuracy"]["max_abs_err"])
     builds = {b["conversion"]: b for b in json.loads(
         modelbench("cache", "list", str(s), "--json", check=0).stdout)["builds"]}
     assert builds["JIT_SCRIPT"]["status"] == "failed", builds["JIT_SCRIPT"]

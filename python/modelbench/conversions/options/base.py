@@ -94,3 +94,34 @@ def load_script(folder: str, ctx: ConvertContext) -> Converted:  # noqa: ARG001
     import os
 
     return Converted(fn=torch.jit.load(os.path.join(folder, SCRIPT_FILE), map_location="cpu").eval())
+
+
+#: The file a quantising option keeps in its build folder.
+PICKLE_FILE = "module.pt"
+
+
+def save_pickled(converted: Converted, folder: str) -> None:
+    """Keeps a quantised eager module (INT8_DYNAMIC+EAGER, INT8_STATIC+EAGER:
+    an FX GraphModule) in the build folder with cloudpickle, the code of
+    classes a worker cannot import by name with it, for
+    :func:`load_pickled`."""
+    import os
+
+    import cloudpickle
+
+    torch.save(converted.fn, os.path.join(folder, PICKLE_FILE), pickle_module=cloudpickle)
+
+
+def load_pickled(folder: str, ctx: ConvertContext) -> Converted:  # noqa: ARG001
+    """The module :func:`save_pickled` kept (the build cache is this user's
+    own folder, written by this front), on the quantised backend it was
+    built for."""
+    import os
+
+    quantized_engine()
+    path = os.path.join(folder, PICKLE_FILE)
+    try:
+        module = torch.load(path, map_location="cpu", weights_only=False)
+    except TypeError:  # a PyTorch without weights_only
+        module = torch.load(path, map_location="cpu")
+    return Converted(fn=module.eval())

@@ -3,7 +3,14 @@ activations quantised at run time) on Linear and recurrent layers."""
 
 import torch
 
-from .base import ConvertContext, Converted, eval_copy, quantized_engine
+from .base import (
+    ConvertContext,
+    Converted,
+    eval_copy,
+    load_pickled,
+    quantized_engine,
+    save_pickled,
+)
 
 _LAYERS = {
     torch.nn.Linear,
@@ -27,3 +34,7 @@ def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
     quantized = torch.quantization.quantize_dynamic(model, _LAYERS, dtype=torch.qint8)
     ctx.log.info("INT8_DYNAMIC+EAGER: quantized backend %s", engine)
     return Converted(fn=quantized)
+
+# The build cache keeps the quantised module: a later run loads it.
+save = save_pickled
+load = load_pickled

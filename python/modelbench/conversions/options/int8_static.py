@@ -5,7 +5,16 @@ import torch
 from torch.ao.quantization import get_default_qconfig_mapping
 from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
-from .base import ConvertContext, Converted, calibrate, eval_copy, quantized_engine, require_fx
+from .base import (
+    ConvertContext,
+    Converted,
+    calibrate,
+    eval_copy,
+    load_pickled,
+    quantized_engine,
+    require_fx,
+    save_pickled,
+)
 
 
 def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
@@ -22,3 +31,7 @@ def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
         len(ctx.calibration),
     )
     return Converted(fn=quantized)
+
+# The build cache keeps the quantised module: a later run loads it.
+save = save_pickled
+load = load_pickled
