@@ -11,10 +11,18 @@
    `torch.inference_mode()` loop over the same module in a fresh process,
    alternated over rounds; and the Python side's overhead per iteration
    (a one-layer module, where the call itself is nearly all of it).
+4. Shapes (issue 32): a function profile of an MLP called at batch 1, 4,
+   16, 64 and 256: each shape's segment benchmarked on its own, the
+   prediction per conversion against the validated measurement, overall
+   and per shape group.
+5. Builds (issue 32): ResNet-18's PyTorch conversions benchmarked twice on
+   one build cache: the first run's build_ms and load_ms against the
+   second's (which loads the kept TorchScript or quantised module; the
+   worker's import of torch is in both).
 
     PYTHONPATH=python /usr/bin/python3 bench/pytorch.py BUILD_DIR
 MB_BENCH_ROUNDS (default 3) sets the fidelity rounds; MB_BENCH_PYTORCH_PARTS
-(default resnet,digits,fidelity) which parts run. bench/run.sh runs it with
+(default resnet,digits,fidelity,shapes,builds) which parts run. bench/run.sh runs it with
 Debian's python3 (PyTorch 1.13), then resnet and fidelity again with the
 PyTorch 2.x of scripts/python-venv.sh when that environment is there.
 """
@@ -159,12 +167,71 @@ def fidelity(work: Path, cache: str, rounds: int) -> None:
               f"{', '.join(f'{x:.4f}' for x in plain)})")
 
 
+def shapes(cache: str) -> None:
+    """A function profile across batch sizes: prediction vs validation."""
+    import modelbench
+
+    print("\n== function profile across batch sizes (MLP 256-512-256, batch 1..256, "
+          "1 thread): predicted vs validated per call (ms)")
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(),
+                              torch.nn.Linear(512, 256)).eval()
+    convs = ["EAGER", "JIT_FREEZE", "ORT_CPU"]
+
+    @modelbench.profile(conversions=convs, validate=True)
+    def infer(x):
+        with torch.no_grad():
+            return mlp(x).sum()
+
+    config = {"min_time": 1.0, "threads": 1, "record": False, "cache_dir": cache}
+    with modelbench.profile_session(config=config, display=lambda line: None,
+                                    validate_calls=10) as session:
+        for _ in range(4):
+            for batch in (1, 4, 16, 64, 256):
+                infer(torch.randn(batch, 256))
+    table = session.last_report.function("infer")
+    for row in table.rows:
+        print(f"{row.conversion:12s} predicted {row.predicted_ms:8.3f}  measured "
+              f"{row.measured_ms:8.3f}  error {row.error_pct:+6.1f}%")
+    for g in table.shapes:
+        print(f"  {g['segments'][0]:45s} measured {g['measured_ms']:8.3f}  " + "  ".join(
+            f"{name} pred {g['predicted_ms'][name]:7.3f} val "
+            f"{g.get('validated_ms', {}).get(name, float('nan')):7.3f}" for name in convs))
+
+
+def builds(cache: str) -> None:
+    """The PyTorch conversions' builds: a first run against a second."""
+    import torchvision
+
+    print("\n== PyTorch conversions' builds: ResNet-18 224, first run (build) vs "
+          "second (from the cache), ms; load is the worker's whole prepare, its "
+          "import of torch included")
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18().eval()
+    convs = ["JIT_TRACE", "JIT_FREEZE", "INT8_DYNAMIC+EAGER", "INT8_STATIC+EAGER"]
+    config = {"batch_size": 1, "n_samples": 4, "min_time": 0.5, "warmup_time": 0.2,
+              "record": False, "cache_dir": os.path.join(cache, "builds-bench"),
+              "calibration_samples": 8}
+    runs = [benchmark_model(model, config, convs, data=torch.randn(3, 224, 224))
+            for _ in range(2)]
+    for name in convs:
+        a, b = runs[0][name], runs[1][name]
+        def ms(v):
+            return "-" if v is None else f"{v:.1f}"
+
+        print(f"{name:20s} first: cache_hit {a['cache_hit']!s:5s} build {ms(a['build_ms']):>8s} "
+              f"load {ms(a['load_ms']):>8s} | second: cache_hit {b['cache_hit']!s:5s} "
+              f"load {ms(b['load_ms']):>8s}")
+
+
 def main() -> None:
     rounds = int(os.environ.get("MB_BENCH_ROUNDS", "3"))
     with tempfile.TemporaryDirectory(prefix="mb-bench-pytorch-") as tmp:
         work = Path(tmp)
         cache = str(work / "cache")
-        parts = os.environ.get("MB_BENCH_PYTORCH_PARTS", "resnet,digits,fidelity").split(",")
+        parts = os.environ.get("MB_BENCH_PYTORCH_PARTS",
+                               "resnet,digits,fidelity,shapes,builds").split(",")
         print(f"PyTorch {torch.__version__} ({sys.executable})")
         if "resnet" in parts:
             resnet_table(cache)
@@ -172,6 +239,10 @@ def main() -> None:
             digits_table(work, cache)
         if "fidelity" in parts:
             fidelity(work, cache, rounds)
+        if "shapes" in parts:
+            shapes(cache)
+        if "builds" in parts:
+            builds(cache)
 
 
 if __name__ == "__main__":

@@ -23,8 +23,9 @@
 # primitives); MB_BENCH_RECURRENT=0 skips it. Then bench/load.sh (issue
 # 16: load scenarios and sweeps); MB_BENCH_LOAD=0 skips it.
 # Then the Python front (bench/pytorch.py): ResNet-18 under PyTorch's and
-# the engine's conversions, the digits CNN with task accuracy, and EAGER's
-# fidelity against a plain loop; MB_BENCH_PYTORCH=0 skips it.
+# the engine's conversions, the digits CNN with task accuracy, EAGER's
+# fidelity against a plain loop, a function profile across batch sizes and
+# the PyTorch conversions' cached builds; MB_BENCH_PYTORCH=0 skips it.
 set -euo pipefail
 
 build=${1:-build}
@@ -151,7 +152,7 @@ if [ "${MB_BENCH_PYTORCH:-1}" != 0 ]; then
   venv_python=$("$(dirname "$0")/../scripts/python-venv.sh" --path)
   if [ -x "$venv_python" ]; then
     echo
-    MB_BENCH_PYTORCH_PARTS=resnet,fidelity MODELBENCH_LIBRARY=$build/lib/libmodelbench.so \
+    MB_BENCH_PYTORCH_PARTS=resnet,fidelity,shapes,builds MODELBENCH_LIBRARY=$build/lib/libmodelbench.so \
       "$venv_python" "$(dirname "$0")/pytorch.py"
   else
     echo "PyTorch 2.x front skipped: no $venv_python (scripts/python-venv.sh makes it)"

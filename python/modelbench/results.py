@@ -34,7 +34,7 @@ class Result(dict):
     Nested keys also read with dots: ``r["latency_ms.median"]``,
     ``r["accuracy.cosine"]``. ``status`` is alma's ("success" or "error");
     ``bench_status`` keeps the engine's (ok, error, timeout, crashed,
-    unavailable, skipped).
+    unavailable, skipped, built).
     """
 
     def get(self, key: Any, default: Any = None) -> Any:
