@@ -113,13 +113,14 @@ def _executor_argv(executor: Optional[str],
     return argv
 
 
-def _shared_run_parent(cfg: BenchmarkConfig) -> str:
-    """Where a run for an executor keeps its manifest and inputs: in the cache
-    folder, which Slurm's nodes must share anyway (a temporary folder of this
-    machine is not theirs)."""
-    base = (cfg.cache_dir or os.environ.get("MODELBENCH_CACHE_DIR")
+def shared_run_parent(cache_dir: Optional[str], name: str) -> str:
+    """Where a run for an executor keeps its manifests and inputs: the folder
+    `name` of the cache folder (cache_dir, $MODELBENCH_CACHE_DIR or
+    ~/.cache/modelbench), which Slurm's nodes must share anyway (a temporary
+    folder of this machine is not theirs); created when missing."""
+    base = (cache_dir or os.environ.get("MODELBENCH_CACHE_DIR")
             or os.path.join(os.path.expanduser("~"), ".cache", "modelbench"))
-    parent = os.path.join(base, "python-runs")
+    parent = os.path.join(base, name)
     os.makedirs(parent, exist_ok=True)
     return parent
 
@@ -426,7 +427,8 @@ def benchmark_model(
         raise ValueError("executor needs multiprocessing=True: the model travels to "
                          "the other machine as a file, not as this process's object")
     run_dir = tempfile.mkdtemp(prefix="modelbench-run-",
-                               dir=_shared_run_parent(cfg) if executor_argv else None)
+                               dir=shared_run_parent(cfg.cache_dir, "python-runs")
+                               if executor_argv else None)
     live_key: Optional[str] = None
     try:
         inputs = None

@@ -246,16 +246,15 @@ def _bench_options_error(bench: List[str]) -> str:
 
 def _run_parent(executor: Optional[str], cache_dir: Optional[str]) -> Optional[str]:
     """Where the run folder (manifests, pickled modules, inputs) goes: the
-    temporary folder, or for Slurm the cache folder, which the nodes share
-    anyway (docs/executors.md); over SSH the folders are copied to the
-    hosts, and a kept folder (--no-wait) must not vanish with /tmp either."""
+    temporary folder, or with an executor <cache>/script-runs, which Slurm's
+    nodes share anyway (docs/executors.md); over SSH the folders are copied
+    to the hosts, and a kept folder (--no-wait) must not vanish with /tmp
+    either."""
     if not executor:
         return None
-    base = (cache_dir or os.environ.get("MODELBENCH_CACHE_DIR")
-            or os.path.join(os.path.expanduser("~"), ".cache", "modelbench"))
-    parent = os.path.join(base, "script-runs")
-    os.makedirs(parent, exist_ok=True)
-    return parent
+    from .api import shared_run_parent
+
+    return shared_run_parent(cache_dir, "script-runs")
 
 
 def _package_env() -> Dict[str, str]:
