@@ -7,7 +7,8 @@
 As MLAgility's ``benchit script.py`` does: each script runs in a child
 process (``modelbench.discover``) with a capture on ``nn.Module.__call__``;
 every model it calls is recorded (class, where it was built, parameters,
-the input signature at its first call, how often it was called, its hash),
+each input signature it was called with as a model of its own, how often,
+its hash),
 then each one is benchmarked by one ``python3 -m modelbench bench`` run on
 their model manifests: the PyTorch front's conversions and the engine's, the
 same hash, export cache, reports and results database as
