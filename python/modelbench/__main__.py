@@ -32,6 +32,7 @@ def main() -> int:
         return script.main(sys.argv[2:])
     task_environment()
     host.install()
+    host.preload(sys.argv[1:2])
     return _lib.cli_main(["modelbench"] + sys.argv[1:])
 
 

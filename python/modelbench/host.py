@@ -408,6 +408,25 @@ def install() -> None:
     _installed = rt  # the callbacks must outlive every call from C
 
 
+#: The commands whose workers run PyTorch conversions (forked from this
+#: process): bench and load, and profile's per-node runs.
+_FORKING_COMMANDS = ("bench", "load")
+
+
+def preload(command: List[str]) -> None:
+    """Imports torch before a command that forks the engine's workers, so
+    that each worker inherits it instead of importing it again (about a
+    second per PyTorch conversion, which load_ms would count). Importing
+    runs no operator: no OpenMP region has run when the workers are
+    forked, which is what fork-safety needs (docs/pytorch.md)."""
+    if command and command[0] in _FORKING_COMMANDS and os.environ.get(
+            "MODELBENCH_NO_TORCH_PRELOAD") != "1":
+        try:
+            _torch()
+        except ImportError:
+            pass  # the PyTorch conversions say why they are unavailable
+
+
 def hand_over(key: str, model: Any) -> None:
     """Keeps a live model for a run in this process (multiprocessing=False)."""
     _live_models[key] = model
