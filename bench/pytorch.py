@@ -17,8 +17,7 @@
    and per shape group.
 5. Builds (issue 32): ResNet-18's PyTorch conversions benchmarked twice on
    one build cache: the first run's build_ms and load_ms against the
-   second's (which loads the kept TorchScript or quantised module; the
-   worker's import of torch is in both).
+   second's (which loads the kept TorchScript or quantised module).
 
     PYTHONPATH=python /usr/bin/python3 bench/pytorch.py BUILD_DIR
 MB_BENCH_ROUNDS (default 3) sets the fidelity rounds; MB_BENCH_PYTORCH_PARTS
@@ -205,8 +204,7 @@ def builds(cache: str) -> None:
     import torchvision
 
     print("\n== PyTorch conversions' builds: ResNet-18 224, first run (build) vs "
-          "second (from the cache), ms; load is the worker's whole prepare, its "
-          "import of torch included")
+          "second (from the cache), ms; load is the worker's whole prepare")
     torch.manual_seed(0)
     model = torchvision.models.resnet18().eval()
     convs = ["JIT_TRACE", "JIT_FREEZE", "INT8_DYNAMIC+EAGER", "INT8_STATIC+EAGER"]
