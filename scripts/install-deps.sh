@@ -36,6 +36,7 @@ packages=(
   libxnnpack-dev libpthreadpool-dev       # XNNPACK conversions
   libdnnl-dev                             # oneDNN conversions
   libsqlite3-dev                          # results database
+  python3                                 # the PyTorch conversions' registry rows, made at build time
 )
 if [ "${MB_WITH_TORCH:-0}" = 1 ]; then
   packages+=(python3-torch python3-torchvision python3-onnx python3-numpy

@@ -223,6 +223,7 @@ _declare("mb_conversion_count", c_int)
 _declare("mb_conversion_find", c_int, c_char_p, POINTER(c_int), POINTER(MbError))
 _declare("mb_conversion_get", c_int, c_int, POINTER(MbConversionInfo), POINTER(MbError))
 _declare("mb_precision_name", c_char_p, c_int)
+_declare("mb_device_name", c_char_p, c_int)
 _declare("mb_int8_weights_name", c_char_p, c_int)
 _declare("mb_model_format_name", c_char_p, c_int)
 _declare("mb_host_runtime_set", c_int, c_char_p, POINTER(MbHostRuntime), POINTER(MbError))
@@ -288,6 +289,7 @@ def conversion_info(index: int) -> dict:
         "name": info.name.decode(),
         "runtime": info.runtime.decode(),
         "format": lib.mb_model_format_name(info.format).decode(),
+        "device": lib.mb_device_name(info.device).decode(),
         "precision": lib.mb_precision_name(info.precision).decode(),
         "description": info.description.decode(),
         "default": bool(info.in_default_set),

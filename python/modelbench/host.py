@@ -406,6 +406,9 @@ def install() -> None:
     if _lib.lib.mb_host_runtime_set(b"pytorch", ctypes.byref(rt), ctypes.byref(err)):
         raise RuntimeError(_lib.error_message(err))
     _installed = rt  # the callbacks must outlive every call from C
+    from .conversions import check_library
+
+    check_library()
 
 
 #: The commands whose workers run PyTorch conversions (forked from this

@@ -429,7 +429,8 @@ def test_pytorch_conversions_keep_real_builds(tmp_path, cache_dir):
 
         Unscriptable()(torch.randn(2, 4))
         """)
-    convs = ["EAGER", "JIT_TRACE", "JIT_SCRIPT", "JIT_FREEZE", "INT8_DYNAMIC+EAGER"]
+    convs = ["EAGER", "JIT_TRACE", "JIT_SCRIPT", "JIT_FREEZE", "JIT_ONEDNN_FUSION",
+             "INT8_DYNAMIC+EAGER"]
     results = []
     for extra in ([], ["ORT_CPU"]):
         out = tmp_path / f"jit{len(results)}.json"
@@ -438,13 +439,15 @@ def test_pytorch_conversions_keep_real_builds(tmp_path, cache_dir):
     first, second = results
     assert {k: (r["status"], r["cache_hit"]) for k, r in first.items()} == {
         "EAGER": ("ok", None), "JIT_TRACE": ("ok", False), "JIT_SCRIPT": ("error", False),
-        "JIT_FREEZE": ("ok", False), "INT8_DYNAMIC+EAGER": ("ok", False)}, first
+        "JIT_FREEZE": ("ok", False), "JIT_ONEDNN_FUSION": ("ok", False),
+        "INT8_DYNAMIC+EAGER": ("ok", False)}, first
     assert first["JIT_TRACE"]["build_ms"] > 0
     # The second run (ORT_CPU too: an ONNX export in the manifest) loads the
     # traced and frozen modules; JIT_SCRIPT's failure was not kept as ok.
     assert {k: (r["status"], r["cache_hit"]) for k, r in second.items() if k in convs} == {
         "EAGER": ("ok", None), "JIT_TRACE": ("ok", True), "JIT_SCRIPT": ("error", False),
-        "JIT_FREEZE": ("ok", True), "INT8_DYNAMIC+EAGER": ("ok", True)}, second
+        "JIT_FREEZE": ("ok", True), "JIT_ONEDNN_FUSION": ("ok", True),
+        "INT8_DYNAMIC+EAGER": ("ok", True)}, second
     assert second["JIT_TRACE"]["build_id"] == first["JIT_TRACE"]["build_id"]
     assert second["JIT_TRACE"]["accuracy"]["max_abs_err"] < 1e-5
     assert (second["INT8_DYNAMIC+EAGER"]["accuracy"]["max_abs_err"]

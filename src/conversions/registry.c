@@ -7,9 +7,10 @@
  *    20-29   ONNX Runtime CUDA
  *    30-49   XNNPACK, oneDNN
  *    50-59   libtorch (TorchScript files)
- *    60-79   PyTorch in the Python front (EAGER, JIT_*, ...; runtime
- *            "pytorch", a host runtime: src/runtime/host.c)
- *   100-     precision steps (FP16+..., BF16+..., INT8_STATIC+...)
+ *    60-99   PyTorch in the Python front (EAGER, JIT_*, ...; runtime
+ *   200-399  "pytorch", a host runtime: src/runtime/host.c), one file
+ *            each in python/modelbench/conversions/options/ (catalog.py
+ *            checks the ranges)
  *  1000-     registered at run time (tests) */
 #include "conversions/conversion.h"
 #include "runtime/engine.h"
@@ -114,129 +115,218 @@ MB_X(onednn, INT8)
 /* ---- the table ---- */
 
 static const mb_conversion_def builtin[] = {
-    {1, "REFERENCE", "reference", MB_DEVICE_CPU, MB_PRECISION_FP32,
-     MB_GRAPH_OPT_DISABLED, 1,
-     "modelbench's reference interpreter, the accuracy baseline", NULL, 1},
-    {2, "ORT_CPU", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_FP32,
-     MB_GRAPH_OPT_ALL, 1,
-     "ONNX Runtime, CPU execution provider, all graph optimisations", NULL, 1},
-    {3, "ORT_CPU_NO_OPT", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_FP32,
-     MB_GRAPH_OPT_DISABLED, 1,
-     "ONNX Runtime, CPU execution provider, graph optimisations disabled", NULL,
-     3},
-    {4, "ORT_CPU_BASIC", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_FP32,
-     MB_GRAPH_OPT_BASIC, 0,
-     "ONNX Runtime, CPU execution provider, basic graph optimisations", NULL,
-     3},
-    {5, "ORT_CPU_EXTENDED", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_FP32,
-     MB_GRAPH_OPT_EXTENDED, 0,
-     "ONNX Runtime, CPU execution provider, extended graph optimisations", NULL,
-     3},
-    {6, "OPTIMIZE+REFERENCE", "reference", MB_DEVICE_CPU, MB_PRECISION_FP32,
-     MB_GRAPH_OPT_DISABLED, 0,
-     "our graph passes (constant folding, Identity/dead-node removal, "
-     "BatchNormalization folding, shape simplification), then the reference "
-     "interpreter",
-     NULL, 3, "optimize"},
-    {10, "FP16+ORT_CPU", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_FP16,
-     MB_GRAPH_OPT_ALL, 0,
-     "weights and activations in float16 (sensitive ops kept float32), "
-     "float32 inputs and outputs, on ONNX Runtime",
-     NULL, 3, "optimize,to_fp16"},
-    {11, "FP16+REFERENCE", "reference", MB_DEVICE_CPU, MB_PRECISION_FP16,
-     MB_GRAPH_OPT_DISABLED, 0,
-     "the FP16 model on the reference interpreter (its accuracy without ORT)",
-     NULL, 3, "optimize,to_fp16"},
-    {20, "INT8_DYNAMIC+ORT_CPU", "onnxruntime", MB_DEVICE_CPU,
-     MB_PRECISION_INT8, MB_GRAPH_OPT_ALL, 0,
-     "MatMul/Gemm weights int8 per channel, activations quantised at run "
-     "time (DynamicQuantizeLinear + MatMulInteger), on ONNX Runtime",
-     NULL, 3, "optimize,quantize_dynamic"},
-    {21, "INT8_STATIC+ORT_CPU", "onnxruntime", MB_DEVICE_CPU, MB_PRECISION_INT8,
-     MB_GRAPH_OPT_ALL, 0,
-     "QDQ int8 from calibration (uint8 activations per tensor, int8 weights "
-     "per channel), on ONNX Runtime's int8 kernels",
-     NULL, 2, "optimize,quantize_static"},
-    {22, "INT8_STATIC+REFERENCE", "reference", MB_DEVICE_CPU, MB_PRECISION_INT8,
-     MB_GRAPH_OPT_DISABLED, 0,
-     "the INT8_STATIC model on the reference interpreter (its accuracy "
-     "without ORT)",
-     NULL, 3, "optimize,quantize_static"},
-    {30, "XNNPACK", "xnnpack", MB_DEVICE_CPU, MB_PRECISION_FP32,
-     MB_GRAPH_OPT_DISABLED, 0,
-     "XNNPACK subgraphs (NHWC), other nodes on the reference interpreter", NULL,
-     2},
-    {31, "FP16+XNNPACK", "xnnpack", MB_DEVICE_CPU, MB_PRECISION_FP16,
-     MB_GRAPH_OPT_DISABLED, 0,
-     "XNNPACK forced to fp16 inference, fp32 inputs and outputs",
-     check_xnnpack_FP16, 2},
-    {32, "INT8_STATIC+XNNPACK", "xnnpack", MB_DEVICE_CPU, MB_PRECISION_INT8,
-     MB_GRAPH_OPT_DISABLED, 0,
-     "XNNPACK qs8: Conv/Gemm/MatMul in int8 (per-channel weights) with "
-     "INT8_STATIC's calibrated parameters, other nodes fp32",
-     check_xnnpack_INT8, 2, "optimize,quant_params"},
-    {40, "ONEDNN", "onednn", MB_DEVICE_CPU, MB_PRECISION_FP32,
-     MB_GRAPH_OPT_DISABLED, 0,
-     "oneDNN primitives in blocked layouts with fused post-ops, other nodes "
-     "on the reference interpreter",
-     NULL, 2},
-    {41, "BF16+ONEDNN", "onednn", MB_DEVICE_CPU, MB_PRECISION_BF16,
-     MB_GRAPH_OPT_DISABLED, 0,
-     "oneDNN computing in bf16 (AVX-512 BF16 or AMX), fp32 inputs and "
-     "outputs",
-     check_onednn_BF16, 2},
-    {42, "INT8_STATIC+ONEDNN", "onednn", MB_DEVICE_CPU, MB_PRECISION_INT8,
-     MB_GRAPH_OPT_DISABLED, 0,
-     "oneDNN int8 (VNNI/AMX where present): Conv/Gemm/MatMul on uint8 "
-     "activations and int8 per-channel weights with INT8_STATIC's "
-     "calibrated parameters, fp32 between them",
-     check_onednn_INT8, 2, "optimize,quant_params"},
-    {50, "TORCHSCRIPT", "libtorch", MB_DEVICE_CPU, MB_PRECISION_FP32,
-     MB_GRAPH_OPT_DISABLED, 1,
-     "the TorchScript file on libtorch as a C++ program runs it: "
-     "torch::jit::load, eval(), forward() under torch::InferenceMode",
-     NULL, 2, NULL, MB_MODEL_FORMAT_TORCHSCRIPT},
-    /* PyTorch's own deployment paths, on the module itself. EAGER is the
-     * baseline of a PyTorch model: speed-ups and accuracy are relative to
-     * it (the model manifest names it as the reference). */
-    {60, "EAGER", "pytorch", MB_DEVICE_CPU, MB_PRECISION_FP32,
-     MB_GRAPH_OPT_DISABLED, 1,
-     "the nn.Module as written, eval() under torch.inference_mode()", NULL, 1,
-     NULL, MB_MODEL_FORMAT_PYTORCH},
-    {61, "JIT_TRACE", "pytorch", MB_DEVICE_CPU, MB_PRECISION_FP32,
-     MB_GRAPH_OPT_DISABLED, 0, "torch.jit.trace on the first sample", NULL, 3,
-     NULL, MB_MODEL_FORMAT_PYTORCH},
-    {62, "JIT_SCRIPT", "pytorch", MB_DEVICE_CPU, MB_PRECISION_FP32,
-     MB_GRAPH_OPT_DISABLED, 0, "torch.jit.script of the module", NULL, 3, NULL,
-     MB_MODEL_FORMAT_PYTORCH},
-    {63, "JIT_FREEZE", "pytorch", MB_DEVICE_CPU, MB_PRECISION_FP32,
-     MB_GRAPH_OPT_DISABLED, 0,
-     "traced, torch.jit.freeze and torch.jit.optimize_for_inference (fused "
-     "Conv+BN, oneDNN layouts)",
-     NULL, 2, NULL, MB_MODEL_FORMAT_PYTORCH},
-    {64, "CHANNELS_LAST", "pytorch", MB_DEVICE_CPU, MB_PRECISION_FP32,
-     MB_GRAPH_OPT_DISABLED, 0,
-     "module and 4-d inputs in torch.channels_last memory format", NULL, 3,
-     NULL, MB_MODEL_FORMAT_PYTORCH},
-    {65, "BF16+EAGER", "pytorch", MB_DEVICE_CPU, MB_PRECISION_BF16,
-     MB_GRAPH_OPT_DISABLED, 0,
-     "eager under torch.autocast('cpu', torch.bfloat16), float32 outputs", NULL,
-     2, NULL, MB_MODEL_FORMAT_PYTORCH},
-    {66, "INT8_DYNAMIC+EAGER", "pytorch", MB_DEVICE_CPU, MB_PRECISION_INT8,
-     MB_GRAPH_OPT_DISABLED, 0,
-     "torch.quantization.quantize_dynamic: Linear/LSTM/GRU weights int8, "
-     "activations quantised at run time",
-     NULL, 3, NULL, MB_MODEL_FORMAT_PYTORCH},
-    {67, "INT8_STATIC+EAGER", "pytorch", MB_DEVICE_CPU, MB_PRECISION_INT8,
-     MB_GRAPH_OPT_DISABLED, 0,
-     "FX post-training static quantisation (x86 backend), calibrated on the "
-     "same data as INT8_STATIC",
-     NULL, 2, NULL, MB_MODEL_FORMAT_PYTORCH},
-    {68, "FAKE_QUANT+EAGER", "pytorch", MB_DEVICE_CPU, MB_PRECISION_INT8,
-     MB_GRAPH_OPT_DISABLED, 0,
-     "FX fake-quantised module (QDQ in float, calibrated): int8's accuracy "
-     "without int8 kernels",
-     NULL, 3, NULL, MB_MODEL_FORMAT_PYTORCH},
+    {
+        .id = 1,
+        .name = "REFERENCE",
+        .runtime = "reference",
+        .precision = MB_PRECISION_FP32,
+        .opt_level = MB_GRAPH_OPT_DISABLED,
+        .in_default_set = 1,
+        .description =
+            "modelbench's reference interpreter, the accuracy baseline",
+        .tier = 1,
+    },
+    {
+        .id = 2,
+        .name = "ORT_CPU",
+        .runtime = "onnxruntime",
+        .precision = MB_PRECISION_FP32,
+        .opt_level = MB_GRAPH_OPT_ALL,
+        .in_default_set = 1,
+        .description = "ONNX Runtime, CPU execution provider, all graph "
+                       "optimisations",
+        .tier = 1,
+    },
+    {
+        .id = 3,
+        .name = "ORT_CPU_NO_OPT",
+        .runtime = "onnxruntime",
+        .precision = MB_PRECISION_FP32,
+        .opt_level = MB_GRAPH_OPT_DISABLED,
+        .in_default_set = 1,
+        .description = "ONNX Runtime, CPU execution provider, graph "
+                       "optimisations disabled",
+        .tier = 3,
+    },
+    {
+        .id = 4,
+        .name = "ORT_CPU_BASIC",
+        .runtime = "onnxruntime",
+        .precision = MB_PRECISION_FP32,
+        .opt_level = MB_GRAPH_OPT_BASIC,
+        .description = "ONNX Runtime, CPU execution provider, basic graph "
+                       "optimisations",
+        .tier = 3,
+    },
+    {
+        .id = 5,
+        .name = "ORT_CPU_EXTENDED",
+        .runtime = "onnxruntime",
+        .precision = MB_PRECISION_FP32,
+        .opt_level = MB_GRAPH_OPT_EXTENDED,
+        .description = "ONNX Runtime, CPU execution provider, extended graph "
+                       "optimisations",
+        .tier = 3,
+    },
+    {
+        .id = 6,
+        .name = "OPTIMIZE+REFERENCE",
+        .runtime = "reference",
+        .precision = MB_PRECISION_FP32,
+        .opt_level = MB_GRAPH_OPT_DISABLED,
+        .description =
+            "our graph passes (constant folding, Identity/dead-node removal, "
+            "BatchNormalization folding, shape simplification), then the "
+            "reference interpreter",
+        .tier = 3,
+        .steps = "optimize",
+    },
+    {
+        .id = 10,
+        .name = "FP16+ORT_CPU",
+        .runtime = "onnxruntime",
+        .precision = MB_PRECISION_FP16,
+        .opt_level = MB_GRAPH_OPT_ALL,
+        .description =
+            "weights and activations in float16 (sensitive ops kept float32), "
+            "float32 inputs and outputs, on ONNX Runtime",
+        .tier = 3,
+        .steps = "optimize,to_fp16",
+    },
+    {
+        .id = 11,
+        .name = "FP16+REFERENCE",
+        .runtime = "reference",
+        .precision = MB_PRECISION_FP16,
+        .opt_level = MB_GRAPH_OPT_DISABLED,
+        .description = "the FP16 model on the reference interpreter (its "
+                       "accuracy without ORT)",
+        .tier = 3,
+        .steps = "optimize,to_fp16",
+    },
+    {
+        .id = 20,
+        .name = "INT8_DYNAMIC+ORT_CPU",
+        .runtime = "onnxruntime",
+        .precision = MB_PRECISION_INT8,
+        .opt_level = MB_GRAPH_OPT_ALL,
+        .description =
+            "MatMul/Gemm weights int8 per channel, activations quantised at "
+            "run time (DynamicQuantizeLinear + MatMulInteger), on ONNX Runtime",
+        .tier = 3,
+        .steps = "optimize,quantize_dynamic",
+    },
+    {
+        .id = 21,
+        .name = "INT8_STATIC+ORT_CPU",
+        .runtime = "onnxruntime",
+        .precision = MB_PRECISION_INT8,
+        .opt_level = MB_GRAPH_OPT_ALL,
+        .description =
+            "QDQ int8 from calibration (uint8 activations per tensor, int8 "
+            "weights per channel), on ONNX Runtime's int8 kernels",
+        .tier = 2,
+        .steps = "optimize,quantize_static",
+    },
+    {
+        .id = 22,
+        .name = "INT8_STATIC+REFERENCE",
+        .runtime = "reference",
+        .precision = MB_PRECISION_INT8,
+        .opt_level = MB_GRAPH_OPT_DISABLED,
+        .description = "the INT8_STATIC model on the reference interpreter "
+                       "(its accuracy without ORT)",
+        .tier = 3,
+        .steps = "optimize,quantize_static",
+    },
+    {
+        .id = 30,
+        .name = "XNNPACK",
+        .runtime = "xnnpack",
+        .precision = MB_PRECISION_FP32,
+        .opt_level = MB_GRAPH_OPT_DISABLED,
+        .description = "XNNPACK subgraphs (NHWC), other nodes on the "
+                       "reference interpreter",
+        .tier = 2,
+    },
+    {
+        .id = 31,
+        .name = "FP16+XNNPACK",
+        .runtime = "xnnpack",
+        .precision = MB_PRECISION_FP16,
+        .opt_level = MB_GRAPH_OPT_DISABLED,
+        .description =
+            "XNNPACK forced to fp16 inference, fp32 inputs and outputs",
+        .check = check_xnnpack_FP16,
+        .tier = 2,
+    },
+    {
+        .id = 32,
+        .name = "INT8_STATIC+XNNPACK",
+        .runtime = "xnnpack",
+        .precision = MB_PRECISION_INT8,
+        .opt_level = MB_GRAPH_OPT_DISABLED,
+        .description = "XNNPACK qs8: Conv/Gemm/MatMul in int8 (per-channel "
+                       "weights) with INT8_STATIC's calibrated parameters, "
+                       "other nodes fp32",
+        .check = check_xnnpack_INT8,
+        .tier = 2,
+        .steps = "optimize,quant_params",
+    },
+    {
+        .id = 40,
+        .name = "ONEDNN",
+        .runtime = "onednn",
+        .precision = MB_PRECISION_FP32,
+        .opt_level = MB_GRAPH_OPT_DISABLED,
+        .description = "oneDNN primitives in blocked layouts with fused "
+                       "post-ops, other nodes on the reference interpreter",
+        .tier = 2,
+    },
+    {
+        .id = 41,
+        .name = "BF16+ONEDNN",
+        .runtime = "onednn",
+        .precision = MB_PRECISION_BF16,
+        .opt_level = MB_GRAPH_OPT_DISABLED,
+        .description = "oneDNN computing in bf16 (AVX-512 BF16 or AMX), fp32 "
+                       "inputs and outputs",
+        .check = check_onednn_BF16,
+        .tier = 2,
+    },
+    {
+        .id = 42,
+        .name = "INT8_STATIC+ONEDNN",
+        .runtime = "onednn",
+        .precision = MB_PRECISION_INT8,
+        .opt_level = MB_GRAPH_OPT_DISABLED,
+        .description =
+            "oneDNN int8 (VNNI/AMX where present): Conv/Gemm/MatMul on uint8 "
+            "activations and int8 per-channel weights with INT8_STATIC's "
+            "calibrated parameters, fp32 between them",
+        .check = check_onednn_INT8,
+        .tier = 2,
+        .steps = "optimize,quant_params",
+    },
+    {
+        .id = 50,
+        .name = "TORCHSCRIPT",
+        .runtime = "libtorch",
+        .precision = MB_PRECISION_FP32,
+        .opt_level = MB_GRAPH_OPT_DISABLED,
+        .in_default_set = 1,
+        .description =
+            "the TorchScript file on libtorch as a C++ program runs it: "
+            "torch::jit::load, eval(), forward() under torch::InferenceMode",
+        .tier = 2,
+        .format = MB_MODEL_FORMAT_TORCHSCRIPT,
+    },
+/* PyTorch's own deployment paths, on the module itself, one Python file
+ * each (python/modelbench/conversions/options/, rows generated from them
+ * at build time by catalog.py). EAGER is the baseline of a PyTorch model:
+ * speed-ups and accuracy are relative to it (the model manifest names it
+ * as the reference). */
+#include "pytorch_conversions.inc"
 };
 
 #define MB_MAX_EXTRA_CONVERSIONS 32

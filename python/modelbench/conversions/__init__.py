@@ -1,41 +1,73 @@
 """The PyTorch conversions the Python front runs, and the names it accepts.
 
-The C registry (``modelbench list``) is the source of truth for every
-conversion's name, id, precision and tier; this table only says which Python
-function performs each PyTorch-native one (rows whose runtime is ``pytorch``)
-and which alma names are accepted as aliases.
+A PyTorch conversion is one file of ``options/``: its ``CONVERSION`` row
+(name, id, precision, tier, device, description) and its ``convert``
+function (``catalog.py`` says how). The C registry's PyTorch rows are
+generated from those files when libmodelbench is built, so ``modelbench
+list`` and this front agree; this module maps each name to its file and
+says which alma names are accepted as aliases.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Dict, Iterable, List, Optional, Union
 
 from .. import _lib
-from . import alma
+from . import alma, catalog
 
-#: C conversion name -> the option (a module of .options) that performs it,
-#: for the rows whose runtime is "pytorch". Imported when used: the engine
-#: process that forks the workers must not load torch.
-PYTORCH_CONVERSIONS: Dict[str, str] = {
-    "EAGER": "eager",
-    "JIT_TRACE": "jit_trace",
-    "JIT_SCRIPT": "jit_script",
-    "JIT_FREEZE": "jit_freeze",
-    "CHANNELS_LAST": "channels_last",
-    "BF16+EAGER": "bf16",
-    "INT8_DYNAMIC+EAGER": "int8_dynamic",
-    "INT8_STATIC+EAGER": "int8_static",
-    "FAKE_QUANT+EAGER": "fake_quant",
-}
+#: C conversion name -> the option (a module of .options) that performs it:
+#: one file per conversion, read without importing it (the engine process
+#: that forks the workers need not load torch).
+_ENTRIES = catalog.read()
+PYTORCH_CONVERSIONS: Dict[str, str] = {e.conversion.name: e.module for e in _ENTRIES}
+
+
+def check_library() -> None:
+    """RuntimeError when the loaded libmodelbench's PyTorch rows are not
+    the files of options/ (a file added or changed since it was built),
+    naming the conversion and what differs."""
+    rows = {}
+    for index in range(_lib.lib.mb_conversion_count()):
+        row = _lib.conversion_info(index)
+        rows[row["id"]] = row
+    built = {r["name"] for r in rows.values() if r["runtime"] == "pytorch"}
+    problems = []
+    for entry in _ENTRIES:
+        c = entry.conversion
+        row = rows.get(c.id)
+        if row is None or row["name"] != c.name:
+            problems.append(f"{c.name} (id {c.id}, options/{entry.module}.py) is missing")
+            continue
+        built.discard(c.name)
+        want = {"runtime": "pytorch", "precision": c.precision, "device": c.device,
+                "tier": c.tier, "default": c.default, "description": c.description}
+        for key, value in want.items():
+            # A row unavailable here may be moved to tier 3 (emulated).
+            if key == "tier" and row["tier"] >= value:
+                continue
+            if row[key] != value:
+                problems.append(f"{c.name}'s {key} is {row[key]!r}, "
+                                f"options/{entry.module}.py says {value!r}")
+    problems += [f"{name} has no file in options/" for name in sorted(built)]
+    if problems:
+        raise RuntimeError(
+            f"{getattr(_lib.lib, '_name', 'libmodelbench')}: its PyTorch conversions do not match "
+            f"python/modelbench/conversions/options ({'; '.join(problems)}); "
+            "rebuild it (make build) after adding or changing a conversion file"
+        )
 
 
 def option(name: str) -> ModuleType:
     """The option module performing PyTorch conversion `name`."""
     if name not in PYTORCH_CONVERSIONS:
-        raise ValueError(f"the Python front does not implement {name}")
+        raise ValueError(
+            f"the Python front does not implement {name} (its conversions are "
+            f"the files of {os.path.dirname(catalog.__file__)}/options)"
+        )
     return importlib.import_module(f"{__name__}.options.{PYTORCH_CONVERSIONS[name]}")
 
 

@@ -14,6 +14,8 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
+from . import catalog
+
 #: alma's ids and names (its MODEL_CONVERSION_OPTIONS), in order. Its id 42 is
 #: spelled OPTIMIM_QUANTO_... in alma's table; both spellings are accepted.
 ALMA_MODES: List[str] = [
@@ -48,16 +50,20 @@ ALMA_MODES: List[str] = [
     "FP16+EXPORT+COMPILE_OPENVINO", "FP16+JIT_TRACE", "FP16+TORCH_SCRIPT",
 ]
 
-#: alma's names of the techniques modelbench has, by modelbench's name.
+#: alma's names of the techniques modelbench has, by modelbench's name: the
+#: engine's own rows here, the PyTorch conversions from their files
+#: (``Conversion(alma=...)``, options/).
 RUNS_AS: Dict[str, str] = {
-    "EAGER": "EAGER",
     "ONNX_CPU": "ORT_CPU",
-    "NATIVE_CONVERT_AI8WI8_STATIC_QUANTIZED": "INT8_STATIC+EAGER",
-    "NATIVE_FAKE_QUANTIZED_AI8WI8_STATIC": "FAKE_QUANT+EAGER",
-    "JIT_TRACE": "JIT_TRACE",
-    "TORCH_SCRIPT": "JIT_SCRIPT",
-    "BF16+EAGER": "BF16+EAGER",
 }
+for _entry in catalog.read():
+    if _entry.conversion.alma:
+        if _entry.conversion.alma not in ALMA_MODES:
+            raise catalog.CatalogError(
+                f"{_entry.path}: alma={_entry.conversion.alma!r} is not one of "
+                "alma's modes (conversions/alma.py ALMA_MODES)"
+            )
+        RUNS_AS[_entry.conversion.alma] = _entry.conversion.name
 
 #: Spellings alma also uses for one of its modes.
 SPELLINGS: Dict[str, str] = {

@@ -2,7 +2,19 @@
 
 import torch
 
+from ..catalog import Conversion
 from .base import ConvertContext, Converted, eval_copy
+
+CONVERSION = Conversion(
+    id=65,
+    name="BF16+EAGER",
+    precision="bf16",
+    tier=2,
+    description=(
+        "eager under torch.autocast('cpu', torch.bfloat16), float32 outputs"
+    ),
+    alma="BF16+EAGER",
+)
 
 
 def _autocast():

@@ -2,7 +2,14 @@
 
 import torch
 
+from ..catalog import Conversion
 from .base import ConvertContext, Converted, InputBatch, eval_copy
+
+CONVERSION = Conversion(
+    id=64,
+    name="CHANNELS_LAST",
+    description="module and 4-d inputs in torch.channels_last memory format",
+)
 
 
 def _to_channels_last(inputs: InputBatch) -> InputBatch:

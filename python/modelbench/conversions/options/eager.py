@@ -2,7 +2,19 @@
 
 import torch
 
+from ..catalog import Conversion
 from .base import ConvertContext, Converted, eval_copy
+
+CONVERSION = Conversion(
+    id=60,
+    name="EAGER",
+    tier=1,
+    default=True,
+    description=(
+        "the nn.Module as written, eval() under torch.inference_mode()"
+    ),
+    alma="EAGER",
+)
 
 
 def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:

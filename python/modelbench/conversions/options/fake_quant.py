@@ -8,7 +8,19 @@ from torch.ao.quantization import (
 )
 from torch.ao.quantization.quantize_fx import prepare_qat_fx
 
+from ..catalog import Conversion
 from .base import ConvertContext, Converted, calibrate, quantized_engine, require_fx
+
+CONVERSION = Conversion(
+    id=68,
+    name="FAKE_QUANT+EAGER",
+    precision="int8",
+    description=(
+        "FX fake-quantised module (QDQ in float, calibrated): int8's "
+        "accuracy without int8 kernels"
+    ),
+    alma="NATIVE_FAKE_QUANTIZED_AI8WI8_STATIC",
+)
 
 
 def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:

@@ -3,6 +3,7 @@ activations quantised at run time) on Linear and recurrent layers."""
 
 import torch
 
+from ..catalog import Conversion
 from .base import (
     ConvertContext,
     Converted,
@@ -11,6 +12,16 @@ from .base import (
     quantized_engine,
     save_pickled,
 )
+CONVERSION = Conversion(
+    id=66,
+    name="INT8_DYNAMIC+EAGER",
+    precision="int8",
+    description=(
+        "torch.quantization.quantize_dynamic: Linear/LSTM/GRU weights int8, "
+        "activations quantised at run time"
+    ),
+)
+
 
 _LAYERS = {
     torch.nn.Linear,

@@ -5,6 +5,7 @@ import torch
 from torch.ao.quantization import get_default_qconfig_mapping
 from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
+from ..catalog import Conversion
 from .base import (
     ConvertContext,
     Converted,
@@ -14,6 +15,18 @@ from .base import (
     quantized_engine,
     require_fx,
     save_pickled,
+)
+
+CONVERSION = Conversion(
+    id=67,
+    name="INT8_STATIC+EAGER",
+    precision="int8",
+    tier=2,
+    description=(
+        "FX post-training static quantisation (x86 backend), calibrated on "
+        "the same data as INT8_STATIC"
+    ),
+    alma="NATIVE_CONVERT_AI8WI8_STATIC_QUANTIZED",
 )
 
 

@@ -2,7 +2,18 @@
 
 import torch
 
+from ..catalog import Conversion
 from .base import ConvertContext, Converted, eval_copy, load_script, save_script
+
+CONVERSION = Conversion(
+    id=63,
+    name="JIT_FREEZE",
+    tier=2,
+    description=(
+        "traced, torch.jit.freeze and torch.jit.optimize_for_inference "
+        "(fused Conv+BN, oneDNN layouts)"
+    ),
+)
 
 
 def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:

@@ -2,7 +2,15 @@
 
 import torch
 
+from ..catalog import Conversion
 from .base import ConvertContext, Converted, eval_copy, load_script, save_script
+
+CONVERSION = Conversion(
+    id=62,
+    name="JIT_SCRIPT",
+    description="torch.jit.script of the module",
+    alma="TORCH_SCRIPT",
+)
 
 
 def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:

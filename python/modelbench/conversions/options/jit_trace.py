@@ -2,7 +2,15 @@
 
 import torch
 
+from ..catalog import Conversion
 from .base import ConvertContext, Converted, eval_copy, load_script, save_script
+
+CONVERSION = Conversion(
+    id=61,
+    name="JIT_TRACE",
+    description="torch.jit.trace on the first sample",
+    alma="JIT_TRACE",
+)
 
 
 def convert(model: torch.nn.Module, ctx: ConvertContext) -> Converted:
