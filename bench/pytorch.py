@@ -19,9 +19,13 @@
    one build cache: the first run's build_ms and load_ms against the
    second's (which loads the kept TorchScript or quantised module).
 
+6. PyTorch 2 (issue 31, PyTorch 2.x only): ResNet-18 and a transformer
+   encoder under torch.compile, torch.export and PT2E int8 beside ORT and
+   oneDNN: build seconds, median, speed-up and cosine against EAGER.
+
     PYTHONPATH=python /usr/bin/python3 bench/pytorch.py BUILD_DIR
 MB_BENCH_ROUNDS (default 3) sets the fidelity rounds; MB_BENCH_PYTORCH_PARTS
-(default resnet,digits,fidelity,shapes,builds) which parts run. bench/run.sh runs it with
+(default resnet,digits,fidelity,shapes,builds,torch2) which parts run. bench/run.sh runs it with
 Debian's python3 (PyTorch 1.13), then resnet and fidelity again with the
 PyTorch 2.x of scripts/python-venv.sh when that environment is there.
 """
@@ -223,13 +227,58 @@ def builds(cache: str) -> None:
               f"load {ms(b['load_ms']):>8s}")
 
 
+#: PyTorch 2's conversions beside the engine's (issue 31): compile and
+#: build seconds apart from the timed median.
+TORCH2_CONVERSIONS = ["EAGER", "JIT_FREEZE", "COMPILE_INDUCTOR_DEFAULT",
+                      "COMPILE_INDUCTOR_MAX_AUTOTUNE", "EXPORT+EAGER",
+                      "EXPORT+COMPILE_INDUCTOR_DEFAULT", "EXPORT+AI8WI8_STATIC_QUANTIZED",
+                      "ORT_CPU", "ONEDNN", "BF16+ONEDNN", "INT8_STATIC+ONEDNN"]
+
+
+def torch2_table(cache: str) -> None:
+    """ResNet-18 and a BERT-style encoder under PyTorch 2's conversions and
+    the engine's, 2 threads, batch 1: build seconds (compilation, export,
+    quantisation: never in the median), median, speed-up and cosine vs EAGER."""
+    import torchvision
+
+    if int(torch.__version__.split(".")[0]) < 2:
+        print("\n== PyTorch 2 conversions skipped: this is PyTorch", torch.__version__)
+        return
+    torch.manual_seed(0)
+    encoder = torch.nn.TransformerEncoder(
+        torch.nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True, dropout=0.0), 4)
+    cases = [("ResNet-18, 224x224", torchvision.models.resnet18().eval(),
+              torch.randn(3, 224, 224)),
+             ("transformer encoder, 4 layers, d 256, seq 128", encoder.eval(),
+              torch.randn(128, 256))]
+    for title, model, sample in cases:
+        print(f"\n== {title}, batch 1, 2 threads, PyTorch {torch.__version__}")
+        config = {"batch_size": 1, "n_samples": 16, "threads": 2, "min_time": 3.0,
+                  "warmup_time": 1.0, "fail_on_error": False, "record": False,
+                  "cache_dir": os.path.join(cache, "torch2"), "calibration_samples": 16}
+        results = benchmark_model(model, config, TORCH2_CONVERSIONS, data=sample)
+        print(f"{'conversion':32s} {'build s':>8s} {'median ms':>10s} {'speed-up':>9s} "
+              f"{'cosine':>9s} {'recompiles':>10s}")
+        for name in TORCH2_CONVERSIONS:
+            r = results[name]
+            if r["status"] != "success":
+                print(f"{name:32s} {r['bench_status']}: {r['error']}")
+                continue
+            build = r["build_ms"] if r["build_ms"] is not None else r["load_ms"]
+            print(f"{name:32s} {build / 1e3:8.2f} {r['latency_ms.median']:10.2f} "
+                  f"{fmt(r['speedup_vs_baseline'], '8.2f')}x {fmt(r['accuracy.cosine'], '9.6f')} "
+                  f"{fmt(r['recompiles'], '10d')}")
+        machine = results.report["machine"]
+        print(f"machine: {machine['cpu_model']}, {machine['cores']} cores")
+
+
 def main() -> None:
     rounds = int(os.environ.get("MB_BENCH_ROUNDS", "3"))
     with tempfile.TemporaryDirectory(prefix="mb-bench-pytorch-") as tmp:
         work = Path(tmp)
         cache = str(work / "cache")
         parts = os.environ.get("MB_BENCH_PYTORCH_PARTS",
-                               "resnet,digits,fidelity,shapes,builds").split(",")
+                               "resnet,digits,fidelity,shapes,builds,torch2").split(",")
         print(f"PyTorch {torch.__version__} ({sys.executable})")
         if "resnet" in parts:
             resnet_table(cache)
@@ -241,6 +290,8 @@ def main() -> None:
             shapes(cache)
         if "builds" in parts:
             builds(cache)
+        if "torch2" in parts:
+            torch2_table(cache)
 
 
 if __name__ == "__main__":

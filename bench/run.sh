@@ -152,7 +152,7 @@ if [ "${MB_BENCH_PYTORCH:-1}" != 0 ]; then
   venv_python=$("$(dirname "$0")/../scripts/python-venv.sh" --path)
   if [ -x "$venv_python" ]; then
     echo
-    MB_BENCH_PYTORCH_PARTS=resnet,fidelity,shapes,builds MODELBENCH_LIBRARY=$build/lib/libmodelbench.so \
+    MB_BENCH_PYTORCH_PARTS=resnet,fidelity,shapes,builds,torch2 MODELBENCH_LIBRARY=$build/lib/libmodelbench.so \
       "$venv_python" "$(dirname "$0")/pytorch.py"
   else
     echo "PyTorch 2.x front skipped: no $venv_python (scripts/python-venv.sh makes it)"

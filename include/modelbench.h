@@ -832,6 +832,10 @@ typedef struct mb_bench_result {
   double precision_share;
   int cache_hit;
   double build_ms;
+  /* Conversions that compile on the fly (torch.compile): how many times
+   * they compiled again during the timed loop (those iterations include
+   * compilation; a warning says so); -1 when not applicable. */
+  int recompiles;
   /* int8 conversions: the width of their int8 weights (AUTO when not
    * int8 or not known) and why ("this CPU has no VNNI: ..."). */
   mb_int8_weights int8_weights;
@@ -1171,6 +1175,15 @@ typedef struct mb_host_runtime {
   mb_status (*fetch_outputs)(void *user, void *session, int n_outputs,
                              mb_tensor **outputs_out, mb_error *err);
   void (*release)(void *user, void *session);
+  /* Optional (NULL: each of the runtime's conversions runs wherever the
+   * runtime does): can `conversion` run here? 1 yes; 0 no, with the reason
+   * in `reason` (256 bytes), e.g. "needs PyTorch 2.0 or later (this is
+   * 1.13.0)". Called whenever the registry's availability is asked for. */
+  int (*supports)(void *user, const char *conversion, char *reason);
+  /* Optional: how many times the session compiled again since prepare
+   * returned (torch.compile: guard failures, new shapes); -1 when it
+   * cannot tell. Called once, after the timed loop. */
+  int (*recompiles)(void *user, void *session);
 } mb_host_runtime;
 
 /* Installs the host's implementation of runtime `name` (a runtime whose

@@ -112,6 +112,22 @@ static void release(void *user, void *session) {
 static const mb_host_runtime fake = {NULL, probe,         prepare,
                                      run,  fetch_outputs, release};
 
+/* The optional callbacks: BF16+EAGER needs what this machine lacks; a
+ * JIT_TRACE session "compiled again" 3 times in its timed loop. */
+static int supports(void *user, const char *conversion, char *reason) {
+  (void)user;
+  if (strcmp(conversion, "BF16+EAGER") != 0)
+    return 1;
+  snprintf(reason, 256, "needs PyTorch 9.0 or later (this is fake 1.0)");
+  return 0;
+}
+
+static int recompiles(void *user, void *session) {
+  (void)user;
+  fake_session *s = session;
+  return s->offset != 0 ? 3 : -1; /* JIT_TRACE: 3; the others cannot tell */
+}
+
 /* ---- files ---- */
 
 static void write_text(const char *name, const char *text) {
@@ -196,6 +212,54 @@ TEST(unavailable_without_host) {
   ASSERT(mb_conversion_applies(find("EAGER"), 1u << MB_MODEL_FORMAT_PYTORCH));
   ASSERT(!mb_conversion_applies(find("EAGER"), 1u << MB_MODEL_FORMAT_ONNX));
   ASSERT(mb_conversion_applies(find("ORT_CPU"), 1u << MB_MODEL_FORMAT_ONNX));
+  return 0;
+}
+
+TEST(host_says_what_runs_here_and_what_recompiled) {
+  mb_error err;
+  mb_conversion_info info;
+  mb_host_runtime host = fake;
+  host.supports = supports;
+  host.recompiles = recompiles;
+  ASSERT_OK(mb_host_runtime_set("pytorch", &host, &err), &err);
+  ASSERT_OK(mb_conversion_get(find("BF16+EAGER"), &info, &err), &err);
+  ASSERT_EQ(info.available, 0);
+  ASSERT_STR_EQ(info.reason, "needs PyTorch 9.0 or later (this is fake 1.0)");
+  ASSERT_OK(mb_conversion_get(find("JIT_TRACE"), &info, &err), &err);
+  ASSERT_EQ(info.available, 1);
+
+  write_text("spec.json", "{}");
+  write_text("model.json", manifest);
+  int conversions[] = {find("EAGER"), find("JIT_TRACE"), find("BF16+EAGER")};
+  mb_bench_config c = fast_config(conversions, 3);
+  mb_bench_report *report = NULL;
+  ASSERT_OK(mb_benchmark_model(path_of("model.json"), &c, &report, &err), &err);
+  const mb_bench_result *eager = result_of(report, "EAGER");
+  ASSERT_EQ(eager->status, MB_BENCH_OK);
+  ASSERT_EQ(eager->recompiles, -1); /* the host cannot tell: not applicable */
+  const mb_bench_result *trace = result_of(report, "JIT_TRACE");
+  ASSERT_EQ(trace->status, MB_BENCH_OK);
+  ASSERT_EQ(trace->recompiles, 3);
+  bool warned = false;
+  for (int i = 0; i < trace->n_warnings; i++)
+    warned |= strstr(trace->warnings[i], "recompiled 3 times during the timed "
+                                         "loop") != NULL;
+  ASSERT(warned);
+  const mb_bench_result *bf16 = result_of(report, "BF16+EAGER");
+  ASSERT_EQ(bf16->status, MB_BENCH_UNAVAILABLE);
+  ASSERT_CONTAINS(bf16->error, "needs PyTorch 9.0");
+  /* The JSON report says it. */
+  ASSERT_OK(mb_bench_report_write_json(report, path_of("r.json"), &err), &err);
+  char json[1 << 16] = "";
+  FILE *f = fopen(path_of("r.json"), "r");
+  ASSERT(f);
+  size_t n = fread(json, 1, sizeof json - 1, f);
+  fclose(f);
+  json[n] = '\0';
+  ASSERT_CONTAINS(json, "\"recompiles\": 3");
+  ASSERT_CONTAINS(json, "\"recompiles\": null");
+  mb_bench_report_free(report);
+  ASSERT_OK(mb_host_runtime_set("pytorch", &fake, &err), &err);
   return 0;
 }
 
@@ -503,6 +567,7 @@ TEST(torchscript_needs_shapes) {
 static const mb_test_case cases[] = {
     TEST_ENTRY(unavailable_without_host),
     TEST_ENTRY(pytorch_conversions_against_eager),
+    TEST_ENTRY(host_says_what_runs_here_and_what_recompiled),
     TEST_ENTRY(task_accuracy_from_labels),
     TEST_ENTRY(manifest_with_onnx),
     TEST_ENTRY(manifest_errors),

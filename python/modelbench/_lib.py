@@ -89,6 +89,8 @@ PREPARE_FN = CFUNCTYPE(
 RUN_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, POINTER(MbError))
 FETCH_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_int, c_void_p, POINTER(MbError))
 RELEASE_FN = CFUNCTYPE(None, c_void_p, c_void_p)
+SUPPORTS_FN = CFUNCTYPE(c_int, c_void_p, c_char_p, c_void_p)
+RECOMPILES_FN = CFUNCTYPE(c_int, c_void_p, c_void_p)
 
 
 class MbHostRuntime(Structure):
@@ -101,6 +103,8 @@ class MbHostRuntime(Structure):
         ("run", RUN_FN),
         ("fetch_outputs", FETCH_FN),
         ("release", RELEASE_FN),
+        ("supports", SUPPORTS_FN),
+        ("recompiles", RECOMPILES_FN),
     ]
 
 

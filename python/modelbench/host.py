@@ -216,6 +216,7 @@ class Session:
         self.fn = converted.fn
         self.prepare_inputs = converted.prepare_inputs
         self.call_context = converted.call_context
+        self.recompiles = converted.recompiles
         self.n_inputs = n_inputs
         self.n_outputs = n_outputs
         self.inputs: Dict[int, Tuple[Any, ...]] = {}
@@ -300,12 +301,14 @@ def prepare_session(args: _lib.MbHostPrepareArgs) -> Session:
     if args.n_calibration > 0:
         batches = (c_void_p * args.n_calibration).from_address(args.calibration)
         calibration = [batch_view(b, args.n_inputs) for b in batches]
+    model_path = args.model_path.decode()
     ctx = ConvertContext(
         example_inputs=example,
         calibration=calibration,
         threads=args.threads,
         seed=args.seed,
         log=log,
+        load_model=lambda: load_model(model_path),
     )
     # The build cache: an option that can keep what it builds (save/load)
     # loads it on a hit and saves it on a miss; the others convert.
@@ -316,7 +319,7 @@ def prepare_session(args: _lib.MbHostPrepareArgs) -> Session:
         except Exception as e:  # noqa: BLE001 - a bad artifact is built again
             log.warning("%s: cannot load the cached build (%s: %s); converting again",
                         conversion, type(e).__name__, e)
-    converted = option.convert(load_model(args.model_path.decode()), ctx)
+    converted = option.convert(load_model(model_path), ctx)
     if build_dir and not args.build_hit and hasattr(option, "save"):
         option.save(converted, build_dir)
     return Session(converted, args.n_inputs, args.n_outputs)
@@ -353,6 +356,25 @@ def _probe(user, version, reason) -> int:
         return 0
 
 
+def _supports(user, conversion, reason) -> int:
+    try:
+        from .conversions import entry
+
+        found = entry(conversion.decode())
+        why = None
+        if found is not None:
+            from .conversions.catalog import unavailable_reason
+
+            why = unavailable_reason(found.conversion, importlib.metadata.version("torch"))
+    except Exception as exc:  # noqa: BLE001 - a broken check must say why
+        why = f"cannot tell whether it runs here: {type(exc).__name__}: {exc}"
+    if why is None:
+        return 1
+    text = why.encode("utf-8", "replace")[:255]
+    ctypes.memmove(reason, text + b"\0", len(text) + 1)
+    return 0
+
+
 def _prepare(user, args_p, session_out, err_p) -> int:
     try:
         session = prepare_session(args_p.contents)
@@ -380,6 +402,17 @@ def _fetch(user, session, n_outputs, outputs, err_p) -> int:
         return _fail(err_p, e)
 
 
+def _recompiles(user, session) -> int:
+    s = _sessions.get(session)
+    if s is None or s.recompiles is None:
+        return -1
+    try:
+        return int(s.recompiles())
+    except Exception:  # noqa: BLE001 - unknown, not a failure of the run
+        traceback.print_exc()
+        return -1
+
+
 def _release(user, session) -> None:
     s = _sessions.pop(session, None)
     if s is not None:
@@ -401,6 +434,8 @@ def install() -> None:
         _lib.RUN_FN(_run),
         _lib.FETCH_FN(_fetch),
         _lib.RELEASE_FN(_release),
+        _lib.SUPPORTS_FN(_supports),
+        _lib.RECOMPILES_FN(_recompiles),
     )
     err = _lib.MbError()
     if _lib.lib.mb_host_runtime_set(b"pytorch", ctypes.byref(rt), ctypes.byref(err)):

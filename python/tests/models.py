@@ -74,3 +74,17 @@ def make_small_cnn() -> nn.Module:
     """A zero-argument factory, as benchmark_model accepts."""
     torch.manual_seed(0)
     return SmallCNN()
+
+
+class GuardBreaker(nn.Module):
+    """Scales by how many times it has been called: torch.compile guards on
+    the count and compiles again when it changes (a guard failure)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.fc(x) * (1.0 + (self.calls % 5))

@@ -629,6 +629,7 @@ static void result_init(engine *e, int position, mb_bench_result *r) {
   r->batch_size = e->job.batch_size;
   r->max_abs_err = -1.0;
   r->cache_hit = -1;
+  r->recompiles = -1;
   r->build_ms = -1.0;
   r->machine = e->job.machine;
   r->precision_share = -1.0;

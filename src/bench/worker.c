@@ -210,6 +210,7 @@ void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
   mb__wire_put_u32(w, (uint32_t)r->inaccurate);
   mb__wire_put_u32(w, (uint32_t)(r->cache_hit + 1));
   mb__wire_put_f64(w, r->build_ms);
+  mb__wire_put_u32(w, (uint32_t)(r->recompiles + 1));
   mb__wire_put_str(w, r->build_id);
   mb__wire_put_str(w, r->build_reason);
   mb__wire_put_u32(w, (uint32_t)r->int8_weights);
@@ -271,6 +272,7 @@ mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
   r->inaccurate = (int)mb__wire_get_u32(w);
   r->cache_hit = (int)mb__wire_get_u32(w) - 1;
   r->build_ms = mb__wire_get_f64(w);
+  r->recompiles = (int)mb__wire_get_u32(w) - 1;
   mb__wire_get_str_buf(w, r->build_id, sizeof r->build_id);
   mb__wire_get_str_buf(w, r->build_reason, sizeof r->build_reason);
   r->int8_weights = (mb_int8_weights)mb__wire_get_u32(w);
@@ -1051,6 +1053,21 @@ static void worker_finish(const mb_bench_job *job, prepared *p) {
   memset(p, 0, sizeof *p);
 }
 
+/* A conversion that compiles on the fly and compiled again in the timed
+ * loop: those iterations timed compilation, not inference. */
+static void note_recompiles(const mb_runtime *rt, void *session,
+                            mb_bench_result *result) {
+  if (!rt->recompiles || !session)
+    return;
+  result->recompiles = rt->recompiles(session);
+  if (result->recompiles > 0)
+    mb__result_add_warning(
+        result,
+        "recompiled %d time%s during the timed loop (guard failures or new "
+        "input shapes): those iterations include compilation",
+        result->recompiles, result->recompiles == 1 ? "" : "s");
+}
+
 void mb__worker_run_conversion(const mb_bench_job *job, int index,
                                const mb_progress_sink *progress, int send_fd,
                                mb_bench_result *result) {
@@ -1061,6 +1078,7 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
   result->status = MB_BENCH_OK;
   result->max_abs_err = -1.0;
   result->cache_hit = -1;
+  result->recompiles = -1;
   result->build_ms = -1.0;
   result->precision_share = -1.0;
   if (!worker_prepare(job, index, progress, result, &p))
@@ -1079,6 +1097,7 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
   double others_cores = mb__cpu_window_others(&timed);
   if (status)
     goto failed;
+  note_recompiles(p.rt, p.session, result);
   report(progress, "accuracy");
   if ((status = check_accuracy(p.rt, p.session, job, p.def, result, &err)))
     goto failed;

@@ -30,11 +30,18 @@ static int print_conversions(bool json, int tier) {
     mb__json_object_begin(&j);
     mb__json_key(&j, "conversions");
     mb__json_array_begin(&j);
-  } else {
-    printf("%-4s %-22s %-12s %-11s %-6s %-9s %-7s %-4s %s\n", "ID", "NAME",
-           "RUNTIME", "MODEL", "DEVICE", "PRECISION", "DEFAULT", "TIER",
-           "AVAILABLE");
   }
+  /* The name column fits the longest name (COMPILE_INDUCTOR_...). */
+  int width = 22;
+  for (int i = 0; i < n; i++) {
+    mb_conversion_info info;
+    if (mb_conversion_get(i, &info, &err) == MB_STATUS_OK)
+      width = MB_MAX(width, (int)strlen(info.name));
+  }
+  if (!json)
+    printf("%-4s %-*s %-12s %-11s %-6s %-9s %-7s %-4s %s\n", "ID", width,
+           "NAME", "RUNTIME", "MODEL", "DEVICE", "PRECISION", "DEFAULT", "TIER",
+           "AVAILABLE");
   for (int i = 0; i < n; i++) {
     mb_conversion_info info;
     if (mb_conversion_get(i, &info, &err) != MB_STATUS_OK)
@@ -60,8 +67,8 @@ static int print_conversions(bool json, int tier) {
       mb__json_kv_string(&j, "description", info.description);
       mb__json_object_end(&j);
     } else {
-      printf("%-4d %-22s %-12s %-11s %-6s %-9s %-7s %-4d %s%s%s\n", info.id,
-             info.name, info.runtime, mb_model_format_name(info.format),
+      printf("%-4d %-*s %-12s %-11s %-6s %-9s %-7s %-4d %s%s%s\n", info.id,
+             width, info.name, info.runtime, mb_model_format_name(info.format),
              mb_device_name(info.device), mb_precision_name(info.precision),
              info.in_default_set ? "yes" : "no", info.tier,
              info.available ? "yes" : "no",

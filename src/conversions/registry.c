@@ -419,6 +419,10 @@ mb_status mb_conversion_get(int index, mb_conversion_info *info_out,
              rinfo.reason[0] ? rinfo.reason : "runtime unavailable");
     return MB_STATUS_OK;
   }
+  if (rt->supports_conversion &&
+      !rt->supports_conversion(def->name, info_out->reason,
+                               sizeof info_out->reason))
+    return MB_STATUS_OK;
   int check =
       def->check ? def->check(info_out->reason, sizeof info_out->reason) : 1;
   if (!check) {

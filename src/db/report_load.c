@@ -71,6 +71,7 @@ static const field result_fields[] = {
     F_TEXT(mb_bench_result, "int8_form", int8_form),
     F_BOOL(mb_bench_result, "inaccurate", inaccurate, 0),
     F_BOOL(mb_bench_result, "cache_hit", cache_hit, -1),
+    F_INT(mb_bench_result, "recompiles", recompiles, -1),
     F_DOUBLE(mb_bench_result, "build_ms", build_ms, -1),
     F_TEXT(mb_bench_result, "build_id", build_id),
     F_TEXT(mb_bench_result, "build_reason", build_reason),

@@ -95,6 +95,7 @@ static void placeholder(const mb_exec_run *run, const mb_exec_task *t, int task,
              run->ex->name, task, task, run->id);
   r->max_abs_err = -1.0;
   r->cache_hit = -1;
+  r->recompiles = -1;
   r->build_ms = -1.0;
   snprintf(r->machine.host, sizeof r->machine.host, "%s", t->node);
 }

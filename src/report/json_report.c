@@ -427,6 +427,11 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
     mb__json_null(j);
   kv_measured(j, "build_ms", r->build_ms,
               r->cache_hit >= 0 && r->build_ms >= 0);
+  mb__json_key(j, "recompiles");
+  if (r->recompiles >= 0)
+    mb__json_int(j, r->recompiles);
+  else
+    mb__json_null(j);
   kv_string_or_null(j, "build_id", r->build_id);
   kv_string_or_null(j, "build_reason", r->build_reason);
   kv_measured(j, "load_ms", r->load_ms, ok || r->load_ms > 0);

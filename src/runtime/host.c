@@ -110,6 +110,18 @@ static void host_probe(host_slot *slot, mb_runtime_info *info) {
                            : "unavailable");
 }
 
+static int host_supports(host_slot *slot, const char *conversion, char *reason,
+                         size_t size) {
+  if (!slot->installed || !slot->callbacks.supports)
+    return 1;
+  char why[256] = "";
+  int ok = slot->callbacks.supports(slot->callbacks.user, conversion, why);
+  why[sizeof why - 1] = '\0';
+  if (!ok)
+    snprintf(reason, size, "%s", why[0] ? why : "not supported here");
+  return ok != 0;
+}
+
 /* A host's error message is one line: a multi-line one keeps its first
  * line and the rest becomes the detail. */
 static mb_status host_failed(mb_status status, const char *what,
@@ -197,6 +209,13 @@ static mb_status host_fetch_outputs(void *session, mb_tensor **outputs_out,
   return MB_STATUS_OK;
 }
 
+static int host_recompiles(void *session) {
+  host_session *s = session;
+  if (!s || !s->slot->callbacks.recompiles)
+    return -1;
+  return s->slot->callbacks.recompiles(s->slot->callbacks.user, s->session);
+}
+
 static void host_release(void *session) {
   host_session *s = session;
   if (!s)
@@ -217,6 +236,9 @@ static void host_release(void *session) {
     (void)size;                                                                \
     return host_prepare(&slots[HOST_##rt], model, options, session_out, err);  \
   }                                                                            \
+  static int supports_##rt(const char *name, char *reason, size_t size) {      \
+    return host_supports(&slots[HOST_##rt], name, reason, size);               \
+  }                                                                            \
   const mb_runtime mb__runtime_##rt = {                                        \
       .name = #rt,                                                             \
       .host = 1,                                                               \
@@ -226,6 +248,8 @@ static void host_release(void *session) {
       .fetch_outputs = host_fetch_outputs,                                     \
       .release = host_release,                                                 \
       .take_error_detail = take_error_detail,                                  \
+      .supports_conversion = supports_##rt,                                    \
+      .recompiles = host_recompiles,                                           \
   };
 MB_HOST_RUNTIME_LIST(MB_X)
 #undef MB_X

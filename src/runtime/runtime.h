@@ -97,6 +97,13 @@ typedef struct mb_runtime {
    * pairs of u8 x s8 products in 16 bits and saturate (x86 without VNNI).
    * Fills reason ("this CPU has no VNNI: ..."). Never fails. */
   mb_int8_weights (*int8_weights)(char *reason, size_t size);
+  /* Optional (NULL: all of them): does conversion `name` of this runtime
+   * run here? 0 with reason filled when not (a host's conversion that
+   * needs a newer PyTorch or a package that is missing). */
+  int (*supports_conversion)(const char *name, char *reason, size_t size);
+  /* Optional: how many times the session compiled again since prepare
+   * (a host's torch.compile); -1 when it cannot tell. */
+  int (*recompiles)(void *session);
 } mb_runtime;
 
 /* Native engines (runtime/engine.h): one line per engine file. Each one

@@ -26,6 +26,14 @@ _ENTRIES = catalog.read()
 PYTORCH_CONVERSIONS: Dict[str, str] = {e.conversion.name: e.module for e in _ENTRIES}
 
 
+def entry(name: str) -> Optional[catalog.Entry]:
+    """The file of PyTorch conversion `name`, or None."""
+    for e in _ENTRIES:
+        if e.conversion.name == name:
+            return e
+    return None
+
+
 def check_library() -> None:
     """RuntimeError when the loaded libmodelbench's PyTorch rows are not
     the files of options/ (a file added or changed since it was built),

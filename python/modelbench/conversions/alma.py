@@ -10,7 +10,6 @@ reason; an id never silently selects another technique.
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
@@ -138,13 +137,8 @@ def unavailable_reason(mode: str) -> str:
     if any(g in mode for g in _GPU_ONLY) and not torch.cuda.is_available():
         needs.append("a CUDA GPU (none here)")
     for part, package, label in _PACKAGES:
-        if part in mode.upper():
-            try:
-                present = importlib.util.find_spec(package) is not None
-            except (ImportError, ValueError):
-                present = False
-            if not present:
-                needs.append(f"{label} (not installed)")
+        if part in mode.upper() and not catalog.installed(package):
+            needs.append(f"{label} (not installed)")
     text = f"alma's {mode} is not a modelbench conversion yet"
     if needs:
         text += "; it would also need " + " and ".join(needs)

@@ -27,7 +27,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, fields
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 #: The names of the C library's MB_DEVICE_LIST and MB_PRECISION_LIST
 #: (tests/test_conversions_catalog.py checks them against libmodelbench).
@@ -37,6 +37,8 @@ PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 #: Ids the registry keeps for PyTorch conversions (src/conversions/registry.c).
 ID_RANGES = ((60, 99), (200, 399))
 
+_VERSION = re.compile(r"\d+(\.\d+)*\Z")
+_PACKAGE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _NAME = re.compile(r"[A-Z][A-Z0-9]*(?:[_+][A-Z0-9]+)*\Z")
 _OPTIONS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "options")
 _NOT_OPTIONS = {"__init__.py", "base.py"}
@@ -57,7 +59,10 @@ class Conversion:
     options, 3 everything else; ``default`` puts the conversion in the
     default set of a PyTorch model (EAGER, the baseline, only); ``alma``
     is alma's name of the same technique, which the Python front accepts
-    for it (checked against alma's list in alma.py).
+    for it (checked against alma's list in alma.py). ``torch`` is the
+    oldest PyTorch that has what it uses ("2.0"), ``packages`` the Python
+    packages it imports besides torch (import names): where either is
+    missing, ``modelbench list`` shows the conversion unavailable and why.
     """
 
     id: int
@@ -68,6 +73,8 @@ class Conversion:
     tier: int = 3
     default: bool = False
     alma: str = ""
+    torch: str = ""
+    packages: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         problem = _check(self)
@@ -104,7 +111,54 @@ def _check(c: Conversion) -> Optional[str]:
         return f"default {c.default!r} is not True or False"
     if not isinstance(c.alma, str):
         return f"alma {c.alma!r} is not a string"
+    if not isinstance(c.torch, str) or (c.torch and not _VERSION.match(c.torch)):
+        return f"torch {c.torch!r} is not a version such as \"2.0\""
+    if not isinstance(c.packages, tuple) or not all(
+        isinstance(p, str) and _PACKAGE.match(p) for p in c.packages
+    ):
+        return f"packages {c.packages!r} is not a tuple of import names"
     return None
+
+
+def version_tuple(text: str) -> Tuple[int, ...]:
+    """(2, 15, 0) of "2.15.0+cu132"; (1, 13, 0) of "1.13.0a0"."""
+    parts = []
+    for part in re.split(r"[.+]", text):
+        digits = re.match(r"\d+", part)
+        if not digits:
+            break
+        parts.append(int(digits.group()))
+        if digits.group() != part:
+            break
+    return tuple(parts)
+
+
+def installed(package: str) -> bool:
+    """Can this Python import `package` (found without importing it)?"""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def unavailable_reason(c: Conversion, torch_version: str) -> Optional[str]:
+    """Why `c` cannot run with this PyTorch (`torch_version`) and these
+    packages, or None when it can. Imports nothing but what it checks for:
+    torch only for a CUDA conversion."""
+    needs = []
+    if c.torch and version_tuple(torch_version) < version_tuple(c.torch):
+        needs.append(f"PyTorch {c.torch} or later (this is {torch_version})")
+    for package in c.packages:
+        if not installed(package):
+            needs.append(f"the Python package {package} (not installed)")
+    if c.device == "cuda" and not needs:
+        import torch
+
+        if not torch.cuda.is_available():
+            needs.append("a CUDA GPU (torch.cuda.is_available() is False)")
+    return "needs " + " and ".join(needs) if needs else None
 
 
 def read_file(path: str) -> Conversion:

@@ -25,6 +25,9 @@ class ConvertContext:
     threads: int = 1
     seed: int = 0
     log: logging.Logger = logging.getLogger("modelbench.conversions")
+    #: Loads the model (a load from the build cache that needs the module
+    #: again, as a compiled conversion does); None where there is none.
+    load_model: Optional[Callable[[], Any]] = None
 
 
 @dataclass
@@ -33,12 +36,18 @@ class Converted:
 
     ``prepare_inputs`` turns the engine's inputs into what ``fn`` takes (once per
     sample, outside the timed call: e.g. channels-last copies); ``call_context``
-    is entered around every call (autocast), as a deployment would.
+    is entered around every call (autocast), as a deployment would;
+    ``recompiles`` counts compilations after the build (torch.compile).
     """
 
     fn: Callable[..., Any]
     prepare_inputs: Optional[Callable[[InputBatch], InputBatch]] = None
     call_context: Optional[Callable[[], ContextManager[Any]]] = None
+    #: How many times ``fn`` has compiled again since the build (a compiled
+    #: conversion's guard failures and new shapes); None: never compiles.
+    recompiles: Optional[Callable[[], int]] = None
+    #: What ``save`` keeps when it is not ``fn`` (an exported program).
+    keep: Any = None
 
 
 def eval_copy(model: torch.nn.Module) -> torch.nn.Module:

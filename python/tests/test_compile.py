@@ -1,0 +1,104 @@
+"""PyTorch 2's conversions (torch.compile, torch.export, PT2E int8):
+accuracy against EAGER, the build cache, the recompile flag; on PyTorch
+1.x, why they are unavailable."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import modelbench
+from modelbench import benchmark_model
+from models import GuardBreaker
+
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
+COMPILED = [
+    "COMPILE_INDUCTOR_DEFAULT",
+    "COMPILE_INDUCTOR_MAX_AUTOTUNE",
+    "COMPILE_INDUCTOR_REDUCE_OVERHEAD",
+    "COMPILE_INDUCTOR_EAGER_FALLBACK",
+    "EXPORT+EAGER",
+    "EXPORT+COMPILE_INDUCTOR_DEFAULT",
+    "EXPORT+COMPILE_INDUCTOR_MAX_AUTOTUNE",
+    "EXPORT+COMPILE_INDUCTOR_REDUCE_OVERHEAD",
+    "EXPORT+COMPILE_INDUCTOR_DEFAULT_EAGER_FALLBACK",
+]
+#: PT2E int8 (torchao): calibrated, so compared with a cosine.
+QUANTIZED = ["EXPORT+AI8WI8_STATIC_QUANTIZED", "EXPORT+AI8WI8_FLOAT_QUANTIZED"]
+
+
+def mlp() -> nn.Module:
+    """Linear layers only: Inductor calls the GEMM library and writes no C++
+    kernel for them, so that each compilation stays short."""
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.Linear(16, 4)).eval()
+
+
+@pytest.mark.skipif(not TORCH2, reason="torch.compile needs PyTorch 2")
+def test_pytorch2_conversions_against_eager_and_from_the_cache(fast):
+    x = torch.randn(8)
+    names = ["EAGER"] + COMPILED + QUANTIZED
+    config = dict(fast, calibration_samples=8, n_samples=8)
+    first = benchmark_model(mlp(), config, names, data=x)
+    for name in COMPILED + QUANTIZED:
+        r = first[name]
+        assert r["status"] == "success", (name, r["error"], r["traceback"])
+        if name in QUANTIZED:
+            assert r["accuracy.cosine"] > 0.95, (name, r["accuracy"])
+        else:
+            assert r["accuracy.max_abs_err"] < 1e-4, (name, r["accuracy"])
+        # Built (exported, quantised, compiled) in the build, never in the
+        # timed loop; the compiled ones count what the loop compiled: 0.
+        assert r["cache_hit"] is False and r["build_ms"] > 0, name
+        compiles = "COMPILE" in name or name == "EXPORT+AI8WI8_STATIC_QUANTIZED"
+        assert r["recompiles"] == (0 if compiles else None), (name, r["warnings"])
+    assert first["EAGER"]["recompiles"] is None
+    # The second run loads what the first kept: Inductor's caches, exported
+    # programs, both, the quantised program; same outputs. One conversion
+    # per way of keeping a build (the other modes keep theirs the same way).
+    kept = ["COMPILE_INDUCTOR_DEFAULT", "EXPORT+EAGER", "EXPORT+COMPILE_INDUCTOR_DEFAULT"]
+    again = benchmark_model(mlp(), config, ["EAGER"] + kept + QUANTIZED, data=x)
+    for name in kept + QUANTIZED:
+        r = again[name]
+        assert r["status"] == "success", (name, r["error"], r["traceback"])
+        assert r["cache_hit"] is True and r["build_ms"] == 0, name
+        assert r["build_id"] == first[name]["build_id"]
+        assert r["accuracy.max_abs_err"] == pytest.approx(
+            first[name]["accuracy.max_abs_err"], abs=1e-5), name
+
+
+@pytest.mark.skipif(not TORCH2, reason="torch.compile needs PyTorch 2")
+def test_a_recompile_in_the_timed_loop_is_flagged(fast):
+    torch.manual_seed(0)
+    results = benchmark_model(
+        GuardBreaker().eval(), fast, ["EAGER", "COMPILE_INDUCTOR_DEFAULT"], data=torch.randn(4)
+    )
+    r = results["COMPILE_INDUCTOR_DEFAULT"]
+    assert r["status"] == "success", (r["error"], r["traceback"])
+    assert r["recompiles"] > 0, r
+    assert any(
+        f"recompiled {r['recompiles']} time" in w and "include compilation" in w
+        for w in r["warnings"]
+    ), r["warnings"]
+
+
+@pytest.mark.skipif(TORCH2, reason="PyTorch 1.x only")
+def test_unavailable_on_pytorch_1_with_the_reason(fast):
+    rows = {r["name"]: r for r in modelbench.list_conversions()}
+    for name in COMPILED + QUANTIZED:
+        assert not rows[name]["available"]
+        assert rows[name]["reason"].startswith("needs PyTorch 2."), rows[name]
+        assert f"(this is {torch.__version__}" in rows[name]["reason"], rows[name]
+    for name in QUANTIZED:
+        assert rows[name]["reason"].endswith(
+            "and the Python package torchao (not installed)"), rows[name]
+    results = benchmark_model(mlp(), fast, ["EAGER", "COMPILE_INDUCTOR_DEFAULT"],
+                              data=torch.randn(8))
+    assert results["EAGER"]["status"] == "success"
+    r = results["COMPILE_INDUCTOR_DEFAULT"]
+    assert r["bench_status"] == "unavailable" and "needs PyTorch 2.0" in r["error"], r
+    # alma's name selects the same conversion.
+    assert modelbench.conversions.canonical_name("COMPILE_INDUCTOR_DEFAULT") == (
+        "COMPILE_INDUCTOR_DEFAULT"
+    )
