@@ -230,7 +230,7 @@ def builds(cache: str) -> None:
 #: PyTorch 2's conversions beside the engine's (issue 31): compile and
 #: build seconds apart from the timed median.
 TORCH2_CONVERSIONS = ["EAGER", "JIT_FREEZE", "COMPILE_INDUCTOR_DEFAULT",
-                      "COMPILE_INDUCTOR_MAX_AUTOTUNE", "EXPORT+EAGER",
+                      "COMPILE_INDUCTOR_MAX_AUTOTUNE", "COMPILE_INDUCTOR_FREEZING", "EXPORT+EAGER",
                       "EXPORT+COMPILE_INDUCTOR_DEFAULT", "EXPORT+AI8WI8_STATIC_QUANTIZED",
                       "ORT_CPU", "ONEDNN", "BF16+ONEDNN", "INT8_STATIC+ONEDNN"]
 

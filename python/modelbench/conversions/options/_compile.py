@@ -43,16 +43,22 @@ def compiled(
     eager_fallback: bool = False,
     options: Optional[dict] = None,
     eval_mode: bool = True,
+    freezing: bool = False,
 ) -> Converted:
     """torch.compile(model) with `mode` (or Inductor `options`), compiled
     here by calls on sample 0 under inference mode. `eager_fallback`: parts
     Dynamo or Inductor cannot compile run eagerly (alma's *_EAGER_FALLBACK:
     torch._dynamo.config.suppress_errors) instead of failing. `eval_mode`
     False: the module is not put in eval mode (an exported program's
-    module, already in the mode it was exported in)."""
+    module, already in the mode it was exported in). `freezing`: Inductor
+    folds the weights into the graph as constants and prepacks them
+    (torch._inductor.config.freezing, for inference)."""
     import torch._dynamo
 
+    import torch._inductor.config
+
     torch._dynamo.config.suppress_errors = eager_fallback
+    torch._inductor.config.freezing = freezing
     if eval_mode and isinstance(model, torch.nn.Module):
         model = eval_copy(model)
     kwargs = {"backend": backend}

@@ -20,13 +20,16 @@ from .base import ConvertContext, Converted, eval_copy
 PROGRAM_FILE = "program.pt2"
 
 
-def exported(model: Any, ctx: ConvertContext) -> "torch.export.ExportedProgram":
-    """torch.export.export of the module in eval mode on sample 0. A
-    TorchScript module cannot be exported: TypeError saying so."""
+def exported(
+    model: Any, ctx: ConvertContext, strict: bool = False
+) -> "torch.export.ExportedProgram":
+    """torch.export.export of the module in eval mode on sample 0 (`strict`:
+    traced by Dynamo, torch.export's strict mode). A TorchScript module
+    cannot be exported: TypeError saying so."""
     if isinstance(model, torch.jit.ScriptModule):
         raise TypeError("torch.export needs an nn.Module, not a TorchScript module")
     with torch.no_grad():
-        return torch.export.export(eval_copy(model), tuple(ctx.example_inputs))
+        return torch.export.export(eval_copy(model), tuple(ctx.example_inputs), strict=strict)
 
 
 def save_program(program: "torch.export.ExportedProgram", folder: str) -> None:

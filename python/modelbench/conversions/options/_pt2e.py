@@ -30,7 +30,16 @@ def quantized_program(model: Any, ctx: ConvertContext, name: str) -> "torch.expo
         raise ValueError(f"{name}: no calibration data")
     quantizer = xiq.X86InductorQuantizer()
     quantizer.set_global(xiq.get_default_x86_inductor_quantization_config())
-    prepared = prepare_pt2e(exported(model, ctx).module(), quantizer)
+    # Strict export gives each call of a reused module (torchvision's
+    # ResNet blocks call one ReLU twice) its own partition; the default
+    # non-strict export groups them, which the quantiser refuses ("Input
+    # partition has more than one output node", pytorch/ao#4478).
+    try:
+        graph = exported(model, ctx, strict=True).module()
+    except Exception as exc:  # noqa: BLE001 - Dynamo refuses some modules
+        ctx.log.info("%s: strict export failed (%s); exporting non-strict", name, exc)
+        graph = exported(model, ctx).module()
+    prepared = prepare_pt2e(graph, quantizer)
     calibrate(prepared, ctx.calibration)
     converted = convert_pt2e(prepared)
     ctx.log.info("%s: calibrated on %d batches", name, len(ctx.calibration))

@@ -7,7 +7,6 @@ from .base import ConvertContext, Converted
 CONVERSION = Conversion(
     id=70,
     name="COMPILE_INDUCTOR_DEFAULT",
-    tier=2,
     torch="2.0",
     description=(
         "torch.compile(backend='inductor', mode='default'), compiled in the "

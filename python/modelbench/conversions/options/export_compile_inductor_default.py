@@ -7,7 +7,7 @@ from .base import ConvertContext, Converted
 CONVERSION = Conversion(
     id=81,
     name="EXPORT+COMPILE_INDUCTOR_DEFAULT",
-    tier=2,
+    tier=3,
     torch="2.1",
     description=(
         "torch.export.export on sample 0's shapes, then torch.compile of "
