@@ -11,7 +11,7 @@ a new shape) is counted by ``Converted.recompiles``.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import torch
 
@@ -41,41 +41,35 @@ def compiled(
     mode: str,
     backend: str = "inductor",
     eager_fallback: bool = False,
-    options: Optional[dict] = None,
     eval_mode: bool = True,
     freezing: bool = False,
 ) -> Converted:
-    """torch.compile(model) with `mode` (or Inductor `options`), compiled
-    here by calls on sample 0 under inference mode. `eager_fallback`: parts
-    Dynamo or Inductor cannot compile run eagerly (alma's *_EAGER_FALLBACK:
+    """torch.compile(model, backend, mode), compiled here by calls on
+    sample 0 under inference mode. `eager_fallback`: parts Dynamo or
+    Inductor cannot compile run eagerly (alma's *_EAGER_FALLBACK:
     torch._dynamo.config.suppress_errors) instead of failing. `eval_mode`
     False: the module is not put in eval mode (an exported program's
     module, already in the mode it was exported in). `freezing`: Inductor
     folds the weights into the graph as constants and prepacks them
     (torch._inductor.config.freezing, for inference)."""
     import torch._dynamo
-
     import torch._inductor.config
 
-    torch._dynamo.config.suppress_errors = eager_fallback
-    torch._inductor.config.freezing = freezing
     if eval_mode and isinstance(model, torch.nn.Module):
         model = eval_copy(model)
-    kwargs = {"backend": backend}
-    if options is not None:
-        kwargs["options"] = options
-    else:
-        kwargs["mode"] = mode
-    fn = torch.compile(model, **kwargs)
+    fn = torch.compile(model, backend=backend, mode=mode)
     before = graph_count()
-    with torch.inference_mode():
+    # The settings apply to this compilation only (a profile's validation
+    # converts in the user's own process).
+    with torch._dynamo.config.patch(suppress_errors=eager_fallback), \
+            torch._inductor.config.patch(freezing=freezing), torch.inference_mode():
         # Inputs made as the timed calls' are (inference tensors: Dynamo
         # guards on that too), so that the timed calls hit this graph.
         example = tuple(t.clone() for t in ctx.example_inputs)
         for _ in range(COMPILE_CALLS):
             fn(*example)
-    compiled_graphs = graph_count() - before
-    ctx.log.info("torch.compile(%s): %d graph(s) compiled in the build", kwargs, compiled_graphs)
+    ctx.log.info("torch.compile(backend=%s, mode=%s, freezing=%s): %d graph(s) compiled "
+                 "in the build", backend, mode, freezing, graph_count() - before)
     settled = graph_count()
     return Converted(fn=fn, recompiles=lambda: graph_count() - settled)
 
