@@ -44,11 +44,11 @@ def check_library() -> None:
         rows[row["id"]] = row
     built = {r["name"] for r in rows.values() if r["runtime"] == "pytorch"}
     problems = []
-    for entry in _ENTRIES:
-        c = entry.conversion
+    for e in _ENTRIES:
+        c = e.conversion
         row = rows.get(c.id)
         if row is None or row["name"] != c.name:
-            problems.append(f"{c.name} (id {c.id}, options/{entry.module}.py) is missing")
+            problems.append(f"{c.name} (id {c.id}, options/{e.module}.py) is missing")
             continue
         built.discard(c.name)
         want = {"runtime": "pytorch", "precision": c.precision, "device": c.device,
@@ -59,7 +59,7 @@ def check_library() -> None:
                 continue
             if row[key] != value:
                 problems.append(f"{c.name}'s {key} is {row[key]!r}, "
-                                f"options/{entry.module}.py says {value!r}")
+                                f"options/{e.module}.py says {value!r}")
     problems += [f"{name} has no file in options/" for name in sorted(built)]
     if problems:
         raise RuntimeError(
