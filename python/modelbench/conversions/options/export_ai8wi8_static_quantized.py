@@ -1,11 +1,8 @@
 """EXPORT+AI8WI8_STATIC_QUANTIZED: PT2E static int8, lowered by Inductor."""
 
-import os
-
 from ..catalog import Conversion
-from ._compile import CACHE_FILE, compiled, load_cache, save_cache
-from ._pt2e import program, quantized_program
-from ._pt2e import save as save_quantized
+from ._compile import compiled
+from ._pt2e import program, quantized_program, save  # noqa: F401 - save: the program
 from .base import ConvertContext, Converted
 
 CONVERSION = Conversion(
@@ -25,26 +22,20 @@ CONVERSION = Conversion(
 )
 
 
-def convert(model, ctx: ConvertContext) -> Converted:
-    """Quantises, then compiles the quantised program in the build."""
-    quantized = quantized_program(model, ctx, CONVERSION.name)
+def _lowered(quantized, ctx: ConvertContext) -> Converted:
+    """The quantised program compiled by Inductor with freezing (the int8
+    convolutions and matmuls fused into oneDNN kernels)."""
     converted = compiled(quantized.module(), ctx, mode="default", eval_mode=False, freezing=True)
     converted.keep = quantized
     return converted
 
 
-def save(converted: Converted, folder: str) -> None:
-    """Keeps the quantised program (and Inductor's caches, if any)."""
-    save_quantized(converted, folder)
-    save_cache(converted, folder)
+def convert(model, ctx: ConvertContext) -> Converted:
+    """Quantises, then compiles the quantised program in the build."""
+    return _lowered(quantized_program(model, ctx, CONVERSION.name), ctx)
 
 
 def load(folder: str, ctx: ConvertContext) -> Converted:
-    """The kept quantised program, compiled again (from the kept caches
-    where Inductor made any: it does not cache frozen graphs)."""
-    if os.path.exists(os.path.join(folder, CACHE_FILE)):
-        load_cache(folder)
-    quantized = program(folder)
-    converted = compiled(quantized.module(), ctx, mode="default", eval_mode=False, freezing=True)
-    converted.keep = quantized
-    return converted
+    """The kept quantised program, compiled again: Inductor does not cache
+    frozen graphs, so only the program is kept (save)."""
+    return _lowered(program(folder), ctx)
