@@ -37,6 +37,7 @@ test: export MB_WITH_TORCH2 = 1
 test: export MB_WITH_BROWSER = 1
 test: export MB_WITH_SLURM = 1
 test: export MB_REQUIRE_ORT = 1
+test: export MB_REQUIRE_OPENVINO = 1
 test: export MB_WITH_FUZZ = 1
 test: export MB_WITH_QEMU = 1
 test: deps

@@ -24,6 +24,9 @@
 #                    (`make test` sets it).
 #   MB_WITH_ORT=0    skip ONNX Runtime (default: fetch it with
 #                    scripts/fetch-onnxruntime.sh, installing npm if needed).
+#   MB_WITH_OPENVINO=0 skip OpenVINO (default: fetch its C API from PyPI's
+#                    wheel with scripts/fetch-openvino.sh, installing pip if
+#                    needed).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -65,6 +68,11 @@ if [ "${MB_WITH_ORT:-1}" = 1 ] && ! command -v npm >/dev/null 2>&1; then
   packages+=(npm)
 fi
 
+# pip only downloads OpenVINO's wheel (nothing is installed with it).
+if [ "${MB_WITH_OPENVINO:-1}" = 1 ]; then
+  packages+=(python3-pip)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
@@ -95,4 +103,9 @@ fi
 # ONNX Runtime into the user's cache (no root needed); silent when present.
 if [ "${MB_WITH_ORT:-1}" = 1 ]; then
   "$here/fetch-onnxruntime.sh"
+fi
+
+# OpenVINO's C API into the user's cache; silent when present.
+if [ "${MB_WITH_OPENVINO:-1}" = 1 ]; then
+  "$here/fetch-openvino.sh"
 fi

@@ -83,11 +83,28 @@ else
 import json, os, sys
 data = json.load(open(sys.argv[1]))
 reports = data.get("reports", [data])
+# What a runtime itself cannot do with a zoo model, with the words of its
+# failure: OpenVINO 2026.4.1's ONNX reader refuses Dropout in training mode
+# (swin_t's export writes training_mode = true with ratio 0; the int8 row's
+# optimize pass removes it first), and its low-precision
+# MoveFakeQuantize pass dereferences a null node on DenseNet's quantised
+# Concat (SIGSEGV in compile_model, the run goes on). Anything else that
+# fails is a failure; a known case that passes is said.
+known = {
+    ("swin_t", "OPENVINO"): ("error", "Training mode is not supported for Dropout"),
+    ("densenet121", "INT8_STATIC+OPENVINO"): ("crashed", "SIGSEGV"),
+}
 bad = []
 for rep in reports:
     model = os.path.basename(os.path.dirname(rep["model"]["path"]))
     names = [r["conversion"] for r in rep["results"]]
     for r in rep["results"]:
+        want = known.get((model, r["conversion"]))
+        if want and r["status"] == want[0] and want[1] in (r["error"] or ""):
+            print("known: %s %s: %s" % (model, r["conversion"], want[1]))
+            continue
+        if want and r["status"] == "ok":
+            print("note: %s %s now runs (was a known failure)" % (model, r["conversion"]))
         if r["status"] != "ok":
             bad.append("%s %s: %s %s" % (model, r["conversion"], r["status"],
                                          (r["error"] or "")[:300]))

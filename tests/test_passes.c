@@ -457,6 +457,41 @@ TEST(fold_constants_folds_chains_and_respects_limits) {
   return 0;
 }
 
+/* Dropout told to train with a constant ratio of 0 drops nothing: it goes
+ * (exporters write it so for attention dropout); with a ratio above 0 in
+ * training mode it stays. */
+TEST(remove_identity_drops_zero_ratio_dropout_in_training_mode) {
+  mb_model *m = new_model(17);
+  mb_graph *g = m->graph;
+  mb_error err = {0};
+  int64_t dims[1] = {4};
+  float zero = 0.0f, half = 0.5f;
+  mb_tensor *train = NULL;
+  ASSERT(mb__graph_add_input(g, "x", MB_DTYPE_FLOAT, 1, dims, NULL, NULL) >= 0);
+  ASSERT(add_f32(g, "ratio0", 0, NULL, &zero) >= 0);
+  ASSERT(add_f32(g, "ratio_half", 0, NULL, &half) >= 0);
+  ASSERT_OK(mb_tensor_create(MB_DTYPE_BOOL, 0, NULL, &train, &err), &err);
+  *(uint8_t *)train->data = 1;
+  ASSERT(mb__graph_add_initializer(g, "training", train, NULL) >= 0);
+  ASSERT(NODE(g, "Dropout", "drop0", IN("x", "ratio0", "training"),
+              OUT("d0")) >= 0);
+  ASSERT(NODE(g, "Relu", "relu", IN("d0"), OUT("y")) >= 0);
+  ASSERT(NODE(g, "Dropout", "drop_half", IN("y", "ratio_half", "training"),
+              OUT("z")) >= 0);
+  ASSERT(mb__graph_add_output(g, "z", MB_DTYPE_FLOAT, 1, dims, NULL, NULL) >=
+         0);
+  ASSERT_OK(mb__graph_finalize(g, &err), &err);
+  mb_pass_stats stats = {0};
+  ASSERT_OK(mb__passes_run(m, "remove_identity", NULL, &stats, &err), &err);
+  ASSERT_EQ(stats.passes[0].changed, 1);
+  ASSERT_EQ(mb__edit_count_op(g, "Dropout"), 1);
+  ASSERT_STR_EQ(input_name(g, find_op(g, "Relu", 0), 0), "x");
+  ASSERT_STR_EQ(g->nodes[find_op(g, "Dropout", 0)].name, "drop_half");
+  ASSERT_OK(onnx_check(m, "remove_identity"), NULL);
+  mb_model_free(m);
+  return 0;
+}
+
 TEST(remove_identity_keeps_output_names) {
   mb_model *m = new_model(17);
   mb_graph *g = m->graph;
@@ -1042,6 +1077,7 @@ TEST_MAIN(TEST_ENTRY(registry_lists_every_pass),
           TEST_ENTRY(clone_is_deep_and_exact),
           TEST_ENTRY(constant_to_initializer_converts_every_form),
           TEST_ENTRY(fold_constants_folds_chains_and_respects_limits),
+          TEST_ENTRY(remove_identity_drops_zero_ratio_dropout_in_training_mode),
           TEST_ENTRY(remove_identity_keeps_output_names),
           TEST_ENTRY(eliminate_dead_removes_unused_nodes_and_initializers),
           TEST_ENTRY(fold_batchnorm_into_conv_and_gemm),

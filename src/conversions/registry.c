@@ -11,6 +11,7 @@
  *   200-399  "pytorch", a host runtime: src/runtime/host.c), one file
  *            each in python/modelbench/conversions/options/ (catalog.py
  *            checks the ranges)
+ *   100-119  OpenVINO (ONNX models, through its C API)
  *  1000-     registered at run time (tests) */
 #include "conversions/conversion.h"
 #include "runtime/engine.h"
@@ -111,6 +112,18 @@ MB_X(xnnpack, INT8)
 MB_X(onednn, BF16)
 MB_X(onednn, INT8)
 #undef MB_X
+
+/* Native bf16 on the CPU, whatever library computes it (OpenVINO's CPU
+ * plugin otherwise falls back to fp32 without saying so). */
+static int check_cpu_BF16(char *reason, size_t size) {
+  static const char *const bf16_flags[] = {"avx512_bf16", "amx_bf16"};
+  if (mb__engine_cpu_has(bf16_flags, 2) > 0)
+    return 1;
+  snprintf(reason, size,
+           "the CPU flags lack avx512_bf16 and amx_bf16: no "
+           "native bf16 here");
+  return 0;
+}
 
 /* ---- the table ---- */
 
@@ -307,6 +320,41 @@ static const mb_conversion_def builtin[] = {
         .check = check_onednn_INT8,
         .tier = 2,
         .steps = "optimize,quant_params",
+    },
+    {
+        .id = 100,
+        .name = "OPENVINO",
+        .runtime = "openvino",
+        .precision = MB_PRECISION_FP32,
+        .opt_level = MB_GRAPH_OPT_ALL,
+        .description = "OpenVINO's CPU plugin (its own graph transformations "
+                       "and kernels) in fp32, inputs fixed to the run's shapes",
+        .tier = 2,
+    },
+    {
+        .id = 101,
+        .name = "BF16+OPENVINO",
+        .runtime = "openvino",
+        .precision = MB_PRECISION_BF16,
+        .opt_level = MB_GRAPH_OPT_ALL,
+        .description = "OpenVINO's CPU plugin with bf16 as the inference "
+                       "precision (AVX-512 BF16 or AMX), fp32 inputs and "
+                       "outputs",
+        .check = check_cpu_BF16,
+        .tier = 3,
+    },
+    {
+        .id = 102,
+        .name = "INT8_STATIC+OPENVINO",
+        .runtime = "openvino",
+        .precision = MB_PRECISION_INT8,
+        .opt_level = MB_GRAPH_OPT_ALL,
+        .description =
+            "INT8_STATIC's QDQ model (same calibration as every int8 "
+            "conversion) run by OpenVINO, whose low-precision transformations "
+            "turn its quantised parts into int8 kernels",
+        .tier = 2,
+        .steps = "optimize,quantize_static",
     },
     {
         .id = 50,

@@ -6,15 +6,32 @@
 
 /* ---- remove_identity ---- */
 
+/* True when constant ratio input t of a Dropout is 0: it drops nothing,
+ * training or not. */
+static bool ratio_is_zero(const mb_tensor *t) {
+  if (!t || t->numel != 1)
+    return false;
+  if (t->dtype == MB_DTYPE_FLOAT)
+    return *(const float *)t->data == 0.0f;
+  if (t->dtype == MB_DTYPE_DOUBLE)
+    return *(const double *)t->data == 0.0;
+  return false;
+}
+
 /* True when Dropout node n is an identity at inference: its mask output is
  * unused and it is not told to train (training_mode absent or a constant
- * false; opset < 7 spells inference as is_test = 1). */
+ * false; opset < 7 spells inference as is_test = 1), or its ratio is a
+ * constant 0 (exporters write training_mode = true with ratio 0 for
+ * attention dropout; runtimes such as OpenVINO refuse any training mode). */
 static bool dropout_is_identity(const mb_model *model, const mb_node *n,
                                 const int *uses) {
   const mb_graph *g = model->graph;
   if (n->n_outputs > 1 && n->outputs[1] >= 0 &&
       (uses[n->outputs[1]] > 0 || g->values[n->outputs[1]].is_output))
     return false;
+  if (mb__model_opset(model, "") >= 12 && n->n_inputs > 1 &&
+      n->inputs[1] >= 0 && ratio_is_zero(g->values[n->inputs[1]].initializer))
+    return true;
   if (mb__model_opset(model, "") < 7 && mb__node_attr_int(n, "is_test", 0) != 1)
     return false;
   if (n->n_inputs > 2 && n->inputs[2] >= 0) {

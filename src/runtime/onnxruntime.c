@@ -61,29 +61,6 @@ static void ort_release(void *session) {}
  * there. */
 #define ORT_MIN_API_VERSION 16
 
-/* ---- sanitizer builds ---- */
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define MB_ORT_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(MB_ORT_ASAN)
-/* ONNX Runtime 1.30 leaks 14 bytes inside libonnxruntime once per process
- * when its first OrtEnv is created (releasing the env does not free them),
- * which would fail every sanitizer run that touches ORT. LeakSanitizer
- * reads these hooks from the executable; the env var LSAN_OPTIONS still
- * overrides the options. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) {
-  return "leak:libonnxruntime.so\n";
-}
-const char *__lsan_default_options(void);
-const char *__lsan_default_options(void) {
-  return "print_suppressions=0";
-}
-#endif
-
 /* ---- loading: the only process-wide state ---- */
 
 static pthread_once_t ort_once = PTHREAD_ONCE_INIT;

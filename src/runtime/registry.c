@@ -1,6 +1,48 @@
 /* The runtime registry: the built-in adapters of MB_RUNTIME_LIST plus any
- * registered at run time (tests). */
+ * registered at run time (tests). Also the sanitizer builds' hooks for the
+ * libraries runtimes load. */
+#define _GNU_SOURCE /* RTLD_NEXT, RTLD_DEEPBIND */
 #include "runtime/runtime.h"
+
+/* ---- sanitizer builds ---- */
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MB_RUNTIME_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(MB_RUNTIME_ASAN)
+/* Runtimes we load keep allocations LeakSanitizer calls leaks: ONNX Runtime
+ * 1.30 leaks 14 bytes inside libonnxruntime once per process when its first
+ * OrtEnv is created (releasing the env does not free them); OpenVINO's
+ * plugins and TBB keep process-lifetime caches that its C API gives no way
+ * to free. Either would fail every sanitizer run that touches them.
+ * LeakSanitizer reads these hooks from the executable; the env var
+ * LSAN_OPTIONS still overrides the options. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) {
+  return "leak:libonnxruntime.so\n"
+         "leak:libopenvino\n"
+         "leak:libtbb\n";
+}
+const char *__lsan_default_options(void);
+const char *__lsan_default_options(void) {
+  return "print_suppressions=0";
+}
+
+#include <dlfcn.h>
+/* OpenVINO's TBB dlopens libtbbbind with RTLD_DEEPBIND, which
+ * AddressSanitizer refuses (it aborts the process: google/sanitizers#611).
+ * The executable exports this dlopen, so the libraries it loads call it
+ * first: it drops that one flag (nothing else in the process defines
+ * hwloc's symbols, so the lookup order it asks for changes nothing) and
+ * hands the call on to the sanitizer's own dlopen. Sanitizer builds only. */
+void *dlopen(const char *file, int mode) {
+  void *(*next)(const char *, int);
+  *(void **)&next = dlsym(RTLD_NEXT, "dlopen");
+  return next ? next(file, mode & ~RTLD_DEEPBIND) : NULL;
+}
+#endif
 
 static const mb_runtime *const builtin[] = {
 #define MB_X(name) &mb__runtime_##name,

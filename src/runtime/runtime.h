@@ -121,6 +121,7 @@ typedef struct mb_runtime {
 #define MB_RUNTIME_LIST(X)                                                     \
   X(reference)                                                                 \
   X(onnxruntime)                                                               \
+  X(openvino)                                                                  \
   X(libtorch)                                                                  \
   MB_ENGINE_LIST(X)                                                            \
   MB_HOST_RUNTIME_LIST(X)
