@@ -87,6 +87,18 @@ model=$models/transformer_block.onnx
 quick=(--warmup 0 --warmup-time 0 --min-iterations 2 --min-time 0
   --calibration-samples 16 --n-samples 2 --no-record)
 convs=INT8_DYNAMIC+ORT_CPU,INT8_STATIC+ORT_CPU,INT8_STATIC+REFERENCE
+# OpenVINO's CPU plugin dispatches its int8 kernels on cpuid too: the same
+# mixed form, the same accuracy, where it is fetched.
+if "$python" -c '
+import json, sys
+rows = {c["name"]: c for c in json.load(open(sys.argv[1]))["conversions"]}
+r = rows["INT8_STATIC+OPENVINO"]
+assert r["available"] and r["int8_weights"] == "mixed", r
+' "$tmp/out" 2>/dev/null; then
+  convs=$convs,INT8_STATIC+OPENVINO
+elif [ "${MB_REQUIRE_OPENVINO:-0}" = 1 ]; then
+  fail "INT8_STATIC+OPENVINO is not available with the mixed form on the emulated CPU"
+fi
 # accurate FILE FORM: every result ok, of FORM, cosine >= 0.999.
 accurate() {
   py "int8 on an AVX2-only CPU, $2 weights: accurate" '
