@@ -443,7 +443,8 @@ int mb_int8_weights_from_name(const char *name);
 #define MB_MODEL_FORMAT_LIST(X)                                                \
   X(ONNX, "onnx")                                                              \
   X(TORCHSCRIPT, "torchscript")                                                \
-  X(PYTORCH, "pytorch")
+  X(PYTORCH, "pytorch")                                                        \
+  X(ONNX_DYNAMO, "onnx_dynamo")
 typedef enum mb_model_format {
 #define MB_X(name, str) MB_MODEL_FORMAT_##name,
   MB_MODEL_FORMAT_LIST(MB_X)
@@ -842,6 +843,11 @@ typedef struct mb_bench_result {
   char int8_form[256];
   char build_id[160];     /* the cache's id of the build, "" when none */
   char build_reason[160]; /* why it was built ("new", ...), "hit", "" */
+  /* Conversions of an ONNX form: what made the ONNX file (its
+   * "modelbench.exporter" metadata, written by the Python front's exports:
+   * "torch.onnx.export (TorchScript-based), opset 17"; else its producer,
+   * "pytorch 2.15.0"); "" when it does not say or the form is not ONNX. */
+  char exporter[96];
   /* Where it ran: the report's machine in a local run; a run spread over
    * machines (`bench --executor slurm|ssh`) keeps each task's, and
    * reports say when results of different kinds of machine sit side by

@@ -469,6 +469,10 @@ def benchmark_model(
                 formats["onnx"] = export_onnx(source, sha, inputs, outputs, run_dir,
                                               cfg.opset, cfg.cache, cfg.cache_dir,
                                               isolated, cfg.timeout)
+            if "onnx_dynamo" in wanted:
+                formats["onnx_dynamo"] = export_onnx(source, sha, inputs, outputs, run_dir,
+                                                     cfg.opset, cfg.cache, cfg.cache_dir,
+                                                     isolated, cfg.timeout, dynamo=True)
             if "torchscript" in wanted:
                 formats["torchscript"] = export_torchscript(source, sha, inputs, run_dir,
                                                             cfg.cache, cfg.cache_dir,

@@ -416,6 +416,10 @@ def write_model(folder: str, module: Any, tensors: Sequence[Any], sha256: str,
         if "onnx" in formats_wanted:
             formats["onnx"] = export_onnx(source, content, inputs, outputs, folder, opset,
                                           cache, cache_dir, spec_path)
+        if "onnx_dynamo" in formats_wanted:
+            formats["onnx_dynamo"] = export_onnx(source, content, inputs, outputs, folder,
+                                                 opset, cache, cache_dir, spec_path,
+                                                 dynamo=True)
         if "torchscript" in formats_wanted:
             formats["torchscript"] = export_torchscript(source, content, inputs, folder, cache,
                                                         cache_dir, spec_path)

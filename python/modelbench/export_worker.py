@@ -29,7 +29,8 @@ def run(job: Dict[str, Any]) -> Dict[str, Any]:
     example = torch.load(job["inputs"], map_location="cpu", weights_only=True)
     if job["what"] == "onnx":
         opset = export_module(module, example, job["names"], job["out_names"],
-                              job["batched"], job["path"], job.get("opset"))
+                              job["batched"], job["path"], job.get("opset"),
+                              bool(job.get("dynamo")))
         return {"opset": opset}
     if job["what"] == "torchscript":
         trace_module(module, example, job["path"])

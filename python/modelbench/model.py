@@ -351,17 +351,24 @@ def _max_opset() -> int:
         return 13
 
 
-def _export_tries(opset: Optional[int]) -> List[Dict[str, Any]]:
+def _export_tries(opset: Optional[int], dynamo: bool = False) -> List[Dict[str, Any]]:
     """torch.onnx.export's settings to try in order: the TorchScript-based
     exporter (the graphs the engine is tested with) at the highest opset up to
     17, then 13; on a PyTorch whose default is the dynamo exporter (2.9 and
-    later), that one last, at its own opset (18)."""
+    later), that one last, at its own opset (18). With `dynamo`, the dynamo
+    exporter only (ONNX+DYNAMO_EXPORT's form), at `opset` or its own."""
     import inspect
 
     import torch
 
-    versions = [opset] if opset else sorted({min(_max_opset(), 17), 13}, reverse=True)
     has_dynamo = "dynamo" in inspect.signature(torch.onnx.export).parameters
+    if dynamo:
+        if not has_dynamo:
+            raise RuntimeError(
+                "torch.onnx.export(dynamo=True) needs PyTorch 2.5 or newer "
+                f"(this is {torch.__version__})")
+        return [dict(dynamo=True, **({"opset_version": opset} if opset else {}))]
+    versions = [opset] if opset else sorted({min(_max_opset(), 17), 13}, reverse=True)
     tries: List[Dict[str, Any]] = [
         dict(opset_version=v, **({"dynamo": False} if has_dynamo else {})) for v in versions
     ]
@@ -370,16 +377,38 @@ def _export_tries(opset: Optional[int]) -> List[Dict[str, Any]]:
     return tries
 
 
+def _mark_exporter(path: str, settings: Dict[str, Any], opset: int) -> None:
+    """Writes which exporter made the ONNX file at path into its metadata
+    ("modelbench.exporter"): the engine reports it with each conversion of
+    that form (the result's `exporter`), cache hits included."""
+    import onnx
+    import torch
+
+    model = onnx.load(path, load_external_data=False)
+    kind = "dynamo" if settings.get("dynamo") else "TorchScript-based"
+    words = (f"torch {torch.__version__.split('+')[0]} torch.onnx.export ({kind}), "
+             f"opset {opset}")
+    for prop in model.metadata_props:
+        if prop.key == "modelbench.exporter":
+            prop.value = words
+            break
+    else:
+        model.metadata_props.add(key="modelbench.exporter", value=words)
+    onnx.save(model, path)
+
+
 def export_module(module: Any, example: Any, names: List[str], out_names: List[str],
-                  batched: List[str], path: str, opset: Optional[int]) -> int:
+                  batched: List[str], path: str, opset: Optional[int],
+                  dynamo: bool = False) -> int:
     """torch.onnx.export of module with a dynamic batch on the `batched`
     inputs and outputs; returns the opset used. Each of _export_tries is
-    tried in turn; the first error is raised when all fail."""
+    tried in turn; the first error is raised when all fail. The file records
+    which exporter made it (_mark_exporter)."""
     import torch
 
     dynamic = {name: {0: "batch"} for name in batched}
     first_error: Optional[BaseException] = None
-    for settings in _export_tries(opset):
+    for settings in _export_tries(opset, dynamo):
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -392,8 +421,10 @@ def export_module(module: Any, example: Any, names: List[str], out_names: List[s
                 log.debug("torch.onnx.export: %s", w.message)
             import onnx
 
-            return int(next((o.version for o in onnx.load(path, load_external_data=False)
+            used = int(next((o.version for o in onnx.load(path, load_external_data=False)
                              .opset_import if o.domain in ("", "ai.onnx")), 0))
+            _mark_exporter(path, settings, used)
+            return used
         except Exception as e:  # noqa: BLE001 - the exporter raises many kinds
             log.debug("torch.onnx.export %s failed: %s", settings, e)
             first_error = first_error or e
@@ -463,11 +494,15 @@ def _isolated(what: str, spec_path: str, example: Any, args: Dict[str, Any],
 def export_onnx(source: ModelSource, sha256: str, inputs: Inputs, outputs: Outputs,
                 folder: str, opset: Optional[int], cache: bool,
                 cache_dir: Optional[str], spec_path: Optional[str] = None,
-                timeout: float = 600.0) -> Dict[str, str]:
+                timeout: float = 600.0, dynamo: bool = False) -> Dict[str, str]:
     """The manifest's "onnx" entry: {"path": ...} or {"error": why}, the
     export kept in the build cache under the module's hash. With spec_path
-    (the module's worker spec) the exporter runs in a process of its own."""
+    (the module's worker spec) the exporter runs in a process of its own.
+    With `dynamo`, the "onnx_dynamo" entry: the dynamo exporter's form."""
     if source.kind == "onnx":
+        if dynamo:
+            return {"error": "an ONNX file was given: there is no module to export "
+                             "with the dynamo exporter"}
         return {"path": source.path or ""}
     used: List[int] = []
     names = [s.name for s in inputs.specs]
@@ -477,16 +512,19 @@ def export_onnx(source: ModelSource, sha256: str, inputs: Inputs, outputs: Outpu
     def make(path: str) -> None:
         if spec_path is None:
             used.append(export_module(source.module, inputs.example, names, out_names,
-                                      batched, path, opset))
+                                      batched, path, opset, dynamo))
             return
         answer = _isolated("onnx", spec_path, inputs.example,
                            {"names": names, "out_names": out_names, "batched": batched,
-                            "opset": opset}, path, timeout)
+                            "opset": opset, "dynamo": dynamo}, path, timeout)
         used.append(int(answer.get("opset", 0)))
 
-    entry = _host_build(source, sha256, inputs, folder, "ONNX_EXPORT",
+    entry = _host_build(source, sha256, inputs, folder,
+                        "ONNX_DYNAMO_EXPORT" if dynamo else "ONNX_EXPORT",
                         f"opset={opset or 'auto'};dynamic_batch=1;constant_folding=1",
-                        "model.onnx", make, "torch.onnx.export", cache, cache_dir)
+                        "model.onnx", make,
+                        "torch.onnx.export(dynamo=True)" if dynamo else "torch.onnx.export",
+                        cache, cache_dir)
     if used:
         log.info("ONNX export: opset %d", used[0])
     return entry

@@ -213,6 +213,7 @@ void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
   mb__wire_put_u32(w, (uint32_t)(r->recompiles + 1));
   mb__wire_put_str(w, r->build_id);
   mb__wire_put_str(w, r->build_reason);
+  mb__wire_put_str(w, r->exporter);
   mb__wire_put_u32(w, (uint32_t)r->int8_weights);
   mb__wire_put_str(w, r->int8_form);
   mb__wire_put_f64(w, r->first_run_ms);
@@ -275,6 +276,7 @@ mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
   r->recompiles = (int)mb__wire_get_u32(w) - 1;
   mb__wire_get_str_buf(w, r->build_id, sizeof r->build_id);
   mb__wire_get_str_buf(w, r->build_reason, sizeof r->build_reason);
+  mb__wire_get_str_buf(w, r->exporter, sizeof r->exporter);
   r->int8_weights = (mb_int8_weights)mb__wire_get_u32(w);
   mb__wire_get_str_buf(w, r->int8_form, sizeof r->int8_form);
   r->first_run_ms = mb__wire_get_f64(w);
@@ -1068,19 +1070,89 @@ static void note_recompiles(const mb_runtime *rt, void *session,
         result->recompiles, result->recompiles == 1 ? "" : "s");
 }
 
+/* What made the ONNX model: the "modelbench.exporter" metadata the Python
+ * front writes into its exports, else the file's producer. */
+static void note_exporter(const mb_model *model, mb_bench_result *result) {
+  for (int i = 0; i < model->n_metadata; i++)
+    if (model->metadata[i].key && model->metadata[i].value &&
+        strcmp(model->metadata[i].key, "modelbench.exporter") == 0) {
+      snprintf(result->exporter, sizeof result->exporter, "%s",
+               model->metadata[i].value);
+      return;
+    }
+  if (model->producer_name && model->producer_name[0])
+    snprintf(result->exporter, sizeof result->exporter, "%s%s%s",
+             model->producer_name,
+             model->producer_version && model->producer_version[0] ? " " : "",
+             model->producer_version ? model->producer_version : "");
+}
+
+/* A conversion of another ONNX form than the model's graph (ONNX_DYNAMO:
+ * the module's dynamo export): *local becomes job with that form's model
+ * and bytes in place of the graph's, owned by *model_out and *bytes_out.
+ * It must have the graph's inputs and outputs in number: the inputs and
+ * the reference outputs are the graph's. */
+static mb_status use_other_onnx_form(const mb_bench_job *job,
+                                     mb_model_format format,
+                                     mb_bench_job *local, mb_model **model_out,
+                                     void **bytes_out, mb_error *err) {
+  const char *path = job->files ? job->files->paths[format] : NULL;
+  if (!path)
+    return MB_STATUS_OK; /* worker_prepare says the form is missing */
+  size_t size = 0;
+  mb_status status = mb_model_load(path, model_out, err);
+  if (!status)
+    status = mb__read_file(path, bytes_out, &size, err);
+  if (status)
+    return mb__error_prefix(err, status, "the %s form",
+                            mb_model_format_name(format));
+  if (mb_model_input_count(*model_out) != job->n_inputs ||
+      mb_model_output_count(*model_out) != job->n_outputs)
+    return mb__error(
+        err, MB_STATUS_SHAPE,
+        "the %s form has %d inputs and %d outputs, the model %d "
+        "and %d",
+        mb_model_format_name(format), mb_model_input_count(*model_out),
+        mb_model_output_count(*model_out), job->n_inputs, job->n_outputs);
+  *local = *job;
+  local->model = *model_out;
+  local->model_bytes = *bytes_out;
+  local->model_size = size;
+  return MB_STATUS_OK;
+}
+
 void mb__worker_run_conversion(const mb_bench_job *job, int index,
                                const mb_progress_sink *progress, int send_fd,
                                mb_bench_result *result) {
   mb_error err = {MB_STATUS_OK, ""};
   mb_status status = MB_STATUS_OK;
   prepared p;
+  mb_bench_job other;
+  mb_model *other_model = NULL;
+  void *other_bytes = NULL;
+  const mb_conversion_def *def = mb__conversion_def(index);
 
+  memset(&p, 0, sizeof p);
   result->status = MB_BENCH_OK;
   result->max_abs_err = -1.0;
   result->cache_hit = -1;
   result->recompiles = -1;
   result->build_ms = -1.0;
   result->precision_share = -1.0;
+  if (def && def->format == MB_MODEL_FORMAT_ONNX_DYNAMO) {
+    if ((status = use_other_onnx_form(job, def->format, &other, &other_model,
+                                      &other_bytes, &err))) {
+      fail_result(result, MB_BENCH_ERROR, err.message);
+      goto done;
+    }
+    if (other_model)
+      job = &other;
+  }
+  if (def &&
+      (def->format == MB_MODEL_FORMAT_ONNX ||
+       def->format == MB_MODEL_FORMAT_ONNX_DYNAMO) &&
+      job->files && (job->files->formats & (1u << def->format)))
+    note_exporter(job->model, result);
   if (!worker_prepare(job, index, progress, result, &p))
     goto done;
   if (job->config->build_only) {
@@ -1117,6 +1189,8 @@ done:
   result->peak_rss_mb = mb__peak_rss_mb();
   send_result(send_fd, result);
   worker_finish(job, &p);
+  mb_model_free(other_model);
+  free(other_bytes);
 }
 
 /* The reference outputs from a conversion (EAGER for a PyTorch model):

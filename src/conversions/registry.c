@@ -207,6 +207,18 @@ static const mb_conversion_def builtin[] = {
         .steps = "optimize,to_fp16",
     },
     {
+        .id = 12,
+        .name = "ONNX+DYNAMO_EXPORT",
+        .runtime = "onnxruntime",
+        .precision = MB_PRECISION_FP32,
+        .opt_level = MB_GRAPH_OPT_ALL,
+        .description = "ONNX Runtime (CPU, all graph optimisations) on the "
+                       "module's torch.onnx.export(dynamo=True) export, beside "
+                       "ORT_CPU on its TorchScript-based one (PyTorch 2.x)",
+        .tier = 3,
+        .format = MB_MODEL_FORMAT_ONNX_DYNAMO,
+    },
+    {
         .id = 11,
         .name = "FP16+REFERENCE",
         .runtime = "reference",

@@ -75,6 +75,7 @@ static const field result_fields[] = {
     F_DOUBLE(mb_bench_result, "build_ms", build_ms, -1),
     F_TEXT(mb_bench_result, "build_id", build_id),
     F_TEXT(mb_bench_result, "build_reason", build_reason),
+    F_TEXT(mb_bench_result, "exporter", exporter),
     F_DOUBLE(mb_bench_result, "load_ms", load_ms, 0),
     F_DOUBLE(mb_bench_result, "first_run_ms", first_run_ms, 0),
     F_I64(mb_bench_result, "iterations", iterations),

@@ -434,6 +434,7 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
     mb__json_null(j);
   kv_string_or_null(j, "build_id", r->build_id);
   kv_string_or_null(j, "build_reason", r->build_reason);
+  kv_string_or_null(j, "exporter", r->exporter);
   kv_measured(j, "load_ms", r->load_ms, ok || r->load_ms > 0);
   kv_measured(j, "first_run_ms", r->first_run_ms, ok || r->first_run_ms > 0);
   write_latency(j, r);

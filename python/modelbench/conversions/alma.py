@@ -54,6 +54,7 @@ ALMA_MODES: List[str] = [
 #: (``Conversion(alma=...)``, options/).
 RUNS_AS: Dict[str, str] = {
     "ONNX_CPU": "ORT_CPU",
+    "ONNX+DYNAMO_EXPORT": "ONNX+DYNAMO_EXPORT",
 }
 for _entry in catalog.read():
     if _entry.conversion.alma:
