@@ -25,7 +25,9 @@
 # Then the Python front (bench/pytorch.py): ResNet-18 under PyTorch's and
 # the engine's conversions, the digits CNN with task accuracy, EAGER's
 # fidelity against a plain loop, a function profile across batch sizes and
-# the PyTorch conversions' cached builds; MB_BENCH_PYTORCH=0 skips it.
+# the PyTorch conversions' cached builds, and alma-torch itself beside
+# modelbench (bench/alma_peer.py, MB_BENCH_ALMA=0 skips it);
+# MB_BENCH_PYTORCH=0 skips them all.
 set -euo pipefail
 
 build=${1:-build}
@@ -154,6 +156,12 @@ if [ "${MB_BENCH_PYTORCH:-1}" != 0 ]; then
     echo
     MB_BENCH_PYTORCH_PARTS=resnet,fidelity,shapes,builds,torch2 MODELBENCH_LIBRARY=$build/lib/libmodelbench.so \
       "$venv_python" "$(dirname "$0")/pytorch.py"
+    # alma itself beside modelbench on the same modules (issue 31);
+    # MB_BENCH_ALMA=0 skips it.
+    if [ "${MB_BENCH_ALMA:-1}" != 0 ]; then
+      echo
+      MODELBENCH_LIBRARY=$build/lib/libmodelbench.so "$venv_python" "$(dirname "$0")/alma_peer.py"
+    fi
   else
     echo "PyTorch 2.x front skipped: no $venv_python (scripts/python-venv.sh makes it)"
   fi
