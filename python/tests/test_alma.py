@@ -97,6 +97,7 @@ def test_every_alma_id_and_name_means_what_it_means_in_alma():
     assert [c.key for c in chosen] == alma_table.ALMA_MODES
     runs = {c.key: c.name for c in chosen if c.name}
     assert runs == {"EAGER": "EAGER", "ONNX_CPU": "ORT_CPU", "JIT_TRACE": "JIT_TRACE",
+                    "ONNX+DYNAMO_EXPORT": "ONNX+DYNAMO_EXPORT",
                     "TORCH_SCRIPT": "JIT_SCRIPT", "BF16+EAGER": "BF16+EAGER",
                     "NATIVE_CONVERT_AI8WI8_STATIC_QUANTIZED": "INT8_STATIC+EAGER",
                     "NATIVE_FAKE_QUANTIZED_AI8WI8_STATIC": "FAKE_QUANT+EAGER",
