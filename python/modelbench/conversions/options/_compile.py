@@ -52,6 +52,9 @@ def compiled(
     module, already in the mode it was exported in). `freezing`: Inductor
     folds the weights into the graph as constants and prepacks them
     (torch._inductor.config.freezing, for inference)."""
+    from ... import inductor
+
+    inductor.prepare()  # before Inductor is imported: its cache folder
     import torch._dynamo
     import torch._inductor.config
 
