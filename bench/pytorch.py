@@ -22,10 +22,13 @@
 6. PyTorch 2 (issue 31, PyTorch 2.x only): ResNet-18 and a transformer
    encoder under torch.compile, torch.export and PT2E int8 beside ORT and
    oneDNN: build seconds, median, speed-up and cosine against EAGER.
+7. AOTInductor from C (issue 31, PyTorch 2.6+): EXPORT+AOT_INDUCTOR's median
+   (the package run by the engine's aoti runtime) against AOTInductor's own
+   Python runner on the same package, alternated.
 
     PYTHONPATH=python /usr/bin/python3 bench/pytorch.py BUILD_DIR
 MB_BENCH_ROUNDS (default 3) sets the fidelity rounds; MB_BENCH_PYTORCH_PARTS
-(default resnet,digits,fidelity,shapes,builds,torch2) which parts run. bench/run.sh runs it with
+(default resnet,digits,fidelity,shapes,builds,torch2,aoti) which parts run. bench/run.sh runs it with
 Debian's python3 (PyTorch 1.13), then resnet and fidelity again with the
 PyTorch 2.x of scripts/python-venv.sh when that environment is there.
 """
@@ -39,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -231,28 +235,33 @@ def builds(cache: str) -> None:
 #: build seconds apart from the timed median.
 TORCH2_CONVERSIONS = ["EAGER", "JIT_FREEZE", "COMPILE_INDUCTOR_DEFAULT",
                       "COMPILE_INDUCTOR_MAX_AUTOTUNE", "COMPILE_INDUCTOR_FREEZING", "EXPORT+EAGER",
-                      "EXPORT+COMPILE_INDUCTOR_DEFAULT", "EXPORT+AI8WI8_STATIC_QUANTIZED",
-                      "ORT_CPU", "OPENVINO", "INT8_STATIC+OPENVINO", "ONEDNN", "BF16+ONEDNN",
+                      "EXPORT+COMPILE_INDUCTOR_DEFAULT", "EXPORT+AOT_INDUCTOR",
+                      "EXPORT+AI8WI8_STATIC_QUANTIZED", "ORT_CPU", "OPENVINO", "INT8_STATIC+OPENVINO", "ONEDNN", "BF16+ONEDNN",
                       "INT8_STATIC+ONEDNN"]
+
+
+def torch2_cases() -> list:
+    """The issue's two models: ResNet-18 and a BERT-style encoder, with one
+    sample each (batch 1)."""
+    import torchvision
+
+    torch.manual_seed(0)
+    encoder = torch.nn.TransformerEncoder(
+        torch.nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True, dropout=0.0), 4)
+    return [("ResNet-18, 224x224", torchvision.models.resnet18().eval(),
+             torch.randn(3, 224, 224)),
+            ("transformer encoder, 4 layers, d 256, seq 128", encoder.eval(),
+             torch.randn(128, 256))]
 
 
 def torch2_table(cache: str) -> None:
     """ResNet-18 and a BERT-style encoder under PyTorch 2's conversions and
     the engine's, 2 threads, batch 1: build seconds (compilation, export,
     quantisation: never in the median), median, speed-up and cosine vs EAGER."""
-    import torchvision
-
     if int(torch.__version__.split(".")[0]) < 2:
         print("\n== PyTorch 2 conversions skipped: this is PyTorch", torch.__version__)
         return
-    torch.manual_seed(0)
-    encoder = torch.nn.TransformerEncoder(
-        torch.nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True, dropout=0.0), 4)
-    cases = [("ResNet-18, 224x224", torchvision.models.resnet18().eval(),
-              torch.randn(3, 224, 224)),
-             ("transformer encoder, 4 layers, d 256, seq 128", encoder.eval(),
-              torch.randn(128, 256))]
-    for title, model, sample in cases:
+    for title, model, sample in torch2_cases():
         print(f"\n== {title}, batch 1, 2 threads, PyTorch {torch.__version__}")
         config = {"batch_size": 1, "n_samples": 16, "threads": 2, "min_time": 3.0,
                   "warmup_time": 1.0, "fail_on_error": False, "record": False,
@@ -276,13 +285,61 @@ def torch2_table(cache: str) -> None:
         print(f"machine: {machine['cpu_model']}, {machine['cores']} cores")
 
 
+def aoti_from_c(cache: str, rounds: int) -> None:
+    """EXPORT+AOT_INDUCTOR (the package run from C by the engine's aoti
+    runtime) against AOTInductor's own Python runner
+    (torch._inductor.aoti_load_package) on the same package, same inputs
+    and threads, alternated: the medians and their ratio."""
+    import glob
+
+    if not hasattr(getattr(torch, "_inductor", None), "aoti_load_package"):
+        print("\n== AOTInductor from C skipped: this is PyTorch", torch.__version__)
+        return
+    threads = 2
+    print(f"\n== EXPORT+AOT_INDUCTOR from C vs AOTInductor's Python runner, same package, "
+          f"batch 1, {threads} threads, {rounds} rounds alternated")
+    print(f"{'model':48s} {'C median ms':>12s} {'Python ms':>10s} {'C / Python':>11s}")
+    for title, model, sample in torch2_cases():
+        folder = os.path.join(cache, "aoti-" + str(abs(hash(title))))
+        config = {"batch_size": 1, "n_samples": 16, "threads": threads, "min_time": 3.0,
+                  "warmup_time": 1.0, "fail_on_error": False, "record": False,
+                  "cache_dir": folder}
+        c_medians, py_medians = [], []
+        for _ in range(rounds):
+            r = benchmark_model(model, config, ["EXPORT+AOT_INDUCTOR"], data=sample)
+            r = r["EXPORT+AOT_INDUCTOR"]
+            if r["status"] != "success":
+                print(f"{title:48s} {r['bench_status']}: {r['error']}")
+                break
+            c_medians.append(r["latency_ms.median"])
+            package = glob.glob(os.path.join(folder, "**", "model.pt2"), recursive=True)[0]
+            torch.set_num_threads(threads)
+            runner = torch._inductor.aoti_load_package(package)
+            x = sample.unsqueeze(0)
+            times = []
+            with torch.inference_mode():
+                end = time.perf_counter() + 1.0
+                while time.perf_counter() < end:  # warm-up, as the engine's
+                    runner(x)
+                end = time.perf_counter() + 3.0
+                while time.perf_counter() < end or len(times) < 20:
+                    t0 = time.perf_counter()
+                    runner(x)
+                    times.append((time.perf_counter() - t0) * 1e3)
+            py_medians.append(statistics.median(times))
+            del runner
+        if c_medians and py_medians:
+            c, py = statistics.median(c_medians), statistics.median(py_medians)
+            print(f"{title:48s} {c:12.3f} {py:10.3f} {c / py:11.3f}")
+
+
 def main() -> None:
     rounds = int(os.environ.get("MB_BENCH_ROUNDS", "3"))
     with tempfile.TemporaryDirectory(prefix="mb-bench-pytorch-") as tmp:
         work = Path(tmp)
         cache = str(work / "cache")
         parts = os.environ.get("MB_BENCH_PYTORCH_PARTS",
-                               "resnet,digits,fidelity,shapes,builds,torch2").split(",")
+                               "resnet,digits,fidelity,shapes,builds,torch2,aoti").split(",")
         print(f"PyTorch {torch.__version__} ({sys.executable})")
         if "resnet" in parts:
             resnet_table(cache)
@@ -296,6 +353,8 @@ def main() -> None:
             builds(cache)
         if "torch2" in parts:
             torch2_table(cache)
+        if "aoti" in parts:
+            aoti_from_c(cache, rounds)
 
 
 if __name__ == "__main__":

@@ -154,7 +154,7 @@ if [ "${MB_BENCH_PYTORCH:-1}" != 0 ]; then
   venv_python=$("$(dirname "$0")/../scripts/python-venv.sh" --path)
   if [ -x "$venv_python" ]; then
     echo
-    MB_BENCH_PYTORCH_PARTS=resnet,fidelity,shapes,builds,torch2 MODELBENCH_LIBRARY=$build/lib/libmodelbench.so \
+    MB_BENCH_PYTORCH_PARTS=resnet,fidelity,shapes,builds,torch2,aoti MODELBENCH_LIBRARY=$build/lib/libmodelbench.so \
       "$venv_python" "$(dirname "$0")/pytorch.py"
     # alma itself beside modelbench on the same modules (issue 31);
     # MB_BENCH_ALMA=0 skips it.

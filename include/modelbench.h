@@ -444,14 +444,16 @@ int mb_int8_weights_from_name(const char *name);
   X(ONNX, "onnx")                                                              \
   X(TORCHSCRIPT, "torchscript")                                                \
   X(PYTORCH, "pytorch")                                                        \
-  X(ONNX_DYNAMO, "onnx_dynamo")
+  X(ONNX_DYNAMO, "onnx_dynamo")                                                \
+  X(AOTI, "aoti")
 typedef enum mb_model_format {
 #define MB_X(name, str) MB_MODEL_FORMAT_##name,
   MB_MODEL_FORMAT_LIST(MB_X)
 #undef MB_X
       MB_MODEL_FORMAT_COUNT
 } mb_model_format;
-/* "onnx", "torchscript", "pytorch"; "invalid" for out-of-range values. */
+/* "onnx", "torchscript", "pytorch", "onnx_dynamo", "aoti"; "invalid" for
+ * out-of-range values. */
 const char *mb_model_format_name(mb_model_format format);
 
 /* Which formats the model file at `path` offers, as a mask of

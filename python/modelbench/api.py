@@ -394,8 +394,7 @@ def benchmark_model(
     from .data import from_loader, from_sample
     from .model import (
         describe_outputs,
-        export_onnx,
-        export_torchscript,
+        export_forms,
         load_source,
         module_sha256,
         write_manifest,
@@ -465,18 +464,9 @@ def benchmark_model(
             # The exporters run in a process of their own (a crash fails the
             # conversions that need the export), unless everything runs here.
             isolated = spec_path if cfg.multiprocessing else None
-            if "onnx" in wanted:
-                formats["onnx"] = export_onnx(source, sha, inputs, outputs, run_dir,
-                                              cfg.opset, cfg.cache, cfg.cache_dir,
-                                              isolated, cfg.timeout)
-            if "onnx_dynamo" in wanted:
-                formats["onnx_dynamo"] = export_onnx(source, sha, inputs, outputs, run_dir,
-                                                     cfg.opset, cfg.cache, cfg.cache_dir,
-                                                     isolated, cfg.timeout, dynamo=True)
-            if "torchscript" in wanted:
-                formats["torchscript"] = export_torchscript(source, sha, inputs, run_dir,
-                                                            cfg.cache, cfg.cache_dir,
-                                                            isolated, cfg.timeout)
+            formats.update(export_forms(source, sha, inputs, outputs, run_dir, wanted,
+                                        cfg.opset, cfg.cache, cfg.cache_dir, isolated,
+                                        cfg.timeout))
             model_path = write_manifest(run_dir, source, sha, inputs, outputs, formats,
                                         "EAGER")
             if executor is not None and executor.startswith("ssh:"):

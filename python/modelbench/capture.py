@@ -391,8 +391,7 @@ def write_model(folder: str, module: Any, tensors: Sequence[Any], sha256: str,
     from .model import (
         ModelSource,
         describe_outputs,
-        export_onnx,
-        export_torchscript,
+        export_forms,
         write_manifest,
         write_pytorch_spec,
     )
@@ -413,16 +412,8 @@ def write_model(folder: str, module: Any, tensors: Sequence[Any], sha256: str,
         # The exports depend on the weights: their build keys use the content
         # hash, the manifest the model hash the user sees and selects.
         content = model_hash(module, tensors, weights=True)
-        if "onnx" in formats_wanted:
-            formats["onnx"] = export_onnx(source, content, inputs, outputs, folder, opset,
-                                          cache, cache_dir, spec_path)
-        if "onnx_dynamo" in formats_wanted:
-            formats["onnx_dynamo"] = export_onnx(source, content, inputs, outputs, folder,
-                                                 opset, cache, cache_dir, spec_path,
-                                                 dynamo=True)
-        if "torchscript" in formats_wanted:
-            formats["torchscript"] = export_torchscript(source, content, inputs, folder, cache,
-                                                        cache_dir, spec_path)
+        formats.update(export_forms(source, content, inputs, outputs, folder, formats_wanted,
+                                    opset, cache, cache_dir, spec_path))
     path = write_manifest(folder, source, sha256, inputs, outputs, formats, "EAGER")
     with open(path) as f:
         manifest = json.load(f)

@@ -1,7 +1,8 @@
 """python3 -m modelbench.export_worker JOB.json: one export of a module,
 in a process of its own.
 
-The Python front runs torch.onnx.export and torch.jit.trace here rather than
+The Python front runs torch.onnx.export, torch.jit.trace and AOTInductor
+(torch.export, then aoti_compile_and_package) here rather than
 in the user's process: an exporter that crashes (a segmentation fault in a
 symbolic function), hangs or runs out of memory fails that export, and the
 conversions that need it, not the caller. The job names the module's worker
@@ -23,7 +24,7 @@ def run(job: Dict[str, Any]) -> Dict[str, Any]:
     import torch
 
     from .host import load_model
-    from .model import export_module, trace_module
+    from .model import compile_aoti, export_module, trace_module
 
     module = load_model(job["spec"])
     example = torch.load(job["inputs"], map_location="cpu", weights_only=True)
@@ -34,6 +35,9 @@ def run(job: Dict[str, Any]) -> Dict[str, Any]:
         return {"opset": opset}
     if job["what"] == "torchscript":
         trace_module(module, example, job["path"])
+        return {}
+    if job["what"] == "aoti":
+        compile_aoti(module, example, job["path"])
         return {}
     raise ValueError(f"unknown export {job['what']!r}")
 

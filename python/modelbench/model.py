@@ -444,9 +444,41 @@ def trace_module(module: Any, example: Any, path: str) -> None:
     torch.jit.save(module, path)
 
 
+def compile_aoti(module: Any, example: Any, path: str) -> None:
+    """The module exported with torch.export on `example` (eval mode, no
+    gradients) and compiled ahead of time by AOTInductor into the package
+    `path` (a .pt2 file that C++ loads with AOTIModelPackageLoader).
+    RuntimeError on a PyTorch without AOTInductor packages (before 2.6),
+    TypeError for a TorchScript module."""
+    import torch
+
+    from . import inductor
+
+    if not hasattr(getattr(torch, "_inductor", None), "aoti_compile_and_package"):
+        raise RuntimeError(f"AOTInductor packages need PyTorch 2.6 or newer; this is "
+                           f"{torch.__version__}")
+    if isinstance(module, torch.jit.ScriptModule):
+        raise TypeError("torch.export needs an nn.Module, not a TorchScript module")
+    inductor.prepare()
+    with torch.no_grad():
+        program = torch.export.export(module.eval(), tuple(example))
+        torch._inductor.aoti_compile_and_package(program, package_path=path)
+
+
+def cpu_fingerprint() -> str:
+    """What code compiled with -march=native depends on: a short hash of
+    this CPU's model and feature flags (/proc/cpuinfo), "" where unknown."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            wanted = [line for line in f if line.startswith(("model name", "flags"))]
+    except OSError:
+        return ""
+    return hashlib.sha256("".join(sorted(set(wanted))).encode()).hexdigest()[:12]
+
+
 def _isolated(what: str, spec_path: str, example: Any, args: Dict[str, Any],
               path: str, timeout: float) -> Dict[str, Any]:
-    """Runs an export (what: "onnx" or "torchscript") in a fresh Python
+    """Runs an export (what: "onnx", "torchscript" or "aoti") in a fresh Python
     process that loads the module from its worker spec, so that an exporter
     that crashes, hangs or runs out of memory fails this export only, not the
     caller. Returns the child's answer; raises RuntimeError with why."""
@@ -540,15 +572,60 @@ def export_torchscript(source: ModelSource, sha256: str, inputs: Inputs, folder:
     with spec_path)."""
     if source.kind == "torchscript" and source.path:
         return {"path": source.path}
+    make = _maker("torchscript", trace_module, source, inputs, spec_path, timeout)
+    return _host_build(source, sha256, inputs, folder, "TORCHSCRIPT_EXPORT",
+                       "trace=1", "model.pt", make, "torch.jit.trace", cache, cache_dir)
+
+
+def _maker(what: str, here: Callable[[Any, Any, str], None], source: ModelSource,
+           inputs: Inputs, spec_path: Optional[str],
+           timeout: float) -> Callable[[str], None]:
+    """make(path) for _host_build: here(module, example, path) in this
+    process, or export `what` in a process of its own with spec_path."""
 
     def make(path: str) -> None:
         if spec_path is None:
-            trace_module(source.module, inputs.example, path)
+            here(source.module, inputs.example, path)
         else:
-            _isolated("torchscript", spec_path, inputs.example, {}, path, timeout)
+            _isolated(what, spec_path, inputs.example, {}, path, timeout)
 
-    return _host_build(source, sha256, inputs, folder, "TORCHSCRIPT_EXPORT",
-                       "trace=1", "model.pt", make, "torch.jit.trace", cache, cache_dir)
+    return make
+
+
+def export_aoti(source: ModelSource, sha256: str, inputs: Inputs, folder: str,
+                cache: bool, cache_dir: Optional[str],
+                spec_path: Optional[str] = None,
+                timeout: float = 600.0) -> Dict[str, Any]:
+    """The manifest's "aoti" entry for EXPORT+AOT_INDUCTOR: the module's
+    AOTInductor package (compile_aoti on the example batch), kept in the
+    build cache under the module's hash and this CPU (the package's code is
+    compiled for it), made in a process of its own with spec_path."""
+    make = _maker("aoti", compile_aoti, source, inputs, spec_path, timeout)
+    return _host_build(source, sha256, inputs, folder, "AOT_INDUCTOR",
+                       f"package=1;cpu={cpu_fingerprint()}", "model.pt2", make,
+                       "torch._inductor.aoti_compile_and_package", cache, cache_dir)
+
+
+def export_forms(source: ModelSource, sha256: str, inputs: Inputs, outputs: Outputs,
+                 folder: str, wanted: Any, opset: Optional[int], cache: bool,
+                 cache_dir: Optional[str], spec_path: Optional[str] = None,
+                 timeout: float = 600.0) -> Dict[str, Dict[str, Any]]:
+    """The manifest's entries of the forms in `wanted` that the C runtimes
+    run ("onnx", "onnx_dynamo", "torchscript", "aoti"), made from the module
+    (in processes of their own with spec_path); the "pytorch" form is the
+    caller's."""
+    makers: Dict[str, Callable[[], Dict[str, Any]]] = {
+        "onnx": lambda: export_onnx(source, sha256, inputs, outputs, folder, opset, cache,
+                                    cache_dir, spec_path, timeout),
+        "onnx_dynamo": lambda: export_onnx(source, sha256, inputs, outputs, folder, opset,
+                                           cache, cache_dir, spec_path, timeout,
+                                           dynamo=True),
+        "torchscript": lambda: export_torchscript(source, sha256, inputs, folder, cache,
+                                                  cache_dir, spec_path, timeout),
+        "aoti": lambda: export_aoti(source, sha256, inputs, folder, cache, cache_dir,
+                                    spec_path, timeout),
+    }
+    return {form: make() for form, make in makers.items() if form in wanted}
 
 
 def _host_build(source: ModelSource, sha256: str, inputs: Inputs, folder: str,
@@ -556,7 +633,9 @@ def _host_build(source: ModelSource, sha256: str, inputs: Inputs, folder: str,
                 make: Callable[[str], Any], what: str, cache: bool,
                 cache_dir: Optional[str]) -> Dict[str, str]:
     """Makes an artifact of the module with make(path), kept in the build
-    cache under the module's hash; {"path": ...} or {"error": why}."""
+    cache under the module's hash; {"path": ..., "build_ms": ...,
+    "cache_hit": ...} or {"error": why}. build_ms is 0 on a cache hit and
+    cache_hit is absent without the cache."""
     import torch
 
     build = ctypes.c_void_p()
@@ -579,7 +658,7 @@ def _host_build(source: ModelSource, sha256: str, inputs: Inputs, folder: str,
             path = os.path.join(_lib.lib.mb_host_build_folder(build).decode(), file_name)
             if _lib.lib.mb_host_build_hit(build) and os.path.isfile(path):
                 log.info("%s: cache hit (%s)", artifact, _lib.lib.mb_host_build_id(build).decode())
-                return {"path": path}
+                return {"path": path, "build_ms": 0.0, "cache_hit": True}
         else:
             path = os.path.join(folder, file_name)
         t0 = time.perf_counter()
@@ -599,7 +678,8 @@ def _host_build(source: ModelSource, sha256: str, inputs: Inputs, folder: str,
             if _lib.lib.mb_host_build_finish(build, file_name.encode(), None, ms,
                                              ctypes.byref(err)):
                 log.warning("build cache: %s", _lib.error_message(err))
-        return {"path": path}
+            return {"path": path, "build_ms": ms, "cache_hit": False}
+        return {"path": path, "build_ms": ms}
     finally:
         if build:
             _lib.lib.mb_host_build_close(build)

@@ -159,6 +159,13 @@ typedef struct mb_model_files {
   /* Why a manifest lacks a format (its ONNX export failed: the exporter's
    * message), or NULL. */
   char *errors[MB_MODEL_FORMAT_COUNT];
+  /* A manifest form's build record, when it says one (the Python front's
+   * export: its milliseconds, 0 on a cache hit, and whether it was one):
+   * `built` is a mask of (1u << format) with build_ms set; cache_hit is -1
+   * where unknown. */
+  unsigned built;
+  double build_ms[MB_MODEL_FORMAT_COUNT];
+  int cache_hit[MB_MODEL_FORMAT_COUNT];
   char *reference; /* the manifest's reference conversion, or NULL */
   char name[128];  /* the manifest's name, else the file's stem */
   char sha256[65]; /* identity: the manifest's, else the file's */

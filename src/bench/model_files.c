@@ -215,7 +215,7 @@ static mb_status add_declared(mb_model *m, const char *path,
 
 static mb_status read_formats(const char *path, const mb_json_value *formats,
                               mb_model_files *f, mb_error *err) {
-  static const char *const keys[] = {"path", "error"};
+  static const char *const keys[] = {"path", "error", "build_ms", "cache_hit"};
   if (formats->type != MB_JSON_OBJECT)
     return bad(err, path, formats, "\"formats\" must be an object",
                "{\"onnx\": {\"path\": \"model.onnx\"}, ...}");
@@ -238,10 +238,23 @@ static mb_status read_formats(const char *path, const mb_json_value *formats,
       return status;
     const mb_json_value *file = mb__json_find(v, "path");
     const mb_json_value *why = mb__json_find(v, "error");
+    const mb_json_value *ms = mb__json_find(v, "build_ms");
+    const mb_json_value *hit = mb__json_find(v, "cache_hit");
     if ((file && file->type != MB_JSON_STRING) ||
         (why && why->type != MB_JSON_STRING) || (!file == !why))
       return bad(err, path, v, "a format needs a string \"path\" or a string",
                  "\"error\" (why the model lacks it)");
+    if (ms && (ms->type != MB_JSON_NUMBER || !(ms->number >= 0)))
+      return bad(err, path, ms, "\"build_ms\" must be a number >= 0",
+                 "the milliseconds the form took to make");
+    if (hit && hit->type != MB_JSON_BOOL)
+      return bad(err, path, hit, "\"cache_hit\" must be true or false",
+                 "whether the form came from the build cache");
+    f->cache_hit[format] = hit ? hit->boolean : -1;
+    if (ms) {
+      f->built |= 1u << format;
+      f->build_ms[format] = ms->number;
+    }
     if (file) {
       if (!(f->paths[format] = resolve_path(path, file->string)))
         return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");

@@ -381,6 +381,20 @@ static const mb_conversion_def builtin[] = {
         .tier = 2,
         .format = MB_MODEL_FORMAT_TORCHSCRIPT,
     },
+    {
+        .id = 51,
+        .name = "EXPORT+AOT_INDUCTOR",
+        .runtime = "aoti",
+        .precision = MB_PRECISION_FP32,
+        .opt_level = MB_GRAPH_OPT_DISABLED,
+        .description =
+            "the module's torch.export program compiled ahead of time by "
+            "AOTInductor (aoti_compile_and_package), the package run from C "
+            "by libtorch's AOTIModelPackageLoader: no Python in the loop "
+            "(PyTorch 2.x)",
+        .tier = 2,
+        .format = MB_MODEL_FORMAT_AOTI,
+    },
 /* PyTorch's own deployment paths, on the module itself, one Python file
  * each (python/modelbench/conversions/options/, rows generated from them
  * at build time by catalog.py). EAGER is the baseline of a PyTorch model:

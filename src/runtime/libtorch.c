@@ -1,17 +1,27 @@
-/* libtorch behind the runtime interface: TorchScript files (the
- * TORCHSCRIPT conversion) run as a C++ deployment runs them.
+/* libtorch behind the runtime interface, as two runtimes:
+ *   libtorch  TorchScript files (TORCHSCRIPT) on Debian's libtorch, run as
+ *             a C++ deployment runs them;
+ *   aoti      AOTInductor packages (EXPORT+AOT_INDUCTOR: the Python front
+ *             compiles the exported module with
+ *             torch._inductor.aoti_compile_and_package) on the libtorch of
+ *             the PyTorch 2.x wheel that made them, run as its C++ loader
+ *             runs them, with no Python in the process.
  *
- * The libtorch code lives in libmodelbench-libtorch.so
- * (libtorch_module.cpp, ABI in libtorch_module.h), built only when CMake
- * finds libtorch. This adapter dlopens it the first time the runtime is
- * probed or prepared, so libmodelbench never links libtorch and processes
- * that run no TorchScript never load it. A module that was not built, is
- * not found or does not load makes the runtime `unavailable`, with the
- * reason.
+ * The libtorch code lives in modules built from libtorch_module.cpp (ABI
+ * in libtorch_module.h): libmodelbench-libtorch.so and
+ * libmodelbench-aoti.so, each built only when CMake finds its libtorch.
+ * Each runtime here is one lt_flavor below.
  *
- * The model is opaque: its inputs (from --shape or a manifest) are
- * forward()'s arguments, in order; its declared outputs, when it has any,
- * must match the tensors forward() returns. */
+ * Probing loads nothing: a runtime is available when its module was built
+ * and is found, and no other libtorch is in the process. The module is
+ * dlopened when a conversion is prepared (in its worker), so a `list` or a
+ * bench's parent process that probes both never holds two libtorch builds
+ * (they cannot share a process), and a module that is there but does not
+ * load fails the conversion with the loader's words.
+ *
+ * The model is opaque: its inputs (from --shape or a manifest) are the
+ * arguments of forward() or the package's run(), in order; its declared
+ * outputs, when it has any, must match the tensors returned. */
 #define _GNU_SOURCE /* dladdr */
 #include "ops/op.h"
 #include "runtime/libtorch_module.h"
@@ -24,30 +34,83 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* ---- loading the module: the only process-wide state ---- */
+/* ---- the modules: the only process-wide state ---- */
 
-static pthread_once_t lt_once = PTHREAD_ONCE_INIT;
-static const mb_libtorch_module *lt_module;
-static char lt_reason[256]; /* mb_runtime_info's reason holds as much */
+#define LT_REASON_SIZE 256 /* mb_runtime_info's reason holds as much */
 
-/* Why the module is unavailable; cut to fit. */
-static void set_reason(const char *fmt, ...) MB_PRINTF(1, 2);
-static void set_reason(const char *fmt, ...) {
+typedef struct lt_flavor {
+  const char *runtime; /* the runtime's name */
+  const char *file;    /* the module's file name */
+  const char *env;     /* the variable that names the module's path */
+  const char *what;    /* what it runs, in messages */
+  /* The libtorch_cpu the module links, its version, where the build and
+   * `make install` put the module; NULL when the module was not built. */
+  const char *cpu_file, *version, *build_dir, *install_dir;
+  const char *not_built; /* why it was not built */
+  int package;           /* runs AOTInductor packages (load_package) */
+  pthread_once_t once;
+  const mb_libtorch_module *module; /* once loaded */
+  char reason[LT_REASON_SIZE];      /* why the load failed */
+} lt_flavor;
+
+#ifdef MB_LIBTORCH_MODULE_BUILT
+#define LT_SCRIPT_BUILT                                                        \
+  MB_LIBTORCH_CPU_FILE, MB_LIBTORCH_VERSION, MB_LIBTORCH_BUILD_DIR,            \
+      MB_LIBTORCH_INSTALL_DIR
+#else
+#define LT_SCRIPT_BUILT NULL, NULL, NULL, NULL
+#endif
+#ifdef MB_AOTI_MODULE_BUILT
+#define LT_AOTI_BUILT                                                          \
+  MB_AOTI_CPU_FILE, MB_AOTI_VERSION, MB_AOTI_BUILD_DIR, MB_AOTI_INSTALL_DIR
+#else
+#define LT_AOTI_BUILT NULL, NULL, NULL, NULL
+#endif
+
+static lt_flavor lt_script = {
+    "libtorch",
+    MB_LIBTORCH_MODULE_FILE,
+    "MODELBENCH_LIBTORCH_MODULE",
+    "TORCHSCRIPT",
+    LT_SCRIPT_BUILT,
+    "built without libtorch (apt install libtorch-dev, or "
+    "MB_WITH_TORCH=1 scripts/install-deps.sh, then reconfigure)",
+    0,
+    PTHREAD_ONCE_INIT,
+    NULL,
+    "",
+};
+static lt_flavor lt_aoti = {
+    "aoti",
+    MB_AOTI_MODULE_FILE,
+    "MODELBENCH_AOTI_MODULE",
+    "EXPORT+AOT_INDUCTOR",
+    LT_AOTI_BUILT,
+    "built without a PyTorch >= 2.6 wheel (MB_WITH_TORCH2=1 "
+    "scripts/install-deps.sh makes the project's, or -DMB_TORCH2_DIR=its "
+    "torch/ folder; then reconfigure)",
+    1,
+    PTHREAD_ONCE_INIT,
+    NULL,
+    "",
+};
+
+/* Writes a reason, cut to fit. */
+static void say(char *reason, const char *fmt, ...) MB_PRINTF(2, 3);
+static void say(char *reason, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(lt_reason, sizeof lt_reason, fmt, ap);
+  vsnprintf(reason, LT_REASON_SIZE, fmt, ap);
   va_end(ap);
 }
 
-#ifdef MB_LIBTORCH_MODULE_BUILT
 /* ---- another libtorch in this process tree ----
- * Two libtorch builds cannot share a process: both are libtorch_cpu.so,
- * so the loader hands the second the first's symbols (and both register
- * the same operators, which aborts). The Python front on a PyTorch other
- * than the one this module was built with (torch 2.x from PyPI beside
- * Debian's libtorch 1.13) is that case twice over: its user's process has
- * already loaded torch, and the engine it starts forks workers that
- * import torch after a probe here would have loaded ours. */
+ * Two libtorch builds cannot share a process: the second gets the first's
+ * symbols where their names meet, and both register the same operators.
+ * The Python front is that case when its PyTorch is not the one a module
+ * was built with (torch 2.x from PyPI beside Debian's libtorch 1.13, or
+ * the other way round): its user's process has already loaded torch, and
+ * the workers the engine forks inherit it. */
 
 static int find_loaded_torch(struct dl_phdr_info *info, size_t size,
                              void *data) {
@@ -62,147 +125,154 @@ static int find_loaded_torch(struct dl_phdr_info *info, size_t size,
   return 0;
 }
 
-/* Whether `path` is the libtorch_cpu this module links (by real path). */
-static int is_our_libtorch(const char *path) {
+/* Whether `path` is the libtorch_cpu the flavor's module links (by real
+ * path). */
+static int is_ours(const lt_flavor *f, const char *path) {
   char mine[PATH_MAX], theirs[PATH_MAX];
-  if (!realpath(MB_LIBTORCH_CPU_FILE, mine) || !realpath(path, theirs))
+  if (!realpath(f->cpu_file, mine) || !realpath(path, theirs))
     return 0;
   return strcmp(mine, theirs) == 0;
 }
 
-/* 1 (with the reason set) when a libtorch other than ours is loaded here
- * or is the Python front's (MODELBENCH_HOST_TORCH_LIB, which the front
- * sets to its torch's libtorch_cpu without importing torch). */
-static int other_libtorch(void) {
+/* 1 (with the reason said) when a libtorch other than the flavor's is
+ * loaded here or is the Python front's (MODELBENCH_HOST_TORCH_LIB, which
+ * the front sets to its torch's libtorch_cpu without importing torch). */
+static int other_libtorch(const lt_flavor *f, char *reason) {
   char loaded[PATH_MAX] = "";
   dl_iterate_phdr(find_loaded_torch, loaded);
   const char *host = getenv("MODELBENCH_HOST_TORCH_LIB");
-  const char *other = loaded[0] && !is_our_libtorch(loaded)     ? loaded
-                      : host && *host && !is_our_libtorch(host) ? host
-                                                                : NULL;
+  const char *other = loaded[0] && !is_ours(f, loaded)     ? loaded
+                      : host && *host && !is_ours(f, host) ? host
+                                                           : NULL;
   if (!other)
     return 0;
-  set_reason("another PyTorch is in this process (%s); TORCHSCRIPT "
-             "uses " MB_LIBTORCH_CPU_FILE
-             " and two cannot share one: run it from "
-             "the modelbench CLI or Debian's python3",
-             other);
+  say(reason,
+      "another PyTorch is in this process (%s); %s runs on libtorch %s and "
+      "two cannot share one: use the modelbench CLI or that PyTorch's Python",
+      other, f->what, f->version);
   return 1;
 }
 
-/* dlopens path when it exists. Returns 1 when loaded; a file that is there
- * but does not load ends the search with the loader's reason (*stop):
- * falling back to another copy would hide the problem. */
-static int try_open(const char *path, void **handle_out, int *stop) {
-  if (access(path, F_OK) != 0)
-    return 0;
-  void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char *why = dlerror();
-    set_reason("cannot load %s: %s", path, why ? why : "?");
-    *stop = 1;
-    return 0;
-  }
-  *handle_out = handle;
-  return 1;
-}
-
-/* The folders the module may be in, in order: $MODELBENCH_LIBTORCH_MODULE
- * (a full path), beside the code of this adapter (libmodelbench.so's
- * folder, or ../lib of a program linking the static library), the build
- * tree and the install folder known at build time. Then the default
- * library search path. */
-static void *open_module(void) {
-  char candidates[5][1100];
-  int n = 0, stop = 0;
-  void *handle = NULL;
-  const char *env = getenv("MODELBENCH_LIBTORCH_MODULE");
+/* The module's path: $<env> (a full path), beside the code of this adapter
+ * (libmodelbench.so's folder, or ../lib of a program linking the static
+ * library), the build tree, the install folder; the first that exists.
+ * 0 with the reason said when none does, or $<env> names no file. */
+static int find_module(const lt_flavor *f, char *path, size_t size,
+                       char *reason) {
+  char candidates[5][PATH_MAX];
+  int n = 0;
+  const char *env = getenv(f->env);
   if (env && *env) {
     if (access(env, F_OK) != 0) {
-      set_reason("MODELBENCH_LIBTORCH_MODULE=%s: no such file", env);
-      return NULL;
+      say(reason, "%s=%s: no such file", f->env, env);
+      return 0;
     }
-    snprintf(candidates[n++], sizeof candidates[0], "%s", env);
+    snprintf(path, size, "%s", env);
+    return 1;
   }
   Dl_info self;
-  if (dladdr((void *)(uintptr_t)open_module, &self) && self.dli_fname) {
+  if (dladdr((void *)(uintptr_t)find_module, &self) && self.dli_fname) {
     const char *slash = strrchr(self.dli_fname, '/');
     int dir_len = slash ? (int)(slash - self.dli_fname) : 1;
     const char *dir = slash ? self.dli_fname : ".";
-    snprintf(candidates[n++], sizeof candidates[0], "%.*s/%s", dir_len, dir,
-             MB_LIBTORCH_MODULE_FILE);
-    snprintf(candidates[n++], sizeof candidates[0], "%.*s/../lib/%s", dir_len,
-             dir, MB_LIBTORCH_MODULE_FILE);
+    snprintf(candidates[n++], PATH_MAX, "%.*s/%s", dir_len, dir, f->file);
+    snprintf(candidates[n++], PATH_MAX, "%.*s/../lib/%s", dir_len, dir,
+             f->file);
   }
-#ifdef MB_LIBTORCH_BUILD_DIR
-  snprintf(candidates[n++], sizeof candidates[0], "%s/%s",
-           MB_LIBTORCH_BUILD_DIR, MB_LIBTORCH_MODULE_FILE);
-#endif
-#ifdef MB_LIBTORCH_INSTALL_DIR
-  snprintf(candidates[n++], sizeof candidates[0], "%s/%s",
-           MB_LIBTORCH_INSTALL_DIR, MB_LIBTORCH_MODULE_FILE);
-#endif
-  for (int i = 0; i < n && !stop; i++)
-    if (try_open(candidates[i], &handle, &stop))
-      return handle;
-  if (stop)
-    return NULL;
-  if ((handle = dlopen(MB_LIBTORCH_MODULE_FILE, RTLD_NOW | RTLD_LOCAL)))
-    return handle;
-  set_reason(MB_LIBTORCH_MODULE_FILE " not found beside libmodelbench, in the "
-                                     "build tree or the library path (set "
-                                     "MODELBENCH_LIBTORCH_MODULE to its path)");
-  return NULL;
+  snprintf(candidates[n++], PATH_MAX, "%s/%s", f->build_dir, f->file);
+  snprintf(candidates[n++], PATH_MAX, "%s/%s", f->install_dir, f->file);
+  for (int i = 0; i < n; i++)
+    if (access(candidates[i], F_OK) == 0) {
+      snprintf(path, size, "%s", candidates[i]);
+      return 1;
+    }
+  say(reason,
+      "%s not found beside libmodelbench, in the build tree or the "
+      "install folder (set %s to its path)",
+      f->file, f->env);
+  return 0;
 }
-#endif /* MB_LIBTORCH_MODULE_BUILT */
 
-static void lt_load(void) {
-#ifndef MB_LIBTORCH_MODULE_BUILT
-  set_reason("built without libtorch (apt install libtorch-dev, or "
-             "MB_WITH_TORCH=1 scripts/install-deps.sh, then reconfigure)");
-#else
-  if (other_libtorch())
+/* Whether the flavor can be used here, without loading it; the reason
+ * when not. */
+static int usable(const lt_flavor *f, char *reason) {
+  char path[PATH_MAX];
+  if (!f->cpu_file) {
+    say(reason, "%s", f->not_built);
+    return 0;
+  }
+  return !other_libtorch(f, reason) &&
+         find_module(f, path, sizeof path, reason);
+}
+
+static void load(lt_flavor *f) {
+  char path[PATH_MAX];
+  if (!usable(f, f->reason) || !find_module(f, path, sizeof path, f->reason))
     return;
-  void *handle = open_module();
-  if (!handle)
+  void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *why = dlerror();
+    say(f->reason, "cannot load %s: %s", path, why ? why : "?");
     return;
+  }
   mb_libtorch_module_get_fn get = (mb_libtorch_module_get_fn)(uintptr_t)dlsym(
       handle, MB_LIBTORCH_MODULE_ENTRY);
   const mb_libtorch_module *module = get ? get() : NULL;
   if (!module) {
-    set_reason(MB_LIBTORCH_MODULE_FILE " has no " MB_LIBTORCH_MODULE_ENTRY);
+    say(f->reason, "%s has no " MB_LIBTORCH_MODULE_ENTRY, path);
     return;
   }
   if (module->abi_version != MB_LIBTORCH_ABI_VERSION) {
-    set_reason(MB_LIBTORCH_MODULE_FILE " has ABI %d but this modelbench needs "
-                                       "%d: rebuild both together",
-               module->abi_version, MB_LIBTORCH_ABI_VERSION);
+    say(f->reason,
+        "%s has ABI %d but this modelbench needs %d: rebuild both "
+        "together",
+        path, module->abi_version, MB_LIBTORCH_ABI_VERSION);
+    return;
+  }
+  if (f->package && !module->load_package) {
+    say(f->reason, "%s (libtorch %s) cannot load AOTInductor packages", path,
+        module->version);
     return;
   }
   /* Never dlclose'd: libtorch does not support being unloaded. */
-  lt_module = module;
-#endif
+  f->module = module;
 }
 
-/* The module, or NULL with err set to why libtorch is unavailable. */
-static const mb_libtorch_module *lt_get(mb_error *err) {
-  pthread_once(&lt_once, lt_load);
-  if (!lt_module)
-    mb__error(err, MB_STATUS_UNAVAILABLE, "libtorch: %s", lt_reason);
-  return lt_module;
+static void load_script(void) {
+  load(&lt_script);
+}
+static void load_aoti(void) {
+  load(&lt_aoti);
 }
 
-static void lt_probe(mb_runtime_info *info) {
-  pthread_once(&lt_once, lt_load);
-  info->available = lt_module != NULL;
+/* The flavor's module, loaded on first use, or NULL with err set to why
+ * it is unavailable. */
+static const mb_libtorch_module *lt_get(lt_flavor *f, mb_error *err) {
+  pthread_once(&f->once, f->package ? load_aoti : load_script);
+  if (!f->module)
+    mb__error(err, MB_STATUS_UNAVAILABLE, "%s: %s", f->runtime, f->reason);
+  return f->module;
+}
+
+static void probe(const lt_flavor *f, mb_runtime_info *info) {
+  char reason[LT_REASON_SIZE] = "";
+  info->available = usable(f, reason);
   snprintf(info->version, sizeof info->version, "%s",
-           lt_module ? lt_module->version : "");
-  snprintf(info->reason, sizeof info->reason, "%s", lt_module ? "" : lt_reason);
+           info->available ? f->version : "");
+  snprintf(info->reason, sizeof info->reason, "%s", reason);
+}
+
+static void script_probe(mb_runtime_info *info) {
+  probe(&lt_script, info);
+}
+static void aoti_probe(mb_runtime_info *info) {
+  probe(&lt_aoti, info);
 }
 
 /* ---- sessions ---- */
 
 typedef struct lt_session {
+  const mb_libtorch_module *module;
   void *module_session;
   int n_inputs, n_outputs;
   mb_libtorch_tensor *inputs; /* views of the caller's tensors, per run */
@@ -215,27 +285,27 @@ static void lt_release(void *session) {
   if (!s)
     return;
   if (s->module_session)
-    lt_module->release(s->module_session);
+    s->module->release(s->module_session);
   free(s->inputs);
   free(s->path);
   free(s);
 }
 
-static mb_status lt_prepare(const mb_model *model, const void *model_bytes,
-                            size_t model_size,
-                            const mb_runtime_options *options,
-                            void **session_out, mb_error *err) {
-  const mb_libtorch_module *module = lt_get(err);
+static mb_status prepare(lt_flavor *f, const mb_model *model,
+                         const mb_runtime_options *options, void **session_out,
+                         mb_error *err) {
+  const mb_libtorch_module *module = lt_get(f, err);
   mb_status status;
   if (!module)
     return MB_STATUS_UNAVAILABLE;
   if (!options->model_path)
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
-                     "libtorch runs TorchScript files and this model has "
-                     "none");
+                     "%s runs %s and this model has none", f->runtime,
+                     f->package ? "AOTInductor packages" : "TorchScript files");
   lt_session *s = calloc(1, sizeof *s);
   if (!s)
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+  s->module = module;
   s->model = model;
   s->n_inputs = mb_model_input_count(model);
   s->n_outputs = mb_model_output_count(model);
@@ -255,8 +325,12 @@ static mb_status lt_prepare(const mb_model *model, const void *model_bytes,
    * thread) with the process's OpenBLAS, which at::set_num_threads leaves
    * at one thread per core: --threads holds for it too. */
   mb__blas_set_threads(options->threads);
-  if ((status = module->load(s->path, options->threads, s->n_inputs,
-                             &s->module_session, err)))
+  status = f->package
+               ? module->load_package(s->path, options->threads, s->n_inputs,
+                                      &s->module_session, err)
+               : module->load(s->path, options->threads, s->n_inputs,
+                              &s->module_session, err);
+  if (status)
     goto fail;
   *session_out = s;
   return MB_STATUS_OK;
@@ -277,7 +351,7 @@ static mb_status lt_run(void *session, const mb_tensor *const *inputs,
     v->data = inputs[i]->data;
     v->nbytes = inputs[i]->nbytes;
   }
-  return lt_module->run(s->module_session, s->inputs, err);
+  return s->module->run(s->module_session, s->inputs, err);
 }
 
 /* Copies the last run's outputs into new tensors, one per declared
@@ -290,7 +364,7 @@ static mb_status lt_fetch_outputs(void *session, mb_tensor **outputs_out,
   mb_status status;
   for (int i = 0; i < s->n_outputs; i++)
     outputs_out[i] = NULL;
-  if ((status = lt_module->outputs(s->module_session, &views, &count, err)))
+  if ((status = s->module->outputs(s->module_session, &views, &count, err)))
     return status;
   if (s->n_outputs > 0 && count != s->n_outputs)
     return mb__error(err, MB_STATUS_SHAPE,
@@ -332,16 +406,48 @@ fail:
   return status;
 }
 
-static char *lt_take_error_detail(void) {
-  return lt_module ? lt_module->take_error_detail() : NULL;
+static mb_status script_prepare(const mb_model *model, const void *model_bytes,
+                                size_t model_size,
+                                const mb_runtime_options *options,
+                                void **session_out, mb_error *err) {
+  (void)model_bytes;
+  (void)model_size;
+  return prepare(&lt_script, model, options, session_out, err);
+}
+
+static mb_status aoti_prepare(const mb_model *model, const void *model_bytes,
+                              size_t model_size,
+                              const mb_runtime_options *options,
+                              void **session_out, mb_error *err) {
+  (void)model_bytes;
+  (void)model_size;
+  return prepare(&lt_aoti, model, options, session_out, err);
+}
+
+static char *script_take_error_detail(void) {
+  return lt_script.module ? lt_script.module->take_error_detail() : NULL;
+}
+
+static char *aoti_take_error_detail(void) {
+  return lt_aoti.module ? lt_aoti.module->take_error_detail() : NULL;
 }
 
 const mb_runtime mb__runtime_libtorch = {
     .name = "libtorch",
-    .probe = lt_probe,
-    .prepare = lt_prepare,
+    .probe = script_probe,
+    .prepare = script_prepare,
     .run = lt_run,
     .fetch_outputs = lt_fetch_outputs,
     .release = lt_release,
-    .take_error_detail = lt_take_error_detail,
+    .take_error_detail = script_take_error_detail,
+};
+
+const mb_runtime mb__runtime_aoti = {
+    .name = "aoti",
+    .probe = aoti_probe,
+    .prepare = aoti_prepare,
+    .run = lt_run,
+    .fetch_outputs = lt_fetch_outputs,
+    .release = lt_release,
+    .take_error_detail = aoti_take_error_detail,
 };

@@ -1,18 +1,29 @@
-// libmodelbench-libtorch.so: TorchScript files on libtorch, behind the C ABI
-// of libtorch_module.h. The libtorch adapter (libtorch.c) dlopens this
-// module; nothing else in modelbench links libtorch.
+// The libtorch modules behind the C ABI of libtorch_module.h, one source
+// built twice: libmodelbench-libtorch.so against Debian's libtorch (1.13)
+// and libmodelbench-aoti.so against the libtorch in the project's PyTorch
+// 2.x wheel, which also runs AOTInductor packages. The libtorch adapter
+// (libtorch.c) dlopens them; nothing else in modelbench links libtorch.
 //
-// It runs a TorchScript file the way a C++ deployment does: torch::jit::load
+// A TorchScript file runs the way a C++ deployment runs it: torch::jit::load
 // on the CPU, eval(), forward() under torch::InferenceMode with the inputs
 // wrapped (not copied) as tensors, at::set_num_threads(threads) and one
-// inter-op thread. No C++ exception leaves this file: every entry point
-// turns one into a status and a one-line message.
+// inter-op thread. An AOTInductor package runs as its C++ loader runs it:
+// torch::inductor::AOTIModelPackageLoader, run() under InferenceMode, the
+// same threads. No C++ exception leaves this file: every entry point turns
+// one into a status and a one-line message.
 #include "runtime/libtorch_module.h"
 
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/script.h>
 #include <torch/version.h>
+
+// AOTInductor's package loader came with libtorch 2.6.
+#if TORCH_VERSION_MAJOR > 2 ||                                                 \
+    (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
+#define MB_HAVE_AOTI 1
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+#endif
 
 #include <cerrno>
 #include <cstdio>
@@ -153,6 +164,12 @@ struct bound_input {
 struct session {
   std::string path;
   torch::jit::Module module;
+#ifdef MB_HAVE_AOTI
+  // An AOTInductor package's loader (load_package), else null: forward()
+  // is then the TorchScript module's.
+  std::unique_ptr<torch::inductor::AOTIModelPackageLoader> package;
+  std::vector<at::Tensor> package_args;
+#endif
   std::vector<std::string> arg_names;
   std::vector<c10::IValue> inputs;
   std::vector<bound_input> bound;
@@ -165,8 +182,20 @@ struct session {
   std::vector<mb_libtorch_tensor> out_views;
 };
 
+// What the timed call is: a TorchScript module's forward() or a package's
+// run().
+std::string entry_point(const session &s) {
+#ifdef MB_HAVE_AOTI
+  if (s.package)
+    return "the package's run()";
+#endif
+  (void)s;
+  return "forward()";
+}
+
 std::string not_tensors(const session &s, const std::string &bad) {
-  return s.path + ": forward() returns something other than tensors: " + bad +
+  return s.path + ": " + entry_point(s) +
+         " returns something other than tensors: " + bad +
          " (modelbench takes a tensor or a tuple, list or dict of them)";
 }
 
@@ -341,12 +370,12 @@ mb_status convert_output(session &s, size_t i, mb_error *err) {
   mb_libtorch_tensor view{};
   if (!mb_dtype_of(t.scalar_type(), &view.dtype))
     return fail(err, MB_STATUS_UNSUPPORTED,
-                s.path + ": " + label + " of forward() is " +
+                s.path + ": " + label + " of " + entry_point(s) + " is " +
                     std::string(c10::toString(t.scalar_type())) +
                     ", which modelbench has no type for");
   if (t.dim() > MB_MAX_RANK)
     return fail(err, MB_STATUS_UNSUPPORTED,
-                s.path + ": " + label + " of forward() has " +
+                s.path + ": " + label + " of " + entry_point(s) + " has " +
                     std::to_string(t.dim()) + " dimensions; at most " +
                     std::to_string(MB_MAX_RANK) + " are supported");
   view.rank = (int)t.dim();
@@ -361,42 +390,55 @@ mb_status convert_output(session &s, size_t i, mb_error *err) {
 
 // ---- the ABI ----
 
-mb_status module_load(const char *path, int threads, int n_inputs,
-                      void **session_out, mb_error *err) {
+// Process-wide settings, as a deployment makes them at start-up. The
+// inter-op pool can be sized only once, before it starts.
+void set_threads(int threads) {
+  static std::once_flag interop_once;
+  std::call_once(interop_once, [] {
+    try {
+      at::set_num_interop_threads(1);
+    } catch (const c10::Error &) {
+      // Already started by the embedding program: keep its setting.
+    }
+  });
+  at::set_num_threads(threads > 0 ? threads : 1);
+}
+
+// MB_STATUS_OK when `file` can be opened for reading.
+mb_status readable(const std::string &file, mb_error *err) {
+  std::FILE *f = std::fopen(file.c_str(), "rb");
+  if (!f)
+    return fail(err, MB_STATUS_IO, file + ": " + std::strerror(errno));
+  std::fclose(f);
+  return MB_STATUS_OK;
+}
+
+// Opens a session on `path` as both loaders do: the process's threads
+// set, the file checked, open(session) loading it (a c10::Error there: the
+// file is not `what` this libtorch can load), then check(session) and the
+// input slots sized.
+template <class Open, class Check>
+mb_status open_session(const char *path, int threads, int n_inputs,
+                       const char *what, void **session_out, mb_error *err,
+                       Open &&open, Check &&check) {
   *session_out = nullptr;
   std::string file = path ? path : "";
   return guarded(err, file, [&]() -> mb_status {
-    // Process-wide settings, as a deployment makes them at start-up. The
-    // inter-op pool can be sized only once, before it starts.
-    static std::once_flag interop_once;
-    std::call_once(interop_once, [] {
-      try {
-        at::set_num_interop_threads(1);
-      } catch (const c10::Error &) {
-        // Already started by the embedding program: keep its setting.
-      }
-    });
-    at::set_num_threads(threads > 0 ? threads : 1);
-    std::FILE *f = std::fopen(file.c_str(), "rb");
-    if (!f)
-      return fail(err, MB_STATUS_IO, file + ": " + std::strerror(errno));
-    std::fclose(f);
+    set_threads(threads);
+    if (mb_status status = readable(file, err))
+      return status;
     auto s = std::make_unique<session>();
     s->path = file;
     try {
-      s->module = torch::jit::load(file, c10::Device(c10::kCPU));
+      open(*s);
     } catch (const c10::Error &e) {
       std::string text = e.what_without_backtrace();
       return fail(err, MB_STATUS_PARSE,
-                  file +
-                      ": not a TorchScript file libtorch " TORCH_VERSION
-                      " can load: " +
-                      summary(text),
+                  file + ": not " + what +
+                      " libtorch " TORCH_VERSION " can load: " + summary(text),
                   text);
     }
-    s->module.eval();
-    mb_status status = check_signature(*s, n_inputs, err);
-    if (status)
+    if (mb_status status = check(*s))
       return status;
     s->inputs.resize((size_t)n_inputs);
     s->bound.resize((size_t)n_inputs);
@@ -405,22 +447,64 @@ mb_status module_load(const char *path, int threads, int n_inputs,
   });
 }
 
+mb_status module_load(const char *path, int threads, int n_inputs,
+                      void **session_out, mb_error *err) {
+  return open_session(
+      path, threads, n_inputs, "a TorchScript file", session_out, err,
+      [](session &s) {
+        s.module = torch::jit::load(s.path, c10::Device(c10::kCPU));
+        s.module.eval();
+      },
+      [&](session &s) { return check_signature(s, n_inputs, err); });
+}
+
+#ifdef MB_HAVE_AOTI
+mb_status module_load_package(const char *path, int threads, int n_inputs,
+                              void **session_out, mb_error *err) {
+  return open_session(
+      path, threads, n_inputs, "an AOTInductor package", session_out, err,
+      [](session &s) {
+        // "model": the name aoti_compile_and_package gives a package's
+        // model; one runner: one inference at a time, as the engine runs.
+        s.package = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
+            s.path, "model", false, 1, (c10::DeviceIndex)-1);
+      },
+      [&](session &s) {
+        s.package_args.resize((size_t)n_inputs);
+        return MB_STATUS_OK;
+      });
+}
+#endif
+
 mb_status module_run(void *handle, const mb_libtorch_tensor *inputs,
                      mb_error *err) {
   session &s = *static_cast<session *>(handle);
-  return guarded(err, s.path + ": forward() failed", [&]() -> mb_status {
-    for (size_t i = 0; i < s.inputs.size(); i++) {
-      mb_status status = bind_input(s, (int)i, inputs[i], err);
-      if (status)
-        return status;
-    }
-    c10::InferenceMode guard;
-    s.has_result = false;
-    s.outputs_ready = false;
-    s.result = s.module.forward(s.inputs);
-    s.has_result = true;
-    return MB_STATUS_OK;
-  });
+  return guarded(err, s.path + ": " + entry_point(s) + " failed",
+                 [&]() -> mb_status {
+                   for (size_t i = 0; i < s.inputs.size(); i++) {
+                     mb_status status = bind_input(s, (int)i, inputs[i], err);
+                     if (status)
+                       return status;
+                   }
+                   c10::InferenceMode guard;
+                   s.has_result = false;
+                   s.outputs_ready = false;
+#ifdef MB_HAVE_AOTI
+                   if (s.package) {
+                     for (size_t i = 0; i < s.inputs.size(); i++)
+                       s.package_args[i] = s.inputs[i].toTensor();
+                     c10::List<at::Tensor> outputs;
+                     for (at::Tensor &t : s.package->run(s.package_args))
+                       outputs.push_back(std::move(t));
+                     s.result = c10::IValue(std::move(outputs));
+                     s.has_result = true;
+                     return MB_STATUS_OK;
+                   }
+#endif
+                   s.result = s.module.forward(s.inputs);
+                   s.has_result = true;
+                   return MB_STATUS_OK;
+                 });
 }
 
 mb_status module_outputs(void *handle, const mb_libtorch_tensor **outputs_out,
@@ -475,12 +559,13 @@ char *module_take_error_detail() {
 }
 
 const mb_libtorch_module module_table = {
-    MB_LIBTORCH_ABI_VERSION,
-    TORCH_VERSION,
-    module_load,
-    module_run,
-    module_outputs,
-    module_release,
+    MB_LIBTORCH_ABI_VERSION,  TORCH_VERSION,  module_load, module_run,
+    module_outputs,           module_release,
+#ifdef MB_HAVE_AOTI
+    module_load_package,
+#else
+    nullptr,
+#endif
     module_take_error_detail,
 };
 

@@ -1,11 +1,13 @@
 /* The C ABI between the libtorch runtime adapter (libtorch.c, inside
- * libmodelbench) and libmodelbench-libtorch.so (libtorch_module.cpp), the
- * only code that links libtorch.
+ * libmodelbench) and the modules built from libtorch_module.cpp, the only
+ * code that links libtorch: libmodelbench-libtorch.so against Debian's
+ * libtorch (TORCHSCRIPT) and libmodelbench-aoti.so against the libtorch in
+ * the project's PyTorch 2.x wheel (AOTInductor packages, and TorchScript).
  *
  * libmodelbench never links libtorch: its static initialisers would run in
  * every process that loads the library (the CLI, every test binary, the
- * sanitizer builds). The adapter dlopens the module when a TORCHSCRIPT
- * conversion is probed or prepared and calls it through one table.
+ * sanitizer builds). The adapter dlopens a module when a conversion of its
+ * runtime is prepared and calls it through one table.
  *
  * The ABI uses only the public header's plain types (mb_status, mb_dtype,
  * mb_error): the module calls nothing in libmodelbench. Every function
@@ -26,8 +28,9 @@ extern "C" {
 
 /* Bumped whenever the table or the view below changes; the adapter
  * refuses a module built for another version. */
-#define MB_LIBTORCH_ABI_VERSION 1
+#define MB_LIBTORCH_ABI_VERSION 2
 #define MB_LIBTORCH_MODULE_FILE "libmodelbench-libtorch.so"
+#define MB_AOTI_MODULE_FILE "libmodelbench-aoti.so"
 /* The one exported symbol: const mb_libtorch_module *(void). */
 #define MB_LIBTORCH_MODULE_ENTRY "mb_libtorch_module_get"
 
@@ -43,7 +46,7 @@ typedef struct mb_libtorch_tensor {
 
 typedef struct mb_libtorch_module {
   int abi_version;     /* MB_LIBTORCH_ABI_VERSION */
-  const char *version; /* libtorch's version, "1.13.0" */
+  const char *version; /* libtorch's version, "1.13.0", "2.15.0" */
   /* Loads a TorchScript file as a C++ deployment does: torch::jit::load on
    * the CPU, eval(), at::set_num_threads(threads) and one inter-op thread.
    * forward() must take n_inputs tensors (arguments with defaults may be
@@ -63,6 +66,13 @@ typedef struct mb_libtorch_module {
   mb_status (*outputs)(void *session, const mb_libtorch_tensor **outputs_out,
                        int *count_out, mb_error *err);
   void (*release)(void *session);
+  /* Loads an AOTInductor package (torch._inductor.aoti_compile_and_package's
+   * .pt2) as a C++ deployment does: AOTIModelPackageLoader on the CPU, one
+   * runner, at::set_num_threads(threads). Its run() takes n_inputs tensors
+   * and returns a list of tensors; run, outputs and release as above. NULL
+   * in a module whose libtorch has no AOTInductor (before 2.6). */
+  mb_status (*load_package)(const char *path, int threads, int n_inputs,
+                            void **session_out, mb_error *err);
   /* The multi-line text of this thread's last failure, malloc'd for the
    * caller (free()), or NULL. */
   char *(*take_error_detail)(void);

@@ -123,6 +123,7 @@ typedef struct mb_runtime {
   X(onnxruntime)                                                               \
   X(openvino)                                                                  \
   X(libtorch)                                                                  \
+  X(aoti)                                                                      \
   MB_ENGINE_LIST(X)                                                            \
   MB_HOST_RUNTIME_LIST(X)
 

@@ -55,6 +55,7 @@ ALMA_MODES: List[str] = [
 RUNS_AS: Dict[str, str] = {
     "ONNX_CPU": "ORT_CPU",
     "ONNX+DYNAMO_EXPORT": "ONNX+DYNAMO_EXPORT",
+    "EXPORT+AOT_INDUCTOR": "EXPORT+AOT_INDUCTOR",
 }
 for _entry in catalog.read():
     if _entry.conversion.alma:

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# EXPORT+AOT_INDUCTOR from the command line, where it fails: a package that
+# is not one, a manifest without the form or with the front's reason for
+# lacking it, a form's build record that is not a number, and a module that
+# is not there. (A real package is compiled and run, from the Python front
+# and from this CLI, by python/tests/test_aoti.py: compiling one takes
+# AOTInductor half a minute.) Without the AOTInductor module (no PyTorch
+# 2.x wheel at build time, sanitizer builds) the test skips, unless
+# MB_WITH_TORCH2=1 (`make test`) in a normal build.
+#
+# Environment (set by ctest): MB_CLI, MB_SANITIZE.
+set -u
+
+cli=${MB_CLI:?set MB_CLI to the modelbench binary}
+python=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export MODELBENCH_CACHE_DIR=$tmp/cache
+# shellcheck source=tests/shell_lib.sh
+. "$(dirname "$0")/shell_lib.sh"
+
+quick=(--warmup 1 --warmup-time 0 --min-iterations 3 --min-time 0 --no-record)
+
+if ! available EXPORT+AOT_INDUCTOR; then
+  if [ "${MB_WITH_TORCH2:-0}" = 1 ] && [ "${MB_SANITIZE:-OFF}" != ON ]; then
+    fail "EXPORT+AOT_INDUCTOR is required (MB_WITH_TORCH2=1) but unavailable"
+    "$cli" list | grep AOT_INDUCTOR
+  else
+    echo "SKIP: EXPORT+AOT_INDUCTOR unavailable here (modelbench list says why)"
+  fi
+  echo "$checks checks, $failures failures"
+  [ "$failures" -eq 0 ]
+  exit
+fi
+
+# manifest NAME FORMATS: a one-input model whose forms are FORMATS (JSON).
+manifest() {
+  cat >"$tmp/$1.json" <<EOF
+{"modelbench_model": 1, "name": "$1",
+ "inputs": [{"name": "x", "dtype": "float32", "shape": [2, 16]}],
+ "outputs": [{"name": "y", "dtype": "float32", "shape": [2, 4]}],
+ "formats": $2}
+EOF
+}
+
+# fails NEEDLE MODEL: the conversion fails (exit 1) saying NEEDLE.
+fails() {
+  run 1 bench "$tmp/$2.json" -c EXPORT+AOT_INDUCTOR "${quick[@]}" \
+    --json "$tmp/r.json" || return
+  checks=$((checks + 1))
+  if ! grep -qF -- "$1" "$tmp/out" "$tmp/err" "$tmp/r.json"; then
+    fail "$2: '$1' not found"
+    show "$tmp/err" "$tmp/out"
+  fi
+}
+
+echo "not a zip" >"$tmp/corrupt.pt2"
+manifest corrupt "{\"aoti\": {\"path\": \"corrupt.pt2\"}}"
+fails "corrupt.pt2: not an AOTInductor package libtorch" corrupt
+
+manifest missing "{\"aoti\": {\"path\": \"none.pt2\"}}"
+fails "none.pt2" missing
+
+# (A manifest needs one form it has: the TorchScript one here, never read.)
+manifest refused '{"aoti": {"error": "AOTInductor packages need PyTorch 2.6 or newer"},
+                   "torchscript": {"path": "corrupt.pt2"}}'
+fails "AOTInductor packages need PyTorch 2.6 or newer" refused
+
+# A form's build record must be what the front writes.
+manifest badms "{\"aoti\": {\"path\": \"corrupt.pt2\", \"build_ms\": \"fast\"}}"
+run 1 bench "$tmp/badms.json" -c EXPORT+AOT_INDUCTOR "${quick[@]}" &&
+  expect_in "$tmp/err" '"build_ms" must be a number >= 0' "build_ms not a number"
+
+# The module not where it is said to be: unavailable, and why.
+MODELBENCH_AOTI_MODULE=$tmp/none.so run 0 list &&
+  expect_in "$tmp/out" "MODELBENCH_AOTI_MODULE=$tmp/none.so: no such file" \
+    "list without the module"
+
+echo "$checks checks, $failures failures"
+[ "$failures" -eq 0 ]
