@@ -24,25 +24,12 @@ threads=${MB_BENCH_THREADS:-2}
 samples=${MB_BENCH_SAMPLES:-20}
 out=$build/int8_forms
 mkdir -p "$out"
-if ! /usr/bin/python3 -c "import torch, torchvision, onnx" 2>/dev/null; then
-  echo "int8 forms benchmark skipped: /usr/bin/python3 lacks torch/torchvision/onnx"
-  exit 0
-fi
-tools=$(cd "$(dirname "$0")/../tools" && pwd)
-torch_models=$(mkdir -p "$build/torch_models" && cd "$build/torch_models" && pwd)
-tf_models=$(mkdir -p "$build/transformer_models" && cd "$build/transformer_models" && pwd)
-[ -f "$torch_models/resnet18/model.onnx" ] ||
-  /usr/bin/python3 "$tools/export_torch_models.py" "$torch_models" resnet18 \
-    >>"$out/export.log" 2>&1
-[ -f "$tf_models/encoder_op17/model.onnx" ] ||
-  (cd "$tools" && /usr/bin/python3 export_transformers.py "$tf_models" encoder_op17) \
-    >>"$out/export.log" 2>&1
-for m in "$torch_models/resnet18" "$tf_models/encoder_op17"; do
-  if [ ! -f "$m/model.onnx" ]; then
-    echo "bench/int8_forms.sh: exporting $m failed; see $out/export.log" >&2
-    exit 1
-  fi
-done
+# shellcheck source=bench/two_models.sh
+. "$(dirname "$0")/two_models.sh"
+rc=0
+two_models "$build" "$out" "int8 forms benchmark" || rc=$?
+[ "$rc" -ne 2 ] || exit 0
+[ "$rc" -eq 0 ] || exit 1
 
 echo "int8 weights, 7 / mixed / 8 bits: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) CPUs, $threads threads"
 "$bin/modelbench" list | grep -E '^(20|21|22|32|42) ' | sed 's/  */ /g'

@@ -127,6 +127,13 @@ if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_INT8:-1}" != 0 ]; then
   "$(dirname "$0")/int8_forms.sh" "$build"
 fi
 
+# INT8_STATIC+OPENVINO's quantiser, NNCF beside modelbench's calibration
+# (issue 31): bench/nncf.sh; MB_BENCH_NNCF=0 skips.
+if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_NNCF:-1}" != 0 ]; then
+  echo
+  "$(dirname "$0")/nncf.sh" "$build"
+fi
+
 if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_RECURRENT:-1}" != 0 ]; then
   echo
   "$(dirname "$0")/recurrent.sh" "$build"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # OpenVINO from the command line: OPENVINO, BF16+OPENVINO and
 # INT8_STATIC+OPENVINO benched beside ORT with their accuracy, the int8
-# build kept in the cache, `profile` per OpenVINO node, and a broken
+# build kept in the cache, NNCF as its quantiser (required where the
+# project's venv is, MB_WITH_TORCH2=1), modelbench's own calibration
+# without NNCF and NNCF's failure failing that conversion only,
+# `profile` per OpenVINO node, and a broken
 # OpenVINO library making its conversions unavailable (with the loader's
 # reason) while the rest of the run goes on. Without OpenVINO the test
 # skips, unless MB_REQUIRE_OPENVINO=1 (`make test` sets it).
@@ -42,7 +45,7 @@ for pass in 1 2; do
   run 0 bench "$models/resnet_blocks.onnx" -c "$conversions" --threads 2 \
     "${quick[@]}" --json "$tmp/r$pass.json" || continue
   py "bench pass $pass" '
-import json, sys
+import json, os, sys
 path, pass_ = sys.argv[1], int(sys.argv[2])
 r = {x["conversion"]: x for x in json.load(open(path))["results"]}
 ov = r["OPENVINO"]
@@ -55,6 +58,9 @@ assert q["status"] == "ok" and q["precision"] == "int8", q
 assert q["accuracy"]["cosine"] > 0.99, q["accuracy"]
 # The QDQ model is the build: made once, found the second time.
 assert q["cache_hit"] == (pass_ == 2), (pass_, q["cache_hit"], q["build_reason"])
+nncf = [w for w in q["warnings"] if "not NNCF" in w]
+if os.environ.get("MB_WITH_TORCH2") == "1":
+    assert not nncf, q["warnings"]
 b = r["BF16+OPENVINO"]
 if b["status"] == "ok":
     assert b["precision"] == "bf16" and b["accuracy"]["cosine"] > 0.999, b
@@ -64,6 +70,48 @@ else:
     assert b["status"] == "unavailable" and "bf16" in b["error"], b
 ' "$tmp/r$pass.json" "$pass"
 done
+
+# ---- the quantiser: NNCF where the venv has it, else modelbench's ----
+if [ "${MB_WITH_TORCH2:-0}" = 1 ]; then
+  # NNCF's build is in the cache under NNCF's version.
+  if run 0 cache list --json; then
+    py "NNCF's build in the cache" '
+import json, os, sys
+b = [x for x in json.load(open(sys.argv[1]))["builds"] if x["conversion"] == "INT8_STATIC+OPENVINO"]
+assert len(b) == 1, b
+key = json.load(open(os.path.join(b[0]["folder"], "state.json")))["key"]
+assert ";quantizer=nncf-" in key["options"], key
+' "$tmp/out"
+  fi
+fi
+# Without NNCF: modelbench's calibration, a build of its own, and a warning.
+if MODELBENCH_NNCF_PYTHON=$tmp/no-python run 0 bench "$models/resnet_blocks.onnx" \
+     -c INT8_STATIC+OPENVINO --threads 2 "${quick[@]}" --json "$tmp/own.json"; then
+  py "INT8_STATIC+OPENVINO without NNCF" '
+import json, sys
+q = {x["conversion"]: x for x in json.load(open(sys.argv[1]))["results"]}["INT8_STATIC+OPENVINO"]
+assert q["status"] == "ok" and q["accuracy"]["cosine"] > 0.99, q
+w = [x for x in q["warnings"] if "not NNCF" in x]
+assert len(w) == 1 and "no-python" in w[0], q["warnings"]
+if "'"${MB_WITH_TORCH2:-0}"'" == "1":
+    assert q["cache_hit"] is False, q  # not the NNCF build of pass 1
+' "$tmp/own.json"
+fi
+# NNCF failing on a model: that conversion fails with its words, the
+# others are measured.
+if [ "${MB_WITH_TORCH2:-0}" = 1 ]; then
+  printf 'import sys\nprint("nncf_quantize: NNCF cannot quantise: planted failure", file=sys.stderr)\nsys.exit(1)\n' >"$tmp/fail.py"
+  if MODELBENCH_NNCF_SCRIPT=$tmp/fail.py run 1 bench "$models/mlp.onnx" \
+       -c OPENVINO,INT8_STATIC+OPENVINO "${quick[@]}" --no-cache --json "$tmp/nncf-fail.json"; then
+    py "NNCF failing" '
+import json, sys
+r = {x["conversion"]: x for x in json.load(open(sys.argv[1]))["results"]}
+assert r["OPENVINO"]["status"] == "ok", r["OPENVINO"]
+q = r["INT8_STATIC+OPENVINO"]
+assert q["status"] == "error" and "planted failure" in q["error"] and "NNCF" in q["error"], q
+' "$tmp/nncf-fail.json"
+  fi
+fi
 
 # ---- profile: OpenVINO's own nodes and kernels ----
 if run 0 profile "$models/small_cnn.onnx" -c OPENVINO --iterations 5; then

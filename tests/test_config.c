@@ -857,6 +857,49 @@ static int make_test_set(const char *dir, const char *name, int64_t batch,
 }
 
 /* Opens a source on `dir` and returns its status (source closed). */
+/* mb__npy_save writes what mb__npy_load (and numpy) read back: dtypes,
+ * shapes of rank 0, 1 and 4, the 64-byte aligned header. */
+TEST(npy_writer_round_trip) {
+  const char *dir = fresh_dir();
+  mb_error err;
+  struct {
+    mb_dtype dtype;
+    int rank;
+    int64_t dims[4];
+  } cases[] = {{MB_DTYPE_FLOAT, 4, {2, 3, 1, 2}},
+               {MB_DTYPE_INT64, 1, {5}},
+               {MB_DTYPE_UINT8, 0, {0}},
+               {MB_DTYPE_BOOL, 2, {1, 3}}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    mb_tensor *t = NULL, *back = NULL;
+    ASSERT_OK(mb_tensor_create(cases[c].dtype, cases[c].rank, cases[c].dims, &t,
+                               &err),
+              &err);
+    for (size_t b = 0; b < t->nbytes; b++)
+      ((unsigned char *)t->data)[b] = cases[c].dtype == MB_DTYPE_BOOL
+                                          ? (unsigned char)(b & 1)
+                                          : (unsigned char)(b * 7 + c);
+    const char *path = path_in(dir, "w.npy");
+    ASSERT_OK(mb__npy_save(path, t, &err), &err);
+    FILE *f = fopen(path, "rb");
+    ASSERT(f != NULL);
+    unsigned char head[10];
+    ASSERT_EQ(fread(head, 1, sizeof head, f), sizeof head);
+    fclose(f);
+    ASSERT_EQ((10 + (head[8] | head[9] << 8)) % 64, 0);
+    ASSERT_OK(mb__npy_load(path, &back, &err), &err);
+    ASSERT_EQ(back->dtype, t->dtype);
+    ASSERT_EQ(back->rank, t->rank);
+    for (int d = 0; d < t->rank; d++)
+      ASSERT_EQ(back->dims[d], t->dims[d]);
+    ASSERT_EQ(back->nbytes, t->nbytes);
+    ASSERT(t->nbytes == 0 || memcmp(back->data, t->data, t->nbytes) == 0);
+    mb_tensor_free(t);
+    mb_tensor_free(back);
+  }
+  return 0;
+}
+
 static mb_status open_dir(const mb_model *m, const char *dir, int n_samples,
                           int64_t *count_out, mb_error *err) {
   mb_bench_config c;
@@ -1151,5 +1194,6 @@ TEST_MAIN(TEST_ENTRY(json_valid_document),
           TEST_ENTRY(conversion_parse_list), TEST_ENTRY(conversion_register),
           TEST_ENTRY(config_defaults), TEST_ENTRY(config_every_key),
           TEST_ENTRY(config_errors_name_the_key), TEST_ENTRY(npy_reader),
-          TEST_ENTRY(inputs_generated), TEST_ENTRY(inputs_test_sets),
-          TEST_ENTRY(inputs_npy_folders), TEST_ENTRY(inputs_loader))
+          TEST_ENTRY(npy_writer_round_trip), TEST_ENTRY(inputs_generated),
+          TEST_ENTRY(inputs_test_sets), TEST_ENTRY(inputs_npy_folders),
+          TEST_ENTRY(inputs_loader))

@@ -210,6 +210,36 @@ _torch_lib = _host_torch_lib()
 if _torch_lib:
     os.environ["MODELBENCH_HOST_TORCH_LIB"] = _torch_lib
 
+
+
+def _package_openvino_lib() -> Optional[str]:
+    """The OpenVINO C library inside this Python's ``openvino`` package, when
+    it has one: found, not imported."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("openvino")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    folder = Path(spec.origin).parent / "libs"
+    found = sorted(folder.glob("libopenvino_c.so.*")) if folder.is_dir() else []
+    return str(found[-1]) if found else None
+
+
+# One OpenVINO per process: where this Python has the openvino package
+# (COMPILE_OPENVINO uses it), the C library's OpenVINO adapter loads the
+# package's copy. Two copies of one release cannot both load (their
+# libraries share names): the first would win, and openvino.torch, finding
+# no PyTorch frontend beside the C API's copy (fetch-openvino.sh takes only
+# the ONNX and IR ones), would fall back to Inductor without a word.
+# MODELBENCH_OPENVINO_LIB set by the user wins. Inherited by the engine's
+# processes.
+_ov_lib = None if os.environ.get("MODELBENCH_OPENVINO_LIB") else _package_openvino_lib()
+if _ov_lib:
+    os.environ["MODELBENCH_OPENVINO_LIB"] = _ov_lib
+
 lib = _load()
 
 

@@ -4,6 +4,10 @@ accuracy against EAGER, the build cache, the recompile flag; on PyTorch
 
 from __future__ import annotations
 
+import glob
+import importlib.util
+import os
+
 import pytest
 import torch
 from torch import nn
@@ -27,6 +31,13 @@ COMPILED = [
 ]
 #: PT2E int8 (torchao): calibrated, so compared with a cosine.
 QUANTIZED = ["EXPORT+AI8WI8_STATIC_QUANTIZED", "EXPORT+AI8WI8_FLOAT_QUANTIZED"]
+#: torch.compile on OpenVINO's backend (the openvino package).
+ON_OPENVINO = ["COMPILE_OPENVINO", "EXPORT+COMPILE_OPENVINO"]
+#: Where make test runs this suite in the project's venv, which pins
+#: openvino: its absence is a failure there, a skip elsewhere.
+HAVE_OPENVINO = importlib.util.find_spec("openvino") is not None or (
+    os.environ.get("MB_PYTHON_TORCH") == "2" and os.environ.get("MB_WITH_TORCH2") == "1"
+)
 
 
 def _has_vnni() -> bool:
@@ -107,6 +118,43 @@ def test_a_recompile_in_the_timed_loop_is_flagged(fast):
     ), r["warnings"]
 
 
+def conv_net() -> nn.Module:
+    """A convolution, batch norm and linear layer: OpenVINO's own kernels
+    (fp32) differ from PyTorch's in the last bits."""
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.Flatten(),
+                         nn.Linear(8 * 6 * 6, 4)).eval()
+
+
+@pytest.mark.skipif(not (TORCH2 and HAVE_OPENVINO), reason="needs PyTorch 2 and openvino")
+def test_torch_compile_on_openvino(fast):
+    results = benchmark_model(conv_net(), fast, ["EAGER"] + ON_OPENVINO, data=torch.randn(3, 8, 8))
+    for name in ON_OPENVINO:
+        r = results[name]
+        assert r["status"] == "success", (name, r["error"], r["traceback"])
+        assert r["accuracy.max_abs_err"] < 1e-4, (name, r["accuracy"])
+        # Compiled in the build, nothing again in the timed loop.
+        assert r["recompiles"] == 0, (name, r["warnings"])
+
+
+@pytest.mark.skipif(not (TORCH2 and HAVE_OPENVINO), reason="needs PyTorch 2 and openvino")
+def test_an_openvino_fallback_to_pytorch_fails_the_conversion(fast, monkeypatch):
+    """OpenVINO's backend runs a graph it cannot convert in PyTorch and says
+    so only in a debug log. Planted here: the C API's copy of OpenVINO
+    (scripts/fetch-openvino.sh: no PyTorch frontend) loaded in place of the
+    package's."""
+    copies = glob.glob(os.path.expanduser("~/.cache/modelbench/openvino-*/lib/libopenvino_c.so.*"))
+    if not copies:
+        pytest.skip("no C API copy of OpenVINO (scripts/fetch-openvino.sh)")
+    monkeypatch.setenv("MODELBENCH_OPENVINO_LIB", copies[0])
+    results = benchmark_model(conv_net(), dict(fast, fail_on_error=False),
+                              ["EAGER", "COMPILE_OPENVINO"], data=torch.randn(3, 8, 8))
+    assert results["EAGER"]["status"] == "success"
+    r = results["COMPILE_OPENVINO"]
+    assert r["status"] != "success", r
+    assert "fell back to PyTorch" in r["error"] and "frontend" in r["error"].lower(), r["error"]
+
+
 @pytest.mark.skipif(TORCH2, reason="PyTorch 1.x only")
 def test_unavailable_on_pytorch_1_with_the_reason(fast):
     rows = {r["name"]: r for r in modelbench.list_conversions()}
@@ -117,6 +165,9 @@ def test_unavailable_on_pytorch_1_with_the_reason(fast):
     for name in QUANTIZED:
         assert rows[name]["reason"].endswith(
             "and the Python package torchao (not installed)"), rows[name]
+    for name in ON_OPENVINO:
+        assert not rows[name]["available"]
+        assert rows[name]["reason"].startswith("needs PyTorch 2.1"), rows[name]
     results = benchmark_model(mlp(), fast, ["EAGER", "COMPILE_INDUCTOR_DEFAULT"],
                               data=torch.randn(8))
     assert results["EAGER"]["status"] == "success"

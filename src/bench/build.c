@@ -24,6 +24,7 @@
 #include "analysis/json.h"
 #include "bench/bench_internal.h"
 #include "bench/data.h"
+#include "bench/nncf.h"
 #include "cache/build_cache.h"
 #include "conversions/conversion.h"
 #include "db/cache_dir.h"
@@ -339,10 +340,34 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
   for (char *step = strtok_r(steps, ",", &save); step && !status;
        step = strtok_r(NULL, ",", &save)) {
     size_t used = strlen(summary);
-    if (strcmp(step, "quantize_dynamic") == 0) {
+    mb_nncf_tool nncf;
+    char why[600] = "";
+    if (strcmp(step, "quantize_nncf") == 0 &&
+        mb__nncf_find(&nncf, why, sizeof why)) {
+      /* NNCF quantises the model (nncf.h); its summary, then the
+       * calibration's below. */
+      int placed = -1;
+      status = mb__calibration_batches(job, &batches, &n_batches, &owned, err);
+      if (!status)
+        status = mb__nncf_quantize(
+            &nncf, &model, (const mb_tensor *const *const *)batches, n_batches,
+            job->config->timeout_seconds, &placed, err);
+      if (!status)
+        snprintf(summary + used, ssize - used,
+                 "%squantize_nncf: NNCF %s placed %d QuantizeLinear nodes",
+                 used ? "; " : "", nncf.version, placed);
+    } else if (strcmp(step, "quantize_dynamic") == 0) {
       status = mb__quantize_dynamic(model, &qo, &qs, err);
     } else if (strcmp(step, "quantize_static") == 0 ||
-               strcmp(step, "quant_params") == 0) {
+               strcmp(step, "quant_params") == 0 ||
+               strcmp(step, "quantize_nncf") == 0) {
+      /* quantize_nncf without NNCF: modelbench's own calibration, and the
+       * summary says why. */
+      if (why[0])
+        snprintf(summary + used, ssize - used,
+                 "%sNNCF unavailable (%s): modelbench's calibration instead",
+                 used ? "; " : "", why);
+      used = strlen(summary);
       /* quant_params: the same calibration and quantisation, on a copy. */
       bool keep_float = strcmp(step, "quant_params") == 0;
       mb__quant_params_free(params);
@@ -367,7 +392,7 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
                  used ? "; " : "", step, stats.nodes_before, stats.nodes_after);
       continue;
     }
-    if (!status)
+    if (!status && !(strcmp(step, "quantize_nncf") == 0 && !why[0]))
       snprintf(summary + used, ssize - used,
                "%s%s: %d nodes quantised, %d left in float, %s",
                used ? "; " : "", step, qs.nodes_quantized, qs.nodes_skipped,
@@ -432,7 +457,8 @@ static mb_status calibration_key(const mb_bench_job *job, char *out,
 /* Does the conversion calibrate (static quantisation)? */
 static bool calibrating(const mb_conversion_def *def) {
   return def->steps && (strstr(def->steps, "quantize_static") ||
-                        strstr(def->steps, "quant_params"));
+                        strstr(def->steps, "quant_params") ||
+                        strstr(def->steps, "quantize_nncf"));
 }
 
 /* Does its runtime need the parameters (the engines' own int8)? */
@@ -451,7 +477,7 @@ static mb_status convert_uncached(const mb_bench_job *job,
                                   mb_runtime_options *options,
                                   mb_bench_result *result, mb_worker_build *wb,
                                   mb_error *err) {
-  char summary[256];
+  char summary[1024];
   double t0 = mb__now();
   mb_status status =
       mb__convert_for_job(job, def, NULL, &wb->params, &wb->bytes, &wb->size,
@@ -486,6 +512,15 @@ mb_status mb__worker_build(const mb_bench_job *job,
   result->int8_weights =
       mb__job_int8_form(job, def, result->int8_form, sizeof result->int8_form);
   build_kind kind = kind_of(def, rt);
+  /* INT8_STATIC+OPENVINO without NNCF still runs, quantised by modelbench's
+   * own calibration: the result says so. */
+  if (def->steps && strstr(def->steps, "quantize_nncf")) {
+    mb_nncf_tool nncf;
+    char why[600];
+    if (!mb__nncf_find(&nncf, why, sizeof why))
+      mb__result_add_warning(
+          result, "quantised by modelbench's calibration, not NNCF: %s", why);
+  }
   if (!c->build_cache)
     return kind == BUILD_CONVERT
                ? convert_uncached(job, def, options, result, wb, err)
@@ -513,6 +548,16 @@ mb_status mb__worker_build(const mb_bench_job *job,
   if (calibrates && c->calibration_method == 1) {
     size_t used = strlen(calib);
     snprintf(calib + used, sizeof calib - used, ";method=percentile");
+  }
+  /* Which quantiser: NNCF's version, or modelbench's own where NNCF is
+   * missing; a build by one is not reused for the other. */
+  if (def->steps && strstr(def->steps, "quantize_nncf")) {
+    mb_nncf_tool nncf;
+    char why[600];
+    size_t used = strlen(calib);
+    snprintf(calib + used, sizeof calib - used, ";quantizer=%s%s",
+             mb__nncf_find(&nncf, why, sizeof why) ? "nncf-" : "modelbench",
+             nncf.version);
   }
   /* The int8 form: a model quantised for one CPU's kernels is not reused
    * on a CPU (or an ISA cap) that needs the other. */
@@ -635,11 +680,13 @@ mb_status mb__worker_build(const mb_bench_job *job,
   if (!status && kind == BUILD_PARTITION)
     status = write_partition(job, def, path, &e);
   if (!status && kind == BUILD_CONVERT) {
-    char qpath[PATH_MAX], summary[256];
-    const char *q = calibrates && mb__build_path(wb->build, QUANT_ARTIFACT,
-                                                 qpath, sizeof qpath)
-                        ? qpath
-                        : NULL;
+    char qpath[PATH_MAX], summary[1024];
+    /* NNCF's model has no parameters of ours to keep. */
+    const char *q =
+        calibrates && !strstr(def->steps, "quantize_nncf") &&
+                mb__build_path(wb->build, QUANT_ARTIFACT, qpath, sizeof qpath)
+            ? qpath
+            : NULL;
     status = mb__convert_for_job(job, def, q, &wb->params, &wb->bytes,
                                  &wb->size, summary, sizeof summary, &e);
     options->quant_params = wb->params;

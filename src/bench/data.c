@@ -436,6 +436,52 @@ done:
   return status;
 }
 
+mb_status mb__npy_save(const char *path, const mb_tensor *t, mb_error *err) {
+  const npy_type *type = NULL;
+  for (size_t i = 0; i < MB_ARRAY_COUNT(npy_types) && !type; i++)
+    if (npy_types[i].dtype == t->dtype)
+      type = &npy_types[i];
+  if (!type)
+    return mb__error(err, MB_STATUS_UNSUPPORTED,
+                     "%s: a %s tensor has no .npy dtype here", path,
+                     mb_dtype_name(t->dtype));
+  /* Version 1.0: magic, version, 2-byte header length, then the dict padded
+   * with spaces to a multiple of 64 bytes and ended by a newline. */
+  char dict[512];
+  int used = snprintf(dict, sizeof dict,
+                      "{'descr': '%c%c%d', 'fortran_order': False, 'shape': (",
+                      type->size > 1 ? '<' : '|', type->kind, type->size);
+  for (int d = 0; d < t->rank && used < (int)sizeof dict; d++)
+    used += snprintf(dict + used, sizeof dict - (size_t)used, "%lld%s",
+                     (long long)t->dims[d],
+                     t->rank == 1      ? ","
+                     : d + 1 < t->rank ? ", "
+                                       : "");
+  if (used < (int)sizeof dict)
+    used += snprintf(dict + used, sizeof dict - (size_t)used, "), }");
+  if (used >= (int)sizeof dict - 64)
+    return mb__error(err, MB_STATUS_UNSUPPORTED, "%s: rank %d is too high",
+                     path, t->rank);
+  size_t header = 10 + (size_t)used + 1;
+  size_t padded = (header + 63) / 64 * 64;
+  size_t total = padded + t->nbytes;
+  unsigned char *bytes = malloc(total);
+  if (!bytes)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+  size_t dict_len = padded - 10;
+  memcpy(bytes, "\x93NUMPY\x01\x00", 8);
+  bytes[8] = (unsigned char)(dict_len & 0xff);
+  bytes[9] = (unsigned char)(dict_len >> 8);
+  memcpy(bytes + 10, dict, (size_t)used);
+  memset(bytes + 10 + used, ' ', dict_len - (size_t)used - 1);
+  bytes[padded - 1] = '\n';
+  if (t->nbytes)
+    memcpy(bytes + padded, t->data, t->nbytes);
+  mb_status status = mb__write_file(path, bytes, total, err);
+  free(bytes);
+  return status;
+}
+
 /* ---- folders ---- */
 
 /* One test set folder: input_0.pb .. input_{n-1}.pb. */

@@ -32,5 +32,8 @@ void mb__input_source_close(mb_input_source *source);
  * data and other dtypes fail with MB_STATUS_UNSUPPORTED naming the file.
  * *tensor_out: release with mb_tensor_free. */
 mb_status mb__npy_load(const char *path, mb_tensor **tensor_out, mb_error *err);
+/* Writes t to path as a .npy file (format 1.0, little-endian, C order) that
+ * mb__npy_load and numpy.load read back. */
+mb_status mb__npy_save(const char *path, const mb_tensor *t, mb_error *err);
 
 #endif /* MB_BENCH_DATA_H */

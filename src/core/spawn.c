@@ -1,7 +1,8 @@
-/* Running the tools executors drive (sbatch, squeue, ssh, scp): fork and
+/* Running the tools executors drive (sbatch, squeue, ssh, scp) and the
+ * build's external quantiser: fork and
  * exec with the output captured, a time limit, and messages that show the
  * command as a shell would take it. */
-#include "exec/exec.h"
+#include "core/spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>

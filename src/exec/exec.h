@@ -23,6 +23,7 @@
 #define MB_EXEC_EXEC_H
 
 #include "core/internal.h"
+#include "core/spawn.h"
 
 /* X(NAME, "name"): where a task stands. */
 #define MB_TASK_STATE_LIST(X)                                                  \
@@ -177,21 +178,6 @@ void mb__exec_print_status(const mb_exec_run *run, void *out);
 mb_status mb__exec_merge(const mb_exec_run *run, mb_bench_report ***reports_out,
                          int *n_out, int *n_failed_models_out, mb_error *err);
 
-/* ---- running commands (spawn.c) ---- */
-
-/* Runs argv (argv[0] found on PATH) with stdin from /dev/null, waits at most
- * timeout_s (<= 0: no limit), and returns its exit status in *exit_out (-1
- * when killed or it could not start). *out_text: stdout and stderr
- * together (malloc, NUL-terminated, may be NULL). Fails with
- * MB_STATUS_NOT_FOUND when argv[0] cannot be run. */
-mb_status mb__exec_capture(char *const *argv, double timeout_s, int *exit_out,
-                           char **out_text, mb_error *err);
-/* The last non-empty line of a tool's output, trimmed, into buf ("" for
- * NULL): what its error message usually is. */
-void mb__exec_last_line(const char *text, char *buf, size_t size);
-/* "a 'b c' d": argv as a shell would need it, for messages (static). */
-const char *mb__exec_argv_string(char *const *argv);
-/* Appends s single-quoted for /bin/sh to buf (grown with realloc). */
-bool mb__exec_shell_quote(char **buf, size_t *len, size_t *cap, const char *s);
+/* Running commands: core/spawn.h (mb__exec_capture and its helpers). */
 
 #endif /* MB_EXEC_EXEC_H */

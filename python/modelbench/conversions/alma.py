@@ -141,6 +141,14 @@ def unavailable_reason(mode: str) -> str:
     for part, package, label in _PACKAGES:
         if part in mode.upper() and not catalog.installed(package):
             needs.append(f"{label} (not installed)")
+    if "COMPILE_ONNXRT" in mode and major >= 2:
+        import torch._dynamo
+
+        if "onnxrt" not in torch._dynamo.list_backends(exclude_tags=()):
+            # PyTorch removed the backend (torch/_dynamo/backends/onnxrt.py
+            # is a placeholder in recent releases).
+            needs.append(f"torch.compile's 'onnxrt' backend, which PyTorch "
+                         f"{torch.__version__} does not have")
     text = f"alma's {mode} is not a modelbench conversion yet"
     if needs:
         text += "; it would also need " + " and ".join(needs)

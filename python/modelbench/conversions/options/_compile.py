@@ -11,7 +11,7 @@ a new shape) is counted by ``Converted.recompiles``.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Dict, Optional
 
 import torch
 
@@ -43,6 +43,7 @@ def compiled(
     eager_fallback: bool = False,
     eval_mode: bool = True,
     freezing: bool = False,
+    options: Optional[Dict[str, Any]] = None,
 ) -> Converted:
     """torch.compile(model, backend, mode), compiled here by calls on
     sample 0 under inference mode. `eager_fallback`: parts Dynamo or
@@ -51,7 +52,8 @@ def compiled(
     False: the module is not put in eval mode (an exported program's
     module, already in the mode it was exported in). `freezing`: Inductor
     folds the weights into the graph as constants and prepacks them
-    (torch._inductor.config.freezing, for inference)."""
+    (torch._inductor.config.freezing, for inference). `options`: the
+    backend's own (torch.compile's ``options``; ``mode`` must then be None)."""
     from ... import inductor
 
     inductor.prepare()  # before Inductor is imported: its cache folder
@@ -60,7 +62,7 @@ def compiled(
 
     if eval_mode and isinstance(model, torch.nn.Module):
         model = eval_copy(model)
-    fn = torch.compile(model, backend=backend, mode=mode)
+    fn = torch.compile(model, backend=backend, mode=mode, options=options)
     before = graph_count()
     # The settings apply to this compilation only (a profile's validation
     # converts in the user's own process).

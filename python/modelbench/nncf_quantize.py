@@ -1,0 +1,116 @@
+"""NNCF post-training quantisation of an ONNX model, for INT8_STATIC+OPENVINO.
+
+The C engine's build runs this file as a script (never imported by the
+package: it needs nothing of modelbench, and a script starts without
+importing torch) with the Python that has NNCF (the project's virtual
+environment, scripts/python-venv.sh):
+
+    python3 nncf_quantize.py --model IN.onnx --calibration DIR --out OUT.onnx
+
+DIR holds the calibration batches the engine calibrates every int8
+conversion on, written by it: ``batches.json`` (``{"inputs": [names],
+"batches": n}``) and ``b<i>_<k>.npy`` for batch i, input k. NNCF's ONNX
+backend quantises the model for the CPU (its hardware configuration for
+OpenVINO's CPU plugin: per-channel symmetric int8 weights, per-tensor
+activations, the performance preset, fast bias correction), collecting its
+statistics with ONNX Runtime; the result is a QDQ ONNX model that OpenVINO
+turns into int8 kernels. On success the last line of stdout is a JSON object
+(``nncf``: NNCF's version, ``quantize_nodes``: QuantizeLinear nodes in the
+result, ``batches``). Exit status: 0 done; 3 NNCF (or what it needs) cannot
+be imported here, with the reason; 2 bad arguments or calibration files; 1
+NNCF failed on this model, with its message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Dict, List, NoReturn
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+
+
+def _fail(code: int, message: str) -> NoReturn:
+    print(f"nncf_quantize: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def read_batches(folder: str) -> List[Dict[str, Any]]:
+    """The calibration batches in `folder` as NNCF's ONNX backend takes them:
+    one {input name: array} per batch. Exits with EXIT_USAGE naming the file
+    at fault."""
+    import numpy as np
+
+    index = os.path.join(folder, "batches.json")
+    try:
+        with open(index, encoding="utf-8") as f:
+            meta = json.load(f)
+        names = meta["inputs"]
+        count = int(meta["batches"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        _fail(EXIT_USAGE, f"{index}: {exc}")
+    if not isinstance(names, list) or not names or count < 1:
+        _fail(EXIT_USAGE, f"{index}: needs a non-empty 'inputs' list and 'batches' >= 1")
+    batches = []
+    for i in range(count):
+        batch = {}
+        for k, name in enumerate(names):
+            path = os.path.join(folder, f"b{i}_{k}.npy")
+            try:
+                batch[name] = np.load(path, allow_pickle=False)
+            except (OSError, ValueError) as exc:
+                _fail(EXIT_USAGE, f"{path}: {exc}")
+        batches.append(batch)
+    return batches
+
+
+def main(argv: List[str]) -> int:
+    """Quantises --model with NNCF on --calibration's batches into --out."""
+    parser = argparse.ArgumentParser(prog="nncf_quantize.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--model", required=True, help="the fp32 ONNX model")
+    parser.add_argument("--calibration", required=True, help="folder of calibration batches")
+    parser.add_argument("--out", required=True, help="where the QDQ ONNX model goes")
+    args = parser.parse_args(argv)
+    # No network at run time: NNCF sends usage events (openvino_telemetry)
+    # unless told it runs in CI, its only switch for them.
+    os.environ["NNCF_CI"] = "1"
+    try:
+        import nncf  # noqa: F401 - the availability check itself
+        import onnx
+        import onnxruntime  # noqa: F401 - NNCF's ONNX backend collects with it
+    except Exception as exc:  # noqa: BLE001 - any import failure means unavailable
+        _fail(EXIT_UNAVAILABLE, f"cannot import NNCF's ONNX backend with {sys.executable}: {exc}")
+    import logging
+
+    # NNCF logs progress bars and notes to stdout: quiet, so that the last
+    # line is ours; its warnings still reach stderr.
+    logging.getLogger("nncf").setLevel(logging.WARNING)
+    batches = read_batches(args.calibration)
+    try:
+        model = onnx.load(args.model)
+    except Exception as exc:  # noqa: BLE001 - onnx raises several types
+        _fail(EXIT_USAGE, f"{args.model}: {exc}")
+    try:
+        quantized = nncf.quantize(
+            model,
+            nncf.Dataset(batches),
+            preset=nncf.QuantizationPreset.PERFORMANCE,
+            target_device=nncf.TargetDevice.CPU,
+            subset_size=len(batches),
+        )
+        onnx.save(quantized, args.out)
+    except Exception as exc:  # noqa: BLE001 - NNCF's own errors vary
+        _fail(EXIT_FAILED, f"NNCF {nncf.__version__} cannot quantise {args.model}: "
+              f"{type(exc).__name__}: {exc}")
+    count = sum(1 for node in quantized.graph.node if node.op_type == "QuantizeLinear")
+    print(json.dumps({"nncf": nncf.__version__, "quantize_nodes": count,
+                      "batches": len(batches)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
