@@ -5,14 +5,16 @@ package: it needs nothing of modelbench, and a script starts without
 importing torch) with the Python that has NNCF (the project's virtual
 environment, scripts/python-venv.sh):
 
-    python3 nncf_quantize.py --model IN.onnx --calibration DIR --out OUT.onnx
+    python3 nncf_quantize.py --model IN.onnx --calibration DIR --out OUT.onnx \
+        [--overflow-fix enable|disable]
 
 DIR holds the calibration batches the engine calibrates every int8
 conversion on, written by it: ``batches.json`` (``{"inputs": [names],
 "batches": n}``) and ``b<i>_<k>.npy`` for batch i, input k. NNCF's ONNX
 backend quantises the model for the CPU (its hardware configuration for
 OpenVINO's CPU plugin: per-channel symmetric int8 weights, per-tensor
-activations, the performance preset, fast bias correction), collecting its
+activations, the performance preset, fast bias correction; with the
+overflow fix, 7-bit weights on every layer for CPUs without VNNI), collecting its
 statistics with ONNX Runtime; the result is a QDQ ONNX model that OpenVINO
 turns into int8 kernels. On success the last line of stdout is a JSON object
 (``nncf``: NNCF's version, ``quantize_nodes``: QuantizeLinear nodes in the
@@ -74,6 +76,11 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--model", required=True, help="the fp32 ONNX model")
     parser.add_argument("--calibration", required=True, help="folder of calibration batches")
     parser.add_argument("--out", required=True, help="where the QDQ ONNX model goes")
+    parser.add_argument(
+        "--overflow-fix", choices=("enable", "disable"), default="disable",
+        help="7-bit weights on every layer (CPUs without VNNI, whose int8 "
+             "products can saturate) or 8-bit ones",
+    )
     args = parser.parse_args(argv)
     # No network at run time: NNCF sends usage events (openvino_telemetry)
     # unless told it runs in CI, its only switch for them.
@@ -94,6 +101,12 @@ def main(argv: List[str]) -> int:
         model = onnx.load(args.model)
     except Exception as exc:  # noqa: BLE001 - onnx raises several types
         _fail(EXIT_USAGE, f"{args.model}: {exc}")
+    from nncf.quantization.advanced_parameters import (
+        AdvancedQuantizationParameters,
+        OverflowFix,
+    )
+
+    fix = OverflowFix.ENABLE if args.overflow_fix == "enable" else OverflowFix.DISABLE
     try:
         quantized = nncf.quantize(
             model,
@@ -101,6 +114,7 @@ def main(argv: List[str]) -> int:
             preset=nncf.QuantizationPreset.PERFORMANCE,
             target_device=nncf.TargetDevice.CPU,
             subset_size=len(batches),
+            advanced_parameters=AdvancedQuantizationParameters(overflow_fix=fix),
         )
         onnx.save(quantized, args.out)
     except Exception as exc:  # noqa: BLE001 - NNCF's own errors vary
@@ -108,7 +122,7 @@ def main(argv: List[str]) -> int:
               f"{type(exc).__name__}: {exc}")
     count = sum(1 for node in quantized.graph.node if node.op_type == "QuantizeLinear")
     print(json.dumps({"nncf": nncf.__version__, "quantize_nodes": count,
-                      "batches": len(batches)}))
+                      "batches": len(batches), "overflow_fix": args.overflow_fix}))
     return 0
 
 

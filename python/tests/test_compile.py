@@ -29,8 +29,10 @@ COMPILED = [
     "EXPORT+COMPILE_INDUCTOR_REDUCE_OVERHEAD",
     "EXPORT+COMPILE_INDUCTOR_DEFAULT_EAGER_FALLBACK",
 ]
-#: PT2E int8 (torchao): calibrated, so compared with a cosine.
-QUANTIZED = ["EXPORT+AI8WI8_STATIC_QUANTIZED", "EXPORT+AI8WI8_FLOAT_QUANTIZED"]
+#: torchao int8 (PT2E, calibrated; quantize_ of Linear layers): compared
+#: with a cosine.
+QUANTIZED = ["EXPORT+AI8WI8_STATIC_QUANTIZED", "EXPORT+AI8WI8_FLOAT_QUANTIZED",
+             "TORCHAO_AI8WI8_DYNAMIC"]
 #: torch.compile on OpenVINO's backend (the openvino package).
 ON_OPENVINO = ["COMPILE_OPENVINO", "EXPORT+COMPILE_OPENVINO"]
 #: Where make test runs this suite in the project's venv, which pins
@@ -52,9 +54,11 @@ def _has_vnni() -> bool:
 
 def _min_cosine(name: str) -> float:
     """int8 kernels on a CPU without VNNI may saturate (pairs of u8 x s8
-    products summed in 16 bits): the static conversion's bound there is
-    looser. QDQ in float (FLOAT_QUANTIZED) never saturates."""
-    if name == "EXPORT+AI8WI8_STATIC_QUANTIZED" and not _has_vnni():
+    products summed in 16 bits): the bound of the conversions with int8
+    kernels is looser there (TORCHAO_AI8WI8_DYNAMIC: cosine 0.914 on mlp()
+    with oneDNN held to AVX2, 0.9998 with AMX). QDQ in float
+    (FLOAT_QUANTIZED) never saturates."""
+    if name in ("EXPORT+AI8WI8_STATIC_QUANTIZED", "TORCHAO_AI8WI8_DYNAMIC") and not _has_vnni():
         return 0.8
     return 0.95
 
@@ -86,15 +90,19 @@ def test_pytorch2_conversions_against_eager_and_from_the_cache(fast):
             assert r["cache_hit"] is None and r["load_ms"] > 0, r
         else:
             assert r["cache_hit"] is False and r["build_ms"] > 0, name
-        compiles = "COMPILE" in name or name == "EXPORT+AI8WI8_STATIC_QUANTIZED"
+        compiles = "COMPILE" in name or name in ("EXPORT+AI8WI8_STATIC_QUANTIZED",
+                                                 "TORCHAO_AI8WI8_DYNAMIC")
         assert r["recompiles"] == (0 if compiles else None), (name, r["warnings"])
     assert first["EAGER"]["recompiles"] is None
     # The second run loads what the first kept: Inductor's caches, exported
     # programs, both, the quantised program; same outputs. One conversion
     # per way of keeping a build (the other modes keep theirs the same way).
+    # TORCHAO_AI8WI8_DYNAMIC keeps Inductor's caches as
+    # COMPILE_INDUCTOR_DEFAULT does (and its compilation takes 20 s here).
     kept = ["COMPILE_INDUCTOR_DEFAULT", "EXPORT+EAGER", "EXPORT+COMPILE_INDUCTOR_DEFAULT"]
-    again = benchmark_model(mlp(), config, ["EAGER"] + kept + QUANTIZED, data=x)
-    for name in kept + QUANTIZED:
+    kept += [name for name in QUANTIZED if name.startswith("EXPORT+")]
+    again = benchmark_model(mlp(), config, ["EAGER"] + kept, data=x)
+    for name in kept:
         r = again[name]
         assert r["status"] == "success", (name, r["error"], r["traceback"])
         assert r["cache_hit"] is True and r["build_ms"] == 0, name

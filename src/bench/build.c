@@ -298,6 +298,22 @@ mb_int8_weights mb__job_int8_form(const mb_bench_job *job,
                        job->config->int8_weights, reason, size);
 }
 
+/* Whether quantize_nncf quantises with NNCF here (true, *tool filled) or
+ * with modelbench's own calibration (false, why in why): NNCF must be
+ * found, and the int8 form must be one NNCF has (7-bit or 8-bit weights;
+ * --int8-weights mixed is modelbench's alone). */
+static bool nncf_for(const mb_bench_job *job, const mb_conversion_def *def,
+                     mb_nncf_tool *tool, char *why, size_t size) {
+  memset(tool, 0, sizeof *tool);
+  if (mb__job_int8_form(job, def, NULL, 0) == MB_INT8_WEIGHTS_MIXED) {
+    snprintf(why, size,
+             "NNCF has no mixed int8 form (--int8-weights mixed): 7-bit or "
+             "8-bit weights");
+    return false;
+  }
+  return mb__nncf_find(tool, why, size);
+}
+
 /* Applies def->steps to a copy of the model: graph passes (src/passes) and
  * the quantisation steps. Writes the converted model's bytes to *bytes_out
  * (malloc) and, for static quantisation, the parameters to quant_path when
@@ -343,7 +359,7 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
     mb_nncf_tool nncf;
     char why[600] = "";
     if (strcmp(step, "quantize_nncf") == 0 &&
-        mb__nncf_find(&nncf, why, sizeof why)) {
+        nncf_for(job, def, &nncf, why, sizeof why)) {
       /* NNCF quantises the model (nncf.h); its summary, then the
        * calibration's below. */
       int placed = -1;
@@ -351,7 +367,7 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
       if (!status)
         status = mb__nncf_quantize(
             &nncf, &model, (const mb_tensor *const *const *)batches, n_batches,
-            job->config->timeout_seconds, &placed, err);
+            qo.weights, job->config->timeout_seconds, &placed, err);
       if (!status)
         snprintf(summary + used, ssize - used,
                  "%squantize_nncf: NNCF %s placed %d QuantizeLinear nodes",
@@ -517,7 +533,7 @@ mb_status mb__worker_build(const mb_bench_job *job,
   if (def->steps && strstr(def->steps, "quantize_nncf")) {
     mb_nncf_tool nncf;
     char why[600];
-    if (!mb__nncf_find(&nncf, why, sizeof why))
+    if (!nncf_for(job, def, &nncf, why, sizeof why))
       mb__result_add_warning(
           result, "quantised by modelbench's calibration, not NNCF: %s", why);
   }
@@ -556,7 +572,8 @@ mb_status mb__worker_build(const mb_bench_job *job,
     char why[600];
     size_t used = strlen(calib);
     snprintf(calib + used, sizeof calib - used, ";quantizer=%s%s",
-             mb__nncf_find(&nncf, why, sizeof why) ? "nncf-" : "modelbench",
+             nncf_for(job, def, &nncf, why, sizeof why) ? "nncf-"
+                                                        : "modelbench",
              nncf.version);
   }
   /* The int8 form: a model quantised for one CPU's kernels is not reused

@@ -174,8 +174,12 @@ static int quantize_nodes_of(const char *text) {
 
 mb_status mb__nncf_quantize(const mb_nncf_tool *tool, mb_model **model,
                             const mb_tensor *const *const *batches,
-                            int n_batches, double timeout_s,
-                            int *quantize_nodes, mb_error *err) {
+                            int n_batches, mb_int8_weights weights,
+                            double timeout_s, int *quantize_nodes,
+                            mb_error *err) {
+  if (weights == MB_INT8_WEIGHTS_MIXED)
+    return mb__error(err, MB_STATUS_UNSUPPORTED,
+                     "NNCF has no mixed int8 form (7-bit or 8-bit weights)");
   const char *tmp = getenv("TMPDIR");
   char dir[PATH_MAX], in[PATH_MAX], out[PATH_MAX], calib[PATH_MAX];
   char *text = NULL;
@@ -206,6 +210,8 @@ mb_status mb__nncf_quantize(const mb_nncf_tool *tool, mb_model **model,
                   calib,
                   "--out",
                   out,
+                  "--overflow-fix",
+                  weights == MB_INT8_WEIGHTS_W7 ? "enable" : "disable",
                   NULL};
   int exit_code = -1;
   if ((status = mb__exec_capture(argv, timeout_s, &exit_code, &text, err)))

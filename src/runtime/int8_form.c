@@ -97,7 +97,7 @@ const char *mb__int8_weights_words(mb_int8_weights weights) {
 
 mb_int8_weights mb__int8_form(const mb_runtime *rt, mb_int8_weights requested,
                               char *reason, size_t size) {
-  char why[192];
+  char why[320];
   mb_int8_weights needed = MB_INT8_WEIGHTS_W8;
   if (rt && rt->int8_weights)
     needed = rt->int8_weights(why, sizeof why);

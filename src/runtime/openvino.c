@@ -796,6 +796,23 @@ static mb_status ov_fetch_outputs(void *session, mb_tensor **outputs_out,
 
 #endif /* MB_HAVE_OV_HEADERS */
 
+/* The CPU plugin's int8 kernels are oneDNN's: without VNNI they add pairs
+ * of u8 x s8 products in 16 bits and can saturate, the reason NNCF's
+ * overflow fix exists. OpenVINO's quantiser, NNCF (bench/nncf.c), has no
+ * mixed form: there its answer, 7-bit weights on every layer, is the form
+ * (int8_form.c). */
+static mb_int8_weights ov_int8_weights(char *reason, size_t size) {
+  mb_int8_weights form = mb__cpu_int8_weights(reason, size);
+  if (form != MB_INT8_WEIGHTS_MIXED)
+    return form;
+  size_t used = reason && size ? strlen(reason) : 0;
+  if (reason && used < size)
+    snprintf(reason + used, size - used,
+             "; OpenVINO's quantiser, NNCF, fixes that with 7-bit weights on "
+             "every layer (its overflow fix)");
+  return MB_INT8_WEIGHTS_W7;
+}
+
 const mb_runtime mb__runtime_openvino = {
     .name = "openvino",
     .probe = ov_probe,
@@ -803,10 +820,7 @@ const mb_runtime mb__runtime_openvino = {
     .run = ov_run,
     .fetch_outputs = ov_fetch_outputs,
     .release = ov_release,
-    /* The CPU plugin's int8 kernels are oneDNN's: without VNNI they add
-     * pairs of u8 x s8 products in 16 bits and can saturate, the reason
-     * NNCF's overflow fix exists (int8_form.c). */
-    .int8_weights = mb__cpu_int8_weights,
+    .int8_weights = ov_int8_weights,
 #ifdef MB_HAVE_OV_HEADERS
     .profile_reset = ov_profile_reset,
     .profile_collect = ov_profile_collect,
