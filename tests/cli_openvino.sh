@@ -97,6 +97,17 @@ if "'"${MB_WITH_TORCH2:-0}"'" == "1":
     assert q["cache_hit"] is False, q  # not the NNCF build of pass 1
 ' "$tmp/own.json"
 fi
+# A forced mixed int8 form is modelbench's alone: its calibration, saying so.
+if [ "${MB_WITH_TORCH2:-0}" = 1 ] &&
+   run 0 bench "$models/mlp.onnx" -c INT8_STATIC+OPENVINO --int8-weights mixed \
+     "${quick[@]}" --json "$tmp/mixed.json"; then
+  py "INT8_STATIC+OPENVINO with --int8-weights mixed" '
+import json, sys
+q = json.load(open(sys.argv[1]))["results"][0]
+assert q["status"] == "ok" and q["int8_weights"] == "mixed", q
+assert any("not NNCF" in w and "no mixed int8 form" in w for w in q["warnings"]), q["warnings"]
+' "$tmp/mixed.json"
+fi
 # NNCF failing on a model: that conversion fails with its words, the
 # others are measured.
 if [ "${MB_WITH_TORCH2:-0}" = 1 ]; then

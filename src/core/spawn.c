@@ -9,6 +9,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -114,6 +116,13 @@ mb_status mb__exec_capture(char *const *argv, double timeout_s, int *exit_out,
     close(fds[0]);
     close(errpipe[0]);
     setpgid(0, 0); /* a timeout kills the command and its children */
+    /* The command keeps none of the caller's other descriptors (a worker's
+     * pipe to the engine would otherwise stay open after the worker died),
+     * and dies with the caller. */
+#ifdef SYS_close_range
+    syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
+#endif
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     execvp(argv[0], argv);
     int e = errno;
     if (write(errpipe[1], &e, sizeof e) < 0)
