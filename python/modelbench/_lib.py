@@ -184,49 +184,33 @@ def _load() -> ctypes.CDLL:
     )
 
 
-def _host_torch_lib() -> Optional[str]:
-    """The libtorch_cpu of the torch this Python would import, found without
-    importing it: a PyPI wheel's own copy in torch/lib; None for Debian's
-    python3-torch, which uses the system libtorch (the one the TORCHSCRIPT
-    module links)."""
+def _package_library(package: str, folder: str, pattern: str) -> Optional[str]:
+    """The first file matching `pattern` in `folder` of the Python package
+    `package` this Python would import, found without importing it; None
+    without the package or the file."""
     import importlib.util
 
     try:
-        spec = importlib.util.find_spec("torch")
+        spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
         return None
     if spec is None or not spec.origin:
         return None
-    folder = Path(spec.origin).parent / "lib"
-    found = sorted(folder.glob("libtorch_cpu.so*")) if folder.is_dir() else []
+    where = Path(spec.origin).parent / folder
+    found = sorted(where.glob(pattern)) if where.is_dir() else []
     return str(found[0]) if found else None
 
 
 # The C library's libtorch adapter (TORCHSCRIPT) stays unloaded, with its
 # reason, when this front's torch is another build: two libtorch builds in one
-# process (or in a worker forked after a probe) abort. Inherited by the engine
-# process the front starts.
-_torch_lib = _host_torch_lib()
+# process (or in a worker forked after a probe) abort. The one this front's
+# torch uses is in its torch/lib (a PyPI wheel's own copy; Debian's
+# python3-torch has a link there to the system libtorch, the one the
+# TORCHSCRIPT module links). Inherited by the engine process the front
+# starts.
+_torch_lib = _package_library("torch", "lib", "libtorch_cpu.so*")
 if _torch_lib:
     os.environ["MODELBENCH_HOST_TORCH_LIB"] = _torch_lib
-
-
-
-def _package_openvino_lib() -> Optional[str]:
-    """The OpenVINO C library inside this Python's ``openvino`` package, when
-    it has one: found, not imported."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("openvino")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.origin:
-        return None
-    folder = Path(spec.origin).parent / "libs"
-    found = sorted(folder.glob("libopenvino_c.so.*")) if folder.is_dir() else []
-    return str(found[-1]) if found else None
-
 
 # One OpenVINO per process: where this Python has the openvino package
 # (COMPILE_OPENVINO uses it), the C library's OpenVINO adapter loads the
@@ -236,7 +220,8 @@ def _package_openvino_lib() -> Optional[str]:
 # the ONNX and IR ones), would fall back to Inductor without a word.
 # MODELBENCH_OPENVINO_LIB set by the user wins. Inherited by the engine's
 # processes.
-_ov_lib = None if os.environ.get("MODELBENCH_OPENVINO_LIB") else _package_openvino_lib()
+_ov_lib = None if os.environ.get("MODELBENCH_OPENVINO_LIB") else _package_library(
+    "openvino", "libs", "libopenvino_c.so.*")
 if _ov_lib:
     os.environ["MODELBENCH_OPENVINO_LIB"] = _ov_lib
 
