@@ -1,8 +1,8 @@
 /* Tests of model analysis (FLOPs, parameters), input shape resolution,
  * generated inputs and the JSON writer. Models are built with the IR
  * builder so every expected number can be worked out by hand. */
-#include "analysis/json.h"
 #include "core/ir.h"
+#include "core/json_write.h"
 #include "test.h"
 
 #define CHECK_INDEX(call)                                                      \

@@ -4,8 +4,8 @@
  * by hand, so no runtime or child process is involved; the JSON is read
  * back with the strict parser of src/core/json_parse.h. */
 #include "core/json_parse.h"
-#include "db/report_load.h"
 #include "modelbench.h"
+#include "report/report_load.h"
 #include "test.h"
 
 #include <dirent.h>

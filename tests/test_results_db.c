@@ -3,8 +3,8 @@
  * two processes store runs into one database at once; the Mann-Whitney
  * test matches hand-checked values; the bootstrap interval covers the true
  * shift; a 20% slowdown is flagged and identical samples are not. */
+#include "core/cache_dir.h"
 #include "core/json_parse.h"
-#include "db/cache_dir.h"
 #include "db/compare.h"
 #include "db/results_db.h"
 #include "modelbench.h"

@@ -2,7 +2,7 @@
  *
  * Everything the stats point to lives in one arena (stats->storage_), so
  * they stay valid after the model is freed and are released in one call. */
-#include "analysis/analysis.h"
+#include "runtime/flops.h"
 
 #include <stdlib.h>
 

@@ -1,10 +1,13 @@
-/* Internals of the benchmark engine, shared by its files:
+/* Internals of the benchmark engine, shared by its files and by no other
+ * folder (tools/check_layers.py holds every folder to that; what the layers
+ * above use is bench.h):
  *
  *   engine.c   the parent: plans the run, materialises inputs, spawns one
  *              worker per conversion, collects results, fills the report.
  *   worker.c   the child side: availability, log redirection, crash
- *              handlers, prepare/measure/accuracy, and the wire format that
- *              carries results, progress and reference outputs over a pipe.
+ *              handlers, prepare/measure/accuracy.
+ *   wire.c     the wire format that carries results, progress and
+ *              reference outputs over the pipe between them (wire.h).
  *   measure.c  the measurement loop (first run, warm-up, timed iterations).
  *   load.c     load scenarios instead (single-stream, server with seeded
  *              Poisson arrivals, offline; find-peak; validity).
@@ -17,17 +20,13 @@
 #ifndef MB_BENCH_BENCH_INTERNAL_H
 #define MB_BENCH_BENCH_INTERNAL_H
 
+#include "bench/bench.h"
+#include "bench/wire.h"
 #include "conversions/conversion.h"
+#include "core/stats.h"
 #include "runtime/runtime.h"
 
 /* ---- statistics (stats.c) ---- */
-
-/* Percentile p (0..100) of `sorted` (ascending, n >= 1) by linear
- * interpolation between the closest ranks: with h = (n - 1) * p / 100, the
- * result is x[floor(h)] + (h - floor(h)) * (x[floor(h) + 1] - x[floor(h)]).
- * This is numpy's default ("linear", Hyndman-Fan type 7): p0 is the minimum,
- * p100 the maximum, p50 the usual median. */
-double mb__percentile(const double *sorted, int64_t n, double p);
 
 /* Mean, median, min, max, p90/p95/p99, sample standard deviation (n - 1)
  * and CV of n samples (borrowed, any order). n == 0 gives all zeros. */
@@ -70,10 +69,6 @@ mb_status mb__result_add_stat_warnings(mb_bench_result *result,
 #define MB_WARN_FAULT_SHARE 0.05
 #define MB_WARN_OTHERS_SLACK 0.25
 
-/* Frees what a result owns (accuracy, warnings, samples, backtrace) and
- * leaves those pointers NULL and counts 0. */
-void mb__result_clear(mb_bench_result *result);
-
 /* ---- run log folders (run_logs.c) ---- */
 
 /* How many runs' log folders <cache>/logs keeps, and how long (seconds
@@ -92,18 +87,6 @@ mb_status mb__run_logs_create(const char *cache_override, char *buf,
 /* Removes run-* folders of `logs` (borrowed) past the newest `keep`, oldest
  * first, sparing any touched within MB_RUN_LOGS_GRACE_S. */
 void mb__run_logs_prune(const char *logs, int keep);
-
-/* ---- reports (engine.c) ---- */
-
-/* An empty report that mb_bench_report_free releases, for code that fills
- * one from elsewhere (a JSON report read back, the merge of a run spread
- * over machines). Its strings and arrays go into *arena_out (freed with
- * the report); `results` must be malloc'd, and each result's own arrays
- * (warnings, accuracy, samples, backtrace, segments) too, as the engine's
- * are. NULL on OOM. */
-mb_bench_report *mb__bench_report_create(mb_arena **arena_out);
-/* The arena of a report made by the engine or mb__bench_report_create. */
-mb_arena *mb__bench_report_arena(mb_bench_report *report);
 
 /* ---- machine (machine.c) ---- */
 
@@ -328,8 +311,6 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
 
 /* ---- load scenarios (load.c) ---- */
 
-/* Sessions a load run may serve queries with (--concurrency). */
-#define MB_LOAD_MAX_CONCURRENCY 64
 /* find-peak bisects until the bracket is this close (share of the lower
  * end). */
 #define MB_FIND_PEAK_PRECISION 0.02
@@ -344,11 +325,6 @@ mb_status mb__load_schedule(uint64_t seed, double qps, double min_duration,
                             int64_t min_queries, double max_seconds,
                             double **arrivals_out, int64_t *n_out,
                             mb_error *err);
-
-/* Parses an SLO, "p99=20ms" ("p90=0.5s", "p99.9=20": milliseconds when no
- * unit), into its percentile (0, 100] and milliseconds > 0. */
-mb_status mb__slo_parse(const char *text, double *percentile_out,
-                        double *ms_out, mb_error *err);
 
 /* First run, warm-up of every session, then the run (or the find-peak
  * search) of job->config->load on the n_sessions prepared sessions. Fills
@@ -385,53 +361,5 @@ mb_status mb__worker_reference(const mb_bench_job *job, mb_tensor **outputs_out,
  * signal name and backtrace to `backtrace_fd` (and stderr), stdout/stderr
  * to log_path ("" keeps them). Returns 0 on success. */
 int mb__worker_child_setup(int backtrace_fd, const char *log_path);
-
-/* ---- wire format (worker.c): messages over a pipe ----
- * Every message is a header {u32 type, u32 payload length} followed by the
- * payload; numbers are in host byte order (both ends are the same binary
- * after fork). Strings are u32 length + bytes (0xffffffff for NULL). */
-typedef enum mb_msg_type {
-  MB_MSG_PROGRESS = 1, /* str phase, i64 iterations, f64 elapsed */
-  MB_MSG_RESULT = 2,   /* an mb_bench_result */
-  MB_MSG_TENSORS = 3,  /* u32 count, then each tensor */
-  MB_MSG_ERROR = 4,    /* u32 status, str message */
-} mb_msg_type;
-
-#define MB_MSG_MAX_PAYLOAD ((uint32_t)1 << 31)
-
-typedef struct mb_wire {
-  unsigned char *data;
-  size_t size, cap;
-  int failed; /* allocation failed or a read ran past the end */
-  size_t pos; /* read cursor */
-} mb_wire;
-
-void mb__wire_free(mb_wire *w);
-void mb__wire_put(mb_wire *w, const void *p, size_t n);
-void mb__wire_put_u32(mb_wire *w, uint32_t v);
-void mb__wire_put_i64(mb_wire *w, int64_t v);
-void mb__wire_put_f64(mb_wire *w, double v);
-void mb__wire_put_str(mb_wire *w, const char *s);
-int mb__wire_get(mb_wire *w, void *p, size_t n);
-uint32_t mb__wire_get_u32(mb_wire *w);
-int64_t mb__wire_get_i64(mb_wire *w);
-double mb__wire_get_f64(mb_wire *w);
-/* New malloc'd string (NULL for a NULL string or on failure). */
-char *mb__wire_get_str(mb_wire *w);
-/* Copies into buf (truncating); returns 0 on failure. */
-int mb__wire_get_str_buf(mb_wire *w, char *buf, size_t size);
-
-void mb__wire_put_result(mb_wire *w, const mb_bench_result *r);
-/* Fills r (zeroed first) with new owned pointers; conversion stays NULL
- * (the parent sets it from the registry). */
-mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err);
-void mb__wire_put_tensors(mb_wire *w, int n, mb_tensor *const *tensors);
-/* tensors_out: n slots. Fails unless exactly n tensors are in the payload. */
-mb_status mb__wire_get_tensors(mb_wire *w, int n, mb_tensor **tensors_out,
-                               mb_error *err);
-
-/* Writes one framed message, retrying on EINTR and short writes. Returns 0
- * on success. Safe to call with fd < 0 (does nothing, returns -1). */
-int mb__msg_send(int fd, mb_msg_type type, const void *payload, uint32_t n);
 
 #endif /* MB_BENCH_BENCH_INTERNAL_H */

@@ -21,13 +21,13 @@
  * model over 2 GB) never fails a conversion: it runs without the cache and
  * says so in a warning. Only --rebuild never without a valid build fails
  * it. */
-#include "analysis/json.h"
 #include "bench/bench_internal.h"
 #include "bench/data.h"
 #include "bench/nncf.h"
 #include "cache/build_cache.h"
 #include "conversions/conversion.h"
-#include "db/cache_dir.h"
+#include "core/cache_dir.h"
+#include "core/json_write.h"
 #include "passes/passes.h"
 #include "passes/quantize.h"
 

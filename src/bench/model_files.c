@@ -16,7 +16,6 @@
  * the file of its format (runtime options' model_path). */
 #include "bench/bench_internal.h"
 #include "core/json_parse.h"
-#include "db/results_db.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -309,7 +308,7 @@ static mb_status read_source(const char *path, const mb_json_value *source,
     snprintf(label, n, "%s=%s", m->key, m->value.string);
     f->labels[f->n_labels++] = label;
     mb_error why;
-    if (mb__db_check_label(label, &why) != MB_STATUS_OK)
+    if (mb__check_label(label, &why) != MB_STATUS_OK)
       return bad(err, path, &m->value, "bad label", why.message);
   }
   return MB_STATUS_OK;

@@ -13,7 +13,7 @@
  * touched in the last MB_RUN_LOGS_GRACE_S seconds is never removed: it may
  * be a run still going. */
 #include "bench/bench_internal.h"
-#include "db/cache_dir.h"
+#include "core/cache_dir.h"
 
 #include <dirent.h>
 #include <errno.h>

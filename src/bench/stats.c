@@ -10,20 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-double mb__percentile(const double *sorted, int64_t n, double p) {
-  if (n <= 0)
-    return 0.0;
-  if (p <= 0.0)
-    return sorted[0];
-  if (p >= 100.0)
-    return sorted[n - 1];
-  double h = (double)(n - 1) * p / 100.0;
-  int64_t lo = (int64_t)floor(h);
-  if (lo >= n - 1)
-    return sorted[n - 1];
-  return sorted[lo] + (h - (double)lo) * (sorted[lo + 1] - sorted[lo]);
-}
-
 static int compare_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);

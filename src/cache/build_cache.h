@@ -3,7 +3,7 @@
  * parameters, a partition plan), kept so that the next benchmark of the
  * same model under the same conversion skips the build.
  *
- * Layout, under the cache folder (db/cache_dir.h):
+ * Layout, under the cache folder (core/cache_dir.h):
  *   builds/<model-stem>-<sha12>/<CONVERSION>-<keyhash12>/
  *     .lock        flock()ed while a process holds the build
  *     state.json   what was built, from what, when, how it went

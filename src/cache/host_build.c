@@ -6,7 +6,7 @@
  * A host module is no file, so there is no model path to watch: such
  * builds are never judged orphaned, only failed or of another version. */
 #include "cache/build_cache.h"
-#include "db/cache_dir.h"
+#include "core/cache_dir.h"
 
 #include <limits.h>
 #include <stdlib.h>

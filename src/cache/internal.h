@@ -6,8 +6,8 @@
 
 #include "cache/build_cache.h"
 
-#include "analysis/json.h"
 #include "core/json_parse.h"
+#include "core/json_write.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* modelbench analyze: what a model is made of and what it costs. */
-#include "analysis/json.h"
 #include "cli/cli_common.h"
+#include "core/json_write.h"
 
 #include <stdlib.h>
 

@@ -536,7 +536,7 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     return MB_EXIT_OK;
   case OPT_LABEL: {
     mb_error err;
-    if (mb__db_check_label(arg, &err) != MB_STATUS_OK)
+    if (mb__check_label(arg, &err) != MB_STATUS_OK)
       return mb__cli_usage_error(cmd, "--label: %s", err.message);
     const char **grown =
         realloc(b->labels, sizeof *grown * (size_t)(b->n_labels + 1));

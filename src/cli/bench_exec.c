@@ -5,10 +5,10 @@
  * way (mb__cli_exec_finish). */
 #include "cli/exec_cli.h"
 #include "conversions/conversion.h"
-#include "db/cache_dir.h"
-#include "db/report_load.h"
+#include "core/cache_dir.h"
 #include "db/results_db.h"
 #include "exec/exec.h"
+#include "report/report_load.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,9 +1,9 @@
 /* modelbench cache: the build cache (src/cache/build_cache.h) and a CSV of
  * the latest results per model x conversion beside their builds. */
-#include "analysis/json.h"
 #include "cache/build_cache.h"
 #include "cli/cli_common.h"
-#include "db/cache_dir.h"
+#include "core/cache_dir.h"
+#include "core/json_write.h"
 #include "db/results_db.h"
 #include "report/report_util.h"
 

@@ -1,8 +1,8 @@
 /* modelbench compare: two benchmark runs side by side, with a statistical
  * test per conversion, and an exit status a CI job can gate on. */
 #include "db/compare.h"
-#include "analysis/json.h"
 #include "cli/cli_common.h"
+#include "core/json_write.h"
 
 #include <limits.h>
 #include <math.h>

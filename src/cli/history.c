@@ -1,7 +1,7 @@
 /* modelbench history: the benchmark runs recorded in the results database,
  * newest first. */
-#include "analysis/json.h"
 #include "cli/cli_common.h"
+#include "core/json_write.h"
 #include "db/results_db.h"
 
 #include <ctype.h>
@@ -182,7 +182,7 @@ int mb__cli_history(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":n:h", options, NULL)) != -1) {
     switch (c) {
     case OPT_LABEL:
-      if (mb__db_check_label(optarg, &err) != MB_STATUS_OK) {
+      if (mb__check_label(optarg, &err) != MB_STATUS_OK) {
         rc = mb__cli_usage_error(cmd, "--label: %s", err.message);
         goto done;
       }

@@ -1,7 +1,7 @@
 /* modelbench list: the conversion options (or runtimes) and whether each is
  * available on this machine, and if not, why. */
-#include "analysis/json.h"
 #include "cli/cli_common.h"
+#include "core/json_write.h"
 
 static const char list_help[] =
     "Usage: modelbench list [--json] [--runtimes] [--tier N]\n"

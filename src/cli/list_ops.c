@@ -1,7 +1,7 @@
 /* modelbench list-ops: the operators the reference interpreter implements,
  * one line per (domain, op type) with the opset versions it covers. */
-#include "analysis/json.h"
 #include "cli/cli_common.h"
+#include "core/json_write.h"
 #include "ops/op.h"
 
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* modelbench profile: where one conversion spends its time, per segment
  * and per node, from a profiling pass of its own. */
-#include "analysis/json.h"
 #include "cli/cli_common.h"
+#include "core/json_write.h"
 
 #include <stdlib.h>
 

@@ -10,7 +10,7 @@
  * usual keys (shapes are part of them). */
 #include "cli/cli_common.h"
 
-#include "bench/bench_internal.h"
+#include "bench/bench.h"
 
 #include <limits.h>
 #include <math.h>

@@ -47,8 +47,4 @@ const mb_conversion_def *mb__conversion_def(int index);
  * new index or -1. */
 int mb__conversion_register(const mb_conversion_def *def, mb_error *err);
 
-/* Edit distance (Levenshtein plus adjacent transpositions), ignoring case:
- * ranks "did you mean" suggestions for conversion names and config keys. */
-int mb__edit_distance(const char *a, const char *b);
-
 #endif /* MB_CONVERSIONS_CONVERSION_H */

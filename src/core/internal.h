@@ -153,4 +153,13 @@ void mb__sha256_update(mb_sha256 *ctx, const void *data, size_t size);
 void mb__sha256_final(mb_sha256 *ctx, uint8_t digest[32]);
 void mb__sha256_hex(const uint8_t digest[32], char hex[65]);
 
+/* ---- names (names.c) ---- */
+/* Edit distance (Levenshtein plus adjacent transpositions), ignoring case:
+ * ranks "did you mean" suggestions for conversion names and config keys. */
+int mb__edit_distance(const char *a, const char *b);
+/* Checks one "key=value" label of a run: a non-empty key of letters,
+ * digits, '_', '-', '.' and '/' then '='; the value may be anything, even
+ * empty. */
+mb_status mb__check_label(const char *label, mb_error *err);
+
 #endif /* MB_CORE_INTERNAL_H */

@@ -18,6 +18,7 @@
 #ifndef MB_DB_COMPARE_H
 #define MB_DB_COMPARE_H
 
+#include "core/stats.h"
 #include "db/results_db.h"
 
 /* X(NAME, "text") */
@@ -53,35 +54,6 @@ typedef struct mb_compare_options {
 } mb_compare_options;
 
 void mb__compare_options_init(mb_compare_options *options);
-
-/* ---- statistics ---- */
-
-typedef struct mb_mann_whitney {
-  double u;       /* U of the first sample: pairs (a > b) + ties / 2 */
-  double z;       /* standardised, continuity-corrected; 0 when no spread */
-  double p_value; /* two-sided, in [0, 1] */
-} mb_mann_whitney;
-
-/* Two-sided Mann-Whitney U test of a against b (na, nb >= 1, all finite).
- * a, b: borrowed. Fails with MB_STATUS_INVALID_ARGUMENT on empty or
- * non-finite input, MB_STATUS_OUT_OF_MEMORY. */
-mb_status mb__mann_whitney(const double *a, int64_t na, const double *b,
-                           int64_t nb, mb_mann_whitney *out, mb_error *err);
-
-/* The median of x (n >= 1; mean of the middle two when n is even). x is
- * left untouched. NAN when n <= 0 or on OOM. */
-double mb__median(const double *x, int64_t n);
-
-/* A bootstrap percentile interval, at `confidence` (e.g. 0.95), of the
- * change of the median from a to b in percent: 100 * (median(b*) -
- * median(a*)) / median(a*) over `resamples` resamplings drawn from a
- * splitmix64 stream seeded with `seed`. a, b: borrowed; na, nb >= 1;
- * median(a*) must stay positive (latencies). */
-mb_status mb__bootstrap_median_change(const double *a, int64_t na,
-                                      const double *b, int64_t nb,
-                                      int resamples, double confidence,
-                                      uint64_t seed, double *low_pct_out,
-                                      double *high_pct_out, mb_error *err);
 
 /* ---- comparing runs ---- */
 

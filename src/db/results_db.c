@@ -8,7 +8,7 @@
  * busy handler (switching to WAL while another connection does the same)
  * are retried here until the same timeout. */
 #include "db/results_db.h"
-#include "db/cache_dir.h"
+#include "core/cache_dir.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -260,21 +260,6 @@ bool mb__db_status_from_name(const char *name, mb_bench_status *status_out) {
   return false;
 }
 
-mb_status mb__db_check_label(const char *label, mb_error *err) {
-  const char *eq = label ? strchr(label, '=') : NULL;
-  if (!eq || eq == label)
-    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
-                     "label '%s': expected KEY=VALUE", label ? label : "");
-  for (const char *p = label; p < eq; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-          (*p >= '0' && *p <= '9') || strchr("_-./", *p)))
-      return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
-                       "label '%s': the key may only hold letters, digits, "
-                       "'_', '-', '.' and '/'",
-                       label);
-  return MB_STATUS_OK;
-}
-
 /* ---- storing a report ---- */
 
 static int bind_text(sqlite3_stmt *st, int i, const char *s) {
@@ -466,7 +451,7 @@ static mb_status store_result(mb_db *db, sqlite3_stmt *st, int64_t run_id,
 static mb_status check_labels(const char *const *labels, int n_labels,
                               mb_error *err) {
   for (int i = 0; i < n_labels; i++) {
-    mb_status status = mb__db_check_label(labels[i], err);
+    mb_status status = mb__check_label(labels[i], err);
     if (status)
       return status;
     size_t key_len = (size_t)(strchr(labels[i], '=') - labels[i]);
@@ -757,7 +742,7 @@ mb_status mb__db_list_runs(mb_db *db, const mb_db_run_filter *filter,
   size_t len = 0;
   int cap = 0, rc;
   for (int i = 0; i < f->n_labels; i++)
-    if ((status = mb__db_check_label(f->labels[i], err)))
+    if ((status = mb__check_label(f->labels[i], err)))
       return status;
   mb_db_run_list *list = calloc(1, sizeof *list);
   if (!list || !(list->arena = mb__arena_create()) ||

@@ -109,14 +109,10 @@ void mb__db_close(mb_db *db);
 /* The path the database was opened with (owned by db). */
 const char *mb__db_path(const mb_db *db);
 
-/* Checks one "key=value" label: a non-empty key of letters, digits, '_',
- * '-', '.' and '/' then '='; the value may be anything, even empty. */
-mb_status mb__db_check_label(const char *label, mb_error *err);
-
 /* Stores a bench report, its labels and every result with its samples in
  * one transaction, stamped with the current UTC time. report, labels:
  * borrowed. labels: n_labels "key=value" strings (checked with
- * mb__db_check_label; a key given twice is an error). run_id_out may be
+ * mb__check_label; a key given twice is an error). run_id_out may be
  * NULL. Fails with MB_STATUS_INVALID_ARGUMENT on a bad label, MB_STATUS_IO
  * when SQLite fails (the transaction is rolled back). */
 mb_status mb__db_store_report(mb_db *db, const mb_bench_report *report,

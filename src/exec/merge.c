@@ -11,8 +11,9 @@
  * it ran on. */
 #include "exec/exec.h"
 
-#include "bench/bench_internal.h"
-#include "db/report_load.h"
+#include "bench/bench.h"
+#include "conversions/conversion.h"
+#include "report/report_load.h"
 
 #include <dirent.h>
 #include <limits.h>

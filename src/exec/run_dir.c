@@ -13,9 +13,9 @@
  * run under the same user on other nodes, never as another user. */
 #include "exec/exec.h"
 
-#include "analysis/json.h"
+#include "core/cache_dir.h"
 #include "core/json_parse.h"
-#include "db/cache_dir.h"
+#include "core/json_write.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* What the files of the quantisation passes share (quantize_params.c,
+/* What the files of the quantisation passes share (quantize_options.c,
  * quantize_graph.c, quantize_dynamic.c, quantize_static.c; quantize.h is
  * their interface): the functions one file calls in another (mb__qz_*). */
 #ifndef MB_PASSES_QUANTIZE_INTERNAL_H
@@ -6,18 +6,15 @@
 
 #include "passes/quantize.h"
 
-#include "analysis/json.h"
 #include "core/json_parse.h"
+#include "core/json_write.h"
 
 #include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
-/* quantize_params.c */
-mb_dtype mb__qz_activation_dtype(mb_quant_activations a);
-mb_status mb__qz_param_set_channels(mb_quant_param *p, int64_t channels,
-                                    mb_error *err);
+/* quantize_options.c */
 bool mb__qz_excluded(const mb_quant_options *opt, const mb_node *n);
 
 /* quantize_graph.c */

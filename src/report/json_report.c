@@ -6,8 +6,8 @@
  * to a temporary name beside the target and renamed over it, so a reader
  * (or a run killed half-way) only ever sees a complete report; `modelbench
  * bench` rewrites it after each conversion. */
-#include "analysis/json.h"
 #include "conversions/conversion.h"
+#include "core/json_write.h"
 
 #include <errno.h>
 #include <math.h>

@@ -7,7 +7,7 @@
  * tensors. Declared in engine.h. */
 #include "runtime/engine.h"
 
-#include "passes/quantize.h"
+#include "runtime/quant_params.h"
 
 #include <math.h>
 #include <stdarg.h>

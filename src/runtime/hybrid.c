@@ -24,12 +24,12 @@
  * reduced precision (XNNPACK without an fp16 operator for one of its
  * nodes, oneDNN without an int8 form) is compiled in fp32 instead, and one
  * it cannot compile at all runs on the reference interpreter; the profile
- * says which precision each segment ran at, with its FLOPs (analysis/
- * flops.c's per-node formulas, pure functions of the IR), so a report can
+ * says which precision each segment ran at, with its FLOPs (flops.c's
+ * per-node formulas, pure functions of the IR), so a report can
  * say "fp16 (83% of FLOPs)". With --no-fallback both are errors. */
 #include "runtime/engine.h"
 
-#include "analysis/analysis.h"
+#include "runtime/flops.h"
 
 #include <stdlib.h>
 

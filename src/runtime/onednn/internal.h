@@ -8,7 +8,7 @@
 
 #include "runtime/engine.h"
 
-#include "passes/quantize.h"
+#include "runtime/quant_params.h"
 
 #include <float.h>
 #include <math.h>
@@ -437,9 +437,14 @@ dnnl_status_t mb__dn_md_view(dnnl_memory_desc_t *md,
                              int64_t offset);
 bool mb__dn_md_reshape_strides(const dnnl_memory_desc_t *src, int rank,
                                const int64_t *dims, int64_t *strides);
+/* A new buffer of `kind` (slot: the boundary value's index, else -1) and
+ * `size` bytes; its index, or -1 on OOM. */
+int mb__dn_buf_new(lctx *l, dn_buf_kind kind, int slot, size_t size);
 int mb__dn_buf_take(lctx *l, size_t size, int until);
 mb_status mb__dn_mem_new(lctx *l, const dnnl_memory_desc_t *md, int buf,
                          dnnl_memory_t *mem_out);
+
+/* primitive.c */
 int mb__dn_prof_new(lctx *l, const char *op_type, const char *name);
 mb_status mb__dn_attr_new(lctx *l, const_dnnl_post_ops_t post_ops,
                           const dn_qattr *qa, dnnl_primitive_attr_t *attr_out);
@@ -456,6 +461,8 @@ const dnnl_memory_desc_t *mb__dn_pd_md(const_dnnl_primitive_desc_t pd,
                                        dnnl_query_t what);
 mb_status mb__dn_emit(lctx *l, const_dnnl_primitive_desc_t pd, int n_args,
                       const dnnl_exec_arg_t *args);
+
+/* memory.c: reorders, constants, representations */
 mb_status mb__dn_emit_reorder_as(lctx *l, bool inserted, dnnl_memory_t src,
                                  const dnnl_memory_desc_t *src_md,
                                  dnnl_memory_t dst,
@@ -569,8 +576,10 @@ int mb__dn_rnn_int8(const mb_engine_graph *eg, const mb_quant_params *quant,
                     const mb_node *n, char *why, size_t size);
 mb_status mb__dn_lower_rnn(lctx *l, const mb_node *n);
 
-/* norm.c */
+/* pool.c */
 mb_status mb__dn_lower_pool(lctx *l, const mb_node *n);
+
+/* norm.c */
 mb_status mb__dn_lower_batchnorm(lctx *l, const mb_node *n);
 mb_status mb__dn_define_plain_viewed(lctx *l, int v, dnnl_data_type_t dt,
                                      const dnnl_memory_desc_t *md2,
@@ -586,8 +595,10 @@ mb_status mb__dn_lower_transpose(lctx *l, const mb_node *n);
 mb_status mb__dn_lower_reshape(lctx *l, const mb_node *n);
 mb_status mb__dn_lower_identity(lctx *l, const mb_node *n);
 mb_status mb__dn_lower_concat(lctx *l, const mb_node *n);
-mb_status mb__dn_lower_reduce(lctx *l, const mb_node *n);
 mb_status mb__dn_lower_slice(lctx *l, const mb_node *n);
 mb_status mb__dn_lower_split(lctx *l, const mb_node *n);
+
+/* reduce.c */
+mb_status mb__dn_lower_reduce(lctx *l, const mb_node *n);
 
 #endif /* MB_RUNTIME_ONEDNN_INTERNAL_H */

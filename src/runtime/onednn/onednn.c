@@ -12,17 +12,20 @@
  *              post-op lists, and lowering node by node or group by group
  *   memory.c   memory descriptors, the segment's buffers and memories,
  *              each value's representations (layout, data type) and the
- *              reorders between them, primitive creation and steps
+ *              reorders between them
+ *   primitive.c primitive creation (attributes, choosing an
+ *              implementation, kernel names) and the segment's steps
  *   int8.c     int8: calibration entries -> quantised weights, output
  *              scales, biases, quantising reorders, zero points
  *   conv.c     Conv (fp32, bf16, int8) with its post-ops
  *   matmul.c   MatMul and Gemm (fp32, bf16, int8) with their post-ops
  *   eltwise.c  unary eltwise nodes, Erf, binary nodes
- *   norm.c     pooling, BatchNormalization, Softmax, LayerNormalization
+ *   pool.c     MaxPool, AveragePool and their global forms
+ *   norm.c     BatchNormalization, Softmax, LayerNormalization
+ *   reduce.c   the Reduce* operators
  *   rnn.c      LSTM, GRU and RNN as oneDNN's recurrent primitives (weights
  *              re-laid out at compile time, gate order mapped)
- *   movement.c Transpose, reshapes, Identity, Concat, reductions, Slice,
- *              Split
+ *   movement.c Transpose, reshapes, Identity, Concat, Slice, Split
  *   session.c  the library state (status names, OpenMP threads), run(),
  *              per-primitive profiles, freeing a segment
  *   internal.h what these files share

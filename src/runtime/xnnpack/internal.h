@@ -8,7 +8,7 @@
 
 #include "runtime/engine.h"
 
-#include "passes/quantize.h"
+#include "runtime/quant_params.h"
 
 #include <float.h>
 #include <math.h>

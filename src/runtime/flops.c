@@ -4,7 +4,7 @@
  * instruction counts: a multiply-add is 2 FLOPs, elementwise ops cost one
  * FLOP per output element, normalisations a small constant per element.
  * Adding an operator means adding one row. */
-#include "analysis/analysis.h"
+#include "runtime/flops.h"
 
 #include <stdlib.h>
 

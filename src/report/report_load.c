@@ -5,9 +5,10 @@
  * here. A value of the wrong type is an error naming the file, line and
  * column; a missing or null value leaves the field "unknown" in the
  * struct's own convention (0, -1, "" or NAN, per row). */
-#include "db/report_load.h"
+#include "report/report_load.h"
 
-#include "bench/bench_internal.h"
+#include "bench/bench.h"
+#include "conversions/conversion.h"
 #include "core/json_parse.h"
 
 #include <math.h>

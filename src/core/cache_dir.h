@@ -1,7 +1,7 @@
 /* Where modelbench keeps what outlives a run: the results database and the
  * build cache. */
-#ifndef MB_DB_CACHE_DIR_H
-#define MB_DB_CACHE_DIR_H
+#ifndef MB_CORE_CACHE_DIR_H
+#define MB_CORE_CACHE_DIR_H
 
 #include "core/internal.h"
 
@@ -18,4 +18,4 @@
 mb_status mb__cache_dir(const char *override, char *buf, size_t size,
                         mb_error *err);
 
-#endif /* MB_DB_CACHE_DIR_H */
+#endif /* MB_CORE_CACHE_DIR_H */

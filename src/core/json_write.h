@@ -1,11 +1,12 @@
-/* A tiny streaming JSON writer for analysis output and reports.
+/* A tiny streaming JSON writer for every JSON file and output modelbench
+ * writes.
  *
  * Calls must nest correctly (begin/end pairs, a key before each value inside
  * an object); the writer inserts commas and indentation. Strings are escaped
  * and invalid UTF-8 is replaced by U+FFFD, so the output is always valid
  * JSON. Non-finite doubles are written as null. */
-#ifndef MB_ANALYSIS_JSON_H
-#define MB_ANALYSIS_JSON_H
+#ifndef MB_CORE_JSON_WRITE_H
+#define MB_CORE_JSON_WRITE_H
 
 #include "core/internal.h"
 

@@ -4,8 +4,8 @@
  * merged with others, written as CSV or HTML, stored in the results
  * database. Every field the writer writes is read; unknown keys are
  * ignored (fields are only ever added to the schema). */
-#ifndef MB_DB_REPORT_LOAD_H
-#define MB_DB_REPORT_LOAD_H
+#ifndef MB_REPORT_REPORT_LOAD_H
+#define MB_REPORT_REPORT_LOAD_H
 
 #include "core/internal.h"
 
@@ -21,4 +21,4 @@ mb_status mb__reports_load_json(const char *path,
 /* Frees n reports and the array holding them; NULL is a no-op. */
 void mb__reports_free(mb_bench_report **reports, int n);
 
-#endif /* MB_DB_REPORT_LOAD_H */
+#endif /* MB_REPORT_REPORT_LOAD_H */

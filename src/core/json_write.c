@@ -1,5 +1,5 @@
-/* Streaming JSON writer; see json.h. */
-#include "analysis/json.h"
+/* Streaming JSON writer; see json_write.h. */
+#include "core/json_write.h"
 
 #include <math.h>
 #include <stdlib.h>

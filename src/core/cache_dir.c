@@ -1,5 +1,5 @@
 /* The cache folder: --cache-dir > $MODELBENCH_CACHE_DIR > ~/.cache. */
-#include "db/cache_dir.h"
+#include "core/cache_dir.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,7 @@
-/* Analysis internals shared by the analysis layer, reports and the CLI. */
-#ifndef MB_ANALYSIS_ANALYSIS_H
-#define MB_ANALYSIS_ANALYSIS_H
+/* FLOPs of a node from the shapes shape inference gave it: used by the
+ * analysis (analyze) and by the hybrid runtime (a segment's FLOPs). */
+#ifndef MB_RUNTIME_FLOPS_H
+#define MB_RUNTIME_FLOPS_H
 
 #include "runtime/reference.h"
 
