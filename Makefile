@@ -28,9 +28,13 @@ PREFIX ?= /usr/local
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
-# Benchmarks a bundled model with the default conversions.
+# Benchmarks a bundled model under tier 2: the fp32 option of every runtime
+# this machine has and the reduced precisions (int8, bf16, fp16) its CPU
+# runs natively, timed briefly (about half a minute on 2 cores), and ends
+# with the recommendation. RUN_ARGS replaces the selection and timing.
+RUN_ARGS   ?= --tier 2 --min-time 0.5 --warmup-time 0.2
 run: build
-	$(BUILD)/bin/modelbench bench $(RUN_MODEL) --json $(BUILD)/run.json
+	$(BUILD)/bin/modelbench bench $(RUN_MODEL) $(RUN_ARGS) --json $(BUILD)/run.json
 
 test: export MB_WITH_TORCH = 1
 test: export MB_WITH_TORCH2 = 1

@@ -85,6 +85,17 @@ case $target in
     npy b1.npy 1 '|b1' '(2, 2)' 4
     npy scalar.npy 1 '<f4' '()' 4
     npy empty.npy 1 '<f4' '(0, 3)' 0
+    # .npz archives of them, stored and deflated, with the zip64 extra
+    # fields numpy.savez writes (zipfile's force_zip64, as numpy calls it).
+    /usr/bin/python3 - "$out" <<'PY'
+import os, sys, zipfile
+out = sys.argv[1]
+for name, method in (("stored.npz", zipfile.ZIP_STORED), ("deflated.npz", zipfile.ZIP_DEFLATED)):
+    with zipfile.ZipFile(os.path.join(out, name), "w", method) as z:
+        for member, src in (("x.npy", "f4.npy"), ("arr_1.npy", "i8.npy")):
+            with z.open(member, "w", force_zip64=True) as f, open(os.path.join(out, src), "rb") as g:
+                f.write(g.read())
+PY
     echo 4096 ;;
   build_state | compare_json)
     # What the tool writes: one bench run (the normal build's CLI) leaves a

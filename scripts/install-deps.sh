@@ -39,6 +39,7 @@ packages=(
   libxnnpack-dev libpthreadpool-dev       # XNNPACK conversions
   libdnnl-dev                             # oneDNN conversions
   libsqlite3-dev                          # results database
+  zlib1g-dev                              # .npz inputs (deflated members)
   python3                                 # the PyTorch conversions' registry rows, made at build time
 )
 if [ "${MB_WITH_TORCH:-0}" = 1 ]; then

@@ -98,6 +98,60 @@ run 2 bench "$models/seq_encoder.onnx" -c REFERENCE "${fast[@]}" --inputs "$tmp/
 run 1 bench "$models/small_cnn.onnx" -c REFERENCE "${fast[@]}" --inputs "$tmp/one.npy" &&
   expect_in "$tmp/err" "has shape [2,784]" "--inputs FILE.npy of the wrong shape"
 
+# ---- --inputs FILE.npz: the arrays of numpy.savez, by name or position ----
+"$python" -c '
+import os, sys
+import numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(3)
+x = rng.standard_normal((1, 8, 64), dtype=np.float32)
+m = np.ones((1, 8), np.float32)
+np.savez(os.path.join(d, "named.npz"), input=x, mask=m)           # stored
+np.savez_compressed(os.path.join(d, "positional.npz"), x, m)      # arr_0, arr_1, deflated
+np.savez(os.path.join(d, "misspelt.npz"), input=x, maks=m)
+data = open(os.path.join(d, "positional.npz"), "rb").read()
+open(os.path.join(d, "truncated.npz"), "wb").write(data[: len(data) // 2])
+import io, zipfile
+for name, method, member in (("bzip2.npz", zipfile.ZIP_BZIP2, "input.npy"),
+                             ("text.npz", zipfile.ZIP_STORED, "notes.txt")):
+    with zipfile.ZipFile(os.path.join(d, name), "w", method) as z:
+        buf = io.BytesIO()
+        np.save(buf, x)
+        z.writestr(member, buf.getvalue())
+os.makedirs(os.path.join(d, "npz"))
+np.savez(os.path.join(d, "npz", "a.npz"), input=x, mask=m)
+np.savez(os.path.join(d, "npz", "b.npz"), input=x[:, :4], mask=m[:, :4])
+' "$tmp"
+for f in named positional; do
+  if run 0 bench "$models/seq_encoder.onnx" -c REFERENCE "${fast[@]}" \
+    --inputs "$tmp/$f.npz" --json "$tmp/$f.json"; then
+    py "--inputs $f.npz: its arrays are the sample" '
+import json, sys
+rep = json.load(open(sys.argv[1]))
+shapes = {i["name"]: i["shape"] for i in rep["model"]["inputs"]}
+assert shapes == {"input": [1, 8, 64], "mask": [1, 8]}, shapes
+assert rep["results"][0]["status"] == "ok", rep["results"][0]
+' "$tmp/$f.json"
+  fi
+done
+run 1 bench "$models/seq_encoder.onnx" -c REFERENCE "${fast[@]}" --inputs "$tmp/misspelt.npz" &&
+  expect_in "$tmp/err" "misspelt.npz: no 'mask', 'input_1' or 'arr_1' array" \
+    "--inputs FILE.npz without an input's array names it"
+run 1 bench "$models/seq_encoder.onnx" -c REFERENCE "${fast[@]}" --inputs "$tmp/truncated.npz" &&
+  expect_in "$tmp/err" "truncated.npz: not a .npz file (no zip end record)" \
+    "--inputs FILE.npz cut short"
+run 1 bench "$models/seq_encoder.onnx" -c REFERENCE "${fast[@]}" --inputs "$tmp/bzip2.npz" &&
+  expect_in "$tmp/err" "'input.npy': .npz compression method 12 is not supported" \
+    "--inputs FILE.npz compressed otherwise than numpy does"
+run 1 bench "$models/seq_encoder.onnx" -c REFERENCE "${fast[@]}" --inputs "$tmp/text.npz" &&
+  expect_in "$tmp/err" "'notes.txt': not a .npy member" \
+    "--inputs FILE.npz holding something else than arrays"
+# A folder of .npz archives: one sample each, every one read (b's shapes
+# differ from a's).
+run 1 bench "$models/seq_encoder.onnx" -c REFERENCE "${fast[@]}" --n-samples 2 --inputs "$tmp/npz" &&
+  expect_in "$tmp/err" "b.npz: input 'input' has shape [1,4,64]" \
+    "--inputs FOLDER of .npz archives: every archive a sample"
+
 # ---- --calibration-inputs: calibrate on other data than the evaluation ----
 "$python" -c '
 import os, sys

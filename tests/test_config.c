@@ -1044,8 +1044,8 @@ TEST(inputs_test_sets) {
   /* Nothing usable, or not a folder at all. */
   dir = fresh_dir();
   ASSERT_EQ(open_dir(m, dir, 1, &count, &err), MB_STATUS_NOT_FOUND);
-  ASSERT_CONTAINS(err.message, "holds no test_data_set_* folders, input_N.pb "
-                               "or .npy files");
+  ASSERT_CONTAINS(err.message, "holds no test_data_set_* folders, input_N.pb, "
+                               ".npy or .npz files");
   ASSERT_EQ(open_dir(m, path_in(dir, "nowhere"), 1, &count, &err),
             MB_STATUS_IO);
   ASSERT_CONTAINS(err.message, "nowhere: not a directory");
@@ -1076,14 +1076,15 @@ TEST(inputs_npy_folders) {
                       sizeof ids),
             0);
   ASSERT_EQ(open_dir(m, dir, 1, &count, &err), MB_STATUS_NOT_FOUND);
-  ASSERT_CONTAINS(err.message, "idz.npy: matches no model input");
+  ASSERT_CONTAINS(err.message, "'idz.npy' matches no model input");
   ASSERT_EQ(remove(path_in(dir, "idz.npy")), 0);
 
   /* A missing input. */
   ASSERT_EQ(remove(path_in(dir, "input_1.npy")), 0);
   ASSERT_EQ(open_dir(m, dir, 1, &count, &err), MB_STATUS_NOT_FOUND);
-  ASSERT_CONTAINS(err.message, "no 'ids.npy' or 'input_1.npy' for model input "
-                               "'ids'");
+  ASSERT_CONTAINS(err.message,
+                  "no 'ids', 'input_1' or 'arr_1' array (.npy) for model input "
+                  "'ids'");
 
   /* A wrong dtype names the file and input. */
   const int32_t ids32[2] = {1, 2};

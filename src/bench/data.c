@@ -1,7 +1,8 @@
-/* Input sources of a benchmark: generated, a folder of ONNX test sets or
- * .npy files, or the C API's loader callback. Every sample is materialised
- * when the source opens, so that every conversion sees the same bytes and
- * a bad file fails the run before any worker starts.
+/* Input sources of a benchmark: generated, a folder of ONNX test sets,
+ * .npy files or .npz archives (one .npy or .npz file alone too; NumPy's
+ * formats are npy.c's), or the C API's loader callback. Every sample is
+ * materialised when the source opens, so that every conversion sees the same
+ * bytes and a bad file fails the run before any worker starts.
  *
  * n_samples caps the number of samples taken from every source (the first
  * ones, in natural name order for folders); a folder or loader with fewer
@@ -216,272 +217,6 @@ fail:
   return status;
 }
 
-/* ---- .npy files ---- */
-
-typedef struct npy_type {
-  char kind;
-  int size;
-  mb_dtype dtype;
-} npy_type;
-
-static const npy_type npy_types[] = {
-    {'f', 2, MB_DTYPE_FLOAT16}, {'f', 4, MB_DTYPE_FLOAT},
-    {'f', 8, MB_DTYPE_DOUBLE},  {'i', 1, MB_DTYPE_INT8},
-    {'i', 2, MB_DTYPE_INT16},   {'i', 4, MB_DTYPE_INT32},
-    {'i', 8, MB_DTYPE_INT64},   {'u', 1, MB_DTYPE_UINT8},
-    {'u', 2, MB_DTYPE_UINT16},  {'u', 4, MB_DTYPE_UINT32},
-    {'u', 8, MB_DTYPE_UINT64},  {'b', 1, MB_DTYPE_BOOL},
-};
-
-/* The header is a Python dict literal written by numpy, e.g.
- * {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
- * A tiny scanner for exactly that grammar. */
-typedef struct npy_scan {
-  const char *p, *end;
-} npy_scan;
-
-static void npy_space(npy_scan *s) {
-  while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\t'))
-    s->p++;
-}
-
-static bool npy_char(npy_scan *s, char c) {
-  npy_space(s);
-  if (s->p < s->end && *s->p == c) {
-    s->p++;
-    return true;
-  }
-  return false;
-}
-
-static bool npy_string(npy_scan *s, char *buf, size_t size) {
-  npy_space(s);
-  if (s->p >= s->end || (*s->p != '\'' && *s->p != '"'))
-    return false;
-  char quote = *s->p++;
-  const char *start = s->p;
-  while (s->p < s->end && *s->p != quote)
-    s->p++;
-  if (s->p >= s->end || (size_t)(s->p - start) >= size)
-    return false;
-  memcpy(buf, start, (size_t)(s->p - start));
-  buf[s->p - start] = '\0';
-  s->p++;
-  return true;
-}
-
-static bool npy_word(npy_scan *s, const char *word) {
-  size_t n = strlen(word);
-  npy_space(s);
-  if ((size_t)(s->end - s->p) >= n && memcmp(s->p, word, n) == 0) {
-    s->p += n;
-    return true;
-  }
-  return false;
-}
-
-typedef struct npy_header {
-  char descr[16];
-  int fortran_order; /* -1 until seen */
-  int rank;          /* -1 until seen */
-  int64_t dims[MB_MAX_RANK];
-} npy_header;
-
-static bool npy_shape(npy_scan *s, npy_header *h) {
-  if (!npy_char(s, '('))
-    return false;
-  h->rank = 0;
-  for (;;) {
-    if (npy_char(s, ')'))
-      return true;
-    npy_space(s);
-    if (s->p >= s->end || !isdigit((unsigned char)*s->p) ||
-        h->rank == MB_MAX_RANK)
-      return false;
-    int64_t v = 0;
-    while (s->p < s->end && isdigit((unsigned char)*s->p)) {
-      if (v > (INT64_MAX - 9) / 10)
-        return false;
-      v = v * 10 + (*s->p++ - '0');
-    }
-    h->dims[h->rank++] = v;
-    if (!npy_char(s, ',')) /* "(3,)" has a comma, "(2, 3)" not at the end */
-      return npy_char(s, ')');
-  }
-}
-
-static bool npy_parse_header(const char *text, size_t len, npy_header *h) {
-  npy_scan s = {text, text + len};
-  h->descr[0] = '\0';
-  h->fortran_order = -1;
-  h->rank = -1;
-  if (!npy_char(&s, '{'))
-    return false;
-  for (;;) {
-    char key[32];
-    if (npy_char(&s, '}'))
-      break;
-    if (!npy_string(&s, key, sizeof key) || !npy_char(&s, ':'))
-      return false;
-    if (strcmp(key, "descr") == 0) {
-      if (!npy_string(&s, h->descr, sizeof h->descr))
-        return false;
-    } else if (strcmp(key, "fortran_order") == 0) {
-      if (npy_word(&s, "True"))
-        h->fortran_order = 1;
-      else if (npy_word(&s, "False"))
-        h->fortran_order = 0;
-      else
-        return false;
-    } else if (strcmp(key, "shape") == 0) {
-      if (!npy_shape(&s, h))
-        return false;
-    } else {
-      return false;
-    }
-    if (!npy_char(&s, ',')) {
-      if (!npy_char(&s, '}'))
-        return false;
-      break;
-    }
-  }
-  return h->descr[0] && h->fortran_order >= 0 && h->rank >= 0;
-}
-
-mb_status mb__npy_load(const char *path, mb_tensor **tensor_out,
-                       mb_error *err) {
-  void *file = NULL;
-  size_t size = 0;
-  mb_tensor *t = NULL;
-  mb_status status = mb__read_file(path, &file, &size, err);
-  if (status != MB_STATUS_OK)
-    return status;
-  const unsigned char *bytes = file;
-  size_t header_len, offset;
-  if (size < 10 || memcmp(bytes, "\x93NUMPY", 6) != 0) {
-    status = mb__error(err, MB_STATUS_PARSE, "%s: not a .npy file (bad magic)",
-                       path);
-    goto done;
-  }
-  if (bytes[6] == 1) {
-    header_len = (size_t)bytes[8] | (size_t)bytes[9] << 8;
-    offset = 10;
-  } else if ((bytes[6] == 2 || bytes[6] == 3) && size >= 12) {
-    header_len = (size_t)bytes[8] | (size_t)bytes[9] << 8 |
-                 (size_t)bytes[10] << 16 | (size_t)bytes[11] << 24;
-    offset = 12;
-  } else {
-    status = mb__error(err, MB_STATUS_UNSUPPORTED,
-                       "%s: .npy format version %d.%d is not supported", path,
-                       bytes[6], bytes[7]);
-    goto done;
-  }
-  npy_header h;
-  if (header_len > size - offset ||
-      !npy_parse_header((const char *)bytes + offset, header_len, &h)) {
-    status = mb__error(err, MB_STATUS_PARSE, "%s: malformed .npy header", path);
-    goto done;
-  }
-  offset += header_len;
-  if (h.fortran_order) {
-    status = mb__error(err, MB_STATUS_UNSUPPORTED,
-                       "%s: Fortran-order arrays are not supported (save "
-                       "np.ascontiguousarray(x))",
-                       path);
-    goto done;
-  }
-  /* descr is byte order ('<' little, '|' none, '=' native), kind, size. */
-  char order = h.descr[0], kind = h.descr[1];
-  char *end;
-  long item = strtol(h.descr + 2, &end, 10);
-  const npy_type *type = NULL;
-  for (size_t i = 0; i < MB_ARRAY_COUNT(npy_types) && !type; i++)
-    if (npy_types[i].kind == kind && npy_types[i].size == item)
-      type = &npy_types[i];
-  if (order == '>' && item > 1) {
-    status =
-        mb__error(err, MB_STATUS_UNSUPPORTED,
-                  "%s: big-endian data ('%s') is not supported", path, h.descr);
-    goto done;
-  }
-  if (!type || *end || !strchr("<|=>", order)) {
-    status = mb__error(err, MB_STATUS_UNSUPPORTED,
-                       "%s: .npy dtype '%s' is not supported (use f2, f4, "
-                       "f8, i1-i8, u1-u8 or b1)",
-                       path, h.descr);
-    goto done;
-  }
-  status = mb_tensor_create(type->dtype, h.rank, h.dims, &t, err);
-  if (status != MB_STATUS_OK) {
-    mb__error_prefix(err, status, "%s", path);
-    goto done;
-  }
-  if (size - offset != t->nbytes) {
-    char shape[160];
-    status = mb__error(err, MB_STATUS_PARSE,
-                       "%s: holds %zu data bytes but shape %s of %s needs %zu",
-                       path, size - offset,
-                       mb__shape_str(t->rank, t->dims, shape, sizeof shape),
-                       mb_dtype_name(t->dtype), t->nbytes);
-    goto done;
-  }
-  if (t->nbytes)
-    memcpy(t->data, bytes + offset, t->nbytes);
-  *tensor_out = t;
-  t = NULL;
-
-done:
-  mb_tensor_free(t);
-  free(file);
-  return status;
-}
-
-mb_status mb__npy_save(const char *path, const mb_tensor *t, mb_error *err) {
-  const npy_type *type = NULL;
-  for (size_t i = 0; i < MB_ARRAY_COUNT(npy_types) && !type; i++)
-    if (npy_types[i].dtype == t->dtype)
-      type = &npy_types[i];
-  if (!type)
-    return mb__error(err, MB_STATUS_UNSUPPORTED,
-                     "%s: a %s tensor has no .npy dtype here", path,
-                     mb_dtype_name(t->dtype));
-  /* Version 1.0: magic, version, 2-byte header length, then the dict padded
-   * with spaces to a multiple of 64 bytes and ended by a newline. */
-  char dict[512];
-  int used = snprintf(dict, sizeof dict,
-                      "{'descr': '%c%c%d', 'fortran_order': False, 'shape': (",
-                      type->size > 1 ? '<' : '|', type->kind, type->size);
-  for (int d = 0; d < t->rank && used < (int)sizeof dict; d++)
-    used += snprintf(dict + used, sizeof dict - (size_t)used, "%lld%s",
-                     (long long)t->dims[d],
-                     t->rank == 1      ? ","
-                     : d + 1 < t->rank ? ", "
-                                       : "");
-  if (used < (int)sizeof dict)
-    used += snprintf(dict + used, sizeof dict - (size_t)used, "), }");
-  if (used >= (int)sizeof dict - 64)
-    return mb__error(err, MB_STATUS_UNSUPPORTED, "%s: rank %d is too high",
-                     path, t->rank);
-  size_t header = 10 + (size_t)used + 1;
-  size_t padded = (header + 63) / 64 * 64;
-  size_t total = padded + t->nbytes;
-  unsigned char *bytes = malloc(total);
-  if (!bytes)
-    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
-  size_t dict_len = padded - 10;
-  memcpy(bytes, "\x93NUMPY\x01\x00", 8);
-  bytes[8] = (unsigned char)(dict_len & 0xff);
-  bytes[9] = (unsigned char)(dict_len >> 8);
-  memcpy(bytes + 10, dict, (size_t)used);
-  memset(bytes + 10 + used, ' ', dict_len - (size_t)used - 1);
-  bytes[padded - 1] = '\n';
-  if (t->nbytes)
-    memcpy(bytes + padded, t->data, t->nbytes);
-  mb_status status = mb__write_file(path, bytes, total, err);
-  free(bytes);
-  return status;
-}
-
 /* ---- folders ---- */
 
 /* One test set folder: input_0.pb .. input_{n-1}.pb. */
@@ -530,70 +265,130 @@ static bool usable_file_name(const char *name) {
   return name[0] && name[0] != '.' && !strchr(name, '/');
 }
 
-/* One folder of .npy files: NAME.npy or input_N.npy per graph input. */
+/* Which of n_keys arrays feeds each graph input: the one named like the
+ * input, else input_N, else arr_N (numpy.savez's name for its N-th
+ * positional array). keys: an array's name without ".npy". An input no
+ * key matches, or a key that feeds nothing (most likely a misspelt input
+ * name), is an error naming `where` and the key. match_out: n_inputs
+ * entries. */
+static mb_status match_arrays(const mb_input_source *src, const char *where,
+                              char *const *keys, int n_keys, int *match_out,
+                              mb_error *err) {
+  bool *used = calloc((size_t)n_keys + 1, sizeof *used);
+  mb_status status = MB_STATUS_OK;
+  if (!used)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; i < src->n_inputs; i++) {
+    mb_value_info info;
+    char by_index[32], by_position[32];
+    if ((status = mb_model_input_info(src->model, i, &info, err)))
+      goto done;
+    snprintf(by_index, sizeof by_index, "input_%d", i);
+    snprintf(by_position, sizeof by_position, "arr_%d", i);
+    const char *forms[3] = {usable_file_name(info.name) ? info.name : NULL,
+                            by_index, by_position};
+    int match = -1;
+    for (int k = 0; k < 3 && match < 0; k++)
+      for (int f = 0; forms[k] && f < n_keys && match < 0; f++)
+        if (strcmp(keys[f], forms[k]) == 0)
+          match = f;
+    if (match < 0) {
+      status = mb__error(err, MB_STATUS_NOT_FOUND,
+                         "%s: no '%s', '%s' or '%s' array (.npy) for model "
+                         "input '%s'",
+                         where, info.name, by_index, by_position, info.name);
+      goto done;
+    }
+    used[match] = true;
+    match_out[i] = match;
+  }
+  for (int f = 0; f < n_keys; f++)
+    if (!used[f]) {
+      status = mb__error(err, MB_STATUS_NOT_FOUND,
+                         "%s: '%s.npy' matches no model input (expected "
+                         "NAME.npy, input_N.npy or arr_N.npy)",
+                         where, keys[f]);
+      goto done;
+    }
+done:
+  free(used);
+  return status;
+}
+
+/* One folder of .npy files: NAME.npy, input_N.npy or arr_N.npy per graph
+ * input. */
 static mb_status load_npy_sample(mb_input_source *src, const char *dir,
                                  mb_error *err) {
   int n = src->n_inputs;
   mb_tensor **tensors = calloc((size_t)(n > 0 ? n : 1), sizeof *tensors);
-  bool *used = NULL;
+  int *match = calloc((size_t)(n > 0 ? n : 1), sizeof *match);
   name_list files = {NULL, 0};
   char path[PATH_MAX];
   mb_status status;
-  if (!tensors)
-    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
-  if ((status = list_dir(dir, false, "", ".npy", &files, err)))
-    goto fail;
-  if (!(used = calloc((size_t)files.count + 1, sizeof *used))) {
+  if (!tensors || !match) {
     status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
     goto fail;
   }
+  if ((status = list_dir(dir, false, "", ".npy", &files, err)))
+    goto fail;
+  for (int f = 0; f < files.count; f++) /* the key: the name less ".npy" */
+    files.names[f][strlen(files.names[f]) - 4] = '\0';
+  if ((status = match_arrays(src, dir, files.names, files.count, match, err)))
+    goto fail;
   for (int i = 0; i < n; i++) {
-    mb_value_info info;
-    char by_name[PATH_MAX], by_index[64];
-    if ((status = mb_model_input_info(src->model, i, &info, err)))
-      goto fail;
-    snprintf(by_name, sizeof by_name, "%s.npy", info.name);
-    snprintf(by_index, sizeof by_index, "input_%d.npy", i);
-    int match = -1;
-    for (int f = 0; f < files.count && match < 0; f++)
-      if (usable_file_name(info.name) && strcmp(files.names[f], by_name) == 0)
-        match = f;
-    for (int f = 0; f < files.count && match < 0; f++)
-      if (strcmp(files.names[f], by_index) == 0)
-        match = f;
-    if (match < 0) {
-      status = mb__error(err, MB_STATUS_NOT_FOUND,
-                         "%s: no '%s' or '%s' for model input '%s'", dir,
-                         by_name, by_index, info.name);
-      goto fail;
-    }
-    used[match] = true;
-    snprintf(path, sizeof path, "%s/%s", dir, files.names[match]);
+    snprintf(path, sizeof path, "%s/%s.npy", dir, files.names[match[i]]);
     if ((status = mb__npy_load(path, &tensors[i], err)))
       goto fail;
     if ((status = check_input(src->model, i, tensors[i], path, err)))
       goto fail;
   }
-  /* A file that feeds nothing is most likely a misspelt input name. */
-  for (int f = 0; f < files.count; f++)
-    if (!used[f]) {
-      status = mb__error(err, MB_STATUS_NOT_FOUND,
-                         "%s/%s: matches no model input (expected NAME.npy "
-                         "or input_N.npy)",
-                         dir, files.names[f]);
-      goto fail;
-    }
   status = add_sample(src, tensors, dir, err);
   free(tensors);
-  free(used);
+  free(match);
   name_list_free(&files);
   return status;
 
 fail:
-  free_tensors(tensors, n);
+  if (tensors)
+    free_tensors(tensors, n);
   free(tensors);
-  free(used);
+  free(match);
   name_list_free(&files);
+  return status;
+}
+
+/* One .npz archive (numpy.savez): one sample, its arrays named as the
+ * files of a .npy folder are. */
+static mb_status load_npz_sample(mb_input_source *src, const char *file,
+                                 mb_error *err) {
+  int n = src->n_inputs;
+  mb_npz npz = {0, NULL, NULL};
+  mb_tensor **tensors = calloc((size_t)(n > 0 ? n : 1), sizeof *tensors);
+  int *match = calloc((size_t)(n > 0 ? n : 1), sizeof *match);
+  mb_status status;
+  if (!tensors || !match) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+    goto done;
+  }
+  if ((status = mb__npz_load(file, &npz, err)) ||
+      (status = match_arrays(src, file, npz.names, npz.count, match, err)))
+    goto done;
+  for (int i = 0; i < n; i++) {
+    char where[PATH_MAX + 80];
+    snprintf(where, sizeof where, "%s: '%s'", file, npz.names[match[i]]);
+    tensors[i] = npz.tensors[match[i]];
+    npz.tensors[match[i]] = NULL; /* the sample owns it now */
+    if ((status = check_input(src->model, i, tensors[i], where, err)))
+      goto done;
+  }
+  status = add_sample(src, tensors, file, err); /* owns them, even failing */
+  memset(tensors, 0, (size_t)(n > 0 ? n : 1) * sizeof *tensors);
+done:
+  if (tensors)
+    free_tensors(tensors, n);
+  free(tensors);
+  free(match);
+  mb__npz_free(&npz);
   return status;
 }
 
@@ -606,8 +401,8 @@ static mb_status load_npy_file(mb_input_source *src, const char *file,
   if (src->n_inputs != 1)
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                      "%s: one .npy file feeds a model with one input and this "
-                     "one has %d: give a folder of NAME.npy or input_N.npy "
-                     "files",
+                     "one has %d: give a .npz archive (numpy.savez) or a "
+                     "folder of NAME.npy or input_N.npy files",
                      file, src->n_inputs);
   if ((status = mb__npy_load(file, &tensor, err)))
     return status;
@@ -628,9 +423,11 @@ static mb_status load_dir(mb_input_source *src, const char *dir, int64_t max,
   size_t len = strlen(dir);
   if (is_file(dir) && len > 4 && strcmp(dir + len - 4, ".npy") == 0)
     return load_npy_file(src, dir, err);
+  if (is_file(dir) && len > 4 && strcmp(dir + len - 4, ".npz") == 0)
+    return load_npz_sample(src, dir, err);
   if (!is_dir(dir))
-    return mb__error(err, MB_STATUS_IO, "%s: not a directory (nor a .npy file)",
-                     dir);
+    return mb__error(err, MB_STATUS_IO,
+                     "%s: not a directory (nor a .npy or .npz file)", dir);
   if ((status = list_dir(dir, true, "test_data_set_", "", &subdirs, err)))
     goto done;
   if (subdirs.count > 0) {
@@ -647,14 +444,24 @@ static mb_status load_dir(mb_input_source *src, const char *dir, int64_t max,
       status = load_npy_sample(src, dir, err);
       goto done;
     }
+    /* A folder of .npz archives: one sample each, in name order. */
+    if ((status = list_dir(dir, false, "", ".npz", &subdirs, err)))
+      goto done;
+    for (int i = 0; i < subdirs.count && src->count < max; i++) {
+      snprintf(path, sizeof path, "%s/%s", dir, subdirs.names[i]);
+      if ((status = load_npz_sample(src, path, err)))
+        goto done;
+    }
+    if (subdirs.count > 0)
+      goto done;
     /* Otherwise one sub-folder of .npy files per sample. */
     if ((status = list_dir(dir, true, "", "", &subdirs, err)))
       goto done;
     load = load_npy_sample;
     if (subdirs.count == 0) {
       status = mb__error(err, MB_STATUS_NOT_FOUND,
-                         "%s: holds no test_data_set_* folders, input_N.pb "
-                         "or .npy files",
+                         "%s: holds no test_data_set_* folders, input_N.pb, "
+                         ".npy or .npz files",
                          dir);
       goto done;
     }
