@@ -13,12 +13,16 @@ The measurement, statistics, accuracy, reports, build cache and history are
 libmodelbench's (found in build/lib beside this package, where `make install`
 put it, or at $MODELBENCH_LIBRARY); `python3 -m modelbench` is the CLI with the
 PyTorch conversions. torch is imported only where a model is handled.
+
+Every exception the package raises for the caller is a ``modelbench.Error``
+(a bad config value a ``ConfigError``, also a ValueError; docs/pytorch.md).
 """
 
 from .api import benchmark_model
 from .arguments import parse_benchmark_args
 from .config import BenchmarkConfig
 from .conversions import ALIASES, PYTORCH_CONVERSIONS, list_conversions
+from .errors import ConfigError, ConfigTypeError, EngineError, Error
 from .logs import setup_logging
 from .profiling import ProfileSession, profile, profile_session, report
 from .results import ConversionError, Result, Results, display_all_results
@@ -30,7 +34,11 @@ __version__ = "0.1.0"
 __all__ = [
     "ALIASES",
     "BenchmarkConfig",
+    "ConfigError",
+    "ConfigTypeError",
     "ConversionError",
+    "EngineError",
+    "Error",
     "PYTORCH_CONVERSIONS",
     "ProfileSession",
     "Result",

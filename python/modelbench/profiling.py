@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import capture
+from .errors import ConfigError, EngineError
 
 log = logging.getLogger("modelbench")
 
@@ -185,9 +186,9 @@ class ProfileSession:
                  display: Callable[[str], Any] = print,
                  max_shapes: int = DEFAULT_MAX_SHAPES) -> None:
         if warmup_calls < 0:
-            raise ValueError(f"warmup_calls must be >= 0, got {warmup_calls}")
+            raise ConfigError(f"warmup_calls must be >= 0, got {warmup_calls}")
         if not isinstance(max_shapes, int) or max_shapes < 1:
-            raise ValueError(f"max_shapes must be an int >= 1, got {max_shapes!r}")
+            raise ConfigError(f"max_shapes must be an int >= 1, got {max_shapes!r}")
         self.max_shapes = max_shapes
         self.conversions = list(conversions) if conversions is not None else None
         self.config = config

@@ -4,7 +4,9 @@ with alma's keys added, and their display."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
+
+from .errors import Error
 
 log = logging.getLogger("modelbench")
 
@@ -12,7 +14,7 @@ log = logging.getLogger("modelbench")
 FAILED = ("error", "timeout", "crashed")
 
 
-class ConversionError(RuntimeError):
+class ConversionError(Error, RuntimeError):
     """A conversion failed while fail_on_error is set."""
 
     def __init__(self, conversion: str, error: str, traceback: Optional[str]) -> None:
