@@ -194,7 +194,7 @@ def describe_outputs(module: Any, inputs: Inputs) -> Outputs:
     its outputs' names, dtypes and shapes."""
     import torch
 
-    from .host import flatten_outputs, output_names, plain_output
+    from ._tensors import flatten_outputs, output_names, plain_output
 
     module.eval()
     with torch.inference_mode():

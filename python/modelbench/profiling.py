@@ -724,7 +724,8 @@ def _onnx_converted(segment: Segment, conversion: str, threads: int) -> Callable
     (mb_runner), its outputs in the structure the module returns."""
     import torch
 
-    from .runner import Runner, unflatten
+    from ._tensors import unflatten
+    from .runner import Runner
 
     if not segment.onnx_path:
         raise RuntimeError(f"{segment.name} has no ONNX export")
