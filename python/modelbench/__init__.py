@@ -3,7 +3,7 @@ conversions and every ONNX conversion of the C engine, in one report.
 
     from modelbench import benchmark_model, display_all_results
     results = benchmark_model(model, {"batch_size": 1}, ["EAGER", "ORT_CPU"], data=x[0])
-    display_all_results(results)
+    display_all_results(results)        # or print(results)
 
 alma's import paths work too (``modelbench.benchmark.log``,
 ``modelbench.arguments.benchmark_args``, ``modelbench.utils.setup_logging``,
