@@ -18,14 +18,14 @@ Every exception the package raises for the caller is a ``modelbench.Error``
 (a bad config value a ``ConfigError``, also a ValueError; docs/pytorch.md).
 """
 
-from .api import benchmark_model
+from .api import benchmark_model, benchmark_sweep
 from .arguments import parse_benchmark_args
 from .config import BenchmarkConfig
 from .conversions import ALIASES, PYTORCH_CONVERSIONS, list_conversions
 from .errors import ConfigError, ConfigTypeError, EngineError, Error
 from .logs import setup_logging
 from .profiling import ProfileSession, profile, profile_session, report
-from .results import ConversionError, Result, Results, display_all_results
+from .results import ConversionError, Result, Results, SweepResults, display_all_results
 from .utils import save_dict_to_json
 from .utils.multiprocessing import lazyload
 
@@ -43,7 +43,9 @@ __all__ = [
     "ProfileSession",
     "Result",
     "Results",
+    "SweepResults",
     "benchmark_model",
+    "benchmark_sweep",
     "display_all_results",
     "lazyload",
     "list_conversions",

@@ -422,7 +422,7 @@ def _benchmark(records: List[FunctionRecord], conversions: Any, config: Any,
                run_dir: str) -> _Bench:
     """One bench run over the manifests of every captured module (written
     under run_dir); each segment learns its hash and ONNX export."""
-    from .api import _bench_argv, _run_engine
+    from . import _engine
 
     cfg = _config(config)
     names: List[str] = []
@@ -458,13 +458,12 @@ def _benchmark(records: List[FunctionRecord], conversions: Any, config: Any,
         return bench
     paths = list(manifests.values())
     json_path = cfg.json or os.path.join(run_dir, "report.json")
-    argv = _bench_argv(cfg, paths[0], names, None, json_path, cfg.labels, "cpu",
-                       in_process=False)
-    argv[3:3] = paths[1:]
-    rc = _run_engine(argv, in_process=False)
+    argv = _engine.bench_argv(cfg, paths, names, json_path=json_path, device="cpu",
+                              labels=cfg.labels)
+    rc = _engine.run(argv, in_process=False)
     if not os.path.exists(json_path):
-        raise RuntimeError(f"modelbench bench wrote no report (exit status {rc}); its "
-                           "messages are in the 'modelbench' log (setup_logging())")
+        raise EngineError(f"modelbench bench wrote no report (exit status {rc}); its "
+                          "messages are in the 'modelbench' log (setup_logging())")
     with open(json_path) as f:
         data = json.load(f)
     for rep in data.get("reports", [data]):

@@ -1,9 +1,18 @@
-"""Results, Result and SweepResults print what display_all_results prints."""
+"""Results, Result and SweepResults print what display_all_results prints,
+and benchmark_sweep returns results by point (the engine's report faked: no
+benchmark runs here)."""
 
 from __future__ import annotations
 
-from modelbench import Result, Results, display_all_results
-from modelbench.results import SweepResults, from_report
+import json
+import warnings
+
+import pytest
+import torch
+
+from modelbench import (Result, Results, SweepResults, benchmark_model, benchmark_sweep,
+                        display_all_results)
+from modelbench.results import from_report
 
 REPORT = {
     "reference": "EAGER",
@@ -60,3 +69,56 @@ def test_sweep_results_print_each_point():
     assert text.startswith("Sweep point batch=1:\n")
     assert "\nSweep point batch=4:\n" in text and text.count("All results:") == 2
 
+
+def _fake_engine(points, seen):
+    """An engine run that writes a report per point where --json says."""
+
+    def run(argv, in_process):
+        seen.append(argv)
+        path = argv[argv.index("--json") + 1]
+        reports = [{"sweep_point": p, "model": {}, "recommendation": {},
+                    "results": [dict(REPORT["results"][0], conversion="EAGER")]}
+                   for p in points]
+        with open(path, "w") as f:
+            json.dump({"reports": reports}, f)
+        return 0
+
+    return run
+
+
+def test_benchmark_sweep_returns_results_by_point(monkeypatch, cache_dir):
+    from modelbench import api
+
+    seen = []
+    monkeypatch.setattr(api._engine, "run", _fake_engine(["threads=1", "threads=2"], seen))
+    with warnings.catch_warnings():
+        # benchmark_sweep is not the deprecated way.
+        warnings.filterwarnings("error", ".*benchmark_sweep", DeprecationWarning)
+        by_point = benchmark_sweep(torch.nn.Linear(3, 2), {"record": False},
+                                   {"threads": [1, 2]}, ["EAGER"], data=torch.ones(3))
+    assert isinstance(by_point, SweepResults)
+    assert list(by_point) == ["threads=1", "threads=2"]
+    assert all(isinstance(r, Results) and list(r) == ["EAGER"] for r in by_point.values())
+    argv = seen[0]
+    assert argv[1] == "bench" and argv[argv.index("--sweep") + 1] == "threads=1,2"
+
+
+def test_benchmark_model_with_a_sweep_still_works_and_warns(monkeypatch, cache_dir):
+    from modelbench import api
+
+    monkeypatch.setattr(api._engine, "run", _fake_engine(["threads=1"], []))
+    with pytest.warns(DeprecationWarning, match="benchmark_sweep"):
+        by_point = benchmark_model(torch.nn.Linear(3, 2), {"record": False}, ["EAGER"],
+                                   data=torch.ones(3), sweep={"threads": [1]})
+    assert list(by_point) == ["threads=1"] and list(by_point["threads=1"]) == ["EAGER"]
+
+
+def test_benchmark_model_without_a_sweep_returns_results(monkeypatch, cache_dir):
+    from modelbench import api
+
+    monkeypatch.setattr(api._engine, "run", _fake_engine([""], []))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", ".*benchmark_sweep", DeprecationWarning)
+        results = benchmark_model(torch.nn.Linear(3, 2), {"record": False}, ["EAGER"],
+                                  data=torch.ones(3))
+    assert type(results) is Results and list(results) == ["EAGER"]
