@@ -26,6 +26,8 @@ from ctypes import (
 from pathlib import Path
 from typing import List, Optional
 
+from .errors import ConfigError, Error
+
 MB_MAX_RANK = 8
 MB_ERROR_MESSAGE_SIZE = 512
 
@@ -163,7 +165,7 @@ def _candidates() -> List[Path]:
     return found
 
 
-class LibraryNotFound(ImportError):
+class LibraryNotFound(Error, ImportError):
     """libmodelbench.so could not be found or loaded."""
 
 
@@ -288,12 +290,13 @@ def error_message(err: MbError) -> str:
 
 
 def conversion_find(name_or_id: str) -> int:
-    """The registry index of a conversion name or id; ValueError with the
-    registry's message (and its suggestions) when unknown."""
+    """The registry index of a conversion name or id; ConfigError (a
+    ValueError) with the registry's message (and its suggestions) when
+    unknown."""
     err = MbError()
     index = c_int()
     if lib.mb_conversion_find(name_or_id.encode(), ctypes.byref(index), ctypes.byref(err)):
-        raise ValueError(error_message(err))
+        raise ConfigError(error_message(err))
     return index.value
 
 
@@ -302,7 +305,7 @@ def conversion_info(index: int) -> dict:
     info = MbConversionInfo()
     err = MbError()
     if lib.mb_conversion_get(index, ctypes.byref(info), ctypes.byref(err)):
-        raise ValueError(error_message(err))
+        raise ConfigError(error_message(err))
     return {
         "id": info.id,
         "name": info.name.decode(),

@@ -7,30 +7,28 @@ JIT_*, BF16+EAGER, PyTorch int8) and every ONNX conversion of the C engine
 statistics, accuracy (against EAGER), reports, build cache and history as a
 CLI run. With multiprocessing (the default) that run happens in a fresh
 ``python3 -m modelbench`` process that forks one worker per conversion.
+``benchmark_sweep`` runs the same at every point of a sweep. The engine's
+command line is built and run by ``_engine``.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import uuid
-from pathlib import Path
+import warnings
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from . import _lib, conversions as conv_table
+from . import _engine, conversions as conv_table
 from .config import BenchmarkConfig
-from .results import (ConversionError, Results, failures, from_report,
+from .errors import ConfigError, ConfigTypeError
+from .results import (ConversionError, Results, SweepResults, failures, from_report,
                       rename_recommendation, unavailable_result)
 
 log = logging.getLogger("modelbench")
-
-WORKER_ENV = "MODELBENCH_WORKER"
 
 
 def default_conversions(formats: Sequence[str], tier: Optional[int] = None) -> List[str]:
@@ -44,11 +42,12 @@ def default_conversions(formats: Sequence[str], tier: Optional[int] = None) -> L
 
 
 def _keyed(chosen: List["conv_table.Selected"], by_point: Dict[str, Results],
-           device: str, sweep: bool) -> Union[Results, Dict[str, Results]]:
-    """The engine's results keyed by the names the user gave (alma's mode for
-    an alma id), in the user's order, with a result saying why for each alma
-    option modelbench does not run."""
-    out: Dict[str, Results] = {}
+           device: str) -> SweepResults:
+    """The engine's results, per sweep point ("" without a sweep), keyed by
+    the names the user gave (alma's mode for an alma id), in the user's
+    order, with a result saying why for each alma option modelbench does not
+    run."""
+    out = SweepResults()
     for point, results in by_point.items():
         keyed = Results()
         keyed.report = results.report
@@ -61,56 +60,7 @@ def _keyed(chosen: List["conv_table.Selected"], by_point: Dict[str, Results],
             elif c.name in results:
                 keyed[c.key] = results[c.name]
         out[point] = keyed
-    return out if sweep else next(iter(out.values()))
-
-
-def _package_root() -> str:
-    return str(Path(__file__).resolve().parent.parent)
-
-
-def _engine_env() -> Dict[str, str]:
-    env = dict(os.environ)
-    root = _package_root()
-    path = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = root + (os.pathsep + path if path else "")
-    env[WORKER_ENV] = "1"
-    # The tasks of a run on Slurm (executor=) start this front, not the bare
-    # CLI, so that they have the PyTorch host runtime.
-    env.setdefault("MODELBENCH_TASK_COMMAND", f"{sys.executable} -m modelbench")
-    return env
-
-
-# executor_options of benchmark_model: bench's options of the same names
-# (docs/executors.md).
-_EXECUTOR_OPTIONS = ("split", "partition", "time_limit", "mem", "cpus_per_task",
-                     "account", "sbatch_args", "retries", "run_dir", "ssh_config",
-                     "remote_modelbench")
-
-
-def _executor_argv(executor: Optional[str],
-                   options: Optional[Mapping[str, Any]]) -> List[str]:
-    """bench's --executor flags; ValueError/TypeError naming a bad one."""
-    if executor is None:
-        if options:
-            raise ValueError("executor_options were given without an executor")
-        return []
-    if not isinstance(executor, str) or not (
-            executor == "slurm" or (executor.startswith("ssh:") and len(executor) > 4)):
-        raise ValueError(f"executor must be 'slurm' or 'ssh:HOST[,HOST...]', got {executor!r}")
-    argv = ["--executor", executor]
-    for key, value in (options or {}).items():
-        if key not in _EXECUTOR_OPTIONS:
-            close = difflib.get_close_matches(str(key), _EXECUTOR_OPTIONS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ValueError(f"unknown executor option {key!r}{hint}")
-        if key == "sbatch_args":
-            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-                raise TypeError("executor option 'sbatch_args' must be a list of str, "
-                                f"got {value!r}")
-            argv += [f"--sbatch-arg={v}" for v in value]
-        else:
-            argv += [f"--{key.replace('_', '-')}", str(value)]
-    return argv
+    return out
 
 
 def shared_run_parent(cache_dir: Optional[str], name: str) -> str:
@@ -123,177 +73,6 @@ def shared_run_parent(cache_dir: Optional[str], name: str) -> str:
     parent = os.path.join(base, name)
     os.makedirs(parent, exist_ok=True)
     return parent
-
-
-def _timed_iterations(cfg: BenchmarkConfig, inputs: Any) -> int:
-    """Timed inferences: alma's n_samples samples (ceil(n_samples / batch))
-    unless min_iterations or min_time is set (then at least min_iterations,
-    default 20)."""
-    if not cfg.timed_by_samples:
-        return cfg.min_iterations if cfg.min_iterations is not None else 20
-    batch = inputs.batch_size if inputs is not None else cfg.batch_size
-    return max(1, -(-cfg.n_samples // max(batch, 1)))
-
-
-def _bench_argv(cfg: BenchmarkConfig, model_path: str, names: List[str],
-                inputs: Any, json_path: str, labels: Dict[str, str],
-                device: str, in_process: bool) -> List[str]:
-    argv = [
-        "modelbench", "bench", model_path,
-        "-c", ",".join(names),
-        "--threads", str(cfg.threads),
-        "--warmup", str(cfg.warmup),
-        "--warmup-time", repr(cfg.warmup_time),
-        "--min-iterations", str(_timed_iterations(cfg, inputs)),
-        "--min-time", repr(0.0 if cfg.timed_by_samples else
-                           (cfg.min_time if cfg.min_time is not None else 2.0)),
-        "--max-time", repr(cfg.max_time),
-        "--timeout", repr(cfg.timeout),
-        "--seed", str(cfg.seed),
-        "--rtol", repr(cfg.rtol),
-        "--atol", repr(cfg.atol),
-        "--max-error", repr(cfg.max_error),
-        "--device", device,
-        "--log-level", "debug" if log.isEnabledFor(logging.DEBUG) else cfg.log_level,
-        "--json", json_path,
-    ]
-    if "EAGER" in names:
-        argv += ["--baseline", "EAGER"]
-    if cfg.allow_device_override:
-        argv.append("--allow-device-override")
-    if cfg.fail_on_error:
-        argv.append("--fail-fast")
-    if in_process:
-        argv.append("--no-isolate")
-    if inputs is not None:
-        argv += ["--n-samples", str(inputs.n_batches)]
-    if inputs is not None and inputs.folder:
-        argv += ["--inputs", inputs.folder]
-        if inputs.labels:
-            argv += ["--labels", inputs.labels]
-    elif inputs is not None:
-        argv += ["--batch-size", str(inputs.batch_size)]
-        for name, lo, hi in inputs.ranges:
-            argv += ["--input-range", f"{name}={lo:g}:{hi:g}"]
-    if cfg.calibration_samples:
-        argv += ["--calibration-samples", str(cfg.calibration_samples)]
-    if cfg.int8_weights is not None:
-        argv += ["--int8-weights", str(cfg.int8_weights)]
-    for flag, value in (("--html", cfg.html), ("--csv", cfg.csv),
-                        ("--markdown", cfg.markdown), ("--cache-dir", cfg.cache_dir),
-                        ("--log-dir", cfg.log_dir)):
-        if value:
-            argv += [flag, str(value)]
-    if not cfg.cache:
-        argv.append("--no-cache")
-    if not cfg.record:
-        argv.append("--no-record")
-    for key, value in labels.items():
-        argv += ["--label", f"{key}={value}"]
-    return argv
-
-
-#: The load settings ``scenario=`` takes as a dict, by ``modelbench load``'s
-#: long options; the value's type and how it is written.
-_LOAD_KEYS = {
-    "scenario": str,
-    "qps": float,
-    "concurrency": int,
-    "slo": str,
-    "find_peak": bool,
-    "min_duration": float,
-    "min_queries": int,
-    "qps_tolerance": float,
-}
-_SCENARIOS = ("single-stream", "server", "offline")
-_SWEEP_KEYS = ("batch", "threads", "concurrency", "qps")
-
-
-def _unknown(kind: str, key: Any, known: Sequence[str]) -> ValueError:
-    import difflib
-
-    close = difflib.get_close_matches(str(key), list(known), n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return ValueError(f"unknown {kind} key {key!r}{hint}; known: {', '.join(known)}")
-
-
-def _load_argv(scenario: Union[str, Mapping[str, Any], None]) -> List[str]:
-    """``modelbench load``'s options for scenario= (a name, or a dict of
-    _LOAD_KEYS); [] for bench's timed loop (None)."""
-    if scenario is None:
-        return []
-    settings = {"scenario": scenario} if isinstance(scenario, str) else scenario
-    if not isinstance(settings, Mapping):
-        raise TypeError("scenario must be a name (single-stream, server, offline) or a "
-                        f"dict of {', '.join(_LOAD_KEYS)}, got {type(scenario).__name__}")
-    argv: List[str] = []
-    for key, value in settings.items():
-        if key not in _LOAD_KEYS:
-            raise _unknown("scenario", key, list(_LOAD_KEYS))
-        want = _LOAD_KEYS[key]
-        numbers = {float: (int, float), int: (int,)}.get(want)
-        if numbers is not None:
-            ok = isinstance(value, numbers) and not isinstance(value, bool)
-        else:
-            ok = isinstance(value, want)
-        if not ok:
-            raise TypeError(f"scenario key {key!r} must be {want.__name__}, got "
-                            f"{type(value).__name__} {value!r}")
-        if key == "find_peak":
-            argv += ["--find-peak"] if value else []
-        else:
-            argv += ["--" + key.replace("_", "-"), value if isinstance(value, str) else repr(value)]
-    name = settings.get("scenario")
-    if name not in _SCENARIOS:
-        raise ValueError(f"scenario {name!r}: expected one of {', '.join(_SCENARIOS)}")
-    return argv
-
-
-def _sweep_argv(sweep: Optional[Mapping[str, Sequence[Any]]]) -> List[str]:
-    """``--sweep KEY=V1,V2`` per axis of sweep= ({"batch": [1, 4],
-    "dim:seq": [16, 64]}); [] for none."""
-    if sweep is None:
-        return []
-    if not isinstance(sweep, Mapping) or not sweep:
-        raise TypeError("sweep must be a non-empty dict of setting -> values, e.g. "
-                        "{'batch': [1, 4], 'dim:seq': [16, 64]}")
-    argv: List[str] = []
-    for key, values in sweep.items():
-        if not isinstance(key, str) or not (key in _SWEEP_KEYS or
-                                            (key.startswith("dim:") and len(key) > 4)):
-            raise _unknown("sweep", key, list(_SWEEP_KEYS) + ["dim:NAME"])
-        if (isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values
-                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-                           for v in values)):
-            raise ValueError(f"sweep key {key!r} takes a non-empty list of numbers > 0, "
-                             f"got {values!r}")
-        argv += ["--sweep", f"{key}=" + ",".join(f"{v:g}" for v in values)]
-    return argv
-
-
-def _run_engine(argv: List[str], in_process: bool) -> int:
-    """Runs `modelbench bench` in a fresh process (or this one), its output
-    going to the "modelbench" logger."""
-    log.debug("engine: %s", " ".join(argv[1:]))
-    if in_process:
-        from . import host
-
-        host.install()
-        return _lib.cli_main(argv)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "modelbench"] + argv[1:],
-        env=_engine_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        errors="replace",
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        line = line.rstrip("\n")
-        if line:
-            log.info("%s", line)
-    return proc.wait()
 
 
 def _resolve_device(cfg: BenchmarkConfig) -> str:
@@ -323,7 +102,7 @@ def _resolve_device(cfg: BenchmarkConfig) -> str:
                         "running on the CPU (allow_device_override)", want)
             return "cpu"
         if base == "mps":
-            raise ValueError(
+            raise ConfigError(
                 "config key 'device' is mps, which modelbench's conversions do not run "
                 "on: set allow_device_override=True to run them on the CPU")
         log.warning("device %s requested but it is not usable by modelbench here, and "
@@ -342,7 +121,7 @@ def benchmark_model(
     executor_options: Optional[Mapping[str, Any]] = None,
     scenario: Union[str, Mapping[str, Any], None] = None,
     sweep: Optional[Mapping[str, Sequence[Any]]] = None,
-) -> Union[Results, Dict[str, Results]]:
+) -> Results:
     """Benchmarks `model` under each conversion and returns the results by name.
 
     Args:
@@ -376,21 +155,81 @@ def benchmark_model(
             "find_peak", "min_duration", "min_queries", "qps_tolerance". Each
             result then has a "load" entry (achieved QPS, validity, SLO...) and
             its latencies count from each query's scheduled arrival.
-        sweep: run every point of these settings' product: {"batch": [1, 4],
-            "threads": [1, 2], "dim:seq": [16, 64]} (with a scenario also
-            "concurrency" and "qps").
+        sweep: deprecated, use :func:`benchmark_sweep` (the same run, always
+            returning results by point); given, this returns what
+            benchmark_sweep does and warns (DeprecationWarning).
 
     Returns:
         :class:`Results`, a dict keyed by the conversion names given (alma's
         mode for an alma id) whose values hold every key of the JSON report's
-        result plus alma's; ``results.recommendation`` says what to deploy. With a sweep: a dict keyed by
-        the point ("batch=4 threads=2") of such Results, in run order.
+        result plus alma's; ``results.recommendation`` says what to deploy.
+        ``print(results)`` prints what :func:`display_all_results` does.
 
     Raises:
-        ValueError / TypeError: a bad config key or value, an unknown conversion,
-            unusable data, naming the culprit.
+        ConfigError (a ValueError) / ConfigTypeError (a TypeError): a bad
+            config key or value, an unknown conversion, unusable data, naming
+            the culprit; or the engine refused the run.
         ConversionError: fail_on_error is set and a conversion failed.
+        Every one is a :class:`modelbench.Error`.
     """
+    if sweep is not None:
+        warnings.warn("benchmark_model(..., sweep=...) is deprecated: call "
+                      "modelbench.benchmark_sweep(model, config, sweep, ...), which returns "
+                      "the results by sweep point", DeprecationWarning, stacklevel=2)
+        return _benchmark(model, config, conversions, data, data_loader, executor,  # type: ignore[return-value]
+                          executor_options, scenario, sweep)
+    by_point = _benchmark(model, config, conversions, data, data_loader, executor,
+                          executor_options, scenario, None)
+    return next(iter(by_point.values()))
+
+
+def benchmark_sweep(
+    model: Any,
+    config: Union[BenchmarkConfig, Mapping[str, Any], None],
+    sweep: Mapping[str, Sequence[Any]],
+    conversions: Optional[Sequence[Union[str, int]]] = None,
+    data: Any = None,
+    data_loader: Any = None,
+    scenario: Union[str, Mapping[str, Any], None] = None,
+) -> SweepResults:
+    """Benchmarks `model` at every point of the product of `sweep`'s settings.
+
+    Args:
+        model, config, conversions, data, data_loader, scenario: as for
+            :func:`benchmark_model`.
+        sweep: the settings and their values: {"batch": [1, 4], "threads":
+            [1, 2], "dim:seq": [16, 64]} (with a scenario also "concurrency"
+            and "qps"). A sweep runs on this machine (no executor).
+
+    Returns:
+        :class:`SweepResults`: a dict keyed by the point ("batch=4 threads=2"),
+        in run order, of :class:`Results` (each with its own report and
+        recommendation).
+
+    Raises:
+        As :func:`benchmark_model`; a sweep that is not a non-empty dict of
+        known settings to numbers > 0 is a ConfigError / ConfigTypeError.
+    """
+    if sweep is None:
+        raise ConfigTypeError("benchmark_sweep needs a sweep: a non-empty dict of setting -> "
+                              "values, e.g. {'batch': [1, 4], 'dim:seq': [16, 64]}")
+    return _benchmark(model, config, conversions, data, data_loader, None, None,
+                      scenario, sweep)
+
+
+def _benchmark(
+    model: Any,
+    config: Union[BenchmarkConfig, Mapping[str, Any], None],
+    conversions: Optional[Sequence[Union[str, int]]],
+    data: Any,
+    data_loader: Any,
+    executor: Optional[str],
+    executor_options: Optional[Mapping[str, Any]],
+    scenario: Union[str, Mapping[str, Any], None],
+    sweep: Optional[Mapping[str, Sequence[Any]]],
+) -> SweepResults:
+    """benchmark_model and benchmark_sweep: the results by sweep point, ""
+    the only one without a sweep."""
     from .data import from_loader, from_sample
     from .model import (
         describe_outputs,
@@ -402,29 +241,29 @@ def benchmark_model(
     )
 
     cfg = BenchmarkConfig.from_any(config)
-    serving = _load_argv(scenario) + _sweep_argv(sweep)
+    serving = _engine.load_argv(scenario) + _engine.sweep_argv(sweep)
     if data is not None and data_loader is not None:
-        raise ValueError("give data or data_loader, not both")
+        raise ConfigError("give data or data_loader, not both")
     source = load_source(model, cfg.seed, cfg.allow_pickle)
     formats_here = ["onnx"] if source.kind == "onnx" else ["pytorch", "onnx"]
     if conversions is not None and cfg.tier is not None:
-        raise ValueError("give conversions or config key 'tier', not both")
+        raise ConfigError("give conversions or config key 'tier', not both")
     if isinstance(conversions, (str, int)) or hasattr(conversions, "mode"):
         conversions = [conversions]
     chosen = (conv_table.select(conversions) if conversions is not None else
               [conv_table.Selected(n, n) for n in default_conversions(
                   formats_here + ["torchscript"], cfg.tier)])
     if not chosen:
-        raise ValueError("conversions is empty: name at least one (modelbench list)")
+        raise ConfigError("conversions is empty: name at least one (modelbench list)")
     names = [c.name for c in chosen if c.name]
     device = _resolve_device(cfg)
-    executor_argv = _executor_argv(executor, executor_options)
+    executor_argv = _engine.executor_argv(executor, executor_options)
     if executor_argv and serving:
-        raise ValueError("executor runs plain benchmarks: scenario and sweep run on this "
-                         "machine (leave out executor)")
+        raise ConfigError("executor runs plain benchmarks: scenario and sweep run on this "
+                          "machine (leave out executor)")
     if executor_argv and not cfg.multiprocessing:
-        raise ValueError("executor needs multiprocessing=True: the model travels to "
-                         "the other machine as a file, not as this process's object")
+        raise ConfigError("executor needs multiprocessing=True: the model travels to "
+                          "the other machine as a file, not as this process's object")
     run_dir = tempfile.mkdtemp(prefix="modelbench-run-",
                                dir=shared_run_parent(cfg.cache_dir, "python-runs")
                                if executor_argv else None)
@@ -437,13 +276,12 @@ def benchmark_model(
         elif data is not None:
             inputs = from_sample(source.module, data, cfg.batch_size, cfg.n_samples)
         elif source.kind != "onnx":
-            raise ValueError(
+            raise ConfigError(
                 "give data (one sample without the batch dimension) or a data_loader: "
                 "a PyTorch module does not declare its input shapes"
             )
         if not names:  # every one asked for is an alma option modelbench lacks
-            return _keyed(chosen, {"": from_report({"results": []}, cfg.json)}, device,
-                          sweep is not None)
+            return _keyed(chosen, {"": from_report({"results": []}, cfg.json)}, device)
         if source.kind == "onnx":
             model_path = source.path or ""
         else:
@@ -478,13 +316,13 @@ def benchmark_model(
         # temporary file): labels the user gave win.
         labels = {"model": source.name, "framework": "pytorch" if source.kind != "onnx" else "onnx"}
         labels.update(cfg.labels)
-        argv = _bench_argv(cfg, model_path, names, inputs, json_path, labels, device,
-                           in_process=not cfg.multiprocessing) + executor_argv + serving
-        if scenario is not None:
-            argv[1] = "load"
-        rc = _run_engine(argv, in_process=not cfg.multiprocessing)
+        argv = _engine.bench_argv(
+            cfg, [model_path], names, json_path=json_path, device=device, labels=labels,
+            inputs=inputs, in_process=not cfg.multiprocessing,
+            command="load" if scenario is not None else "bench") + executor_argv + serving
+        rc = _engine.run(argv, in_process=not cfg.multiprocessing)
         if rc == 2 or not os.path.exists(json_path):
-            raise ValueError(
+            raise ConfigError(
                 f"modelbench bench refused the run (exit status {rc}); its messages are "
                 "above in the log"
             )
@@ -493,8 +331,8 @@ def benchmark_model(
         reports = report["reports"] if "reports" in report else [report]
         by_point = {str(rep.get("sweep_point") or ""): from_report(rep, cfg.json)
                     for rep in reports}
-        keyed = _keyed(chosen, by_point, device, sweep is not None)
-        for results in keyed.values() if sweep is not None else [keyed]:
+        keyed = _keyed(chosen, by_point, device)
+        for results in keyed.values():
             failed = failures(results)
             if cfg.fail_on_error and failed:
                 r = results[failed[0]]

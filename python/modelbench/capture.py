@@ -32,6 +32,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from .errors import Error
+
 _original_call: Optional[Callable[..., Any]] = None
 _original_init: Optional[Callable[..., Any]] = None
 _listener: Optional["Listener"] = None
@@ -222,7 +224,7 @@ def class_name(module: Any) -> str:
 # ---------------------------------------------------------------------------
 
 
-class NotBenchmarkable(ValueError):
+class NotBenchmarkable(Error, ValueError):
     """A module call whose inputs the engine cannot feed (a non-tensor
     argument, a keyword argument out of order)."""
 

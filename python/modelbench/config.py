@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Union, get_type_hints
 
+from .errors import ConfigError, ConfigTypeError
+
 _DEVICES = ("cpu", "cuda", "mps", "auto")
 _LOG_LEVELS = ("error", "warn", "info", "debug")
 # The engine's own limits (`modelbench bench`'s option parser): a config
@@ -130,8 +132,9 @@ class BenchmarkConfig:
     def from_any(cls, config: Union["BenchmarkConfig", Mapping[str, Any], None]) -> "BenchmarkConfig":
         """A config from a BenchmarkConfig, a dict of its keys, or None (defaults).
 
-        Raises ValueError for an unknown key (with the closest known one) and
-        TypeError for a value of the wrong type, both naming the key.
+        Raises ConfigError (a ValueError) for an unknown key (with the closest
+        known one) and ConfigTypeError (a TypeError) for a value of the wrong
+        type, both naming the key.
         """
         if config is None:
             return cls()
@@ -145,7 +148,7 @@ class BenchmarkConfig:
                 config, "__fields__"):
             config = config.dict()
         if not isinstance(config, Mapping):
-            raise TypeError(
+            raise ConfigTypeError(
                 f"config must be a dict or a BenchmarkConfig, got {type(config).__name__}"
             )
         known = {f.name for f in dataclasses.fields(cls)}
@@ -153,62 +156,63 @@ class BenchmarkConfig:
             if not isinstance(key, str) or key not in known:
                 close = difflib.get_close_matches(str(key), sorted(known), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise ValueError(f"unknown config key {key!r}{hint}")
+                raise ConfigError(f"unknown config key {key!r}{hint}")
         return cls(**dict(config))
 
     def validate(self) -> None:
-        """Checks every field's type and range; errors name the key and value."""
+        """Checks every field's type and range; errors (ConfigError,
+        ConfigTypeError) name the key and value."""
         hints = get_type_hints(type(self))
         for f in dataclasses.fields(self):
             _check_type(f.name, getattr(self, f.name), hints[f.name])
         for key in _FLOAT_KEYS:
             if getattr(self, key) is not None and not math.isfinite(getattr(self, key)):
-                raise ValueError(f"config key {key!r} must be a finite number, got {getattr(self, key)}")
+                raise ConfigError(f"config key {key!r} must be a finite number, got {getattr(self, key)}")
         for key, most in _ENGINE_MAX.items():
             value = getattr(self, key)
             if value is not None and value > most:
-                raise ValueError(f"config key {key!r} must be <= {most}, got {value}")
+                raise ConfigError(f"config key {key!r} must be <= {most}, got {value}")
         for key in ("batch_size", "n_samples", "threads", "min_iterations"):
             if getattr(self, key) is not None and getattr(self, key) < 1:
-                raise ValueError(f"config key {key!r} must be >= 1, got {getattr(self, key)}")
+                raise ConfigError(f"config key {key!r} must be >= 1, got {getattr(self, key)}")
         for key in ("warmup", "seed"):
             if getattr(self, key) < 0:
-                raise ValueError(f"config key {key!r} must be >= 0, got {getattr(self, key)}")
+                raise ConfigError(f"config key {key!r} must be >= 0, got {getattr(self, key)}")
         for key in ("warmup_time", "min_time", "rtol", "atol"):
             if getattr(self, key) is not None and getattr(self, key) < 0:
-                raise ValueError(f"config key {key!r} must be >= 0, got {getattr(self, key)}")
+                raise ConfigError(f"config key {key!r} must be >= 0, got {getattr(self, key)}")
         for key in ("max_time", "timeout", "max_error"):
             if getattr(self, key) <= 0:
-                raise ValueError(f"config key {key!r} must be > 0, got {getattr(self, key)}")
+                raise ConfigError(f"config key {key!r} must be > 0, got {getattr(self, key)}")
         base, _, index = (self.device or "auto").partition(":")
         if base not in _DEVICES or (index and not (base == "cuda" and index.isdigit())):
-            raise ValueError(
+            raise ConfigError(
                 "config key 'device' must be one of cpu, cuda, cuda:N, mps, auto, None or "
                 f"a torch.device, got {self.device!r}"
             )
         if self.tier is not None and self.tier not in (1, 2, 3):
-            raise ValueError(f"config key 'tier' must be 1, 2 or 3, got {self.tier!r}")
+            raise ConfigError(f"config key 'tier' must be 1, 2 or 3, got {self.tier!r}")
         if self.log_level not in _LOG_LEVELS:
-            raise ValueError(
+            raise ConfigError(
                 f"config key 'log_level' must be one of {', '.join(_LOG_LEVELS)}, "
                 f"got {self.log_level!r}"
             )
         if self.opset is not None and not 7 <= self.opset <= 17:
-            raise ValueError(f"config key 'opset' must be between 7 and 17, got {self.opset}")
+            raise ConfigError(f"config key 'opset' must be between 7 and 17, got {self.opset}")
         if self.calibration_samples is not None and self.calibration_samples < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"config key 'calibration_samples' must be >= 1, got {self.calibration_samples}"
             )
         if self.int8_weights is not None and (
                 isinstance(self.int8_weights, bool)
                 or self.int8_weights not in (7, 8, "7", "8", "mixed")):
-            raise ValueError(
+            raise ConfigError(
                 "config key 'int8_weights' must be 7, 8, 'mixed' or None, "
                 f"got {self.int8_weights!r}"
             )
         for k, v in self.labels.items():
             if not isinstance(k, str) or not isinstance(v, str) or not k or "=" in k:
-                raise ValueError(
+                raise ConfigError(
                     f"config key 'labels' holds str -> str pairs without '=' in keys, "
                     f"got {k!r}: {v!r}"
                 )
@@ -223,26 +227,26 @@ def _device_text(device: Any) -> Any:
 
 
 def _check_type(key: str, value: Any, hint: Any) -> None:
-    """TypeError naming the key when value does not fit the annotation."""
+    """ConfigTypeError naming the key when value does not fit the annotation."""
     optional = getattr(hint, "__args__", None) and type(None) in hint.__args__
     if value is None:
         if optional:
             return
-        raise TypeError(f"config key {key!r} must not be None")
+        raise ConfigTypeError(f"config key {key!r} must not be None")
     base = hint
     if optional:
         choices = tuple(a for a in hint.__args__ if a is not type(None))
         if len(choices) > 1:  # Optional[Union[int, str]]: any of them
             if isinstance(value, bool) or not isinstance(value, choices):
                 names = " or ".join(c.__name__ for c in choices)
-                raise TypeError(f"config key {key!r} must be {names}, "
-                                f"got {type(value).__name__} {value!r}")
+                raise ConfigTypeError(f"config key {key!r} must be {names}, "
+                                      f"got {type(value).__name__} {value!r}")
             return
         base = choices[0]
     origin = getattr(base, "__origin__", None)
     if origin is dict:
         if not isinstance(value, dict):
-            raise TypeError(f"config key {key!r} must be a dict, got {type(value).__name__}")
+            raise ConfigTypeError(f"config key {key!r} must be a dict, got {type(value).__name__}")
         return
     if base is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -251,6 +255,6 @@ def _check_type(key: str, value: Any, hint: Any) -> None:
     else:
         ok = isinstance(value, base)
     if not ok:
-        raise TypeError(
+        raise ConfigTypeError(
             f"config key {key!r} must be {base.__name__}, got {type(value).__name__} {value!r}"
         )

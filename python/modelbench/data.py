@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
+from .errors import ConfigError, ConfigTypeError
+
 log = logging.getLogger("modelbench")
 
 
@@ -103,7 +105,7 @@ def _as_tensors(value: Any, what: str) -> Tuple[Any, ...]:
         isinstance(v, torch.Tensor) for v in value
     ):
         return tuple(value)
-    raise TypeError(
+    raise ConfigTypeError(
         f"{what} must be a tensor or a tuple of tensors, got {type(value).__name__}"
     )
 
@@ -133,14 +135,14 @@ def _split_batch(model: Any, batch: Any) -> Tuple[Tuple[Any, ...], Optional[Any]
     import torch
 
     if isinstance(batch, dict):
-        raise TypeError(
+        raise ConfigTypeError(
             "data_loader yields dicts; modelbench takes tensors, tuples of tensors "
             "or (inputs, labels)"
         )
     if isinstance(batch, torch.Tensor):
         return (batch,), None
     if not isinstance(batch, (tuple, list)) or not batch:
-        raise TypeError(
+        raise ConfigTypeError(
             f"data_loader yields {type(batch).__name__}; expected tensors, tuples of "
             "tensors or (inputs, labels)"
         )
@@ -174,14 +176,14 @@ def from_loader(model: Any, loader: Iterable[Any], n_samples: int, folder: str) 
         if label is not None:
             labels.append(torch.as_tensor(label).detach().cpu().reshape(-1))
         elif labels:
-            raise ValueError("data_loader: some batches have labels and others do not")
+            raise ConfigError("data_loader: some batches have labels and others do not")
         rows += n
         if rows >= n_samples:
             break
     if not batches:
-        raise ValueError("data_loader yielded no batches")
+        raise ConfigError("data_loader yielded no batches")
     if labels and len(labels) != len(batches):
-        raise ValueError("data_loader: some batches have labels and others do not")
+        raise ConfigError("data_loader: some batches have labels and others do not")
     names = input_names(model, len(batches[0]))
     specs = [InputSpec(name, t.dtype, tuple(t.shape)) for name, t in zip(names, batches[0])]
     os.makedirs(folder, exist_ok=True)
@@ -190,13 +192,13 @@ def from_loader(model: Any, loader: Iterable[Any], n_samples: int, folder: str) 
         os.makedirs(sample, exist_ok=True)
         for name, t in zip(names, batch):
             if t.dtype == torch.bfloat16:
-                raise TypeError(f"input {name!r} is bfloat16, which .npy cannot hold")
+                raise ConfigTypeError(f"input {name!r} is bfloat16, which .npy cannot hold")
             np.save(os.path.join(sample, f"{name}.npy"), t.numpy())
     labels_path = None
     if labels:
         all_labels = torch.cat(labels)
         if all_labels.is_floating_point():
-            raise TypeError("data_loader labels must be integer classes")
+            raise ConfigTypeError("data_loader labels must be integer classes")
         # Beside the sample folders, not among them (a .npy there would read
         # as an input).
         labels_path = os.path.join(os.path.dirname(os.path.abspath(folder)), "labels.npy")

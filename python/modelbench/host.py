@@ -23,29 +23,17 @@ import os
 import pickle
 import sys
 import traceback
-from ctypes import c_char, c_int64, c_void_p
+from ctypes import c_void_p
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from . import _lib
+from ._tensors import batch_view, flatten_outputs, import_torch, new_mb_tensor, plain_output
+from .errors import EngineError
 
 if TYPE_CHECKING:  # torch is imported where a worker needs it, not here
     import torch
 
 log = logging.getLogger("modelbench.host")
-
-#: mb_dtype codes (ONNX TensorProto.DataType) -> torch dtype names.
-_DTYPE_NAMES = {
-    1: "float32",
-    2: "uint8",
-    3: "int8",
-    5: "int16",
-    6: "int32",
-    7: "int64",
-    9: "bool",
-    10: "float16",
-    11: "float64",
-    16: "bfloat16",
-}
 
 #: Models handed over in this process (multiprocessing=False): spec "live".
 _live_models: Dict[str, Any] = {}
@@ -58,96 +46,6 @@ _interop_set = False
 def _mark_interop_set() -> None:
     global _interop_set
     _interop_set = True
-
-
-def _torch():
-    import torch
-
-    return torch
-
-
-def torch_dtype(code: int) -> "torch.dtype":
-    """The torch dtype of an mb_dtype code."""
-    name = _DTYPE_NAMES.get(code)
-    if name is None:
-        raise TypeError(f"mb_dtype {code} has no PyTorch equivalent here")
-    return getattr(_torch(), name)
-
-
-def dtype_code(dtype: "torch.dtype") -> int:
-    """The mb_dtype code of a torch dtype."""
-    name = str(dtype).replace("torch.", "")
-    for code, known in _DTYPE_NAMES.items():
-        if known == name:
-            return code
-    raise TypeError(f"tensors of {dtype} cannot be handed to modelbench")
-
-
-def tensor_view(address: int) -> "torch.Tensor":
-    """A torch tensor sharing the memory of the mb_tensor at `address`."""
-    torch = _torch()
-    t = _lib.MbTensor.from_address(address)
-    dims = [t.dims[i] for i in range(t.rank)]
-    dtype = torch_dtype(t.dtype)
-    if t.nbytes == 0 or not t.data:
-        return torch.empty(dims, dtype=dtype)
-    buf = (c_char * t.nbytes).from_address(t.data)
-    return torch.frombuffer(buf, dtype=dtype).reshape(dims)
-
-
-def batch_view(address: int, n_inputs: int) -> Tuple[Any, ...]:
-    """The inputs of one sample: `n_inputs` mb_tensor pointers at `address`."""
-    if n_inputs == 0:
-        return ()
-    pointers = (c_void_p * n_inputs).from_address(address)
-    return tuple(tensor_view(p) for p in pointers)
-
-
-def flatten_outputs(value: Any) -> List[Any]:
-    """A module's return value as a flat list of tensors: tuples and lists in
-    order, dicts by key order. Anything else is a TypeError naming it."""
-    torch = _torch()
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for item in value for t in flatten_outputs(item)]
-    if isinstance(value, dict):
-        return [t for item in value.values() for t in flatten_outputs(item)]
-    raise TypeError(
-        f"the module returned a {type(value).__name__}; modelbench compares tensors "
-        "(or tuples, lists and dicts of them)"
-    )
-
-
-def output_names(value: Any, prefix: str = "output") -> List[str]:
-    """Names of the flattened outputs: dict keys where there are some, else
-    output_0, output_1, ..."""
-    names: List[str] = []
-
-    def walk(v: Any, key: Optional[str]) -> None:
-        torch = _torch()
-        if isinstance(v, torch.Tensor):
-            names.append(key if key else f"{prefix}_{len(names)}")
-        elif isinstance(v, (tuple, list)):
-            for item in v:
-                walk(item, None)
-        elif isinstance(v, dict):
-            for k, item in v.items():
-                walk(item, str(k))
-
-    walk(value, None)
-    return names
-
-
-def plain_output(t: "torch.Tensor") -> "torch.Tensor":
-    """An output in a form the C library compares: quantized tensors
-    dequantized, reduced-precision floats as float32, contiguous, on the CPU."""
-    torch = _torch()
-    if t.is_quantized:
-        t = t.dequantize()
-    if t.dtype in (torch.float16, torch.bfloat16):
-        t = t.float()
-    return t.detach().cpu().contiguous()
 
 
 # ---------------------------------------------------------------------------
@@ -166,7 +64,7 @@ def _load_own_pickle(torch: Any, file: Optional[str]) -> Any:
 
 def load_model(spec_path: str) -> "torch.nn.Module":
     """The module (or TorchScript module) a pytorch spec file names."""
-    torch = _torch()
+    torch = import_torch()
     with open(spec_path) as f:
         spec = json.load(f)
     for entry in reversed(spec.get("sys_path", [])):
@@ -212,7 +110,7 @@ class Session:
     last outputs."""
 
     def __init__(self, converted: Any, n_inputs: int, n_outputs: int) -> None:
-        torch = _torch()
+        torch = import_torch()
         self.fn = converted.fn
         self.prepare_inputs = converted.prepare_inputs
         self.call_context = converted.call_context
@@ -234,7 +132,7 @@ class Session:
         """One inference on the sample whose inputs are at `address` (the
         engine passes each sample at the same address every time)."""
         if not self.inference_mode_enabled():
-            guard = _torch().inference_mode()
+            guard = import_torch().inference_mode()
             guard.__enter__()
             self.thread_guards.append(guard)
         args = self.inputs.get(address)
@@ -260,16 +158,9 @@ class Session:
         slots = (c_void_p * n_outputs).from_address(outputs_address)
         for i, t in enumerate(flat):
             t = plain_output(t)
-            dims = (c_int64 * max(t.dim(), 1))(*t.shape)
-            out = c_void_p()
-            status = _lib.lib.mb_tensor_create(
-                dtype_code(t.dtype), t.dim(), dims, ctypes.byref(out), None
-            )
-            if status:
+            out = new_mb_tensor(t)
+            if out is None:
                 raise MemoryError(f"cannot allocate output {i} ({tuple(t.shape)})")
-            nbytes = t.numel() * t.element_size()
-            if nbytes:
-                ctypes.memmove(_lib.MbTensor.from_address(out.value).data, t.data_ptr(), nbytes)
             slots[i] = out
 
     def close(self) -> None:
@@ -282,7 +173,7 @@ class Session:
 def prepare_session(args: _lib.MbHostPrepareArgs) -> Session:
     """Loads and converts the model for one conversion (the worker's load
     phase: its time is the result's load_ms)."""
-    torch = _torch()
+    torch = import_torch()
     from .conversions import option as conversion_option
     from .conversions.options.base import ConvertContext
 
@@ -439,7 +330,7 @@ def install() -> None:
     )
     err = _lib.MbError()
     if _lib.lib.mb_host_runtime_set(b"pytorch", ctypes.byref(rt), ctypes.byref(err)):
-        raise RuntimeError(_lib.error_message(err))
+        raise EngineError(_lib.error_message(err))
     _installed = rt  # the callbacks must outlive every call from C
     from .conversions import check_library
 
@@ -460,7 +351,7 @@ def preload(command: List[str]) -> None:
     if command and command[0] in _FORKING_COMMANDS and os.environ.get(
             "MODELBENCH_NO_TORCH_PRELOAD") != "1":
         try:
-            _torch()
+            import_torch()
         except ImportError:
             pass  # the PyTorch conversions say why they are unavailable
 

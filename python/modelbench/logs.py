@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Optional
 
+from .errors import ConfigError
+
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -13,10 +15,10 @@ def setup_logging(log_file: Optional[str] = None, level: str = "INFO") -> None:
 
     At DEBUG the engine's own logs come through too: the exporter's warnings,
     and the tail of every conversion's log (ONNX Runtime's, oneDNN's, a
-    worker's traceback). Raises ValueError naming an unknown level.
+    worker's traceback). Raises ConfigError (a ValueError) naming an unknown level.
     """
     if not isinstance(level, str) or level.upper() not in _LEVELS:
-        raise ValueError(f"level must be one of {', '.join(_LEVELS)}, got {level!r}")
+        raise ConfigError(f"level must be one of {', '.join(_LEVELS)}, got {level!r}")
     handlers: list = [logging.StreamHandler()]
     if log_file:
         handlers.append(logging.FileHandler(log_file))

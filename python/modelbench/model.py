@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from . import _lib
 from .data import Inputs, InputSpec, signature_text
+from .errors import ConfigError, ConfigTypeError
 
 log = logging.getLogger("modelbench")
 
@@ -77,7 +78,7 @@ def load_source(model: Any, seed: int = 0, allow_pickle: bool = False) -> ModelS
         loaded = _load_model_file(torch, path, allow_pickle)
         if isinstance(loaded, torch.nn.Module):
             return ModelSource("module", module=loaded, path=os.path.abspath(path), name=name)
-        raise TypeError(
+        raise ConfigTypeError(
             f"{path} holds a {type(loaded).__name__} (a state_dict?), not a model: build "
             "the module, load_state_dict() it and pass the module (or a factory)"
         )
@@ -93,13 +94,13 @@ def load_source(model: Any, seed: int = 0, allow_pickle: bool = False) -> ModelS
             torch.manual_seed(seed)
             built = model()
         if not isinstance(built, torch.nn.Module):
-            raise TypeError(
+            raise ConfigTypeError(
                 f"the model factory {getattr(model, '__qualname__', model)!r} returned a "
                 f"{type(built).__name__}, not an nn.Module"
             )
         return ModelSource("factory", module=built, factory=model,
                            name=type(built).__name__, description=_where(type(built)))
-    raise TypeError(
+    raise ConfigTypeError(
         "model must be an nn.Module, a zero-argument factory returning one, or the "
         f"path of a .pt or .onnx file; got {type(model).__name__}"
     )
@@ -116,7 +117,7 @@ def _load_model_file(torch: Any, path: str, allow_pickle: bool) -> Any:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
-        raise ValueError(
+        raise ConfigError(
             f"{path} is a pickled model: loading it runs code from the file, which "
             "modelbench does not do unless told to. If you trust the file, set config "
             "key 'allow_pickle' to True; better, save a TorchScript (torch.jit.save) or "
@@ -193,7 +194,7 @@ def describe_outputs(module: Any, inputs: Inputs) -> Outputs:
     its outputs' names, dtypes and shapes."""
     import torch
 
-    from .host import flatten_outputs, output_names, plain_output
+    from ._tensors import flatten_outputs, output_names, plain_output
 
     module.eval()
     with torch.inference_mode():
@@ -298,7 +299,7 @@ def write_pytorch_spec(source: ModelSource, folder: str, live_key: Optional[str]
             spec.update(kind="module", file="module.pt")
         except Exception as first:  # noqa: BLE001 - pickling raises many kinds
             if source.factory is None:
-                raise ValueError(
+                raise ConfigError(
                     f"cannot send the module to the worker processes ({type(first).__name__}: "
                     f"{first}): pass a zero-argument factory that builds it, or set "
                     "multiprocessing=False"
@@ -312,7 +313,7 @@ def write_pytorch_spec(source: ModelSource, folder: str, live_key: Optional[str]
                 _dump_by_value(source.factory, os.path.join(folder, "factory.pkl"),
                                save_factory, modules)
             except Exception as e:  # noqa: BLE001
-                raise ValueError(
+                raise ConfigError(
                     f"cannot send the module ({first}) nor its factory ({e}) to the worker "
                     "processes: set multiprocessing=False"
                 ) from e

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import capture
+from .errors import ConfigError, EngineError
 
 log = logging.getLogger("modelbench")
 
@@ -185,9 +186,9 @@ class ProfileSession:
                  display: Callable[[str], Any] = print,
                  max_shapes: int = DEFAULT_MAX_SHAPES) -> None:
         if warmup_calls < 0:
-            raise ValueError(f"warmup_calls must be >= 0, got {warmup_calls}")
+            raise ConfigError(f"warmup_calls must be >= 0, got {warmup_calls}")
         if not isinstance(max_shapes, int) or max_shapes < 1:
-            raise ValueError(f"max_shapes must be an int >= 1, got {max_shapes!r}")
+            raise ConfigError(f"max_shapes must be an int >= 1, got {max_shapes!r}")
         self.max_shapes = max_shapes
         self.conversions = list(conversions) if conversions is not None else None
         self.config = config
@@ -421,7 +422,7 @@ def _benchmark(records: List[FunctionRecord], conversions: Any, config: Any,
                run_dir: str) -> _Bench:
     """One bench run over the manifests of every captured module (written
     under run_dir); each segment learns its hash and ONNX export."""
-    from .api import _bench_argv, _run_engine
+    from . import _engine
 
     cfg = _config(config)
     names: List[str] = []
@@ -457,13 +458,12 @@ def _benchmark(records: List[FunctionRecord], conversions: Any, config: Any,
         return bench
     paths = list(manifests.values())
     json_path = cfg.json or os.path.join(run_dir, "report.json")
-    argv = _bench_argv(cfg, paths[0], names, None, json_path, cfg.labels, "cpu",
-                       in_process=False)
-    argv[3:3] = paths[1:]
-    rc = _run_engine(argv, in_process=False)
+    argv = _engine.bench_argv(cfg, paths, names, json_path=json_path, device="cpu",
+                              labels=cfg.labels)
+    rc = _engine.run(argv, in_process=False)
     if not os.path.exists(json_path):
-        raise RuntimeError(f"modelbench bench wrote no report (exit status {rc}); its "
-                           "messages are in the 'modelbench' log (setup_logging())")
+        raise EngineError(f"modelbench bench wrote no report (exit status {rc}); its "
+                          "messages are in the 'modelbench' log (setup_logging())")
     with open(json_path) as f:
         data = json.load(f)
     for rep in data.get("reports", [data]):
@@ -723,7 +723,8 @@ def _onnx_converted(segment: Segment, conversion: str, threads: int) -> Callable
     (mb_runner), its outputs in the structure the module returns."""
     import torch
 
-    from .runner import Runner, unflatten
+    from ._tensors import unflatten
+    from .runner import Runner
 
     if not segment.onnx_path:
         raise RuntimeError(f"{segment.name} has no ONNX export")

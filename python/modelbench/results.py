@@ -1,10 +1,13 @@
 """Results of a Python-front run: the C engine's JSON report, per conversion,
-with alma's keys added, and their display."""
+with alma's keys added, and their display (``display_all_results``, which is
+also what ``print(results)`` and ``print(result)`` show)."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
+
+from .errors import Error
 
 log = logging.getLogger("modelbench")
 
@@ -12,7 +15,7 @@ log = logging.getLogger("modelbench")
 FAILED = ("error", "timeout", "crashed")
 
 
-class ConversionError(RuntimeError):
+class ConversionError(Error, RuntimeError):
     """A conversion failed while fail_on_error is set."""
 
     def __init__(self, conversion: str, error: str, traceback: Optional[str]) -> None:
@@ -36,6 +39,13 @@ class Result(dict):
     ``bench_status`` keeps the engine's (ok, error, timeout, crashed,
     unavailable, skipped, built).
     """
+
+    def __str__(self) -> str:
+        """What display_all_results shows of this result (against "the
+        reference": a lone result does not know the report's)."""
+        return "\n".join(_result_lines(str(self.get("conversion")), self, None, True, True))
+
+    __repr__ = __str__
 
     def get(self, key: Any, default: Any = None) -> Any:
         """``r.get(key)`` reads what ``r[key]`` reads (dotted keys too), or
@@ -81,6 +91,24 @@ class Results(dict):
         self.report = {}
         self.json_path = None
         self.recommendation = {}
+
+    def __str__(self) -> str:
+        """What display_all_results prints, as one text."""
+        return "\n".join(_display_lines(self, True, True))
+
+    __repr__ = __str__
+
+
+class SweepResults(dict):
+    """The :class:`Results` of each point of a sweep, keyed by the point
+    ("batch=4 threads=2"), in run order (``benchmark_sweep``)."""
+
+    def __str__(self) -> str:
+        """Each point's results as display_all_results prints them, under
+        the point."""
+        return "\n".join(f"Sweep point {point}:\n{results}" for point, results in self.items())
+
+    __repr__ = __str__
 
 
 def _alma_fields(r: Dict[str, Any]) -> Dict[str, Any]:
@@ -156,6 +184,56 @@ def _fmt(value: Any, spec: str, unit: str = "") -> str:
     return "n/a" if value is None else f"{value:{spec}}{unit}"
 
 
+def _result_lines(name: str, r: Dict[str, Any], reference: Optional[str], include_errors: bool,
+                  include_traceback_for_errors: bool) -> Iterator[str]:
+    """The lines display_all_results shows of one conversion's result."""
+    yield f"{name} results:"
+    if r.get("status") == "success":
+        yield f"Device: {r.get('device')}"
+        yield f"Total elapsed time: {_fmt(r.get('total_elapsed_time'), '.4f')} seconds"
+        yield ("Total inference time (model only): "
+               f"{_fmt(r.get('total_inf_time'), '.4f')} seconds")
+        yield f"Total samples: {r.get('total_samples')} - Batch size: {r.get('batch_size')}"
+        yield f"Throughput: {_fmt(r.get('throughput'), '.2f')} samples/second"
+        lat = r.get("latency_ms") or {}
+        yield (f"Latency: median {_fmt(lat.get('median'), '.4f')} ms, "
+               f"p90 {_fmt(lat.get('p90'), '.4f')} ms, p99 {_fmt(lat.get('p99'), '.4f')} ms, "
+               f"cv {_fmt(lat.get('cv'), '.1%')}")
+        yield f"Speed-up vs baseline: {_fmt(r.get('speedup_vs_baseline'), '.2f', 'x')}"
+        acc = r.get("accuracy")
+        if acc:
+            top1 = acc.get("top1_agreement")
+            yield (f"Accuracy vs {reference or 'reference'}: cosine {_fmt(acc.get('cosine'), '.6f')}, "
+                   f"max abs err {_fmt(acc.get('max_abs_err'), '.3g')}"
+                   + (f", top-1 agreement {top1:.2%}" if top1 is not None else "")
+                   + (" (inaccurate)" if r.get("inaccurate") else ""))
+        if r.get("task_accuracy") is not None:
+            yield (f"Task accuracy (top-1 vs labels): {r['task_accuracy']:.2%} "
+                   f"of {r.get('task_accuracy_rows')} samples")
+        yield f"Peak memory: {_fmt(r.get('peak_rss_mb'), '.1f', ' MiB')}"
+        for w in r.get("warnings") or []:
+            yield f"Warning: {w}"
+    else:
+        yield (f"Benchmarking failed ({r.get('bench_status')})"
+               + (f", error: {r.get('error')}" if include_errors else ""))
+        if include_traceback_for_errors and r.get("traceback"):
+            yield r["traceback"]
+
+
+def _display_lines(all_results: Dict[str, Dict[str, Any]], include_errors: bool,
+                   include_traceback_for_errors: bool) -> Iterator[str]:
+    """What display_all_results hands its display_function, call by call."""
+    yield "\n\nAll results:"
+    reference = (getattr(all_results, "report", None) or {}).get("reference")
+    for name, r in all_results.items():
+        yield from _result_lines(name, r, reference, include_errors,
+                                 include_traceback_for_errors)
+        yield "\n"
+    summary = (getattr(all_results, "recommendation", None) or {}).get("summary")
+    if summary:
+        yield f"Recommendation: {summary}"
+
+
 def display_all_results(
     all_results: Dict[str, Dict[str, Any]],
     display_function: Callable[[str], Any] = print,
@@ -164,54 +242,7 @@ def display_all_results(
 ) -> None:
     """Prints every conversion's results as alma does, with modelbench's
     latency percentiles, speed-up, accuracy against the reference and task
-    accuracy; failures with their error (and traceback)."""
-    display_function("\n\nAll results:")
-    reference = (getattr(all_results, "report", None) or {}).get("reference")
-    for name, r in all_results.items():
-        display_function(f"{name} results:")
-        if r.get("status") == "success":
-            display_function(f"Device: {r.get('device')}")
-            display_function(
-                f"Total elapsed time: {_fmt(r.get('total_elapsed_time'), '.4f')} seconds"
-            )
-            display_function(
-                "Total inference time (model only): "
-                f"{_fmt(r.get('total_inf_time'), '.4f')} seconds"
-            )
-            display_function(
-                f"Total samples: {r.get('total_samples')} - Batch size: {r.get('batch_size')}"
-            )
-            display_function(f"Throughput: {_fmt(r.get('throughput'), '.2f')} samples/second")
-            lat = r.get("latency_ms") or {}
-            display_function(
-                f"Latency: median {_fmt(lat.get('median'), '.4f')} ms, "
-                f"p90 {_fmt(lat.get('p90'), '.4f')} ms, p99 {_fmt(lat.get('p99'), '.4f')} ms, "
-                f"cv {_fmt(lat.get('cv'), '.1%')}"
-            )
-            display_function(f"Speed-up vs baseline: {_fmt(r.get('speedup_vs_baseline'), '.2f', 'x')}")
-            acc = r.get("accuracy")
-            if acc:
-                top1 = acc.get("top1_agreement")
-                display_function(
-                    f"Accuracy vs {reference or 'reference'}: cosine {_fmt(acc.get('cosine'), '.6f')}, "
-                    f"max abs err {_fmt(acc.get('max_abs_err'), '.3g')}"
-                    + (f", top-1 agreement {top1:.2%}" if top1 is not None else "")
-                    + (" (inaccurate)" if r.get("inaccurate") else "")
-                )
-            if r.get("task_accuracy") is not None:
-                display_function(
-                    f"Task accuracy (top-1 vs labels): {r['task_accuracy']:.2%} "
-                    f"of {r.get('task_accuracy_rows')} samples"
-                )
-            display_function(f"Peak memory: {_fmt(r.get('peak_rss_mb'), '.1f', ' MiB')}")
-            for w in r.get("warnings") or []:
-                display_function(f"Warning: {w}")
-        else:
-            display_function(f"Benchmarking failed ({r.get('bench_status')})"
-                             + (f", error: {r.get('error')}" if include_errors else ""))
-            if include_traceback_for_errors and r.get("traceback"):
-                display_function(r["traceback"])
-        display_function("\n")
-    summary = (getattr(all_results, "recommendation", None) or {}).get("summary")
-    if summary:
-        display_function(f"Recommendation: {summary}")
+    accuracy; failures with their error (and traceback). ``print(results)``
+    prints the same."""
+    for line in _display_lines(all_results, include_errors, include_traceback_for_errors):
+        display_function(line)

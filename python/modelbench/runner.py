@@ -10,23 +10,8 @@ from ctypes import c_void_p
 from typing import Any, List, Sequence
 
 from . import _lib
-from .host import dtype_code, flatten_outputs, tensor_view
-
-
-def _borrowed(t: Any) -> _lib.MbTensor:
-    """An mb_tensor over a contiguous torch tensor's memory (capacity 0:
-    the C side does not own it)."""
-    m = _lib.MbTensor()
-    m.dtype = dtype_code(t.dtype)
-    m.rank = t.dim()
-    for i, d in enumerate(t.shape):
-        m.dims[i] = int(d)
-    m.numel = t.numel()
-    m.nbytes = t.numel() * t.element_size()
-    m.data = t.data_ptr() if m.nbytes else None
-    m.capacity = 0
-    m.name = None
-    return m
+from ._tensors import borrowed_mb_tensor, tensor_view
+from .errors import ConfigError, EngineError
 
 
 class Runner:
@@ -43,7 +28,7 @@ class Runner:
         if _lib.lib.mb_runner_create(path.encode(), conversion.encode(), threads,
                                      len(example), tensors, ctypes.byref(self._handle),
                                      ctypes.byref(err)):
-            raise RuntimeError(f"{conversion} on {path}: {_lib.error_message(err)}")
+            raise EngineError(f"{conversion} on {path}: {_lib.error_message(err)}")
         self.conversion = conversion
         self.n_inputs = len(example)
         self.n_outputs = int(_lib.lib.mb_runner_output_count(self._handle))
@@ -52,7 +37,7 @@ class Runner:
         """An array of mb_tensor pointers over `tensors` (kept alive in
         self._keep until the next call)."""
         plain = [t.detach().contiguous() for t in tensors]
-        structs = [_borrowed(t) for t in plain]
+        structs = [borrowed_mb_tensor(t) for t in plain]
         self._keep = [plain, structs]
         return (c_void_p * max(len(structs), 1))(
             *[ctypes.addressof(s) for s in structs])
@@ -61,14 +46,14 @@ class Runner:
         """One inference on `tensors` (graph input order); the outputs are
         new torch tensors."""
         if len(tensors) != self.n_inputs:
-            raise ValueError(f"{self.conversion}: {len(tensors)} inputs given, the model "
-                             f"takes {self.n_inputs}")
+            raise ConfigError(f"{self.conversion}: {len(tensors)} inputs given, the model "
+                              f"takes {self.n_inputs}")
         inputs = self._hand_over(tensors)
         outputs = (c_void_p * max(self.n_outputs, 1))()
         err = _lib.MbError()
         if _lib.lib.mb_runner_run(self._handle, self.n_inputs, inputs, self.n_outputs,
                                   outputs, ctypes.byref(err)):
-            raise RuntimeError(_lib.error_message(err))
+            raise EngineError(_lib.error_message(err))
         try:
             return [tensor_view(outputs[i]).clone() for i in range(self.n_outputs)]
         finally:
@@ -84,22 +69,3 @@ class Runner:
     def __del__(self) -> None:
         self.close()
 
-
-def unflatten(template: Any, flat: Sequence[Any]) -> Any:
-    """`flat` (tensors in flatten_outputs order) in the structure of
-    `template`, a module's return value: tensors, tuples, lists, dicts."""
-    import torch
-
-    if len(flat_template := flatten_outputs(template)) != len(flat):
-        raise ValueError(f"the converted model returned {len(flat)} tensors, the module "
-                         f"{len(flat_template)}")
-    it = iter(flat)
-
-    def build(v: Any) -> Any:
-        if isinstance(v, torch.Tensor):
-            return next(it)
-        if isinstance(v, (tuple, list)):
-            return type(v)(build(x) for x in v)
-        return {k: build(x) for k, x in v.items()}
-
-    return build(template)

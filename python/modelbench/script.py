@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from . import _engine
+
 #: bench's options that take a value / are flags, passed through as given.
 BENCH_VALUE_OPTIONS = (
     "--conversions", "--tier", "--baseline", "--reference", "--device", "--warmup",
@@ -237,9 +239,8 @@ def _bench_options_error(bench: List[str]) -> str:
     Returns bench's message for a bad option, "" when they are fine."""
     with tempfile.TemporaryDirectory(prefix="modelbench-options-") as folder:
         proc = subprocess.run(
-            [sys.executable, "-m", "modelbench", "bench",
-             os.path.join(folder, "no-model.onnx"), *bench],
-            env=_package_env(), capture_output=True, text=True, errors="replace")
+            _engine.command("bench", os.path.join(folder, "no-model.onnx"), *bench),
+            env=_engine.environment(worker=False), capture_output=True, text=True, errors="replace")
     if proc.returncode != EXIT_USAGE:
         return ""
     return proc.stderr.replace("modelbench bench:", "modelbench script:", 1)
@@ -256,14 +257,6 @@ def _run_parent(executor: Optional[str], cache_dir: Optional[str]) -> Optional[s
     from .api import shared_run_parent
 
     return shared_run_parent(cache_dir, "script-runs")
-
-
-def _package_env() -> Dict[str, str]:
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.pop("MODELBENCH_WORKER", None)
-    return env
 
 
 def _tail(path: str, lines: int = 12) -> str:
@@ -313,7 +306,7 @@ def run_script(target: Target, index: int, run_dir: str, args: argparse.Namespac
         out = None if args.show_output else log
         proc = subprocess.Popen(
             [sys.executable, "-m", "modelbench.discover", spec_path],
-            env=_package_env(), stdin=subprocess.DEVNULL, stdout=out,
+            env=_engine.environment(worker=False), stdin=subprocess.DEVNULL, stdout=out,
             stderr=subprocess.STDOUT if out else None, start_new_session=True,
         )
         timeout = args.script_timeout if args.script_timeout > 0 else None
@@ -579,10 +572,8 @@ def main(argv: List[str]) -> int:
             bench += ["--baseline", "EAGER"]
         print(f"\nbenchmarking {len(manifests)} model{'s' if len(manifests) != 1 else ''}\n")
         sys.stdout.flush()
-        bench_rc = subprocess.call(
-            [sys.executable, "-m", "modelbench", "bench", *manifests, *bench],
-            env=_package_env(),
-        )
+        bench_rc = subprocess.call(_engine.command("bench", *manifests, *bench),
+                                   env=_engine.environment(worker=False))
         return max(rc, bench_rc)
     finally:
         if no_wait and not args.analyze_only and os.path.isdir(run_dir):

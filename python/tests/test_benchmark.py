@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import modelbench
-from modelbench import ConversionError, benchmark_model, display_all_results
+from modelbench import ConversionError, benchmark_model, benchmark_sweep, display_all_results
 from models import Misbehaving, NotExportable, SmallCNN, TwoInputs, make_small_cnn
 
 #: Every PyTorch conversion this PyTorch runs: one file each in
@@ -269,14 +269,13 @@ def test_reports_and_history_like_a_cli_run(fast, tmp_path, cache_dir):
 
 
 def test_server_scenario_over_a_sweep(fast):
-    """scenario= runs `modelbench load`, sweep= one report per point."""
+    """scenario= runs `modelbench load`, a sweep one report per point."""
     load = {"scenario": "server", "qps": 40, "slo": "p99=500ms", "min_duration": 0.2,
             "min_queries": 10}
     # EAGER alone: the engine's conversions are cli_load.sh's; this is about
     # the Python side and PyTorch served from the load's threads.
-    by_point = benchmark_model(small_cnn(), fast, ["EAGER"],
-                               data=torch.randn(3, 8, 8), scenario=load,
-                               sweep={"threads": [1, 2]})
+    by_point = benchmark_sweep(small_cnn(), fast, {"threads": [1, 2]}, ["EAGER"],
+                               data=torch.randn(3, 8, 8), scenario=load)
     assert list(by_point) == ["threads=1", "threads=2"], list(by_point)
     for point, results in by_point.items():
         assert list(results) == ["EAGER"]
@@ -300,9 +299,9 @@ def test_bad_scenario_and_sweep_fail_before_any_run(fast):
         benchmark_model(small_cnn(), fast, ["EAGER"], data=x,
                         scenario={"scenario": "offline", "concurrency": 1.5})
     with pytest.raises(ValueError, match="unknown sweep key 'batches'"):
-        benchmark_model(small_cnn(), fast, ["EAGER"], data=x, sweep={"batches": [1, 2]})
+        benchmark_sweep(small_cnn(), fast, {"batches": [1, 2]}, ["EAGER"], data=x)
     with pytest.raises(ValueError, match="sweep key 'threads' takes a non-empty list"):
-        benchmark_model(small_cnn(), fast, ["EAGER"], data=x, sweep={"threads": []})
+        benchmark_sweep(small_cnn(), fast, {"threads": []}, ["EAGER"], data=x)
     with pytest.raises(ValueError, match="executor runs plain benchmarks"):
         benchmark_model(small_cnn(), fast, ["EAGER"], data=x, scenario="server",
                         executor="slurm")

@@ -18,7 +18,7 @@ import typing
 import pytest
 
 from modelbench import BenchmarkConfig, _lib
-from modelbench.api import _bench_argv
+from modelbench._engine import bench_argv
 
 EXIT_USAGE = 2
 
@@ -71,8 +71,9 @@ def test_accepted_configs_are_accepted_by_the_engine(tmp_path, capfd):
             refused += 1
             continue
         accepted += 1
-        argv = _bench_argv(cfg, str(tmp_path / "missing.onnx"), ["REFERENCE"], None,
-                           str(tmp_path / "r.json"), cfg.labels, "cpu", in_process=True)
+        argv = bench_argv(cfg, [str(tmp_path / "missing.onnx")], ["REFERENCE"],
+                          json_path=str(tmp_path / "r.json"), labels=cfg.labels, device="cpu",
+                          in_process=True)
         rc = _lib.cli_main(argv)
         err = capfd.readouterr().err
         assert rc != EXIT_USAGE, f"BenchmarkConfig accepted {raw}, the engine refused: {err}"

@@ -107,7 +107,8 @@ def test_validate_onnx_runner(cache_dir):
     segment of its own, so even a hybrid engine prepared for one shape
     (XNNPACK) validates: each shape runs its own."""
     from modelbench import _lib
-    from modelbench.runner import Runner, unflatten
+    from modelbench._tensors import unflatten
+    from modelbench.runner import Runner
 
     torch.manual_seed(0)
 

@@ -36,7 +36,9 @@ def _ipdb_hook() -> None:
     sys.excepthook = hook
 
 
-#: Flags whose dest is the BenchmarkConfig key of the same name.
+#: Flags whose dest is the BenchmarkConfig key of the same name. These are
+#: alma's script flags (their own defaults; --n-samples counts samples), not
+#: bench's options, whose table is _engine.CONFIG_FLAGS.
 _SAME_NAMES = ("batch_size", "n_samples", "fail_on_error", "multiprocessing", "threads",
                "warmup", "min_time", "max_time", "min_iterations", "timeout", "seed", "json",
                "html", "record", "cache")

@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any, Dict, Iterable, List, Optional, Union
 
 from .. import _lib
+from ..errors import ConfigError, ConfigTypeError, EngineError
 from . import alma, catalog
 
 #: C conversion name -> the option (a module of .options) that performs it:
@@ -62,7 +63,7 @@ def check_library() -> None:
                                 f"options/{e.module}.py says {value!r}")
     problems += [f"{name} has no file in options/" for name in sorted(built)]
     if problems:
-        raise RuntimeError(
+        raise EngineError(
             f"{getattr(_lib.lib, '_name', 'libmodelbench')}: its PyTorch conversions do not match "
             f"python/modelbench/conversions/options ({'; '.join(problems)}); "
             "rebuild it (make build) after adding or changing a conversion file"
@@ -72,7 +73,7 @@ def check_library() -> None:
 def option(name: str) -> ModuleType:
     """The option module performing PyTorch conversion `name`."""
     if name not in PYTORCH_CONVERSIONS:
-        raise ValueError(
+        raise ConfigError(
             f"the Python front does not implement {name} (its conversions are "
             f"the files of {os.path.dirname(catalog.__file__)}/options)"
         )
@@ -119,7 +120,7 @@ def select_one(entry: Union[str, int, Any]) -> Selected:
     if isinstance(mode_attr, str):
         entry = mode_attr
     if isinstance(entry, bool) or not isinstance(entry, (str, int)):
-        raise TypeError(
+        raise ConfigTypeError(
             f"a conversion is a name, an alma id or 'mb:ID', got {type(entry).__name__} "
             f"{entry!r}"
         )
@@ -127,7 +128,7 @@ def select_one(entry: Union[str, int, Any]) -> Selected:
     if isinstance(entry, int) or text.isdigit():
         number = int(text)
         if number not in alma.MODEL_CONVERSION_OPTIONS:
-            raise ValueError(
+            raise ConfigError(
                 f"conversion id {number}: alma's ids are 0-{len(alma.ALMA_MODES) - 1} "
                 "(modelbench's own ids are written 'mb:N', see modelbench list)"
             )
@@ -150,7 +151,7 @@ def canonical_name(name_or_id: Union[str, int]) -> str:
     ValueError when modelbench has no such conversion (with alma's reason)."""
     chosen = select_one(name_or_id)
     if chosen.name is None:
-        raise ValueError(chosen.reason)
+        raise ConfigError(chosen.reason)
     return chosen.name
 
 
@@ -163,7 +164,7 @@ def select(conversions: Iterable[Union[str, int, Any]]) -> List[Selected]:
         for other in chosen:
             if other.key == one.key or (one.name and other.name == one.name):
                 same = "" if other.key == one.key else f" (as {other.key})"
-                raise ValueError(f"conversion {one.key} is listed twice{same}")
+                raise ConfigError(f"conversion {one.key} is listed twice{same}")
         chosen.append(one)
     return chosen
 
@@ -174,7 +175,7 @@ def resolve(conversions: Iterable[Union[str, int, Any]]) -> List[str]:
     names = []
     for one in select(conversions):
         if one.name is None:
-            raise ValueError(one.reason)
+            raise ConfigError(one.reason)
         names.append(one.name)
     return names
 

@@ -29,6 +29,13 @@ import sys
 from dataclasses import dataclass, fields
 from typing import Dict, List, Optional, Sequence, Tuple
 
+try:
+    from ..errors import Error as _PackageError
+except ImportError:  # run as a script by the build: no package around it
+
+    class _PackageError(Exception):  # type: ignore[no-redef]
+        """modelbench.Error's stand-in outside the package."""
+
 #: The names of the C library's MB_DEVICE_LIST and MB_PRECISION_LIST
 #: (tests/test_conversions_catalog.py checks them against libmodelbench).
 DEVICES = ("cpu", "cuda", "auto")
@@ -44,7 +51,7 @@ _OPTIONS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "options
 _NOT_OPTIONS = {"__init__.py", "base.py"}
 
 
-class CatalogError(ValueError):
+class CatalogError(_PackageError, ValueError):
     """A conversion file whose CONVERSION is missing or wrong; the message
     names the file and the key at fault."""
 
