@@ -406,182 +406,248 @@ static mb_status mm_siblings_outputs(lctx *l, const dn_group *g,
   return MB_STATUS_OK;
 }
 
-mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
-  const mb_node *n = node_at(l, g->head);
+/* ---- the lowering, step by step ----------------------------------------- */
+
+/* What lowering one MatMul/Gemm group carries from step to step. Fields
+ * marked owned are released by mm_lowering_free; a step that hands one to
+ * a constant memory sets it to NULL first. */
+typedef struct mm_lowering {
   mm_params p;
-  dnnl_primitive_desc_t pd = NULL, view_pd = NULL;
-  int view_k = 0;
-  dnnl_post_ops_t po = NULL;
-  mb_status status = MB_STATUS_OK;
-  dn_post posts[DN_MAX_POST + 3];
-  dnnl_memory_desc_t a_md, b_md, b_user, bias_md, dst_md;
-  dnnl_memory_desc_t bin_md[DN_MAX_POST + 3];
-  float *scaled = NULL, *bias_data = NULL, *oscales = NULL;
-  const float *bias_src = NULL;
-  int n_fixed = 0, k = 0;
-  const mb_quant_param *xq = NULL, *wq = NULL;
-  dn_qattr qa;
-  DN_PARAMS(l, n, mb__dn_mm_get, &p);
-  int a = g->in_value[0] >= 0 ? g->in_value[0] : n->inputs[0];
-  int b = g->in_value[1] >= 0 ? g->in_value[1] : n->inputs[1], r = p.rank;
-  p.alpha *= g->pre_alpha;
-  const mb_tensor *kb = mb__engine_constant(l->eg, b);
-  dnnl_data_type_t dt = l->act_dt;
-  int64_t nn = p.y_dims[r - 1];
-  int brank;
+  int a, b;            /* the operands' values */
+  const mb_tensor *kb; /* B when constant (siblings: &wcat) */
+  dnnl_data_type_t dt; /* the segment's activation type */
+  int64_t nn;          /* the output's columns */
+  int brank;           /* B's ONNX rank and dims */
   int64_t bdims[MB_MAX_RANK];
-  mb__dn_value_dims(l, b, &brank, bdims);
   /* Sibling products (Q, K, V): one [K, sum N] weight, one bias. */
   mb_tensor wcat;
   mb_quant_param wq_cat;
-  float *cat_scales = NULL;
-  int32_t *cat_zps = NULL;
+  float *cat_scales; /* owned */
+  int32_t *cat_zps;  /* owned */
   int64_t col[DN_MAX_SIB];
-  bool sib_q = false;
-  memset(&wq_cat, 0, sizeof wq_cat);
-  if (g->n_sib) {
-    if ((status = mm_siblings_weights(l, g, &wcat, col, &scaled, &bias_data)))
-      goto done;
-    kb = &wcat;
-    brank = 2;
-    bdims[0] = wcat.dims[0];
-    bdims[1] = nn = wcat.dims[1];
-    p.b_dims[r - 1] = p.y_dims[r - 1] = nn;
-    if ((status = mm_siblings_quant(l, g, a, nn, &xq, &wq_cat, &cat_scales,
-                                    &cat_zps, &sib_q)))
-      goto done;
-    wq = &wq_cat;
-  }
+  bool sib_q;
+  /* int8: the entries (xq, wq may point at wq_cat or the qact_*), the
+   * output scales and the attributes. */
+  bool q;
+  const mb_quant_param *xq, *wq;
+  dn_qact qact_x, qact_w;
+  float *oscales; /* owned */
+  dn_qattr qa;
+  /* alpha, C and the post-ops in front of the group's. */
+  float *scaled;    /* owned: constant weights times alpha, or wcat's data */
+  float *bias_data; /* owned */
+  const float *bias_src;
+  dn_post posts[DN_MAX_POST + 3];
+  int n_fixed;
+  /* Layouts: folded rows, views read where they are, the destination. */
+  int fold_rank;
+  int64_t fold[2];
+  dnnl_memory_desc_t a_md, b_md, b_user, bias_md, dst_md;
+  dnnl_memory_desc_t a_vmd, b_vmd, dst_vmd, dst_qmd;
+  const dn_rep *a_view, *b_view;
+  dn_rep a_vrep, b_vrep;
+  bool dst_view, b_cm;
+  const mb_quant_param *yq;
+  /* The primitive chosen and how (attempt, post-ops taken: k). */
+  dnnl_primitive_desc_t pd, view_pd; /* owned */
+  dnnl_post_ops_t po;                /* owned */
+  dnnl_memory_desc_t bin_md[DN_MAX_POST + 3];
+  int k, view_k, attempt;
+  bool requant;
+} mm_lowering;
+
+static void mm_lowering_free(mm_lowering *m) {
+  if (m->view_pd)
+    dnnl_primitive_desc_destroy(m->view_pd);
+  free(m->oscales);
+  free(m->cat_scales);
+  free(m->cat_zps);
+  mb__aligned_free(m->scaled);
+  mb__aligned_free(m->bias_data);
+  if (m->pd)
+    dnnl_primitive_desc_destroy(m->pd);
+  if (m->po)
+    dnnl_post_ops_destroy(m->po);
+}
+
+/* The operands and the output's columns; for sibling products, their
+ * weights side by side (int8 when every sibling has a weight entry). */
+static mb_status mm_gather(lctx *l, const dn_group *g, mm_lowering *m) {
+  const mb_node *n = node_at(l, g->head);
+  mb_status status;
+  int r = m->p.rank;
+  m->a = g->in_value[0] >= 0 ? g->in_value[0] : n->inputs[0];
+  m->b = g->in_value[1] >= 0 ? g->in_value[1] : n->inputs[1];
+  m->p.alpha *= g->pre_alpha;
+  m->kb = mb__engine_constant(l->eg, m->b);
+  m->dt = l->act_dt;
+  m->nn = m->p.y_dims[r - 1];
+  mb__dn_value_dims(l, m->b, &m->brank, m->bdims);
+  if (!g->n_sib)
+    return MB_STATUS_OK;
+  if ((status = mm_siblings_weights(l, g, &m->wcat, m->col, &m->scaled,
+                                    &m->bias_data)))
+    return status;
+  m->kb = &m->wcat;
+  m->brank = 2;
+  m->bdims[0] = m->wcat.dims[0];
+  m->bdims[1] = m->nn = m->wcat.dims[1];
+  m->p.b_dims[r - 1] = m->p.y_dims[r - 1] = m->nn;
+  if ((status = mm_siblings_quant(l, g, m->a, m->nn, &m->xq, &m->wq_cat,
+                                  &m->cat_scales, &m->cat_zps, &m->sib_q)))
+    return status;
+  m->wq = &m->wq_cat;
+  return MB_STATUS_OK;
+}
+
+/* Whether the product runs in int8 (m->q), and then its output scales
+ * and attributes. */
+static mb_status mm_quant(lctx *l, const dn_group *g, mm_lowering *m) {
+  const mm_params *p = &m->p;
+  int r = p->rank;
   /* int8 (constant 2-D weights, A not transposed): u8/s8 A, s8 weights
    * per column of the output, float32 out through the output scales
    * (alpha folded into them), so C, bias and post-ops stay float. */
-  bool q = g->n_sib
-               ? sib_q
-               : kb && brank == 2 && !p.trans_a &&
-                     mb__dn_q_entries(l, a, b, p.trans_b ? 0 : 1, nn, &xq, &wq);
+  m->q = g->n_sib ? m->sib_q
+                  : m->kb && m->brank == 2 && !p->trans_a &&
+                        mb__dn_q_entries(l, m->a, m->b, p->trans_b ? 0 : 1,
+                                         m->nn, &m->xq, &m->wq);
   /* int8 attention: a product of two activations (q.k^T, then the
    * probabilities by v) reads both quantised by ranges derived from their
    * calibration (mb__dn_q_act), as ONNX Runtime's static quantiser makes
    * a MatMul of two activations a QLinearMatMul; one output scale. */
-  dn_qact qact_x, qact_w;
-  if (!q && !kb && !g->n_sib && l->quant && !p.trans_a &&
-      mb__dn_q_act(l, a, NULL, &qact_x) &&
-      mb__dn_q_act(l, b, &qact_x, &qact_w)) {
-    xq = &qact_x.p;
-    wq = &qact_w.p;
-    q = true;
+  if (!m->q && !m->kb && !g->n_sib && l->quant && !p->trans_a &&
+      mb__dn_q_act(l, m->a, NULL, &m->qact_x) &&
+      mb__dn_q_act(l, m->b, &m->qact_x, &m->qact_w)) {
+    m->xq = &m->qact_x.p;
+    m->wq = &m->qact_w.p;
+    m->q = true;
   }
-  if (q) {
-    if (!(oscales = mb__dn_q_out_scales(xq, wq, p.alpha))) {
-      status = mb__dn_oom(l);
-      goto done;
-    }
-    qa = (dn_qattr){(int)wq->channels,
-                    wq->channels > 1 ? 1 << (r - 1) : 0,
-                    oscales,
-                    xq->zero_points[0] != 0,
-                    false,
-                    0};
-  }
+  if (!m->q)
+    return MB_STATUS_OK;
+  if (!(m->oscales = mb__dn_q_out_scales(m->xq, m->wq, p->alpha)))
+    return mb__dn_oom(l);
+  m->qa = (dn_qattr){(int)m->wq->channels,
+                     m->wq->channels > 1 ? 1 << (r - 1) : 0,
+                     m->oscales,
+                     m->xq->zero_points[0] != 0,
+                     false,
+                     0};
+  return MB_STATUS_OK;
+}
 
+/* alpha and C (Gemm's) as scaled weights, a bias or post-ops in front of
+ * the group's own post-ops. */
+static mb_status mm_alpha_and_c(lctx *l, const dn_group *g, mm_lowering *m) {
+  const mb_node *n = node_at(l, g->head);
+  const mm_params *p = &m->p;
+  const mb_tensor *kb = m->kb;
+  dn_post *posts = m->posts;
   /* alpha: folded into constant weights, else a linear post-op. */
-  if (p.alpha != 1.0f && kb && !q && !g->n_sib) {
-    if (!(scaled = mb__aligned_alloc((size_t)kb->numel * sizeof *scaled))) {
-      status = mb__dn_oom(l);
-      goto done;
-    }
+  if (p->alpha != 1.0f && kb && !m->q && !g->n_sib) {
+    if (!(m->scaled = mb__aligned_alloc((size_t)kb->numel * sizeof *m->scaled)))
+      return mb__dn_oom(l);
     for (int64_t i = 0; i < kb->numel; i++)
-      scaled[i] = p.alpha * ((const float *)kb->data)[i];
-  } else if (p.alpha != 1.0f && !q) {
-    memset(&posts[n_fixed], 0, sizeof posts[0]);
-    posts[n_fixed].kind = DN_POST_ELTWISE;
-    posts[n_fixed].n_ops = 1;
-    posts[n_fixed].ops[0] = (eltwise_op){dnnl_eltwise_linear, p.alpha, 0.0f};
-    posts[n_fixed].out_value = n->outputs[0];
-    n_fixed++;
+      m->scaled[i] = p->alpha * ((const float *)kb->data)[i];
+  } else if (p->alpha != 1.0f && !m->q) {
+    memset(&posts[m->n_fixed], 0, sizeof posts[0]);
+    posts[m->n_fixed].kind = DN_POST_ELTWISE;
+    posts[m->n_fixed].n_ops = 1;
+    posts[m->n_fixed].ops[0] =
+        (eltwise_op){dnnl_eltwise_linear, p->alpha, 0.0f};
+    posts[m->n_fixed].out_value = n->outputs[0];
+    m->n_fixed++;
   }
   /* C: a bias (applied before the post-ops, so divided by alpha when alpha
    * is a post-op) or a binary post-op (beta == 1 there, see mm_get). */
-  if (p.c >= 0) {
-    const mb_tensor *kc = mb__engine_constant(l->eg, n->inputs[p.c]);
-    if (p.c_is_bias) {
-      float scale = p.beta / (kb || q ? 1.0f : p.alpha);
-      if (!(bias_data = mb__aligned_alloc((size_t)nn * sizeof *bias_data))) {
-        status = mb__dn_oom(l);
-        goto done;
-      }
-      for (int64_t i = 0; i < nn; i++)
-        bias_data[i] =
+  if (p->c >= 0) {
+    const mb_tensor *kc = mb__engine_constant(l->eg, n->inputs[p->c]);
+    if (p->c_is_bias) {
+      float scale = p->beta / (kb || m->q ? 1.0f : p->alpha);
+      if (!(m->bias_data =
+                mb__aligned_alloc((size_t)m->nn * sizeof *m->bias_data)))
+        return mb__dn_oom(l);
+      for (int64_t i = 0; i < m->nn; i++)
+        m->bias_data[i] =
             scale * ((const float *)kc->data)[kc->numel == 1 ? 0 : i];
     } else {
-      memset(&posts[n_fixed], 0, sizeof posts[0]);
-      posts[n_fixed].kind = DN_POST_BINARY;
-      posts[n_fixed].alg = dnnl_binary_add;
-      posts[n_fixed].operand = n->inputs[p.c];
-      posts[n_fixed].out_value = n->outputs[0];
-      n_fixed++;
+      memset(&posts[m->n_fixed], 0, sizeof posts[0]);
+      posts[m->n_fixed].kind = DN_POST_BINARY;
+      posts[m->n_fixed].alg = dnnl_binary_add;
+      posts[m->n_fixed].operand = n->inputs[p->c];
+      posts[m->n_fixed].out_value = n->outputs[0];
+      m->n_fixed++;
     }
   }
-  memcpy(&posts[n_fixed], g->post, (size_t)g->n_post * sizeof *g->post);
+  memcpy(&posts[m->n_fixed], g->post, (size_t)g->n_post * sizeof *g->post);
   if (g->n_post > 0 && g->post[0].kind == DN_POST_BIAS)
-    bias_src = mb__engine_constant(l->eg, g->post[0].operand)->data;
+    m->bias_src = mb__engine_constant(l->eg, g->post[0].operand)->data;
+  return MB_STATUS_OK;
+}
+
+/* The layouts the product may use: A's leading dims folded into its rows,
+ * the bias and destination mds, transposed or sliced activations read
+ * where they are, the destination a Transpose after it wants, and int8
+ * out (a last requantising post-op) when int8 products read the result. */
+static mb_status mm_layouts(lctx *l, const dn_group *g, mm_lowering *m) {
+  const mb_node *n = node_at(l, g->head);
+  mm_params *p = &m->p;
+  dn_post *posts = m->posts;
+  int r = p->rank, n_fixed = m->n_fixed;
+  dnnl_data_type_t dt = m->dt;
   /* Leading dims folded into the rows: from here the product is 2-D. */
-  int fold_rank = 0;
-  int64_t fold[2] = {0, 0};
-  if (mm_can_fold(l, &p, posts, n_fixed + g->n_post)) {
-    fold_rank = r;
-    fold[0] = mb__engine_numel(r - 1, p.y_dims);
-    fold[1] = p.a_dims[r - 1];
-    p.a_dims[0] = fold[0];
-    p.a_dims[1] = fold[1];
-    p.b_dims[0] = p.b_dims[r - 2];
-    p.b_dims[1] = p.b_dims[r - 1];
-    p.y_dims[0] = fold[0];
-    p.y_dims[1] = nn;
-    r = p.rank = 2;
-    if (q)
-      qa.mask = wq->channels > 1 ? 1 << 1 : 0;
+  if (mm_can_fold(l, p, posts, n_fixed + g->n_post)) {
+    m->fold_rank = r;
+    m->fold[0] = mb__engine_numel(r - 1, p->y_dims);
+    m->fold[1] = p->a_dims[r - 1];
+    p->a_dims[0] = m->fold[0];
+    p->a_dims[1] = m->fold[1];
+    p->b_dims[0] = p->b_dims[r - 2];
+    p->b_dims[1] = p->b_dims[r - 1];
+    p->y_dims[0] = m->fold[0];
+    p->y_dims[1] = m->nn;
+    r = p->rank = 2;
+    if (m->q)
+      m->qa.mask = m->wq->channels > 1 ? 1 << 1 : 0;
   }
   {
     int64_t bd[DNNL_MAX_NDIMS];
     for (int i = 0; i < r; i++)
-      bd[i] = i == r - 1 ? nn : 1;
-    DN_GOTO(l, mb__dn_md_plain(&bias_md, r, bd, dnnl_f32));
+      bd[i] = i == r - 1 ? m->nn : 1;
+    DN_TRY(l, mb__dn_md_plain(&m->bias_md, r, bd, dnnl_f32));
   }
-  DN_GOTO(l, mb__dn_md_plain(&dst_md, r, p.y_dims, dt));
+  DN_TRY(l, mb__dn_md_plain(&m->dst_md, r, p->y_dims, dt));
   /* Transposed or sliced activations read where they are (strides); if
    * oneDNN will not (or only with its reference kernel), plain copies. */
-  dnnl_memory_desc_t a_vmd, b_vmd;
-  const dn_rep *a_view =
-      fold_rank ? NULL : mm_view(l, a, r, p.trans_a, dt, true, &a_vmd);
-  const dn_rep *b_view =
-      kb ? NULL : mm_view(l, b, r, p.trans_b, dt, false, &b_vmd);
-  dn_rep a_vrep, b_vrep;
-  if (a_view)
-    a_vrep = *a_view;
-  if (b_view)
-    b_vrep = *b_view;
+  m->a_view = m->fold_rank
+                  ? NULL
+                  : mm_view(l, m->a, r, p->trans_a, dt, true, &m->a_vmd);
+  m->b_view =
+      m->kb ? NULL : mm_view(l, m->b, r, p->trans_b, dt, false, &m->b_vmd);
+  if (m->a_view)
+    m->a_vrep = *m->a_view;
+  if (m->b_view)
+    m->b_vrep = *m->b_view;
   /* The whole chain's result in the layout a Transpose after it wants. */
-  dnnl_memory_desc_t dst_vmd;
   bool has_sum = false, has_view = false;
   for (int i = 0; i < n_fixed + g->n_post; i++) {
     has_sum |= posts[i].kind == DN_POST_SUM;
     has_view |= posts[i].kind == DN_POST_VIEW;
   }
-  bool dst_view =
-      !fold_rank && !has_sum && !has_view && !g->n_sib &&
+  m->dst_view =
+      !m->fold_rank && !has_sum && !has_view && !g->n_sib &&
       mm_dst_for_transpose(
           l, mb__dn_head_final(posts, n_fixed + g->n_post, n->outputs[0]), r,
-          p.y_dims, dt, &dst_vmd);
+          p->y_dims, dt, &m->dst_vmd);
   /* int8 out of an int8 product (the whole chain, then requantised by a
    * last linear post-op: y_q = y / y_scale + y_zero_point). */
-  const mb_quant_param *yq =
-      q && !has_sum && !g->n_sib
+  m->yq =
+      m->q && !has_sum && !g->n_sib
           ? mm_requant_entry(
                 l, mb__dn_head_final(posts, n_fixed + g->n_post, n->outputs[0]))
           : NULL;
-  dnnl_memory_desc_t dst_qmd;
-  if (yq) {
+  if (m->yq) {
+    const mb_quant_param *yq = m->yq;
     dn_post *rq = &posts[n_fixed + g->n_post];
     memset(rq, 0, sizeof *rq);
     rq->kind = DN_POST_ELTWISE;
@@ -590,208 +656,274 @@ mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
                               (float)yq->zero_points[0]};
     rq->out_value =
         mb__dn_head_final(posts, n_fixed + g->n_post, n->outputs[0]);
-    DN_GOTO(l, mb__dn_md_plain(&dst_qmd, r, p.y_dims, mb__dn_q_dt(yq)));
+    DN_TRY(l, mb__dn_md_plain(&m->dst_qmd, r, p->y_dims, mb__dn_q_dt(yq)));
   }
-  bool requant = false;
   /* A copied B keeps a column-major view's order (k^T). */
-  bool b_cm = !kb && mm_colmajor(l, b);
-  /* 0: int8; 1: float with views; 2: float, plain operands. */
-  int first_float = a_view || b_view || dst_view ? 1 : 2;
-  int attempt = q ? 0 : first_float;
-  for (; attempt < 3; attempt = attempt == 0 ? first_float : attempt + 1) {
-    bool int8 = attempt == 0, views = attempt == 1;
-    dnnl_data_type_t wdt = int8 ? dnnl_s8 : dt;
-    if (views && a_view)
-      a_md = a_vmd;
-    else
-      DN_GOTO(l, mm_operand_md(&a_md, r, p.a_dims, r, p.trans_a,
-                               int8 ? mb__dn_q_dt(xq) : dt));
-    if (kb)
-      DN_GOTO(l, mm_operand_md(&b_user, brank, bdims, r, p.trans_b,
-                               int8 ? dnnl_s8 : dnnl_f32));
-    for (k = g->n_post; k >= 0; k--) {
-      bool has_bias = bias_data || (k > 0 && bias_src);
-      /* Constant weights in the layout oneDNN prefers, else plain. */
-      for (int plain = kb ? 0 : 1; plain < 2 && !pd; plain++) {
-        dnnl_matmul_desc_t md_desc;
-        int64_t wd[DNNL_MAX_NDIMS];
-        bool last = k == 0 && plain == 1 && attempt == 2;
-        memcpy(wd, b_user.dims, sizeof(int64_t) * (size_t)r);
-        if (kb && !plain)
-          DN_GOTO(l, mb__dn_md_any(&b_md, r, wd, wdt));
-        else if (kb)
-          DN_GOTO(l, mb__dn_md_plain(&b_md, r, wd, wdt));
-        else if (views && b_view)
-          b_md = b_vmd;
-        else
-          DN_GOTO(l, mm_operand_md_cm(&b_md, r, p.b_dims, r, p.trans_b, b_cm,
-                                      int8 ? dnnl_s8 : dt));
-        bool to_view = views && dst_view && k == g->n_post;
-        requant = int8 && yq && k == g->n_post;
-        MB_TRY_GOTO(mb__dn_posts_build(l, posts, n_fixed + k + requant, r,
-                                       fold_rank, &po, bin_md));
-        DN_GOTO(l, dnnl_matmul_desc_init(&md_desc, &a_md, &b_md,
-                                         has_bias ? &bias_md : NULL,
-                                         requant   ? &dst_qmd
-                                         : to_view ? &dst_vmd
-                                                   : &dst_md));
-        dnnl_status_t st =
-            mb__dn_pd_try_q(l, &md_desc, po, int8 ? &qa : NULL, &pd);
-        dnnl_post_ops_destroy(po);
-        po = NULL;
-        if (st == dnnl_success)
-          mb__dn_pd_accept(&pd, last);
-        else if (last) {
-          status = mb__dn_fail(l, "dnnl_primitive_desc_create(matmul)", st);
-          goto done;
-        }
-      }
-      if (pd)
-        break;
+  m->b_cm = !m->kb && mm_colmajor(l, m->b);
+  return MB_STATUS_OK;
+}
+
+/* One attempt at the primitive (0: int8; 1: float with views; 2: float,
+ * plain operands): the longest prefix of the group's post-ops (m->k of
+ * them) that oneDNN serves, constant weights in the layout it prefers
+ * first. m->pd stays NULL when it serves none; failing is an error only
+ * on the last attempt's last try. */
+static mb_status mm_try_primitive(lctx *l, const dn_group *g, mm_lowering *m,
+                                  int attempt) {
+  const mm_params *p = &m->p;
+  mb_status status;
+  int r = p->rank;
+  bool int8 = attempt == 0, views = attempt == 1;
+  dnnl_data_type_t dt = m->dt, wdt = int8 ? dnnl_s8 : dt;
+  if (views && m->a_view)
+    m->a_md = m->a_vmd;
+  else
+    DN_TRY(l, mm_operand_md(&m->a_md, r, p->a_dims, r, p->trans_a,
+                            int8 ? mb__dn_q_dt(m->xq) : dt));
+  if (m->kb)
+    DN_TRY(l, mm_operand_md(&m->b_user, m->brank, m->bdims, r, p->trans_b,
+                            int8 ? dnnl_s8 : dnnl_f32));
+  for (m->k = g->n_post; m->k >= 0; m->k--) {
+    int k = m->k;
+    bool has_bias = m->bias_data || (k > 0 && m->bias_src);
+    /* Constant weights in the layout oneDNN prefers, else plain. */
+    for (int plain = m->kb ? 0 : 1; plain < 2 && !m->pd; plain++) {
+      dnnl_matmul_desc_t md_desc;
+      int64_t wd[DNNL_MAX_NDIMS];
+      bool last = k == 0 && plain == 1 && attempt == 2;
+      memcpy(wd, m->b_user.dims, sizeof(int64_t) * (size_t)r);
+      if (m->kb && !plain)
+        DN_TRY(l, mb__dn_md_any(&m->b_md, r, wd, wdt));
+      else if (m->kb)
+        DN_TRY(l, mb__dn_md_plain(&m->b_md, r, wd, wdt));
+      else if (views && m->b_view)
+        m->b_md = m->b_vmd;
+      else
+        DN_TRY(l, mm_operand_md_cm(&m->b_md, r, p->b_dims, r, p->trans_b,
+                                   m->b_cm, int8 ? dnnl_s8 : dt));
+      bool to_view = views && m->dst_view && k == g->n_post;
+      m->requant = int8 && m->yq && k == g->n_post;
+      if ((status = mb__dn_posts_build(l, m->posts, m->n_fixed + k + m->requant,
+                                       r, m->fold_rank, &m->po, m->bin_md)))
+        return status;
+      DN_TRY(l, dnnl_matmul_desc_init(&md_desc, &m->a_md, &m->b_md,
+                                      has_bias ? &m->bias_md : NULL,
+                                      m->requant ? &m->dst_qmd
+                                      : to_view  ? &m->dst_vmd
+                                                 : &m->dst_md));
+      dnnl_status_t st =
+          mb__dn_pd_try_q(l, &md_desc, m->po, int8 ? &m->qa : NULL, &m->pd);
+      dnnl_post_ops_destroy(m->po);
+      m->po = NULL;
+      if (st == dnnl_success)
+        mb__dn_pd_accept(&m->pd, last);
+      else if (last)
+        return mb__dn_fail(l, "dnnl_primitive_desc_create(matmul)", st);
     }
-    if (pd && attempt == 1 && !mb__dn_pd_is_brgemm(pd) && !view_pd) {
+    if (m->pd)
+      break;
+  }
+  return MB_STATUS_OK;
+}
+
+/* The primitive: int8 first when the product has entries, then float
+ * with views, then float with plain operands; views served only by the
+ * general gemm are kept in case plain operands get no batch-reduce
+ * kernel. Sets m->pd, m->k, m->attempt, m->q and m->requant. */
+static mb_status mm_choose_primitive(lctx *l, const dn_group *g,
+                                     mm_lowering *m) {
+  mb_status status;
+  /* 0: int8; 1: float with views; 2: float, plain operands. */
+  int first_float = m->a_view || m->b_view || m->dst_view ? 1 : 2;
+  int attempt = m->q ? 0 : first_float;
+  for (; attempt < 3; attempt = attempt == 0 ? first_float : attempt + 1) {
+    if ((status = mm_try_primitive(l, g, m, attempt)))
+      return status;
+    if (m->pd && attempt == 1 && !mb__dn_pd_is_brgemm(m->pd) && !m->view_pd) {
       /* Views served by the general gemm only: plain operands may get the
        * batch-reduce kernels (fp32 attention: 4x faster, copies included);
        * kept in case they do not. */
-      view_pd = pd;
-      view_k = k;
-      pd = NULL;
+      m->view_pd = m->pd;
+      m->view_k = m->k;
+      m->pd = NULL;
       continue;
     }
-    if (pd)
+    if (m->pd)
       break;
   }
-  if (view_pd && (!pd || !mb__dn_pd_is_brgemm(pd))) {
-    if (pd)
-      dnnl_primitive_desc_destroy(pd);
-    pd = view_pd;
-    k = view_k;
+  if (m->view_pd && (!m->pd || !mb__dn_pd_is_brgemm(m->pd))) {
+    if (m->pd)
+      dnnl_primitive_desc_destroy(m->pd);
+    m->pd = m->view_pd;
+    m->k = m->view_k;
     attempt = 1;
-    view_pd = NULL;
+    m->view_pd = NULL;
   }
-  q = attempt == 0 && pd;
-  requant &= q;
-  bool use_views = attempt == 1;
-  {
-    dnnl_memory_t amem, bmem, biasmem = NULL;
-    dn_rep *out;
-    dnnl_exec_arg_t args[DN_MAX_ARGS];
-    int n_args = 0, a_buf, b_buf = -1;
-    if (q) {
-      MB_TRY_GOTO(mm_operand_q(l, a, false, xq, &a_md, &amem, &a_buf));
-    } else if (use_views && a_view) {
-      a_buf = a_vrep.buf;
-      MB_TRY_GOTO(mb__dn_rep_view(l, &a_vrep, &a_md, &amem));
-    } else {
-      MB_TRY_GOTO(mm_operand(l, a, r, p.trans_a, false, dt,
-                             fold_rank ? fold : NULL, &a_md, &amem, &a_buf));
-    }
-    if (q && !kb) {
-      /* An activation as s8 weights. */
-      MB_TRY_GOTO(mm_operand_q(l, b, b_cm, wq, &b_md, &bmem, &b_buf));
-    } else if (q) {
-      int8_t *w8 = mb__dn_q_weights(kb, wq, p.trans_b ? 0 : 1);
-      if (!w8) {
-        status = mb__dn_oom(l);
-        goto done;
-      }
-      MB_TRY_GOTO(mb__dn_const_memory(l, &b_user, w8, true,
-                                      mb__dn_pd_md(pd, dnnl_query_weights_md),
-                                      &bmem, NULL));
-    } else if (kb) {
-      bool own = scaled != NULL;
-      const float *data = own ? scaled : kb->data;
-      scaled = NULL; /* taken by const_memory */
-      MB_TRY_GOTO(mb__dn_const_memory(l, &b_user, data, own,
-                                      mb__dn_pd_md(pd, dnnl_query_weights_md),
-                                      &bmem, NULL));
-    } else if (use_views && b_view) {
-      b_buf = b_vrep.buf;
-      MB_TRY_GOTO(mb__dn_rep_view(l, &b_vrep, &b_md, &bmem));
-    } else {
-      MB_TRY_GOTO(
-          mm_operand(l, b, r, p.trans_b, b_cm, dt, NULL, &b_md, &bmem, &b_buf));
-    }
-    if (q && (bias_data || (k > 0 && bias_src))) {
-      /* In the accumulator's scale (DN_INT8_BIAS_BEFORE_SCALES). */
-      float *data = mb__dn_q_bias(bias_data ? bias_data : bias_src, nn, oscales,
-                                  wq->channels);
-      if (!data) {
-        status = mb__dn_oom(l);
-        goto done;
-      }
-      MB_TRY_GOTO(mb__dn_const_memory(l, &bias_md, data, true, &bias_md,
-                                      &biasmem, NULL));
-    } else if (bias_data) {
-      float *data = bias_data;
-      bias_data = NULL;
-      MB_TRY_GOTO(mb__dn_const_memory(l, &bias_md, data, true, &bias_md,
-                                      &biasmem, NULL));
-    } else if (k > 0 && bias_src) {
-      MB_TRY_GOTO(mb__dn_const_memory(l, &bias_md, bias_src, false, &bias_md,
-                                      &biasmem, NULL));
-    }
-    if (g->n_sib) {
-      dnnl_memory_t dst;
-      MB_TRY_GOTO(mm_siblings_outputs(
-          l, g, col, nn, mb__dn_pd_md(pd, dnnl_query_dst_md), &dst));
-      args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, amem};
-      args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, bmem};
-      if (biasmem)
-        args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, biasmem};
-      args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_DST, dst};
-      if (q)
-        MB_TRY_GOTO(mb__dn_q_zp_arg(l, xq, args, &n_args));
-      MB_TRY_GOTO(mb__dn_emit(l, pd, n_args, args));
-      goto done;
-    }
-    /* The value is defined in its own dims; a folded product writes a
-     * [rows, N] view of it. */
-    int final = mb__dn_head_final(posts, n_fixed + k, n->outputs[0]);
-    const dnnl_memory_desc_t *pd_dst = mb__dn_pd_md(pd, dnnl_query_dst_md);
-    dnnl_memory_desc_t out_md = *pd_dst;
-    dnnl_memory_t dst_mem;
-    bool reshaped = fold_rank != 0;
-    for (int i = 0; i < n_fixed + k; i++)
-      reshaped |= posts[i].kind == DN_POST_VIEW;
-    if (reshaped) {
-      /* The chain's result in its own dims (plain, as the product's). */
-      const mb_shape_info *y = &l->eg->shapes[final];
-      DN_GOTO(l, mb__dn_md_plain(&out_md, y->rank, y->dims, pd_dst->data_type));
-    }
-    MB_TRY_GOTO(mb__dn_head_dst(l, posts, n_fixed + k, final, &out_md, a_buf,
-                                b_buf, &out));
-    if (requant) {
-      out->qscale = yq->scales[0];
-      out->qzp = yq->zero_points[0];
-    }
-    dst_mem = out->mem;
-    if (reshaped)
-      MB_TRY_GOTO(mb__dn_rep_view(l, out, pd_dst, &dst_mem));
+  m->attempt = attempt;
+  m->q = attempt == 0 && m->pd;
+  m->requant &= m->q;
+  return MB_STATUS_OK;
+}
+
+/* The source, weights and bias memories of the chosen primitive (int8:
+ * quantised; views where it reads them; constant weights and bias in its
+ * layout), and the buffers of A and B (-1: none) for mb__dn_head_dst.
+ * *biasmem: NULL without a bias. */
+static mb_status mm_bind_operands(lctx *l, mm_lowering *m, dnnl_memory_t *amem,
+                                  dnnl_memory_t *bmem, dnnl_memory_t *biasmem,
+                                  int *a_buf, int *b_buf) {
+  const mm_params *p = &m->p;
+  const mb_tensor *kb = m->kb;
+  mb_status status;
+  int r = p->rank, k = m->k;
+  bool q = m->q, use_views = m->attempt == 1;
+  *biasmem = NULL;
+  *b_buf = -1;
+  if (q) {
+    status = mm_operand_q(l, m->a, false, m->xq, &m->a_md, amem, a_buf);
+  } else if (use_views && m->a_view) {
+    *a_buf = m->a_vrep.buf;
+    status = mb__dn_rep_view(l, &m->a_vrep, &m->a_md, amem);
+  } else {
+    status = mm_operand(l, m->a, r, p->trans_a, false, m->dt,
+                        m->fold_rank ? m->fold : NULL, &m->a_md, amem, a_buf);
+  }
+  if (status)
+    return status;
+  if (q && !kb) {
+    /* An activation as s8 weights. */
+    status = mm_operand_q(l, m->b, m->b_cm, m->wq, &m->b_md, bmem, b_buf);
+  } else if (q) {
+    int8_t *w8 = mb__dn_q_weights(kb, m->wq, p->trans_b ? 0 : 1);
+    if (!w8)
+      return mb__dn_oom(l);
+    status = mb__dn_const_memory(l, &m->b_user, w8, true,
+                                 mb__dn_pd_md(m->pd, dnnl_query_weights_md),
+                                 bmem, NULL);
+  } else if (kb) {
+    bool own = m->scaled != NULL;
+    const float *data = own ? m->scaled : kb->data;
+    m->scaled = NULL; /* taken by const_memory */
+    status = mb__dn_const_memory(l, &m->b_user, data, own,
+                                 mb__dn_pd_md(m->pd, dnnl_query_weights_md),
+                                 bmem, NULL);
+  } else if (use_views && m->b_view) {
+    *b_buf = m->b_vrep.buf;
+    status = mb__dn_rep_view(l, &m->b_vrep, &m->b_md, bmem);
+  } else {
+    status = mm_operand(l, m->b, r, p->trans_b, m->b_cm, m->dt, NULL, &m->b_md,
+                        bmem, b_buf);
+  }
+  if (status)
+    return status;
+  if (q && (m->bias_data || (k > 0 && m->bias_src))) {
+    /* In the accumulator's scale (DN_INT8_BIAS_BEFORE_SCALES). */
+    float *data = mb__dn_q_bias(m->bias_data ? m->bias_data : m->bias_src,
+                                m->nn, m->oscales, m->wq->channels);
+    if (!data)
+      return mb__dn_oom(l);
+    return mb__dn_const_memory(l, &m->bias_md, data, true, &m->bias_md, biasmem,
+                               NULL);
+  }
+  if (m->bias_data) {
+    float *data = m->bias_data;
+    m->bias_data = NULL;
+    return mb__dn_const_memory(l, &m->bias_md, data, true, &m->bias_md, biasmem,
+                               NULL);
+  }
+  if (k > 0 && m->bias_src)
+    return mb__dn_const_memory(l, &m->bias_md, m->bias_src, false, &m->bias_md,
+                               biasmem, NULL);
+  return MB_STATUS_OK;
+}
+
+/* The step of the chosen primitive: its destination (the siblings' one
+ * result; else the chain's value in its own dims, a folded product
+ * writing a [rows, N] view of it, int8 when requantised) and its
+ * arguments, the post-ops' operands among them. */
+static mb_status mm_emit(lctx *l, const dn_group *g, mm_lowering *m) {
+  const mb_node *n = node_at(l, g->head);
+  const dn_post *posts = m->posts;
+  mb_status status;
+  int n_fixed = m->n_fixed, k = m->k;
+  dnnl_memory_t amem, bmem, biasmem;
+  dn_rep *out;
+  dnnl_exec_arg_t args[DN_MAX_ARGS];
+  int n_args = 0, a_buf, b_buf;
+  if ((status = mm_bind_operands(l, m, &amem, &bmem, &biasmem, &a_buf, &b_buf)))
+    return status;
+  if (g->n_sib) {
+    dnnl_memory_t dst;
+    if ((status =
+             mm_siblings_outputs(l, g, m->col, m->nn,
+                                 mb__dn_pd_md(m->pd, dnnl_query_dst_md), &dst)))
+      return status;
     args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, amem};
     args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, bmem};
     if (biasmem)
       args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, biasmem};
-    args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_DST, dst_mem};
-    if (q)
-      MB_TRY_GOTO(mb__dn_q_zp_arg(l, xq, args, &n_args));
-    MB_TRY_GOTO(
-        mb__dn_posts_args(l, posts, n_fixed + k, bin_md, args, &n_args));
-    MB_TRY_GOTO(mb__dn_emit(l, pd, n_args, args));
+    args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_DST, dst};
+    if (m->q && (status = mb__dn_q_zp_arg(l, m->xq, args, &n_args)))
+      return status;
+    return mb__dn_emit(l, m->pd, n_args, args);
   }
-  MB_TRY_GOTO(mb__dn_lower_rest(l, g->post, k, g->n_post));
+  /* The value is defined in its own dims; a folded product writes a
+   * [rows, N] view of it. */
+  int final = mb__dn_head_final(posts, n_fixed + k, n->outputs[0]);
+  const dnnl_memory_desc_t *pd_dst = mb__dn_pd_md(m->pd, dnnl_query_dst_md);
+  dnnl_memory_desc_t out_md = *pd_dst;
+  dnnl_memory_t dst_mem;
+  bool reshaped = m->fold_rank != 0;
+  for (int i = 0; i < n_fixed + k; i++)
+    reshaped |= posts[i].kind == DN_POST_VIEW;
+  if (reshaped) {
+    /* The chain's result in its own dims (plain, as the product's). */
+    const mb_shape_info *y = &l->eg->shapes[final];
+    DN_TRY(l, mb__dn_md_plain(&out_md, y->rank, y->dims, pd_dst->data_type));
+  }
+  if ((status = mb__dn_head_dst(l, posts, n_fixed + k, final, &out_md, a_buf,
+                                b_buf, &out)))
+    return status;
+  if (m->requant) {
+    out->qscale = m->yq->scales[0];
+    out->qzp = m->yq->zero_points[0];
+  }
+  dst_mem = out->mem;
+  if (reshaped && (status = mb__dn_rep_view(l, out, pd_dst, &dst_mem)))
+    return status;
+  args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, amem};
+  args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, bmem};
+  if (biasmem)
+    args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, biasmem};
+  args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_DST, dst_mem};
+  if (m->q && (status = mb__dn_q_zp_arg(l, m->xq, args, &n_args)))
+    return status;
+  if ((status =
+           mb__dn_posts_args(l, posts, n_fixed + k, m->bin_md, args, &n_args)))
+    return status;
+  return mb__dn_emit(l, m->pd, n_args, args);
+}
+
+/* A MatMul or Gemm group: gather, decide int8, take alpha and C, choose
+ * layouts and the primitive, emit; the post-ops it did not take are
+ * lowered node by node after it. */
+mb_status mb__dn_lower_mm(lctx *l, const dn_group *g) {
+  const mb_node *n = node_at(l, g->head);
+  mb_status status = MB_STATUS_OK;
+  mm_lowering m;
+  memset(&m, 0, sizeof m);
+  DN_PARAMS(l, n, mb__dn_mm_get, &m.p);
+  MB_TRY_GOTO(mm_gather(l, g, &m));
+  MB_TRY_GOTO(mm_quant(l, g, &m));
+  MB_TRY_GOTO(mm_alpha_and_c(l, g, &m));
+  MB_TRY_GOTO(mm_layouts(l, g, &m));
+  MB_TRY_GOTO(mm_choose_primitive(l, g, &m));
+  MB_TRY_GOTO(mm_emit(l, g, &m));
+  /* Sibling products take no chain after them. */
+  if (!g->n_sib)
+    MB_TRY_GOTO(mb__dn_lower_rest(l, g->post, m.k, g->n_post));
 done:
-  if (view_pd)
-    dnnl_primitive_desc_destroy(view_pd);
-  free(oscales);
-  free(cat_scales);
-  free(cat_zps);
-  mb__aligned_free(scaled);
-  mb__aligned_free(bias_data);
-  if (pd)
-    dnnl_primitive_desc_destroy(pd);
-  if (po)
-    dnnl_post_ops_destroy(po);
+  mm_lowering_free(&m);
   return status;
 }
 

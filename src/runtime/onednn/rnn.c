@@ -604,226 +604,332 @@ static mb_status no_int8(lctx *l, const char *reason) {
                    mb__node_label(l->node, label, sizeof label), reason);
 }
 
-mb_status mb__dn_lower_rnn(lctx *l, const mb_node *n) {
+/* What lowering one RNN node carries from step to step. Fields marked
+ * owned are released by rnn_lowering_free; a step that hands one to a
+ * constant memory sets it to NULL first. */
+typedef struct rnn_lowering {
   dn_rnn_params p;
-  dn_rnn_q q = {1.0f, 0};
-  dnnl_primitive_desc_t pd = NULL;
-  dnnl_primitive_attr_t attr = NULL, wattr = NULL;
-  float *wl_data = NULL, *wi_data = NULL, *wscales = NULL;
-  mb_status status = MB_STATUS_OK;
-  DN_PARAMS(l, n, rnn_get, &p);
+  dn_rnn_q q;
+  mb_quant_param xq; /* int8: the data's quantisation (of q, above) */
+  bool int8;
+  int bias_gates;
+  /* The node's inputs and outputs (values; -1: absent). */
+  int in_x, in_b, in_h, in_c, in_p, out_y, out_h, out_c;
+  /* Weights in oneDNN's order and, for int8, their scales and the
+   * attributes of the primitive and of the weights' reorders. */
+  float *wl_data, *wi_data, *wscales; /* owned */
+  dnnl_primitive_attr_t attr, wattr;  /* owned */
+  rnn_mds m;                          /* the primitive's mds */
+  dnnl_data_type_t in_dt, out_dt;     /* what the primitive takes */
+  dnnl_primitive_desc_t pd;           /* owned */
+  /* The primitive's memories (h, c, peep: NULL when it has none), Y's
+   * representation and whether the primitive writes it in place (else
+   * into y_buf, then a reorder), the final states. */
+  dnnl_memory_t wl, wi, bias, peep, x, h, c, y_mem;
+  dn_rep *y;
+  int y_buf;
+  bool y_direct, want_h, want_c;
+  state_out hs, cs;
+} rnn_lowering;
+
+static void rnn_lowering_free(rnn_lowering *rl) {
+  if (rl->pd)
+    dnnl_primitive_desc_destroy(rl->pd);
+  if (rl->attr)
+    dnnl_primitive_attr_destroy(rl->attr);
+  if (rl->wattr)
+    dnnl_primitive_attr_destroy(rl->wattr);
+  mb__aligned_free(rl->wl_data);
+  mb__aligned_free(rl->wi_data);
+  free(rl->wscales);
+}
+
+/* The node's int8 form (when the segment is int8) and its inputs and
+ * outputs; MB_STATUS_UNSUPPORTED when it has no int8 form. */
+static mb_status rnn_operands(lctx *l, const mb_node *n, rnn_lowering *rl) {
+  const dn_rnn_params *p = &rl->p;
   /* INT8: the node's int8 form, or none (fp32 then, in a segment of its
    * own). */
-  const bool int8 = l->quant != NULL;
-  if (int8) {
+  rl->int8 = l->quant != NULL;
+  if (rl->int8) {
     char reason[256] = "";
     mb_engine_check c = mb__dn_lower_check_ctx(l, n, reason, sizeof reason);
-    if (!int8_get(&c, l->quant, &p, &q))
+    if (!int8_get(&c, l->quant, &rl->p, &rl->q))
       return no_int8(l, reason);
   }
-  mb_quant_param xq = {.kind = MB_QUANT_KIND_ACTIVATION,
-                       .dtype = MB_DTYPE_UINT8,
-                       .axis = -1,
-                       .channels = 1,
-                       .scales = &q.step,
-                       .zero_points = &q.zp};
-  const int64_t T = p.seq, N = p.batch, I = p.input, H = p.hidden, D = p.dirs,
-                G = p.gates;
-  int bias_gates = p.kind == DN_GRU && p.lbr ? 4 : (int)G;
-  int in_x = n->inputs[0], in_b = mb__engine_input(n, 3);
-  int in_h = mb__engine_input(n, 5);
-  int in_c = p.kind == DN_LSTM ? mb__engine_input(n, 6) : -1;
-  int in_p = p.kind == DN_LSTM ? mb__engine_input(n, 7) : -1;
-  int out_y = mb__engine_output(n, 0), out_h = mb__engine_output(n, 1);
-  int out_c = p.kind == DN_LSTM ? mb__engine_output(n, 2) : -1;
-  int64_t wl_dims[5] = {1, D, I, G, H}, wi_dims[5] = {1, D, H, G, H};
-  int64_t bias_dims[4] = {1, D, bias_gates, H}, peep_dims[4] = {1, D, 3, H};
+  rl->xq = (mb_quant_param){.kind = MB_QUANT_KIND_ACTIVATION,
+                            .dtype = MB_DTYPE_UINT8,
+                            .axis = -1,
+                            .channels = 1,
+                            .scales = &rl->q.step,
+                            .zero_points = &rl->q.zp};
+  rl->bias_gates = p->kind == DN_GRU && p->lbr ? 4 : (int)p->gates;
+  rl->in_x = n->inputs[0];
+  rl->in_b = mb__engine_input(n, 3);
+  rl->in_h = mb__engine_input(n, 5);
+  rl->in_c = p->kind == DN_LSTM ? mb__engine_input(n, 6) : -1;
+  rl->in_p = p->kind == DN_LSTM ? mb__engine_input(n, 7) : -1;
+  rl->out_y = mb__engine_output(n, 0);
+  rl->out_h = mb__engine_output(n, 1);
+  rl->out_c = p->kind == DN_LSTM ? mb__engine_output(n, 2) : -1;
+  return MB_STATUS_OK;
+}
+
+/* Weights in oneDNN's order, once (int8: their scales come first, and
+ * the attributes that quantise data and weights). */
+static mb_status rnn_weights(lctx *l, const mb_node *n, rnn_lowering *rl) {
+  const dn_rnn_params *p = &rl->p;
   const mb_tensor *w = mb__engine_constant(l->eg, n->inputs[1]);
   const mb_tensor *r = mb__engine_constant(l->eg, n->inputs[2]);
-  const mb_tensor *b = in_b >= 0 ? mb__engine_constant(l->eg, in_b) : NULL;
-  const mb_tensor *peep = in_p >= 0 ? mb__engine_constant(l->eg, in_p) : NULL;
-  /* Weights in oneDNN's order, once (int8: their scales come first). */
-  wl_data = relayout_weights(&p, w->data, I);
-  wi_data = relayout_weights(&p, r->data, H);
-  if (!wl_data || !wi_data ||
-      (int8 && !(wscales = weight_scales(
-                     &p, wl_data, wi_data,
-                     /* X and h are signed: 7 bits where that saturates */
-                     (float)mb__quant_weight_qmax(l->quant->weights, true))))) {
-    status = mb__dn_oom(l);
-    goto done;
+  mb_status status;
+  rl->wl_data = relayout_weights(p, w->data, p->input);
+  rl->wi_data = relayout_weights(p, r->data, p->hidden);
+  if (!rl->wl_data || !rl->wi_data ||
+      (rl->int8 &&
+       !(rl->wscales = weight_scales(
+             p, rl->wl_data, rl->wi_data,
+             /* X and h are signed: 7 bits where that saturates */
+             (float)mb__quant_weight_qmax(l->quant->weights, true)))))
+    return mb__dn_oom(l);
+  if (rl->int8) {
+    if ((status = int8_attr(l, p, &rl->q, rl->wscales, true, &rl->attr)))
+      return status;
+    if ((status = int8_attr(l, p, &rl->q, rl->wscales, false, &rl->wattr)))
+      return status;
   }
-  if (int8) {
-    MB_TRY_GOTO(int8_attr(l, &p, &q, wscales, true, &attr));
-    MB_TRY_GOTO(int8_attr(l, &p, &q, wscales, false, &wattr));
-  }
-  rnn_mds m;
-  bool states_in = in_h >= 0 || in_c >= 0;
-  bool states_out = out_h >= 0 || out_c >= 0;
-  bool lstm = p.kind == DN_LSTM;
-  /* int8: u8 data and states (dequantised after), float32 Y, s8 weights
-   * (oneDNN 2.6 writes the final h only as u8). Else the segment's
-   * precision, then float32 (bf16 RNNs need avx512_core_bf16; the reorders
-   * around it are cheap). */
-  dnnl_data_type_t in_dt = int8 ? dnnl_u8 : l->act_dt;
-  dnnl_data_type_t out_dt = int8 ? dnnl_f32 : l->act_dt;
-  for (int attempt = 0; attempt < 2 && !pd; attempt++) {
+  return MB_STATUS_OK;
+}
+
+/* The recurrent primitive and its mds. int8: u8 data and states
+ * (dequantised after), float32 Y, s8 weights (oneDNN 2.6 writes the final
+ * h only as u8). Else the segment's precision, then float32 (bf16 RNNs
+ * need avx512_core_bf16; the reorders around it are cheap). */
+static mb_status rnn_primitive(lctx *l, rnn_lowering *rl) {
+  const dn_rnn_params *p = &rl->p;
+  bool states_in = rl->in_h >= 0 || rl->in_c >= 0;
+  bool states_out = rl->out_h >= 0 || rl->out_c >= 0;
+  bool lstm = p->kind == DN_LSTM, int8 = rl->int8;
+  rnn_mds *m = &rl->m;
+  rl->in_dt = int8 ? dnnl_u8 : l->act_dt;
+  rl->out_dt = int8 ? dnnl_f32 : l->act_dt;
+  for (int attempt = 0; attempt < 2 && !rl->pd; attempt++) {
     dnnl_rnn_desc_t desc;
     if (attempt == 1) {
-      if (int8 || in_dt == dnnl_f32)
+      if (int8 || rl->in_dt == dnnl_f32)
         break;
-      in_dt = out_dt = dnnl_f32;
+      rl->in_dt = rl->out_dt = dnnl_f32;
     }
-    DN_GOTO(l, rnn_mds_init(&p, bias_gates, in_dt, out_dt,
-                            int8 ? dnnl_s8 : in_dt, &m));
-    DN_GOTO(l, rnn_desc_init(&p, &desc, &m.src,
-                             (lstm ? states_in : in_h >= 0) ? &m.h : NULL,
-                             lstm && states_in ? &m.c : NULL, &m.wl, &m.wi,
-                             in_p >= 0 ? &m.peep : NULL, &m.bias, &m.dst,
-                             (lstm ? states_out : out_h >= 0) ? &m.hout : NULL,
-                             lstm && states_out ? &m.cout : NULL));
+    DN_TRY(l, rnn_mds_init(p, rl->bias_gates, rl->in_dt, rl->out_dt,
+                           int8 ? dnnl_s8 : rl->in_dt, m));
+    DN_TRY(l,
+           rnn_desc_init(p, &desc, &m->src,
+                         (lstm ? states_in : rl->in_h >= 0) ? &m->h : NULL,
+                         lstm && states_in ? &m->c : NULL, &m->wl, &m->wi,
+                         rl->in_p >= 0 ? &m->peep : NULL, &m->bias, &m->dst,
+                         (lstm ? states_out : rl->out_h >= 0) ? &m->hout : NULL,
+                         lstm && states_out ? &m->cout : NULL));
     /* oneDNN names its GEMM-based RNN "ref" too (it is its only one for
      * GRU and vanilla RNN): accept it. */
-    dnnl_status_t st =
-        int8 ? dnnl_primitive_desc_create(&pd, &desc, attr, l->s->engine, NULL)
-             : mb__dn_pd_try(l, &desc, NULL, &pd);
+    dnnl_status_t st = int8 ? dnnl_primitive_desc_create(
+                                  &rl->pd, &desc, rl->attr, l->s->engine, NULL)
+                            : mb__dn_pd_try(l, &desc, NULL, &rl->pd);
     if (st != dnnl_success)
-      pd = NULL;
+      rl->pd = NULL;
     if (st != dnnl_success && int8) {
       char reason[160];
       snprintf(reason, sizeof reason, "oneDNN refuses its int8 form here (%s)",
                mb__dn_status_name(st));
-      status = no_int8(l, reason);
-      goto done;
+      return no_int8(l, reason);
     }
-    if (st != dnnl_success && (attempt == 1 || in_dt == dnnl_f32)) {
-      status = mb__dn_fail(l, "dnnl_primitive_desc_create(rnn)", st);
-      goto done;
-    }
+    if (st != dnnl_success && (attempt == 1 || rl->in_dt == dnnl_f32))
+      return mb__dn_fail(l, "dnnl_primitive_desc_create(rnn)", st);
   }
-  if (!pd) {
-    status = mb__dn_internal_error(l, "no RNN primitive");
-    goto done;
-  }
-  dnnl_memory_t wl, wi, bias, peep_mem = NULL;
-  float *data = wl_data;
-  wl_data = NULL; /* const_arg takes it */
-  MB_TRY_GOTO(
-      const_arg(l, pd, DNNL_ARG_WEIGHTS_LAYER, 5, wl_dims, data, wattr, &wl));
-  data = wi_data;
-  wi_data = NULL;
-  MB_TRY_GOTO(
-      const_arg(l, pd, DNNL_ARG_WEIGHTS_ITER, 5, wi_dims, data, wattr, &wi));
-  MB_TRY_GOTO(const_arg(l, pd, DNNL_ARG_BIAS, 4, bias_dims,
-                        relayout_bias(&p, b ? b->data : NULL, bias_gates), NULL,
-                        &bias));
+  if (!rl->pd)
+    return mb__dn_internal_error(l, "no RNN primitive");
+  return MB_STATUS_OK;
+}
+
+/* The constant arguments in the primitive's layouts: the weights (taken
+ * from the lowering; int8: quantised by their reorder), the bias, the
+ * peepholes. */
+static mb_status rnn_bind_constants(lctx *l, const mb_node *n,
+                                    rnn_lowering *rl) {
+  const dn_rnn_params *p = &rl->p;
+  const int64_t I = p->input, H = p->hidden, D = p->dirs, G = p->gates;
+  int64_t wl_dims[5] = {1, D, I, G, H}, wi_dims[5] = {1, D, H, G, H};
+  int64_t bias_dims[4] = {1, D, rl->bias_gates, H}, peep_dims[4] = {1, D, 3, H};
+  const mb_tensor *b =
+      rl->in_b >= 0 ? mb__engine_constant(l->eg, rl->in_b) : NULL;
+  const mb_tensor *peep =
+      rl->in_p >= 0 ? mb__engine_constant(l->eg, rl->in_p) : NULL;
+  mb_status status;
+  float *data = rl->wl_data;
+  rl->wl_data = NULL; /* const_arg takes it */
+  if ((status = const_arg(l, rl->pd, DNNL_ARG_WEIGHTS_LAYER, 5, wl_dims, data,
+                          rl->wattr, &rl->wl)))
+    return status;
+  data = rl->wi_data;
+  rl->wi_data = NULL;
+  if ((status = const_arg(l, rl->pd, DNNL_ARG_WEIGHTS_ITER, 5, wi_dims, data,
+                          rl->wattr, &rl->wi)))
+    return status;
+  if ((status = const_arg(l, rl->pd, DNNL_ARG_BIAS, 4, bias_dims,
+                          relayout_bias(p, b ? b->data : NULL, rl->bias_gates),
+                          NULL, &rl->bias)))
+    return status;
   if (peep)
-    MB_TRY_GOTO(const_arg(l, pd, DNNL_ARG_WEIGHTS_PEEPHOLE, 4, peep_dims,
-                          relayout_peephole(&p, peep->data), NULL, &peep_mem));
+    return const_arg(l, rl->pd, DNNL_ARG_WEIGHTS_PEEPHOLE, 4, peep_dims,
+                     relayout_peephole(p, peep->data), NULL, &rl->peep);
+  return MB_STATUS_OK;
+}
+
+/* X and the initial states as the primitive reads them (int8: quantised
+ * once); an LSTM given one initial state gets zeros for the other. */
+static mb_status rnn_bind_inputs(lctx *l, rnn_lowering *rl) {
+  const dn_rnn_params *p = &rl->p;
+  rnn_mds *m = &rl->m;
+  mb_status status;
   /* X: [T, N, I] or [N, T, I] plain is tnc or ntc as it stands (int8:
    * quantised once). */
   dn_rep *x;
-  dnnl_memory_t x_mem, h_mem = NULL, c_mem = NULL, y_mem;
-  MB_TRY_GOTO(plain_get(l, in_x, in_dt, &xq, &x));
+  if ((status = plain_get(l, rl->in_x, rl->in_dt, &rl->xq, &x)))
+    return status;
   dn_rep x_rep = *x;
-  MB_TRY_GOTO(mb__dn_rep_view(l, &x_rep, &m.src, &x_mem));
-  if (in_h >= 0)
-    MB_TRY_GOTO(state_in(l, &p, in_h, &m.h, &xq, &h_mem));
-  if (in_c >= 0)
-    MB_TRY_GOTO(state_in(l, &p, in_c, &m.c, NULL, &c_mem));
+  if ((status = mb__dn_rep_view(l, &x_rep, &m->src, &rl->x)))
+    return status;
+  if (rl->in_h >= 0 &&
+      (status = state_in(l, p, rl->in_h, &m->h, &rl->xq, &rl->h)))
+    return status;
+  if (rl->in_c >= 0 && (status = state_in(l, p, rl->in_c, &m->c, NULL, &rl->c)))
+    return status;
   /* oneDNN's LSTM takes both initial states or neither: the missing one
    * is zero, as in ONNX (u8: the zero point). */
-  if (p.kind == DN_LSTM && (h_mem != NULL) != (c_mem != NULL)) {
-    const dnnl_memory_desc_t *md = h_mem ? &m.c : &m.h;
+  if (p->kind == DN_LSTM && (rl->h != NULL) != (rl->c != NULL)) {
+    const dnnl_memory_desc_t *md = rl->h ? &m->c : &m->h;
     size_t size = dnnl_memory_desc_get_size(md);
     void *zeros = mb__aligned_alloc(MB_MAX(size, 1));
-    if (!zeros) {
-      status = mb__dn_oom(l);
-      goto done;
-    }
-    memset(zeros, md->data_type == dnnl_u8 ? (int)q.zp : 0, size);
-    MB_TRY_GOTO(mb__dn_const_memory(l, md, zeros, true, md,
-                                    h_mem ? &c_mem : &h_mem, NULL));
+    if (!zeros)
+      return mb__dn_oom(l);
+    memset(zeros, md->data_type == dnnl_u8 ? (int)rl->q.zp : 0, size);
+    return mb__dn_const_memory(l, md, zeros, true, md, rl->h ? &rl->c : &rl->h,
+                               NULL);
   }
-  /* Y: written in place when its layout is dst_layer's (one direction,
-   * or batch first); else through a buffer and a reorder. */
-  bool y_direct = out_y >= 0 && (D == 1 || p.batch_first);
-  dn_rep *y = NULL;
-  if (out_y >= 0) {
+  return MB_STATUS_OK;
+}
+
+/* Y and the final states as the primitive writes them: Y in place when
+ * its layout is dst_layer's (one direction, or batch first), else into a
+ * buffer that a reorder after the primitive reads. */
+static mb_status rnn_bind_outputs(lctx *l, rnn_lowering *rl) {
+  const dn_rnn_params *p = &rl->p;
+  rnn_mds *m = &rl->m;
+  mb_status status;
+  rl->y_direct = rl->out_y >= 0 && (p->dirs == 1 || p->batch_first);
+  rl->y = NULL;
+  if (rl->out_y >= 0) {
     dnnl_memory_desc_t y_md;
     int rank;
     int64_t dims[MB_MAX_RANK];
-    mb__dn_value_dims(l, out_y, &rank, dims);
-    DN_GOTO(l, mb__dn_md_plain(&y_md, rank, dims, out_dt));
-    MB_TRY_GOTO(mb__dn_value_define(l, out_y, &y_md, &y));
+    mb__dn_value_dims(l, rl->out_y, &rank, dims);
+    DN_TRY(l, mb__dn_md_plain(&y_md, rank, dims, rl->out_dt));
+    if ((status = mb__dn_value_define(l, rl->out_y, &y_md, &rl->y)))
+      return status;
   }
-  int y_buf = -1;
-  if (y_direct) {
-    dn_rep y_rep = *y;
-    MB_TRY_GOTO(mb__dn_rep_view(l, &y_rep, &m.dst, &y_mem));
+  rl->y_buf = -1;
+  if (rl->y_direct) {
+    dn_rep y_rep = *rl->y;
+    status = mb__dn_rep_view(l, &y_rep, &m->dst, &rl->y_mem);
   } else {
-    MB_TRY_GOTO(scratch_memory(l, &m.dst, &y_mem, &y_buf));
+    status = scratch_memory(l, &m->dst, &rl->y_mem, &rl->y_buf);
   }
-  state_out hs, cs;
-  MB_TRY_GOTO(state_out_prepare(l, &p, out_h, &m.hout, &xq, &hs));
-  MB_TRY_GOTO(state_out_prepare(l, &p, out_c, &m.cout, NULL, &cs));
+  if (status ||
+      (status =
+           state_out_prepare(l, p, rl->out_h, &m->hout, &rl->xq, &rl->hs)) ||
+      (status = state_out_prepare(l, p, rl->out_c, &m->cout, NULL, &rl->cs)))
+    return status;
   /* Likewise both final states or neither: the unused one goes to a
    * buffer of its own. */
-  bool want_h = out_h >= 0, want_c = out_c >= 0;
-  if (p.kind == DN_LSTM && want_h != want_c) {
-    state_out *missing = want_h ? &cs : &hs;
-    MB_TRY_GOTO(scratch_memory(l, &missing->md, &missing->mem, NULL));
-    want_h = want_c = true;
+  rl->want_h = rl->out_h >= 0;
+  rl->want_c = rl->out_c >= 0;
+  if (p->kind == DN_LSTM && rl->want_h != rl->want_c) {
+    state_out *missing = rl->want_h ? &rl->cs : &rl->hs;
+    if ((status = scratch_memory(l, &missing->md, &missing->mem, NULL)))
+      return status;
+    rl->want_h = rl->want_c = true;
   }
+  return MB_STATUS_OK;
+}
+
+/* The primitive's step with the segment's threads when its work calls for
+ * them, then Y's reorder from [T, N, D, H] when it was not written in
+ * place, and the final states' reorders. */
+static mb_status rnn_emit(lctx *l, rnn_lowering *rl) {
+  const dn_rnn_params *p = &rl->p;
+  const int64_t T = p->seq, N = p->batch, I = p->input, H = p->hidden,
+                D = p->dirs, G = p->gates;
+  mb_status status;
   dnnl_exec_arg_t args[DN_MAX_ARGS];
   int k = 0;
-  args[k++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_LAYER, x_mem};
-  if (h_mem)
-    args[k++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_ITER, h_mem};
-  if (c_mem)
-    args[k++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_ITER_C, c_mem};
-  args[k++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS_LAYER, wl};
-  args[k++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS_ITER, wi};
-  if (peep_mem)
-    args[k++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS_PEEPHOLE, peep_mem};
-  args[k++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bias};
-  args[k++] = (dnnl_exec_arg_t){DNNL_ARG_DST_LAYER, y_mem};
-  if (want_h)
-    args[k++] = (dnnl_exec_arg_t){DNNL_ARG_DST_ITER, hs.mem};
-  if (want_c)
-    args[k++] = (dnnl_exec_arg_t){DNNL_ARG_DST_ITER_C, cs.mem};
-  MB_TRY_GOTO(mb__dn_emit(l, pd, k, args));
+  args[k++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_LAYER, rl->x};
+  if (rl->h)
+    args[k++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_ITER, rl->h};
+  if (rl->c)
+    args[k++] = (dnnl_exec_arg_t){DNNL_ARG_SRC_ITER_C, rl->c};
+  args[k++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS_LAYER, rl->wl};
+  args[k++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS_ITER, rl->wi};
+  if (rl->peep)
+    args[k++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS_PEEPHOLE, rl->peep};
+  args[k++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, rl->bias};
+  args[k++] = (dnnl_exec_arg_t){DNNL_ARG_DST_LAYER, rl->y_mem};
+  if (rl->want_h)
+    args[k++] = (dnnl_exec_arg_t){DNNL_ARG_DST_ITER, rl->hs.mem};
+  if (rl->want_c)
+    args[k++] = (dnnl_exec_arg_t){DNNL_ARG_DST_ITER_C, rl->cs.mem};
+  if ((status = mb__dn_emit(l, rl->pd, k, args)))
+    return status;
   /* The step's work is the gate products of every step, not the size of
    * its output: give it the segment's threads. */
   double work = (double)(T * N * D * G * H * (I + H));
   if (work >= (double)(1 << 16))
     l->s->steps[l->s->n_steps - 1].threads = l->s->threads;
-  if (out_y >= 0 && !y_direct) {
+  if (rl->out_y >= 0 && !rl->y_direct) {
     /* dst_layer seen as [T, N, D, H] -> Y [T, D, N, H]. */
     dnnl_memory_desc_t from, plain, to;
     dnnl_memory_t from_mem, to_mem;
     int64_t dims4[4] = {T, N, D, H};
     int64_t to_strides[4] = {D * N * H, H, N * H, 1};
-    DN_GOTO(l, mb__dn_md_plain(&from, 4, dims4, out_dt));
-    DN_GOTO(l, mb__dn_md_plain(&plain, 4, dims4, out_dt));
-    DN_GOTO(l, mb__dn_md_view(&to, &plain, 4, dims4, to_strides, 0));
-    dn_rep y_rep = *y;
-    MB_TRY_GOTO(mb__dn_mem_new(l, &from, y_buf, &from_mem));
-    MB_TRY_GOTO(mb__dn_rep_view(l, &y_rep, &to, &to_mem));
-    MB_TRY_GOTO(mb__dn_emit_reorder(l, from_mem, &from, to_mem, &to));
+    DN_TRY(l, mb__dn_md_plain(&from, 4, dims4, rl->out_dt));
+    DN_TRY(l, mb__dn_md_plain(&plain, 4, dims4, rl->out_dt));
+    DN_TRY(l, mb__dn_md_view(&to, &plain, 4, dims4, to_strides, 0));
+    dn_rep y_rep = *rl->y;
+    if ((status = mb__dn_mem_new(l, &from, rl->y_buf, &from_mem)) ||
+        (status = mb__dn_rep_view(l, &y_rep, &to, &to_mem)) ||
+        (status = mb__dn_emit_reorder(l, from_mem, &from, to_mem, &to)))
+      return status;
   }
-  MB_TRY_GOTO(state_out_finish(l, &hs));
-  MB_TRY_GOTO(state_out_finish(l, &cs));
+  if ((status = state_out_finish(l, &rl->hs)))
+    return status;
+  return state_out_finish(l, &rl->cs);
+}
+
+/* An RNN, GRU or LSTM node: its int8 form or precision, the weights
+ * re-laid out, the primitive, its memories, the step and the reorders
+ * after it. */
+mb_status mb__dn_lower_rnn(lctx *l, const mb_node *n) {
+  mb_status status = MB_STATUS_OK;
+  rnn_lowering rl;
+  memset(&rl, 0, sizeof rl);
+  rl.q = (dn_rnn_q){1.0f, 0};
+  DN_PARAMS(l, n, rnn_get, &rl.p);
+  MB_TRY_GOTO(rnn_operands(l, n, &rl));
+  MB_TRY_GOTO(rnn_weights(l, n, &rl));
+  MB_TRY_GOTO(rnn_primitive(l, &rl));
+  MB_TRY_GOTO(rnn_bind_constants(l, n, &rl));
+  MB_TRY_GOTO(rnn_bind_inputs(l, &rl));
+  MB_TRY_GOTO(rnn_bind_outputs(l, &rl));
+  MB_TRY_GOTO(rnn_emit(l, &rl));
 done:
-  if (pd)
-    dnnl_primitive_desc_destroy(pd);
-  if (attr)
-    dnnl_primitive_attr_destroy(attr);
-  if (wattr)
-    dnnl_primitive_attr_destroy(wattr);
-  mb__aligned_free(wl_data);
-  mb__aligned_free(wi_data);
-  free(wscales);
+  rnn_lowering_free(&rl);
   return status;
 }
 
