@@ -21,63 +21,9 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-failures=0
-checks=0
+# shellcheck source=tests/shell_lib.sh
+. "$(dirname "$0")/shell_lib.sh"
 fast=(--min-time 0.05 --warmup 1 --warmup-time 0 --min-iterations 3)
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-show() {
-  sed 's/^/    /' "$@" | head -30
-}
-
-# run CODE ARGS...: runs the CLI with stdout/stderr in $tmp/out, $tmp/err;
-# checks the exit code and that no sanitizer spoke. Returns 1 on failure.
-run() {
-  local code=$1
-  shift
-  checks=$((checks + 1))
-  "$cli" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$tmp/err"; then
-    fail "modelbench $*: sanitizer report"
-    show "$tmp/err"
-    return 1
-  fi
-  if [ "$rc" -ne "$code" ]; then
-    fail "modelbench $*: exit $rc, expected $code"
-    show "$tmp/err" "$tmp/out"
-    return 1
-  fi
-  return 0
-}
-
-# expect_in FILE NEEDLE DESCRIPTION
-expect_in() {
-  checks=$((checks + 1))
-  if ! grep -qF -- "$2" "$1"; then
-    fail "$3: '$2' not found"
-    show "$1"
-    return 1
-  fi
-}
-
-# usage_error NEEDLE ARGS...: exit 2 with NEEDLE on a single stderr line.
-usage_error() {
-  local needle=$1
-  shift
-  run 2 "$@" || return
-  local lines
-  lines=$(wc -l <"$tmp/err")
-  if [ "$lines" -ne 1 ]; then
-    fail "modelbench $*: $lines lines on stderr, expected 1"
-    show "$tmp/err"
-  fi
-  expect_in "$tmp/err" "$needle" "modelbench $*"
-}
 
 # check_json FILE EXPECTED_STATUSES: the report parses and every result has
 # every key issue 3 requires; statuses are "NAME=status,NAME=status".
@@ -153,7 +99,7 @@ run 0 list --runtimes --json && {
   "$python" -c 'import json,sys; assert json.load(open(sys.argv[1]))["runtimes"]' \
     "$tmp/out" || fail "list --runtimes --json: bad JSON"
 }
-usage_error "unknown option '--bogus'" list --bogus
+usage_error_line "unknown option '--bogus'" list --bogus
 
 # --- a benchmark: table on stdout, JSON file, nothing extra on stderr ---
 if run 0 bench "$model" -c REFERENCE "${fast[@]}" --json "$tmp/r.json"; then
@@ -173,36 +119,36 @@ run 0 bench "$model" -c ' reference ' --baseline 1 "${fast[@]}" &&
   expect_in "$tmp/out" "REFERENCE" "bench -c ' reference '"
 
 # --- usage errors: exit 2, one line naming the culprit ---
-usage_error "did you mean ORT_CPU" bench "$model" -c REFERENCE,ORT_CUP
-usage_error "unknown conversion id 99" bench "$model" -c 99
-usage_error "REFERENCE is listed twice" bench "$model" -c REFERENCE,1
-usage_error "entry 2 is empty" bench "$model" -c REFERENCE,,2
-usage_error "--baseline ORT_CPU: not among the conversions run" \
+usage_error_line "did you mean ORT_CPU" bench "$model" -c REFERENCE,ORT_CUP
+usage_error_line "unknown conversion id 99" bench "$model" -c 99
+usage_error_line "REFERENCE is listed twice" bench "$model" -c REFERENCE,1
+usage_error_line "entry 2 is empty" bench "$model" -c REFERENCE,,2
+usage_error_line "--baseline ORT_CPU: not among the conversions run" \
   bench "$model" -c REFERENCE --baseline ORT_CPU
-usage_error "--threads '0'" bench "$model" --threads 0
-usage_error "--timeout '-1'" bench "$model" --timeout -1
-usage_error "--device 'gpu'" bench "$model" --device gpu
-usage_error "--log-level 'loud'" bench "$model" --log-level loud
-usage_error "--shape 'input=1,x'" bench "$model" --shape input=1,x
-usage_error "--input-range" bench "$model" --input-range input=5:1
-usage_error "unknown option '--bogus'" bench "$model" --bogus
-usage_error "missing MODEL" bench
-usage_error "only apply to generated inputs" \
+usage_error_line "--threads '0'" bench "$model" --threads 0
+usage_error_line "--timeout '-1'" bench "$model" --timeout -1
+usage_error_line "--device 'gpu'" bench "$model" --device gpu
+usage_error_line "--log-level 'loud'" bench "$model" --log-level loud
+usage_error_line "--shape 'input=1,x'" bench "$model" --shape input=1,x
+usage_error_line "--input-range" bench "$model" --input-range input=5:1
+usage_error_line "unknown option '--bogus'" bench "$model" --bogus
+usage_error_line "missing MODEL" bench
+usage_error_line "only apply to generated inputs" \
   bench "$model" --inputs "$tmp" --shape input=1,784
-usage_error "no input 'nope'" bench "$model" -c REFERENCE "${fast[@]}" \
+usage_error_line "no input 'nope'" bench "$model" -c REFERENCE "${fast[@]}" \
   --shape nope=1,2
 
 # --- config files ---
 printf '{\n  "batchsize": 2\n}\n' >"$tmp/bad.json"
-usage_error "unknown key 'batchsize' (did you mean batch_size?)" \
+usage_error_line "unknown key 'batchsize' (did you mean batch_size?)" \
   bench "$model" --config "$tmp/bad.json"
 printf '{"threads": "4"}' >"$tmp/bad2.json"
-usage_error "key 'threads' must be an integer, got string" \
+usage_error_line "key 'threads' must be an integer, got string" \
   bench "$model" --config "$tmp/bad2.json"
 printf '{"threads": 1,}' >"$tmp/bad3.json"
-usage_error "bad3.json:1:15: trailing comma" \
+usage_error_line "bad3.json:1:15: trailing comma" \
   bench "$model" --config "$tmp/bad3.json"
-usage_error "missing.json" bench "$model" --config "$tmp/missing.json"
+usage_error_line "missing.json" bench "$model" --config "$tmp/missing.json"
 # A good file; flags after or before it override it (-c here).
 cat >"$tmp/good.json" <<'EOF'
 {"conversions": ["ORT_CPU"], "min_time": 0.05, "warmup": 1,
@@ -289,9 +235,9 @@ if run 1 bench "$model" -c REFERENCE,ORT_CPU "${fast[@]}" \
   --timeout ORT_CPU=0.001 --json "$tmp/n.json"; then
   check_json "$tmp/n.json" "REFERENCE=ok,ORT_CPU=timeout"
 fi
-usage_error "--timeout ORT_CPU_BASIC: not among the conversions run" \
+usage_error_line "--timeout ORT_CPU_BASIC: not among the conversions run" \
   bench "$model" -c REFERENCE --timeout ORT_CPU_BASIC=1
-usage_error "unknown conversion 'ORT_CUP'" \
+usage_error_line "unknown conversion 'ORT_CUP'" \
   bench "$model" -c REFERENCE --timeout ORT_CUP=1
 
 # --traceback shows a failed conversion's log tail; the run still exits 1.

@@ -13,52 +13,22 @@ cli=${MB_CLI:?set MB_CLI to the modelbench binary}
 models=${MB_TEST_MODELS:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-checks=0
+# shellcheck source=tests/shell_lib.sh
+. "$(dirname "$0")/shell_lib.sh"
 
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-# expect CODE NEEDLE -- ARGS...: runs the CLI, checks exit code, that stderr
-# is one line containing NEEDLE (when CODE != 0), and no sanitizer output.
+# expect CODE NEEDLE -- ARGS...: runs the CLI (run: exit code, no sanitizer
+# output); a failure prints one line on stderr containing NEEDLE, a success
+# NEEDLE (when given) on stdout.
 expect() {
   local code=$1 needle=$2
   shift 3
-  checks=$((checks + 1))
-  "$cli" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  local desc="modelbench $*"
-  if grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$tmp/err"; then
-    fail "$desc: sanitizer report"
-    sed 's/^/    /' "$tmp/err" | head -20
-    return
-  fi
-  if [ "$rc" -ne "$code" ]; then
-    fail "$desc: exit $rc, expected $code"
-    sed 's/^/    /' "$tmp/err" "$tmp/out" | head -10
-    return
-  fi
+  run "$code" "$@" || return
   if [ "$code" -ne 0 ]; then
-    local lines
-    lines=$(wc -l <"$tmp/err")
-    if [ "$lines" -ne 1 ]; then
-      fail "$desc: $lines lines on stderr, expected 1"
-      sed 's/^/    /' "$tmp/err" | head -10
-      return
-    fi
-    if ! grep -qF -- "$needle" "$tmp/err"; then
-      fail "$desc: stderr does not mention '$needle'"
-      sed 's/^/    /' "$tmp/err"
-      return
-    fi
-  elif [ -n "$needle" ] && ! grep -qF -- "$needle" "$tmp/out"; then
-    fail "$desc: stdout does not mention '$needle'"
-    sed 's/^/    /' "$tmp/out" | head -20
-    return
+    one_line_error "$needle" "modelbench $*" || return
+  elif [ -n "$needle" ]; then
+    expect_in "$tmp/out" "$needle" "modelbench $*" || return
   fi
-  echo "ok   $desc"
+  echo "ok   modelbench $*"
 }
 
 # ---- the command line itself ----
@@ -137,11 +107,11 @@ else
 fi
 
 # ---- generated broken models (python3 + onnx) ----
-py=/usr/bin/python3
-if ! "$py" -c 'import onnx, numpy' 2>/dev/null; then
+python=/usr/bin/python3
+if ! "$python" -c 'import onnx, numpy' 2>/dev/null; then
   echo "skip: python3 onnx/numpy not available for generated models"
 else
-  "$py" - "$tmp" <<'EOF' || fail "model generator failed"
+  "$python" - "$tmp" <<'EOF' || fail "model generator failed"
 import os, sys
 import numpy as np
 import onnx
@@ -230,19 +200,19 @@ EOF
   # JSON output must parse, whatever the names contain.
   for m in "$relu" "$tmp/weird_names.onnx" "$tmp/unknown_op.onnx" "$tmp/dynamic.onnx"; do
     checks=$((checks + 1))
-    if "$cli" analyze "$m" --json | "$py" -c 'import json, sys; json.load(sys.stdin)'; then
+    if "$cli" analyze "$m" --json | "$python" -c 'import json, sys; json.load(sys.stdin)'; then
       echo "ok   analyze --json $m parses"
     else
       fail "analyze --json $m is not valid JSON"
     fi
   done
   checks=$((checks + 1))
-  if "$cli" list-ops --json | "$py" -c 'import json, sys; json.load(sys.stdin)'; then
+  if "$cli" list-ops --json | "$python" -c 'import json, sys; json.load(sys.stdin)'; then
     echo "ok   list-ops --json parses"
   else
     fail "list-ops --json is not valid JSON"
   fi
 fi
 
-echo "$((checks - failures)) passed, $failures failed"
+echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]

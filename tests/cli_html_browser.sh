@@ -36,13 +36,8 @@ models=${MB_TEST_MODELS:?set MB_TEST_MODELS to the bundled models folder}
 fixture_writer=$build/bin/test_report_formats
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-checks=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+# shellcheck source=tests/shell_lib.sh
+. "$(dirname "$0")/shell_lib.sh"
 
 # render PAGE NAME: loads PAGE in headless Chromium; the DOM goes to
 # $tmp/NAME.dom, the browser's log to $tmp/NAME.log.

@@ -15,6 +15,8 @@ set -uo pipefail
 
 python=/usr/bin/python3
 exporter=$MB_SOURCE_DIR/tools/export_torch_models.py
+# shellcheck source=tests/shell_lib.sh
+. "$(dirname "$0")/shell_lib.sh"
 
 if ! "$python" -c 'import torch, torchvision, onnx' 2>/dev/null; then
   if [ "${MB_WITH_TORCH:-0}" = 1 ] || [ -n "${MB_REQUIRE_TORCH+set}" ]; then
@@ -46,9 +48,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" >"$stamp"
 fi
 
-passed=0
-failed=0
-failures=()
+failed_names=()
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
@@ -66,18 +66,17 @@ for dir in "$cache"/*/; do
     ok=0
     step=check
   fi
+  checks=$((checks + 1))
   if [ $ok = 1 ]; then
     echo "ok   $name"
-    passed=$((passed + 1))
   else
-    echo "FAIL $name ($step):"
+    fail "$name ($step):"
     tail -n 15 "$log" | sed 's/^/    /'
-    failed=$((failed + 1))
-    failures+=("$name")
+    failed_names+=("$name")
   fi
 done
 
-if [ $((passed + failed)) = 0 ]; then
+if [ "$checks" = 0 ]; then
   echo "FAIL: no exported models found in $cache" >&2
   exit 1
 fi
@@ -95,10 +94,10 @@ bench_json=$(mktemp)
 trap 'rm -f "$log" "$bench_json"' EXIT
 for name in resnet18 mobilenet_v2 transformer_encoder_op17 bert_encoder; do
   dir=$cache/$name
+  checks=$((checks + 1))
   if [ ! -f "$dir/model.onnx" ]; then
-    echo "FAIL bench $name: $dir/model.onnx was not exported"
-    failed=$((failed + 1))
-    failures+=("bench:$name")
+    fail "bench $name: $dir/model.onnx was not exported"
+    failed_names+=("bench:$name")
     continue
   fi
   # The exported test inputs give every dynamic dim (sequence lengths) and
@@ -145,18 +144,16 @@ assert rc in ((0,) if ok else (0, 1)), "exit status %d" % rc
 PY
   then
     echo "ok   bench $name"
-    passed=$((passed + 1))
   else
-    echo "FAIL bench $name:"
+    fail "bench $name:"
     tail -n 20 "$log" | sed 's/^/    /'
-    failed=$((failed + 1))
-    failures+=("bench:$name")
+    failed_names+=("bench:$name")
   fi
 done
 
-echo "$passed passed, $failed failed"
-if [ $failed != 0 ]; then
-  echo "failed: ${failures[*]}"
+echo "$checks checks, $failures failures"
+if [ "$failures" != 0 ]; then
+  echo "failed: ${failed_names[*]}"
   exit 1
 fi
 exit 0

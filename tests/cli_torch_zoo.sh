@@ -19,6 +19,8 @@ set -uo pipefail
 
 python=/usr/bin/python3
 exporter=$MB_SOURCE_DIR/tools/export_zoo.py
+# shellcheck source=tests/shell_lib.sh
+. "$(dirname "$0")/shell_lib.sh"
 
 if ! "$python" -c 'import torch, torchvision, onnx' 2>/dev/null; then
   if [ "${MB_WITH_TORCH:-0}" = 1 ] || [ -n "${MB_REQUIRE_TORCH+set}" ]; then
@@ -50,20 +52,19 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export MODELBENCH_CACHE_DIR=$tmp/cache
-failed=0
 count=0
 for dir in "$cache"/*/; do
   dir=${dir%/}
   name=$(basename "$dir")
   [ -f "$dir/model.onnx" ] || continue
   count=$((count + 1))
+  checks=$((checks + 1))
   if "$MB_CLI" check "$dir/model.onnx" "$dir/test_data_set_0" --rtol 1e-3 \
     --atol "$(cat "$dir/atol.txt")" >"$tmp/log" 2>&1; then
     echo "ok   $name matches PyTorch"
   else
-    echo "FAIL $name does not match PyTorch:"
+    fail "$name does not match PyTorch:"
     tail -n 10 "$tmp/log" | sed 's/^/    /'
-    failed=$((failed + 1))
   fi
 done
 if [ "$count" -lt 23 ]; then
@@ -76,6 +77,7 @@ if [ "${MB_SANITIZE:-OFF}" = ON ]; then
 else
   # One short measurement per conversion: this checks that each runs and
   # what it reports, not how fast.
+  checks=$((checks + 1))
   "$MB_CLI" bench "$cache" --recursive --tier 2 --warmup 1 --warmup-time 0 \
     --min-iterations 1 --min-time 0 --calibration-samples 2 --no-record \
     --json "$tmp/zoo.json" >"$tmp/bench.log" 2>&1
@@ -118,12 +120,12 @@ if bad:
     print("\n".join(bad))
     sys.exit(1)
 EOF
-    echo "FAIL: a tier-2 conversion did not end ok (bench log: last lines)"
+    fail "a tier-2 conversion did not end ok (bench log: last lines)"
     tail -n 20 "$tmp/bench.log" | sed 's/^/    /'
-    failed=$((failed + 1))
   else
     echo "ok   every tier-2 conversion of every zoo model"
   fi
 fi
 
-[ "$failed" = 0 ]
+echo "$checks checks, $failures failures"
+[ "$failures" -eq 0 ]

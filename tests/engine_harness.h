@@ -1,9 +1,11 @@
-/* The harness of the engine tests (test_engine_onednn.c,
- * test_engine_xnnpack.c): small graphs built with the IR builder, prepared
- * as one segment of the whole graph, run on the reference interpreter, and
- * the quantisation parameters the quant_params build step would make. The
- * test file defines `static const mb_engine *engine` (the engine under
- * test) before including this, after test.h. */
+/* The harness of the engine tests (test_engine_onednn*.c,
+ * test_engine_xnnpack*.c): small graphs built with the IR builder, prepared
+ * as one segment of the whole graph, run on the reference interpreter; the
+ * checks every engine makes (a graph against the reference, a node it must
+ * reject, repeated runs of one compiled segment); and the quantisation
+ * parameters the quant_params build step would make. The test file defines
+ * `static const mb_engine *engine` (the engine under test) before
+ * including this, after test.h. */
 #ifndef MB_TESTS_ENGINE_HARNESS_H
 #define MB_TESTS_ENGINE_HARNESS_H
 
@@ -166,6 +168,34 @@ static inline void gc_output(gcase *c, const char *name) {
     c->failed = 1;
 }
 
+/* A Conv over an [n, c_in, h, w] input with a random weight (and bias). */
+typedef struct conv_spec {
+  int64_t n, c_in, h, w, c_out, group, kh, kw;
+  int64_t stride[2], dilation[2], pads[4];
+  const char *auto_pad; /* NULL: NOTSET with pads */
+  int bias;
+} conv_spec;
+
+static inline void build_conv(gcase *c, const conv_spec *s) {
+  gc_init(c, 13);
+  int64_t x[4] = {s->n, s->c_in, s->h, s->w};
+  int64_t w[4] = {s->c_out, s->c_in / s->group, s->kh, s->kw};
+  int64_t b[1] = {s->c_out};
+  gc_input(c, "x", 4, x);
+  gc_const(c, "w", 4, w, NULL, -0.5f, 0.5f);
+  if (s->bias)
+    gc_const(c, "b", 1, b, NULL, -1, 1);
+  gc_node(c, "Conv", s->bias ? "x,w,b" : "x,w", "y");
+  gc_int(c, "group", s->group);
+  gc_ints(c, "strides", 2, s->stride);
+  gc_ints(c, "dilations", 2, s->dilation);
+  if (s->auto_pad)
+    gc_str(c, "auto_pad", s->auto_pad);
+  else
+    gc_ints(c, "pads", 4, s->pads);
+  gc_output(c, "y");
+}
+
 /* ------------------------------------------------------------------------ */
 /* Running                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -312,6 +342,230 @@ static inline int run_reference(gcase *c, prepared *p, mb_tensor **ref) {
   mb_session_free(session);
   ASSERT_OK(s, &c->err);
   return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Checks every engine test makes                                            */
+/* ------------------------------------------------------------------------ */
+
+static inline int bf16_supported(void) {
+  char reason[256] = "";
+  return engine->supports_precision(MB_PRECISION_BF16, reason, sizeof reason);
+}
+
+typedef struct run_opts {
+  int threads;
+  mb_precision precision;
+  double tol;        /* fp32: normalised error */
+  double min_cosine; /* bf16 */
+} run_opts;
+
+/* Compiles the prepared segment and compares two runs with the reference
+ * outputs `ref` (the second run reuses what the first set up): fp32 and
+ * fp16 by normalised error, bf16 by cosine. */
+static inline int run_engine(gcase *c, prepared *p, mb_tensor **ref,
+                             const run_opts *o) {
+  mb_engine_options eo = {o->threads, o->precision, 0};
+  void *compiled = NULL;
+  mb_tensor *outs[8] = {0};
+  int rc = 1;
+  ASSERT(p->desc.n_outputs <= 8);
+  ASSERT_OK(engine->compile(&p->desc, &eo, &compiled, &c->err), &c->err);
+  if (make_outputs(p, outs))
+    goto done;
+  for (int r = 0; r < 2; r++) {
+    for (int j = 0; j < p->desc.n_outputs; j++)
+      memset(outs[j]->data, 0xff, outs[j]->nbytes); /* NaN */
+    mb_status s = engine->run(compiled, (const mb_tensor *const *)p->inputs,
+                              outs, &c->err);
+    if (s) {
+      fprintf(stderr, "  run failed: %s\n", c->err.message);
+      goto done;
+    }
+    for (int j = 0; j < p->desc.n_outputs; j++) {
+      const char *name = p->eg.graph->values[p->desc.outputs[j]].name;
+      if (o->precision == MB_PRECISION_BF16) {
+        double cs = cosine(outs[j], ref[j]);
+        if (!(cs >= o->min_cosine)) {
+          fprintf(stderr, "  output %d (%s): bf16 cosine %.6f < %g\n", j, name,
+                  cs, o->min_cosine);
+          goto done;
+        }
+      } else {
+        double e = normalised_error(outs[j], ref[j]);
+        if (!(e <= o->tol)) {
+          fprintf(stderr,
+                  "  output %d (%s): normalised error %g > %g (threads %d, "
+                  "run %d)\n",
+                  j, name, e, o->tol, o->threads, r);
+          goto done;
+        }
+      }
+    }
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < p->desc.n_outputs; j++)
+    mb_tensor_free(outs[j]);
+  engine->release(compiled);
+  return rc;
+}
+
+/* The whole check of one graph: every node accepted, fp32 at 1 and 2
+ * threads within 1e-4 of the reference, bf16 (when the engine computes in
+ * it) with cosine >= 0.999. Frees the case. */
+static inline int check_graph(gcase *c) {
+  prepared p;
+  mb_tensor *ref[8] = {0};
+  int rc = 1;
+  if (prepare(c, &p))
+    goto done;
+  for (int i = 0; i < c->g->n_nodes; i++) {
+    char reason[256] = "";
+    mb_engine_options eo = {1, MB_PRECISION_FP32, 0};
+    if (!engine->supports_node(&p.eg, i, &eo, reason, sizeof reason)) {
+      fprintf(stderr, "  node %d (%s) rejected: %s\n", i,
+              c->g->nodes[i].op_type, reason);
+      goto done;
+    }
+  }
+  if (run_reference(c, &p, ref))
+    goto done;
+  for (int threads = 1; threads <= 2; threads++) {
+    run_opts o = {threads, MB_PRECISION_FP32, 1e-4, 0};
+    if (run_engine(c, &p, ref, &o))
+      goto done;
+  }
+  if (!c->no_bf16 && bf16_supported()) {
+    run_opts o = {2, MB_PRECISION_BF16, 0, 0.999};
+    if (run_engine(c, &p, ref, &o))
+      goto done;
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < 8; j++)
+    mb_tensor_free(ref[j]);
+  prepared_free(&p);
+  gc_free(c);
+  return rc;
+}
+
+/* supports_node on node `node` must say no, with a reason containing
+ * `want`. Frees the case. */
+static inline int check_rejected(gcase *c, int node, const char *want) {
+  prepared p;
+  char reason[256] = "";
+  int rc = 1;
+  if (prepare(c, &p))
+    goto done;
+  mb_engine_options eo = {1, MB_PRECISION_FP32, 0};
+  if (engine->supports_node(&p.eg, node, &eo, reason, sizeof reason)) {
+    fprintf(stderr, "  node %d (%s) accepted\n", node,
+            c->g->nodes[node].op_type);
+    goto done;
+  }
+  if (!strstr(reason, want)) {
+    fprintf(stderr, "  reason \"%s\" does not contain \"%s\"\n", reason, want);
+    goto done;
+  }
+  rc = 0;
+done:
+  prepared_free(&p);
+  gc_free(c);
+  return rc;
+}
+
+/* A small residual network with three outputs: an intermediate rank-4
+ * value that is also read inside the segment (an owned buffer, in the
+ * engine's layout), the logits and the probabilities (written straight
+ * into the caller's tensors). */
+static inline void build_residual(gcase *c) {
+  int64_t x[4] = {1, 3, 16, 16}, w1[4] = {8, 3, 3, 3}, w2[4] = {8, 8, 3, 3},
+          w3[4] = {8, 1, 3, 3}, b[1] = {8}, fc[2] = {8, 5};
+  gc_init(c, 13);
+  gc_input(c, "x", 4, x);
+  gc_const(c, "w1", 4, w1, NULL, -0.4f, 0.4f);
+  gc_const(c, "b1", 1, b, NULL, -0.2f, 0.2f);
+  gc_const(c, "w2", 4, w2, NULL, -0.2f, 0.2f);
+  gc_const(c, "w3", 4, w3, NULL, -0.4f, 0.4f);
+  gc_const(c, "fc", 2, fc, NULL, -0.5f, 0.5f);
+  gc_scalar(c, "six", 6.0f);
+  gc_scalar(c, "zero", 0.0f);
+  gc_node(c, "Conv", "x,w1,b1", "c1");
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  GC_INTS(c, "strides", 2, 2);
+  gc_node(c, "Relu", "c1", "r1");
+  gc_node(c, "Conv", "r1,w2", "c2");
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  gc_node(c, "Clip", "c2,zero,six", "r2");
+  gc_node(c, "Conv", "r2,w3", "c3");
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  gc_int(c, "group", 8);
+  gc_node(c, "Add", "c3,r1", "s");
+  gc_node(c, "MaxPool", "s", "p");
+  GC_INTS(c, "kernel_shape", 3, 3);
+  GC_INTS(c, "strides", 2, 2);
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  gc_node(c, "GlobalAveragePool", "p", "g");
+  gc_node(c, "Flatten", "g", "f");
+  gc_node(c, "MatMul", "f,fc", "logits");
+  gc_node(c, "Softmax", "logits", "probs");
+  gc_output(c, "s");
+  gc_output(c, "probs");
+  gc_output(c, "logits");
+}
+
+/* build_residual compiled once (2 threads) and run three times with new
+ * input data and new output buffers each time, every run within 1e-4 of
+ * the reference. */
+static inline int check_repeated_runs(void) {
+  gcase c;
+  prepared p;
+  mb_tensor *ref[8] = {0}, *outs[8] = {0};
+  void *compiled = NULL;
+  int rc = 1;
+  build_residual(&c);
+  if (prepare(&c, &p))
+    goto done;
+  mb_engine_options eo = {2, MB_PRECISION_FP32, 0};
+  if (engine->compile(&p.desc, &eo, &compiled, &c.err)) {
+    fprintf(stderr, "  compile: %s\n", c.err.message);
+    goto done;
+  }
+  for (int r = 0; r < 3; r++) {
+    for (int i = 0; i < p.n_inputs; i++)
+      for (int64_t k = 0; k < p.inputs[i]->numel; k++)
+        ((float *)p.inputs[i]->data)[k] = 2 * rnd01() - 1;
+    for (int j = 0; j < 8; j++) {
+      mb_tensor_free(ref[j]);
+      mb_tensor_free(outs[j]);
+      ref[j] = outs[j] = NULL;
+    }
+    if (run_reference(&c, &p, ref) || make_outputs(&p, outs))
+      goto done;
+    if (engine->run(compiled, (const mb_tensor *const *)p.inputs, outs,
+                    &c.err)) {
+      fprintf(stderr, "  run: %s\n", c.err.message);
+      goto done;
+    }
+    for (int j = 0; j < p.desc.n_outputs; j++) {
+      double e = normalised_error(outs[j], ref[j]);
+      if (!(e <= 1e-4)) {
+        fprintf(stderr, "  run %d output %d: error %g\n", r, j, e);
+        goto done;
+      }
+    }
+  }
+  rc = 0;
+done:
+  for (int j = 0; j < 8; j++) {
+    mb_tensor_free(ref[j]);
+    mb_tensor_free(outs[j]);
+  }
+  engine->release(compiled);
+  prepared_free(&p);
+  gc_free(&c);
+  return rc;
 }
 
 /* ---- INT8 ---- */

@@ -1,8 +1,7 @@
-/* The checks of the oneDNN engine tests (test_engine_onednn*.c): a graph
- * of the IR builder against the reference interpreter in fp32 (1 and 2
- * threads), bf16 and int8, what supports_node must reject, and the
- * per-primitive profile (which nodes were fused or became views). Include
- * after engine_harness.h. */
+/* The checks only the oneDNN engine tests make (test_engine_onednn*.c),
+ * beside engine_harness.h's: the ISA gate, a graph in int8 against the
+ * reference interpreter, and the per-primitive profile (which nodes were
+ * fused or became views). Include after engine_harness.h. */
 #ifndef MB_TESTS_ONEDNN_CHECKS_H
 #define MB_TESTS_ONEDNN_CHECKS_H
 
@@ -48,132 +47,6 @@ __attribute__((constructor)) static void dn_isa_gate(void) {
          want ? ", ONEDNN_MAX_CPU_ISA=" : "", want ? want : "");
 }
 #endif
-
-static inline int bf16_supported(void) {
-  char reason[256] = "";
-  return engine->supports_precision(MB_PRECISION_BF16, reason, sizeof reason);
-}
-
-typedef struct run_opts {
-  int threads;
-  mb_precision precision;
-  double tol;        /* fp32: normalised error */
-  double min_cosine; /* bf16 */
-} run_opts;
-
-/* Compiles the prepared segment and compares two runs with the reference
- * outputs `ref`. */
-static inline int run_engine(gcase *c, prepared *p, mb_tensor **ref,
-                             const run_opts *o) {
-  mb_engine_options eo = {o->threads, o->precision, 0};
-  void *compiled = NULL;
-  mb_tensor *outs[8] = {0};
-  int rc = 1;
-  ASSERT(p->desc.n_outputs <= 8);
-  ASSERT_OK(engine->compile(&p->desc, &eo, &compiled, &c->err), &c->err);
-  if (make_outputs(p, outs))
-    goto done;
-  for (int r = 0; r < 2; r++) {
-    for (int j = 0; j < p->desc.n_outputs; j++)
-      memset(outs[j]->data, 0xff, outs[j]->nbytes); /* NaN */
-    mb_status s = engine->run(compiled, (const mb_tensor *const *)p->inputs,
-                              outs, &c->err);
-    if (s) {
-      fprintf(stderr, "  run failed: %s\n", c->err.message);
-      goto done;
-    }
-    for (int j = 0; j < p->desc.n_outputs; j++) {
-      const char *name = p->eg.graph->values[p->desc.outputs[j]].name;
-      if (o->precision == MB_PRECISION_BF16) {
-        double cs = cosine(outs[j], ref[j]);
-        if (!(cs >= o->min_cosine)) {
-          fprintf(stderr, "  output %d (%s): bf16 cosine %.6f < %g\n", j, name,
-                  cs, o->min_cosine);
-          goto done;
-        }
-      } else {
-        double e = normalised_error(outs[j], ref[j]);
-        if (!(e <= o->tol)) {
-          fprintf(stderr,
-                  "  output %d (%s): normalised error %g > %g (threads %d, "
-                  "run %d)\n",
-                  j, name, e, o->tol, o->threads, r);
-          goto done;
-        }
-      }
-    }
-  }
-  rc = 0;
-done:
-  for (int j = 0; j < p->desc.n_outputs; j++)
-    mb_tensor_free(outs[j]);
-  engine->release(compiled);
-  return rc;
-}
-
-/* The whole check of one graph: every node accepted, fp32 at 1 and 2
- * threads within 1e-4 of the reference, bf16 (when native) with cosine
- * >= 0.999. Frees the case. */
-static inline int check_graph(gcase *c) {
-  prepared p;
-  mb_tensor *ref[8] = {0};
-  int rc = 1;
-  if (prepare(c, &p))
-    goto done;
-  for (int i = 0; i < c->g->n_nodes; i++) {
-    char reason[256] = "";
-    mb_engine_options eo = {1, MB_PRECISION_FP32, 0};
-    if (!engine->supports_node(&p.eg, i, &eo, reason, sizeof reason)) {
-      fprintf(stderr, "  node %d (%s) rejected: %s\n", i,
-              c->g->nodes[i].op_type, reason);
-      goto done;
-    }
-  }
-  if (run_reference(c, &p, ref))
-    goto done;
-  for (int threads = 1; threads <= 2; threads++) {
-    run_opts o = {threads, MB_PRECISION_FP32, 1e-4, 0};
-    if (run_engine(c, &p, ref, &o))
-      goto done;
-  }
-  if (!c->no_bf16 && bf16_supported()) {
-    run_opts o = {2, MB_PRECISION_BF16, 0, 0.999};
-    if (run_engine(c, &p, ref, &o))
-      goto done;
-  }
-  rc = 0;
-done:
-  for (int j = 0; j < 8; j++)
-    mb_tensor_free(ref[j]);
-  prepared_free(&p);
-  gc_free(c);
-  return rc;
-}
-
-/* supports_node on node `node` must say no, with a reason containing
- * `want`. Frees the case. */
-static inline int check_rejected(gcase *c, int node, const char *want) {
-  prepared p;
-  char reason[256] = "";
-  int rc = 1;
-  if (prepare(c, &p))
-    goto done;
-  mb_engine_options eo = {1, MB_PRECISION_FP32, 0};
-  if (engine->supports_node(&p.eg, node, &eo, reason, sizeof reason)) {
-    fprintf(stderr, "  node %d (%s) accepted\n", node,
-            c->g->nodes[node].op_type);
-    goto done;
-  }
-  if (!strstr(reason, want)) {
-    fprintf(stderr, "  reason \"%s\" does not contain \"%s\"\n", reason, want);
-    goto done;
-  }
-  rc = 0;
-done:
-  prepared_free(&p);
-  gc_free(c);
-  return rc;
-}
 
 /* Compiles with profiling, runs `runs` times and writes the op types of
  * the primitives' profile entries, space-separated, into ops (e.g.

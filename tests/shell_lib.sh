@@ -73,3 +73,26 @@ import json, sys
 rows = {c["name"]: c for c in json.load(sys.stdin)["conversions"]}
 sys.exit(0 if rows[sys.argv[1]]["available"] else 1)' "$1"
 }
+
+# one_line_error NEEDLE DESCRIPTION: stderr ($tmp/err) is a single line,
+# naming NEEDLE: every error the CLI prints is one line.
+one_line_error() {
+  checks=$((checks + 1))
+  local lines
+  lines=$(wc -l <"$tmp/err")
+  if [ "$lines" -ne 1 ]; then
+    fail "$2: $lines lines on stderr, expected 1"
+    show "$tmp/err"
+    return 1
+  fi
+  expect_in "$tmp/err" "$1" "$2"
+}
+
+# usage_error_line NEEDLE ARGS...: usage_error, with NEEDLE's line all of
+# stderr.
+usage_error_line() {
+  local needle=$1
+  shift
+  run 2 "$@" || return
+  one_line_error "$needle" "modelbench $*"
+}

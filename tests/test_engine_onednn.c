@@ -23,32 +23,9 @@ static const mb_engine *engine = &mb__engine_onednn;
 /* Convolution                                                               */
 /* ------------------------------------------------------------------------ */
 
-typedef struct conv_spec {
-  int64_t n, c_in, h, w, c_out, group, kh, kw;
-  int64_t stride[2], dilation[2], pads[4];
-  const char *auto_pad; /* NULL: NOTSET with pads */
-  int bias;
-} conv_spec;
-
 static int conv_case(const conv_spec *s) {
   gcase c;
-  gc_init(&c, 13);
-  int64_t x[4] = {s->n, s->c_in, s->h, s->w};
-  int64_t w[4] = {s->c_out, s->c_in / s->group, s->kh, s->kw};
-  int64_t b[1] = {s->c_out};
-  gc_input(&c, "x", 4, x);
-  gc_const(&c, "w", 4, w, NULL, -0.5f, 0.5f);
-  if (s->bias)
-    gc_const(&c, "b", 1, b, NULL, -1, 1);
-  gc_node(&c, "Conv", s->bias ? "x,w,b" : "x,w", "y");
-  gc_int(&c, "group", s->group);
-  gc_ints(&c, "strides", 2, s->stride);
-  gc_ints(&c, "dilations", 2, s->dilation);
-  if (s->auto_pad)
-    gc_str(&c, "auto_pad", s->auto_pad);
-  else
-    gc_ints(&c, "pads", 4, s->pads);
-  gc_output(&c, "y");
+  build_conv(&c, s);
   return check_graph(&c);
 }
 
@@ -579,44 +556,6 @@ TEST(gelu_and_erf) {
 /* Segments                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* A small network with three outputs: an intermediate value that is also
- * read inside the segment, the logits, and the probabilities. */
-static void build_residual(gcase *c) {
-  int64_t x[4] = {1, 3, 16, 16}, w1[4] = {8, 3, 3, 3}, w2[4] = {8, 8, 3, 3},
-          w3[4] = {8, 1, 3, 3}, b[1] = {8}, fc[2] = {8, 5};
-  gc_init(c, 13);
-  gc_input(c, "x", 4, x);
-  gc_const(c, "w1", 4, w1, NULL, -0.4f, 0.4f);
-  gc_const(c, "b1", 1, b, NULL, -0.2f, 0.2f);
-  gc_const(c, "w2", 4, w2, NULL, -0.2f, 0.2f);
-  gc_const(c, "w3", 4, w3, NULL, -0.4f, 0.4f);
-  gc_const(c, "fc", 2, fc, NULL, -0.5f, 0.5f);
-  gc_scalar(c, "six", 6.0f);
-  gc_scalar(c, "zero", 0.0f);
-  gc_node(c, "Conv", "x,w1,b1", "c1");
-  GC_INTS(c, "pads", 1, 1, 1, 1);
-  GC_INTS(c, "strides", 2, 2);
-  gc_node(c, "Relu", "c1", "r1");
-  gc_node(c, "Conv", "r1,w2", "c2");
-  GC_INTS(c, "pads", 1, 1, 1, 1);
-  gc_node(c, "Clip", "c2,zero,six", "r2");
-  gc_node(c, "Conv", "r2,w3", "c3");
-  GC_INTS(c, "pads", 1, 1, 1, 1);
-  gc_int(c, "group", 8);
-  gc_node(c, "Add", "c3,r1", "s");
-  gc_node(c, "MaxPool", "s", "p");
-  GC_INTS(c, "kernel_shape", 3, 3);
-  GC_INTS(c, "strides", 2, 2);
-  GC_INTS(c, "pads", 1, 1, 1, 1);
-  gc_node(c, "GlobalAveragePool", "p", "g");
-  gc_node(c, "Flatten", "g", "f");
-  gc_node(c, "MatMul", "f,fc", "logits");
-  gc_node(c, "Softmax", "logits", "probs");
-  gc_output(c, "s");
-  gc_output(c, "probs");
-  gc_output(c, "logits");
-}
-
 TEST(residual_network) {
   SKIP_UNLESS_AVAILABLE();
   gcase c;
@@ -627,53 +566,7 @@ TEST(residual_network) {
 /* New input data and new output buffers between runs. */
 TEST(repeated_runs_new_buffers) {
   SKIP_UNLESS_AVAILABLE();
-  gcase c;
-  prepared p;
-  mb_tensor *ref[8] = {0}, *outs[8] = {0};
-  void *compiled = NULL;
-  int rc = 1;
-  build_residual(&c);
-  if (prepare(&c, &p))
-    goto done;
-  mb_engine_options eo = {2, MB_PRECISION_FP32, 0};
-  if (engine->compile(&p.desc, &eo, &compiled, &c.err)) {
-    fprintf(stderr, "  compile: %s\n", c.err.message);
-    goto done;
-  }
-  for (int r = 0; r < 3; r++) {
-    for (int i = 0; i < p.n_inputs; i++)
-      for (int64_t k = 0; k < p.inputs[i]->numel; k++)
-        ((float *)p.inputs[i]->data)[k] = 2 * rnd01() - 1;
-    for (int j = 0; j < 8; j++) {
-      mb_tensor_free(ref[j]);
-      mb_tensor_free(outs[j]);
-      ref[j] = outs[j] = NULL;
-    }
-    if (run_reference(&c, &p, ref) || make_outputs(&p, outs))
-      goto done;
-    if (engine->run(compiled, (const mb_tensor *const *)p.inputs, outs,
-                    &c.err)) {
-      fprintf(stderr, "  run: %s\n", c.err.message);
-      goto done;
-    }
-    for (int j = 0; j < p.desc.n_outputs; j++) {
-      double e = normalised_error(outs[j], ref[j]);
-      if (!(e <= 1e-4)) {
-        fprintf(stderr, "  run %d output %d: error %g\n", r, j, e);
-        goto done;
-      }
-    }
-  }
-  rc = 0;
-done:
-  for (int j = 0; j < 8; j++) {
-    mb_tensor_free(ref[j]);
-    mb_tensor_free(outs[j]);
-  }
-  engine->release(compiled);
-  prepared_free(&p);
-  gc_free(&c);
-  return rc;
+  return check_repeated_runs();
 }
 
 /* A segment that starts inside the graph: its input is an intermediate

@@ -513,54 +513,35 @@ static void warn(mb_bench_result *result, const char *what,
                          err->message);
 }
 
-mb_status mb__worker_build(const mb_bench_job *job,
-                           const mb_conversion_def *def, const mb_runtime *rt,
-                           mb_runtime_options *options, mb_bench_result *result,
-                           mb_worker_build *wb, mb_error *err) {
+/* Without the cache (none asked for, or trouble with it): a conversion
+ * still converts, in memory; every other kind builds nothing. */
+static mb_status build_without_cache(build_kind kind, const mb_bench_job *job,
+                                     const mb_conversion_def *def,
+                                     mb_runtime_options *options,
+                                     mb_bench_result *result,
+                                     mb_worker_build *wb, mb_error *err) {
+  return kind == BUILD_CONVERT
+             ? convert_uncached(job, def, options, result, wb, err)
+             : MB_STATUS_OK;
+}
+
+/* The key's options: everything besides the model that changes what is
+ * built, written into opts. Fails only when the calibration data cannot
+ * be read to hash it. */
+static mb_status build_options(const mb_bench_job *job,
+                               const mb_conversion_def *def,
+                               const mb_runtime *rt,
+                               mb_int8_weights int8_weights, char *opts,
+                               size_t size, mb_error *err) {
   const mb_bench_config *c = job->config;
-  char cache_dir[PATH_MAX], machine[512], opts[256], path[PATH_MAX];
-  char *inputs = NULL;
-  mb_error e = {MB_STATUS_OK, ""};
-  mb_status status = MB_STATUS_OK;
-  memset(wb, 0, sizeof *wb);
-  result->cache_hit = -1;
-  result->build_ms = -1.0;
-  result->int8_weights =
-      mb__job_int8_form(job, def, result->int8_form, sizeof result->int8_form);
-  build_kind kind = kind_of(def, rt);
-  /* INT8_STATIC+OPENVINO without NNCF still runs, quantised by modelbench's
-   * own calibration: the result says so. */
-  if (def->steps && strstr(def->steps, "quantize_nncf")) {
-    mb_nncf_tool nncf;
-    char why[600];
-    if (!nncf_for(job, def, &nncf, why, sizeof why))
-      mb__result_add_warning(
-          result, "quantised by modelbench's calibration, not NNCF: %s", why);
-  }
-  if (!c->build_cache)
-    return kind == BUILD_CONVERT
-               ? convert_uncached(job, def, options, result, wb, err)
-               : MB_STATUS_OK;
-  if (mb__cache_dir(c->cache_dir, cache_dir, sizeof cache_dir, &e)) {
-    warn(result, "no cache folder", &e);
-    return kind == BUILD_CONVERT
-               ? convert_uncached(job, def, options, result, wb, err)
-               : MB_STATUS_OK;
-  }
-  if (input_signature(job, &inputs, &e)) {
-    warn(result, "input signature", &e);
-    return kind == BUILD_CONVERT
-               ? convert_uncached(job, def, options, result, wb, err)
-               : MB_STATUS_OK;
-  }
-  /* Options that change what is built: calibration inputs for static
-   * quantisation (generated: how many and the seed; given: the data). */
+  /* Calibration inputs for static quantisation (generated: how many and
+   * the seed; given: the data). */
   bool calibrates = calibrating(def);
   char calib[200] = "";
-  if (calibrates && calibration_key(job, calib, sizeof calib, &e)) {
-    warn(result, "calibration data", &e);
-    return convert_uncached(job, def, options, result, wb, err);
-  }
+  mb_status status = calibrates ? calibration_key(job, calib, sizeof calib, err)
+                                : MB_STATUS_OK;
+  if (status)
+    return status;
   if (calibrates && c->calibration_method == 1) {
     size_t used = strlen(calib);
     snprintf(calib + used, sizeof calib - used, ";method=percentile");
@@ -578,14 +559,27 @@ mb_status mb__worker_build(const mb_bench_job *job,
   }
   /* The int8 form: a model quantised for one CPU's kernels is not reused
    * on a CPU (or an ISA cap) that needs the other. */
-  if (result->int8_weights != MB_INT8_WEIGHTS_AUTO) {
+  if (int8_weights != MB_INT8_WEIGHTS_AUTO) {
     size_t used = strlen(calib);
     snprintf(calib + used, sizeof calib - used, ";int8_weights=%s",
-             mb_int8_weights_name(result->int8_weights));
+             mb_int8_weights_name(int8_weights));
   }
-  snprintf(opts, sizeof opts, "opt_level=%s;precision=%s%s%s",
+  snprintf(opts, size, "opt_level=%s;precision=%s%s%s",
            opt_level_name(def->opt_level), mb_precision_name(def->precision),
            rt->hybrid && c->no_fallback ? ";no_fallback" : "", calib);
+  return MB_STATUS_OK;
+}
+
+/* Opens the conversion's build in the cache under its key. A host build
+ * that kept nothing is opened again, to be rebuilt. cache_dir, inputs,
+ * opts, runtime_version: borrowed. *build_out: mb__build_close. */
+static mb_status open_build(const mb_bench_job *job,
+                            const mb_conversion_def *def, build_kind kind,
+                            const char *cache_dir, const char *inputs,
+                            const char *opts, const char *runtime_version,
+                            mb_rebuild_policy policy, mb_build **build_out,
+                            mb_error *err) {
+  char machine[512];
   const mb_model_files *files = job->files;
   bool scripted = files && files->script && files->script[0];
   mb_build_key key = {
@@ -605,71 +599,101 @@ mb_status mb__worker_build(const mb_bench_job *job,
       .steps = def->name,
       .options = opts,
       .runtime = def->runtime,
-      .runtime_version = result->runtime_version,
+      .runtime_version = runtime_version,
       .machine =
           mb__build_machine_string(&job->machine, machine, sizeof machine),
   };
-  mb_rebuild_policy policy = c->rebuild == 1   ? MB_REBUILD_ALWAYS
-                             : c->rebuild == 2 ? MB_REBUILD_NEVER
-                                               : MB_REBUILD_IF_NEEDED;
-  status = mb__build_open(cache_dir, &key, policy, &wb->build, &e);
-  if (!status && mb__build_hit(wb->build) && kind == BUILD_HOST &&
+  mb_status status = mb__build_open(cache_dir, &key, policy, build_out, err);
+  if (!status && mb__build_hit(*build_out) && kind == BUILD_HOST &&
       policy != MB_REBUILD_NEVER &&
-      mb__build_state(wb->build)->n_artifacts == 0) {
+      mb__build_state(*build_out)->n_artifacts == 0) {
     /* A host build that kept nothing (an older modelbench's record, or an
      * option with nothing to save) reuses nothing: convert again, and keep
      * what the conversion saves now. */
-    mb__build_close(wb->build);
-    wb->build = NULL;
-    status = mb__build_open(cache_dir, &key, MB_REBUILD_ALWAYS, &wb->build, &e);
+    mb__build_close(*build_out);
+    *build_out = NULL;
+    status = mb__build_open(cache_dir, &key, MB_REBUILD_ALWAYS, build_out, err);
   }
-  free(inputs);
-  if (status == MB_STATUS_NOT_FOUND && policy == MB_REBUILD_NEVER)
-    return mb__error(err, status, "build cache: %s", e.message);
-  if (status) {
-    warn(result, "cannot open the build", &e);
-    return kind == BUILD_CONVERT
-               ? convert_uncached(job, def, options, result, wb, err)
-               : MB_STATUS_OK;
-  }
-  snprintf(result->build_id, sizeof result->build_id, "%s",
-           mb__build_id(wb->build));
-  snprintf(result->build_reason, sizeof result->build_reason, "%s",
-           mb__build_reason(wb->build));
-  if (mb__build_hit(wb->build)) {
-    result->cache_hit = 1;
-    result->build_ms = 0.0;
-    if (kind == BUILD_HOST) {
-      options->build_dir = mb__build_folder(wb->build);
-      options->build_hit = 1;
-    }
-    if (kind == BUILD_ORT_OPTIMIZED && use_ort_artifact(wb, options, &e)) {
-      warn(result, "cannot read the cached ORT model", &e);
-      options->opt_level = def->opt_level;
-    }
-    if (kind == BUILD_CONVERT) {
-      char qpath[PATH_MAX];
-      if (!mb__build_path(wb->build, CONVERTED_ARTIFACT, path, sizeof path) ||
-          mb__read_file(path, &wb->bytes, &wb->size, &e) ||
-          load_converted(wb, &e) ||
-          (needs_params(def) &&
-           (!mb__build_path(wb->build, QUANT_ARTIFACT, qpath, sizeof qpath) ||
-            mb__quant_params_read_json(qpath, &wb->params, &e)))) {
-        warn(result, "cannot load the cached converted model", &e);
-        free(wb->bytes);
-        wb->bytes = NULL;
-        mb_model_free(wb->model);
-        wb->model = NULL;
-        return convert_uncached(job, def, options, result, wb, err);
-      }
-      options->quant_params = wb->params;
-    }
-    if (mb__build_mark_hit(wb->build, &e))
-      warn(result, "cannot record the hit", &e);
-    return MB_STATUS_OK;
-  }
+  return status;
+}
 
-  /* A miss: build now. */
+/* A hit: points the runtime at what the build kept. What cannot be read
+ * back is a warning, and the conversion is made without the cache. */
+static mb_status use_hit(const mb_bench_job *job, const mb_conversion_def *def,
+                         build_kind kind, mb_runtime_options *options,
+                         mb_bench_result *result, mb_worker_build *wb,
+                         mb_error *err) {
+  mb_error e = {MB_STATUS_OK, ""};
+  result->cache_hit = 1;
+  result->build_ms = 0.0;
+  if (kind == BUILD_HOST) {
+    options->build_dir = mb__build_folder(wb->build);
+    options->build_hit = 1;
+  }
+  if (kind == BUILD_ORT_OPTIMIZED && use_ort_artifact(wb, options, &e)) {
+    warn(result, "cannot read the cached ORT model", &e);
+    options->opt_level = def->opt_level;
+  }
+  if (kind == BUILD_CONVERT) {
+    char path[PATH_MAX], qpath[PATH_MAX];
+    if (!mb__build_path(wb->build, CONVERTED_ARTIFACT, path, sizeof path) ||
+        mb__read_file(path, &wb->bytes, &wb->size, &e) ||
+        load_converted(wb, &e) ||
+        (needs_params(def) &&
+         (!mb__build_path(wb->build, QUANT_ARTIFACT, qpath, sizeof qpath) ||
+          mb__quant_params_read_json(qpath, &wb->params, &e)))) {
+      warn(result, "cannot load the cached converted model", &e);
+      free(wb->bytes);
+      wb->bytes = NULL;
+      mb_model_free(wb->model);
+      wb->model = NULL;
+      return convert_uncached(job, def, options, result, wb, err);
+    }
+    options->quant_params = wb->params;
+  }
+  if (mb__build_mark_hit(wb->build, &e))
+    warn(result, "cannot record the hit", &e);
+  return MB_STATUS_OK;
+}
+
+/* A miss's conversion: converts, keeps the model (and our quantisation
+ * parameters) as artifacts, and loads the converted model. */
+static mb_status build_converted(const mb_bench_job *job,
+                                 const mb_conversion_def *def, const char *path,
+                                 mb_runtime_options *options,
+                                 mb_worker_build *wb, mb_error *err) {
+  char qpath[PATH_MAX], summary[1024];
+  /* NNCF's model has no parameters of ours to keep. */
+  const char *q =
+      calibrating(def) && !strstr(def->steps, "quantize_nncf") &&
+              mb__build_path(wb->build, QUANT_ARTIFACT, qpath, sizeof qpath)
+          ? qpath
+          : NULL;
+  mb_status status =
+      mb__convert_for_job(job, def, q, &wb->params, &wb->bytes, &wb->size,
+                          summary, sizeof summary, err);
+  options->quant_params = wb->params;
+  if (!status)
+    status = mb__write_file(path, wb->bytes, wb->size, err);
+  if (!status && q)
+    status = mb__build_add_artifact(wb->build, QUANT_ARTIFACT, err);
+  if (!status)
+    status = load_converted(wb, err);
+  if (!status && summary[0])
+    mb__log(MB_LOG_INFO, "%s: %s", def->name, summary);
+  return status;
+}
+
+/* A miss: builds now and records the build, ok or failed. A failed
+ * conversion fails; any other failed build is a warning. */
+static mb_status build_now(const mb_bench_job *job,
+                           const mb_conversion_def *def, const mb_runtime *rt,
+                           build_kind kind, mb_runtime_options *options,
+                           mb_bench_result *result, mb_worker_build *wb,
+                           mb_error *err) {
+  char path[PATH_MAX];
+  mb_error e = {MB_STATUS_OK, ""};
+  mb_status status = MB_STATUS_OK;
   result->cache_hit = 0;
   double t0 = mb__now();
   if (kind == BUILD_HOST) {
@@ -681,7 +705,6 @@ mb_status mb__worker_build(const mb_bench_job *job,
     wb->host_t0 = t0;
     return MB_STATUS_OK;
   }
-  status = MB_STATUS_OK;
   const char *artifact = kind == BUILD_ORT_OPTIMIZED ? ORT_ARTIFACT
                          : kind == BUILD_PARTITION   ? PARTITION_ARTIFACT
                          : kind == BUILD_CONVERT     ? CONVERTED_ARTIFACT
@@ -696,26 +719,8 @@ mb_status mb__worker_build(const mb_bench_job *job,
     status = build_ort(job, rt, options, path, &e);
   if (!status && kind == BUILD_PARTITION)
     status = write_partition(job, def, path, &e);
-  if (!status && kind == BUILD_CONVERT) {
-    char qpath[PATH_MAX], summary[1024];
-    /* NNCF's model has no parameters of ours to keep. */
-    const char *q =
-        calibrates && !strstr(def->steps, "quantize_nncf") &&
-                mb__build_path(wb->build, QUANT_ARTIFACT, qpath, sizeof qpath)
-            ? qpath
-            : NULL;
-    status = mb__convert_for_job(job, def, q, &wb->params, &wb->bytes,
-                                 &wb->size, summary, sizeof summary, &e);
-    options->quant_params = wb->params;
-    if (!status)
-      status = mb__write_file(path, wb->bytes, wb->size, &e);
-    if (!status && q)
-      status = mb__build_add_artifact(wb->build, QUANT_ARTIFACT, &e);
-    if (!status)
-      status = load_converted(wb, &e);
-    if (!status && summary[0])
-      mb__log(MB_LOG_INFO, "%s: %s", def->name, summary);
-  }
+  if (!status && kind == BUILD_CONVERT)
+    status = build_converted(job, def, path, options, wb, &e);
   if (!status && artifact)
     status = mb__build_add_artifact(wb->build, artifact, &e);
   double ms = (mb__now() - t0) * 1e3;
@@ -739,6 +744,67 @@ mb_status mb__worker_build(const mb_bench_job *job,
     options->opt_level = def->opt_level;
   }
   return MB_STATUS_OK;
+}
+
+mb_status mb__worker_build(const mb_bench_job *job,
+                           const mb_conversion_def *def, const mb_runtime *rt,
+                           mb_runtime_options *options, mb_bench_result *result,
+                           mb_worker_build *wb, mb_error *err) {
+  const mb_bench_config *c = job->config;
+  char cache_dir[PATH_MAX], opts[256];
+  char *inputs = NULL;
+  mb_error e = {MB_STATUS_OK, ""};
+  memset(wb, 0, sizeof *wb);
+  result->cache_hit = -1;
+  result->build_ms = -1.0;
+  result->int8_weights =
+      mb__job_int8_form(job, def, result->int8_form, sizeof result->int8_form);
+  build_kind kind = kind_of(def, rt);
+  /* INT8_STATIC+OPENVINO without NNCF still runs, quantised by modelbench's
+   * own calibration: the result says so. */
+  if (def->steps && strstr(def->steps, "quantize_nncf")) {
+    mb_nncf_tool nncf;
+    char why[600];
+    if (!nncf_for(job, def, &nncf, why, sizeof why))
+      mb__result_add_warning(
+          result, "quantised by modelbench's calibration, not NNCF: %s", why);
+  }
+  if (!c->build_cache)
+    return build_without_cache(kind, job, def, options, result, wb, err);
+  if (mb__cache_dir(c->cache_dir, cache_dir, sizeof cache_dir, &e)) {
+    warn(result, "no cache folder", &e);
+    return build_without_cache(kind, job, def, options, result, wb, err);
+  }
+  if (input_signature(job, &inputs, &e)) {
+    warn(result, "input signature", &e);
+    return build_without_cache(kind, job, def, options, result, wb, err);
+  }
+  if (build_options(job, def, rt, result->int8_weights, opts, sizeof opts,
+                    &e)) {
+    free(inputs);
+    warn(result, "calibration data", &e);
+    return convert_uncached(job, def, options, result, wb, err);
+  }
+  mb_rebuild_policy policy = c->rebuild == 1   ? MB_REBUILD_ALWAYS
+                             : c->rebuild == 2 ? MB_REBUILD_NEVER
+                                               : MB_REBUILD_IF_NEEDED;
+  mb_status status =
+      open_build(job, def, kind, cache_dir, inputs, opts,
+                 result->runtime_version, policy, &wb->build, &e);
+  free(inputs);
+  if (status == MB_STATUS_NOT_FOUND && policy == MB_REBUILD_NEVER)
+    return mb__error(err, status, "build cache: %s", e.message);
+  if (status) {
+    warn(result, "cannot open the build", &e);
+    return build_without_cache(kind, job, def, options, result, wb, err);
+  }
+  snprintf(result->build_id, sizeof result->build_id, "%s",
+           mb__build_id(wb->build));
+  snprintf(result->build_reason, sizeof result->build_reason, "%s",
+           mb__build_reason(wb->build));
+  if (mb__build_hit(wb->build))
+    return use_hit(job, def, kind, options, result, wb, err);
+  return build_now(job, def, rt, kind, options, result, wb, err);
 }
 
 /* Lists the files the host saved in the build folder as its artifacts;

@@ -190,6 +190,112 @@ static int64_t label_matches(const mb_tensor *out, const int64_t *labels,
   return same;
 }
 
+/* Adds sample k's top-1 matches against the labels of its rows to
+ * *task_same and moves *label_row past them; an output without one row
+ * per label makes the task accuracy unknown (*label_row = -1). */
+static void count_label_matches(const mb_bench_job *job, int64_t k,
+                                const mb_tensor *output,
+                                mb_bench_result *result, int64_t *label_row,
+                                int64_t *task_same) {
+  int64_t rows = sample_rows(job, k);
+  int64_t same = label_matches(output, job->labels + *label_row, rows);
+  if (same < 0) {
+    char shape[160];
+    mb__result_add_warning(
+        result,
+        "task accuracy unknown: output %d is %s%s, not float32 [rows, "
+        "classes] with one row per label",
+        0, mb_dtype_name(output->dtype),
+        mb__shape_str(output->rank, output->dims, shape, sizeof shape));
+    *label_row = -1;
+  } else {
+    *task_same += same;
+    *label_row += rows;
+  }
+}
+
+/* Compares sample k's outputs with its reference outputs, keeping per
+ * output the worst error and cosine so far (result->accuracy), the count
+ * of values beyond rtol/atol (bad) and top-1 matches (top1_same). */
+static mb_status compare_sample(const mb_bench_job *job, int64_t k,
+                                mb_tensor *const *outputs,
+                                mb_bench_result *result, int64_t *bad,
+                                int64_t *top1_same, mb_error *err) {
+  int n_out = job->n_outputs;
+  mb_status status;
+  for (int i = 0; i < n_out; i++) {
+    const mb_tensor *expected = job->reference[k * n_out + i];
+    mb_output_accuracy *acc = &result->accuracy[i];
+    mb_compare_result cmp;
+    snprintf(acc->name, sizeof acc->name, "%s",
+             expected->name ? expected->name : "");
+    if ((status = mb_tensor_compare(outputs[i], expected, job->config->rtol,
+                                    job->config->atol, &cmp, err))) {
+      mb__error_prefix(err, status, "output '%s'", acc->name);
+      return status;
+    }
+    if (!cmp.shape_match) {
+      char got[160], want[160];
+      return mb__error(
+          err, MB_STATUS_MISMATCH,
+          "output '%s' is %s%s but the reference %s gives %s%s", acc->name,
+          mb_dtype_name(outputs[i]->dtype),
+          mb__shape_str(outputs[i]->rank, outputs[i]->dims, got, sizeof got),
+          job->reference_name, mb_dtype_name(expected->dtype),
+          mb__shape_str(expected->rank, expected->dims, want, sizeof want));
+    }
+    /* NaN errors must stick: compare so that NaN wins. */
+    if (k == 0 || !(cmp.max_abs_err <= acc->max_abs_err))
+      acc->max_abs_err = cmp.max_abs_err;
+    if (k == 0 || !(cmp.max_rel_err <= acc->max_rel_err))
+      acc->max_rel_err = cmp.max_rel_err;
+    if (k == 0 || !(cmp.cosine >= acc->cosine))
+      acc->cosine = cmp.cosine;
+    bad[i] += cmp.n_bad;
+    int64_t rows, same = top1_matches(outputs[i], expected, &rows);
+    if (same >= 0) {
+      top1_same[i] += same;
+      acc->top1_rows += rows;
+      acc->top1_agreement = (double)top1_same[i] / (double)acc->top1_rows;
+    }
+  }
+  return MB_STATUS_OK;
+}
+
+/* After every sample: the result's worst error over outputs, and a
+ * warning per output beyond its bound (reduced precision: 1 - cosine over
+ * max_error, which flags the result inaccurate; fp32: rtol/atol). */
+static void judge_accuracy(const mb_bench_job *job,
+                           const mb_conversion_def *def, int n_ref,
+                           const int64_t *bad, mb_bench_result *result) {
+  bool reduced = def->precision != MB_PRECISION_FP32;
+  double max_error = job->config->max_error > 0 ? job->config->max_error : 1e-3;
+  for (int i = 0; i < job->n_outputs; i++) {
+    const mb_output_accuracy *acc = &result->accuracy[i];
+    result->max_abs_err = MB_MAX(result->max_abs_err, acc->max_abs_err);
+    if (isnan(acc->max_abs_err))
+      result->max_abs_err = acc->max_abs_err;
+    if (reduced) {
+      if (!(1.0 - acc->cosine <= max_error)) {
+        result->inaccurate = 1;
+        mb__result_add_warning(result,
+                               "inaccurate: output '%s' has cosine %.6f "
+                               "with the reference (1 - cosine %.2g > "
+                               "--max-error %g)",
+                               acc->name, acc->cosine, 1.0 - acc->cosine,
+                               max_error);
+      }
+    } else if (bad[i] > 0) {
+      mb__result_add_warning(result,
+                             "output '%s': %lld of %lld values differ from "
+                             "the reference beyond rtol %g, atol %g",
+                             acc->name, (long long)bad[i],
+                             (long long)(job->reference[i]->numel * n_ref),
+                             job->config->rtol, job->config->atol);
+    }
+  }
+}
+
 /* Runs the evaluation samples again and compares every output with the
  * reference: fp32 conversions by rtol/atol, reduced precision by
  * 1 - cosine against config->max_error (flagging the result inaccurate),
@@ -200,8 +306,6 @@ static mb_status check_accuracy(const mb_runtime *rt, void *session,
                                 const mb_bench_job *job,
                                 const mb_conversion_def *def,
                                 mb_bench_result *result, mb_error *err) {
-  bool reduced = def->precision != MB_PRECISION_FP32;
-  double max_error = job->config->max_error > 0 ? job->config->max_error : 1e-3;
   mb_status status = MB_STATUS_OK;
   mb_tensor **outputs = NULL;
   int64_t *bad = NULL, *top1_same = NULL;
@@ -242,71 +346,15 @@ static mb_status check_accuracy(const mb_runtime *rt, void *session,
   /* Every sample with reference outputs; per output the worst error and
    * cosine over them, top-1 agreement over all their rows. */
   for (int64_t k = 0; k < n_eval; k++) {
-    if ((status = rt->run(session, (const mb_tensor *const *)job->samples[k],
-                          err))) {
+    if ((status =
+             rt->run(session, (const mb_tensor *const *)job->samples[k], err)))
       mb__error_prefix(err, status, "accuracy run (sample %lld)", (long long)k);
-      goto sample_done;
-    }
-    if ((status = rt->fetch_outputs(session, outputs, err))) {
+    else if ((status = rt->fetch_outputs(session, outputs, err)))
       mb__error_prefix(err, status, "fetching outputs");
-      goto sample_done;
-    }
-    if (labelled && label_row >= 0) {
-      int64_t rows = sample_rows(job, k);
-      int64_t same = label_matches(outputs[0], job->labels + label_row, rows);
-      if (same < 0) {
-        char shape[160];
-        mb__result_add_warning(
-            result,
-            "task accuracy unknown: output %d is %s%s, not float32 [rows, "
-            "classes] with one row per label",
-            0, mb_dtype_name(outputs[0]->dtype),
-            mb__shape_str(outputs[0]->rank, outputs[0]->dims, shape,
-                          sizeof shape));
-        label_row = -1;
-      } else {
-        task_same += same;
-        label_row += rows;
-      }
-    }
-    for (int i = 0; k < n_ref && i < n_out; i++) {
-      const mb_tensor *expected = job->reference[k * n_out + i];
-      mb_output_accuracy *acc = &result->accuracy[i];
-      mb_compare_result cmp;
-      snprintf(acc->name, sizeof acc->name, "%s",
-               expected->name ? expected->name : "");
-      if ((status = mb_tensor_compare(outputs[i], expected, job->config->rtol,
-                                      job->config->atol, &cmp, err))) {
-        mb__error_prefix(err, status, "output '%s'", acc->name);
-        goto sample_done;
-      }
-      if (!cmp.shape_match) {
-        char got[160], want[160];
-        status = mb__error(
-            err, MB_STATUS_MISMATCH,
-            "output '%s' is %s%s but the reference %s gives %s%s", acc->name,
-            mb_dtype_name(outputs[i]->dtype),
-            mb__shape_str(outputs[i]->rank, outputs[i]->dims, got, sizeof got),
-            job->reference_name, mb_dtype_name(expected->dtype),
-            mb__shape_str(expected->rank, expected->dims, want, sizeof want));
-        goto sample_done;
-      }
-      /* NaN errors must stick: compare so that NaN wins. */
-      if (k == 0 || !(cmp.max_abs_err <= acc->max_abs_err))
-        acc->max_abs_err = cmp.max_abs_err;
-      if (k == 0 || !(cmp.max_rel_err <= acc->max_rel_err))
-        acc->max_rel_err = cmp.max_rel_err;
-      if (k == 0 || !(cmp.cosine >= acc->cosine))
-        acc->cosine = cmp.cosine;
-      bad[i] += cmp.n_bad;
-      int64_t rows, same = top1_matches(outputs[i], expected, &rows);
-      if (same >= 0) {
-        top1_same[i] += same;
-        acc->top1_rows += rows;
-        acc->top1_agreement = (double)top1_same[i] / (double)acc->top1_rows;
-      }
-    }
-  sample_done:
+    if (!status && labelled && label_row >= 0)
+      count_label_matches(job, k, outputs[0], result, &label_row, &task_same);
+    if (!status && k < n_ref)
+      status = compare_sample(job, k, outputs, result, bad, top1_same, err);
     for (int i = 0; i < n_out; i++) {
       mb_tensor_free(outputs[i]);
       outputs[i] = NULL;
@@ -318,30 +366,8 @@ static mb_status check_accuracy(const mb_runtime *rt, void *session,
     result->task_accuracy = (double)task_same / (double)label_row;
     result->task_rows = label_row;
   }
-  for (int i = 0; n_ref > 0 && i < n_out; i++) {
-    const mb_output_accuracy *acc = &result->accuracy[i];
-    result->max_abs_err = MB_MAX(result->max_abs_err, acc->max_abs_err);
-    if (isnan(acc->max_abs_err))
-      result->max_abs_err = acc->max_abs_err;
-    if (reduced) {
-      if (!(1.0 - acc->cosine <= max_error)) {
-        result->inaccurate = 1;
-        mb__result_add_warning(result,
-                               "inaccurate: output '%s' has cosine %.6f "
-                               "with the reference (1 - cosine %.2g > "
-                               "--max-error %g)",
-                               acc->name, acc->cosine, 1.0 - acc->cosine,
-                               max_error);
-      }
-    } else if (bad[i] > 0) {
-      mb__result_add_warning(result,
-                             "output '%s': %lld of %lld values differ from "
-                             "the reference beyond rtol %g, atol %g",
-                             acc->name, (long long)bad[i],
-                             (long long)(job->reference[i]->numel * n_ref),
-                             job->config->rtol, job->config->atol);
-    }
-  }
+  if (n_ref > 0)
+    judge_accuracy(job, def, n_ref, bad, result);
   result->has_accuracy = n_ref > 0;
 
 done:

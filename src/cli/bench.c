@@ -387,7 +387,63 @@ static int parse_conversions(bench_cli *b, const char *arg) {
   return MB_EXIT_OK;
 }
 
-/* One option of the second pass (everything but --config / --help). */
+/* --timeout SECONDS, or --timeout NAME=SECONDS for one conversion (arg is
+ * cut at its '=' and kept as the name). */
+static int parse_timeout(bench_cli *b, char *arg) {
+  char *eq = strchr(arg, '=');
+  if (!eq)
+    return parse_seconds("--timeout", arg, 0, true, &b->config.timeout_seconds);
+  struct named_timeout t = {arg, 0};
+  *eq = '\0';
+  int rc = parse_seconds("--timeout", eq + 1, 0, true, &t.seconds);
+  if (rc != MB_EXIT_OK)
+    return rc;
+  struct named_timeout *grown = realloc(
+      b->named_timeouts, sizeof *grown * (size_t)(b->n_named_timeouts + 1));
+  if (!grown) {
+    mb__cli_error(NULL, "out of memory");
+    return MB_EXIT_FAILURE;
+  }
+  b->named_timeouts = grown;
+  b->named_timeouts[b->n_named_timeouts++] = t;
+  return MB_EXIT_OK;
+}
+
+/* --rebuild if-needed|always|never into the config's 0, 1, 2. */
+static int parse_rebuild(const char *arg, int *rebuild) {
+  static const char *const policies[] = {"if-needed", "always", "never"};
+  for (int i = 0; i < (int)MB_ARRAY_COUNT(policies); i++)
+    if (strcmp(arg, policies[i]) == 0 ||
+        (i == 0 && strcmp(arg, "if_needed") == 0)) {
+      *rebuild = i;
+      return MB_EXIT_OK;
+    }
+  return mb__cli_usage_error(cmd,
+                             "--rebuild '%s': expected if-needed, "
+                             "always or never",
+                             arg);
+}
+
+/* --label: one more label for the run (arg is kept). */
+static int add_label(bench_cli *b, const char *arg) {
+  mb_error err;
+  if (mb__check_label(arg, &err) != MB_STATUS_OK)
+    return mb__cli_usage_error(cmd, "--label: %s", err.message);
+  const char **grown =
+      realloc(b->labels, sizeof *grown * (size_t)(b->n_labels + 1));
+  if (!grown) {
+    mb__cli_error(NULL, "out of memory");
+    return MB_EXIT_FAILURE;
+  }
+  b->labels = grown;
+  b->labels[b->n_labels++] = arg;
+  return MB_EXIT_OK;
+}
+
+/* One option of the second pass (everything but --config / --help).
+ * Long on purpose: one short case per command-line option, so that an
+ * option is found by its OPT_ name; anything longer than a few lines is a
+ * helper above. */
 static int apply_option(bench_cli *b, int c, char *arg) {
   mb_bench_config *cfg = &b->config;
   int64_t v;
@@ -433,25 +489,8 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     return parse_seconds("--min-time", arg, 0, false, &cfg->min_seconds);
   case OPT_MAX_TIME:
     return parse_seconds("--max-time", arg, 0, true, &cfg->max_seconds);
-  case OPT_TIMEOUT: {
-    char *eq = strchr(arg, '=');
-    if (!eq)
-      return parse_seconds("--timeout", arg, 0, true, &cfg->timeout_seconds);
-    struct named_timeout t = {arg, 0};
-    *eq = '\0';
-    int rc = parse_seconds("--timeout", eq + 1, 0, true, &t.seconds);
-    if (rc != MB_EXIT_OK)
-      return rc;
-    struct named_timeout *grown = realloc(
-        b->named_timeouts, sizeof *grown * (size_t)(b->n_named_timeouts + 1));
-    if (!grown) {
-      mb__cli_error(NULL, "out of memory");
-      return MB_EXIT_FAILURE;
-    }
-    b->named_timeouts = grown;
-    b->named_timeouts[b->n_named_timeouts++] = t;
-    return MB_EXIT_OK;
-  }
+  case OPT_TIMEOUT:
+    return parse_timeout(b, arg);
   case OPT_SEED:
     if (!mb__cli_parse_i64(arg, 0, INT64_MAX, &v))
       return mb__cli_usage_error(
@@ -503,19 +542,8 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     b->cache_dir = arg;
     cfg->cache_dir = arg;
     return MB_EXIT_OK;
-  case OPT_REBUILD: {
-    static const char *const policies[] = {"if-needed", "always", "never"};
-    for (int i = 0; i < (int)MB_ARRAY_COUNT(policies); i++)
-      if (strcmp(arg, policies[i]) == 0 ||
-          (i == 0 && strcmp(arg, "if_needed") == 0)) {
-        cfg->rebuild = i;
-        return MB_EXIT_OK;
-      }
-    return mb__cli_usage_error(cmd,
-                               "--rebuild '%s': expected if-needed, "
-                               "always or never",
-                               arg);
-  }
+  case OPT_REBUILD:
+    return parse_rebuild(arg, &cfg->rebuild);
   case OPT_LEAN_CACHE:
     cfg->lean_cache = 1;
     return MB_EXIT_OK;
@@ -536,20 +564,8 @@ static int apply_option(bench_cli *b, int c, char *arg) {
   case OPT_RECURSIVE:
     b->recursive = true;
     return MB_EXIT_OK;
-  case OPT_LABEL: {
-    mb_error err;
-    if (mb__check_label(arg, &err) != MB_STATUS_OK)
-      return mb__cli_usage_error(cmd, "--label: %s", err.message);
-    const char **grown =
-        realloc(b->labels, sizeof *grown * (size_t)(b->n_labels + 1));
-    if (!grown) {
-      mb__cli_error(NULL, "out of memory");
-      return MB_EXIT_FAILURE;
-    }
-    b->labels = grown;
-    b->labels[b->n_labels++] = arg;
-    return MB_EXIT_OK;
-  }
+  case OPT_LABEL:
+    return add_label(b, arg);
   default:
     if (c >= OPT_EXEC && c <= OPT_EXEC_LAST)
       return mb__cli_exec_option(&b->exec, cmd, c - OPT_EXEC, arg);

@@ -334,185 +334,239 @@ static bool model_files(const char *model, char ***files, int *n) {
   return true;
 }
 
-/* Runs one task on host; leaves its outcome in the task folder. */
-static void run_task(const mb_exec_run *run, int task, const char *host) {
-  const mb_exec_task *t = &run->tasks[task];
-  char why[512] = "", *out = NULL, remote_dir[512] = "", dest[1024];
-  char path[PATH_MAX];
+/* One task on one host, as the steps of run_task share it. */
+typedef struct task_ctx {
+  const mb_exec_run *run;
+  int task;
+  const char *host;
+  const mb_exec_task *t;
+  const char *base;           /* the model's file name */
+  bool manifest;              /* the model is a manifest (.json) */
+  char model_dir[PATH_MAX];   /* the model's folder here, with its '/' */
+  char remote_dir[512];       /* the task's folder on the host, or "" */
+  char remote_model_dir[700]; /* remote_dir/model */
+  char why[512];              /* why the task failed */
+} task_ctx;
+
+/* Runs l on the task's host and frees it; its output goes to ssh.log. */
+static bool remote_line(task_ctx *tc, line *l, int *code) {
+  char *out = NULL;
+  bool ok = remote_step(tc->run, tc->task, tc->host, l, code, &out, tc->why,
+                        sizeof tc->why);
+  free(l->s);
+  free(out);
+  return ok;
+}
+
+/* Makes the task's temporary folder on the host (tc->remote_dir). */
+static bool make_task_dir(task_ctx *tc) {
+  char *out = NULL;
   int code;
-  write_outcome(run, task, "running", host);
   line mk = {0};
   word(&mk, "mktemp");
   word(&mk, "-d");
   word(&mk, "/tmp/modelbench-task.XXXXXX");
-  bool ok = remote_step(run, task, host, &mk, &code, &out, why, sizeof why);
+  bool ok = remote_step(tc->run, tc->task, tc->host, &mk, &code, &out, tc->why,
+                        sizeof tc->why);
   free(mk.s);
   if (ok) {
-    mb__exec_last_line(out, remote_dir, sizeof remote_dir);
-    if (code != 0 || remote_dir[0] != '/') {
-      snprintf(why, sizeof why, "mktemp on host '%s' failed (exit %d: %s)",
-               host, code, remote_dir);
+    mb__exec_last_line(out, tc->remote_dir, sizeof tc->remote_dir);
+    if (code != 0 || tc->remote_dir[0] != '/') {
+      snprintf(tc->why, sizeof tc->why,
+               "mktemp on host '%s' failed (exit %d: %.400s)", tc->host, code,
+               tc->remote_dir);
       ok = false;
     }
   }
   free(out);
-  out = NULL;
+  return ok;
+}
 
-  /* The model (a manifest: its folder) and its external data, laid out as
-   * on this machine relative to the model's folder. */
-  const char *base =
-      strrchr(t->model, '/') ? strrchr(t->model, '/') + 1 : t->model;
-  size_t mlen = strlen(t->model);
-  bool manifest = mlen > 5 && strcmp(t->model + mlen - 5, ".json") == 0;
-  char model_dir[PATH_MAX];
-  snprintf(model_dir, sizeof model_dir, "%.*s", (int)(base - t->model),
-           t->model);
-  char **ext = NULL;
-  int n_ext = 0;
-  model_files(t->model, &ext, &n_ext);
+/* Makes the folders the task's files go to on the host: model/ and the
+ * external data's subfolders, one argN/ per file option. */
+static bool make_input_dirs(task_ctx *tc, char *const *ext, int n_ext) {
+  const mb_exec_run *run = tc->run;
+  int code;
   line mkdirs = {0};
   word(&mkdirs, "mkdir");
   word(&mkdirs, "-p");
-  char remote_model_dir[700];
-  snprintf(remote_model_dir, sizeof remote_model_dir, "%s/model", remote_dir);
-  word(&mkdirs, remote_model_dir);
+  word(&mkdirs, tc->remote_model_dir);
   for (int i = 0; i < n_ext; i++)
     if (strchr(ext[i], '/')) {
       char sub[PATH_MAX];
-      snprintf(sub, sizeof sub, "%s/%.*s", remote_model_dir,
+      snprintf(sub, sizeof sub, "%s/%.*s", tc->remote_model_dir,
                (int)(strrchr(ext[i], '/') - ext[i]), ext[i]);
       word(&mkdirs, sub);
     }
   for (int i = 0; i < run->n_args; i++)
     if (run->args[i].path && run->args[i].value) {
       char sub[720];
-      snprintf(sub, sizeof sub, "%s/arg%d", remote_dir, i);
+      snprintf(sub, sizeof sub, "%s/arg%d", tc->remote_dir, i);
       word(&mkdirs, sub);
     }
-  if (ok)
-    ok = remote_step(run, task, host, &mkdirs, &code, &out, why, sizeof why);
-  free(mkdirs.s);
-  free(out);
-  out = NULL;
-  if (ok) {
-    /* A manifest's folder without its trailing '/', so that scp -r
-     * copies the folder itself. */
-    char folder[PATH_MAX];
-    snprintf(folder, sizeof folder, "%.*s", (int)strlen(model_dir) - 1,
-             model_dir);
-    const char *src[1] = {manifest ? folder : t->model};
-    snprintf(dest, sizeof dest, "%s:%s/%s", host, remote_model_dir,
-             manifest ? "" : base);
-    ok = copy(run, task, src, 1, dest, why, sizeof why);
-  }
+  return remote_line(tc, &mkdirs, &code);
+}
+
+/* Copies the model (a manifest: its folder), its external data and every
+ * file option into the folders make_input_dirs made. */
+static bool copy_input_files(task_ctx *tc, char *const *ext, int n_ext) {
+  const mb_exec_run *run = tc->run;
+  char dest[1024], path[PATH_MAX];
+  /* A manifest's folder without its trailing '/', so that scp -r copies
+   * the folder itself. */
+  char folder[PATH_MAX];
+  snprintf(folder, sizeof folder, "%.*s", (int)strlen(tc->model_dir) - 1,
+           tc->model_dir);
+  const char *model_src[1] = {tc->manifest ? folder : tc->t->model};
+  snprintf(dest, sizeof dest, "%s:%s/%s", tc->host, tc->remote_model_dir,
+           tc->manifest ? "" : tc->base);
+  bool ok = copy(run, tc->task, model_src, 1, dest, tc->why, sizeof tc->why);
   for (int i = 0; ok && i < n_ext; i++) {
     const char *src[1] = {path};
-    snprintf(path, sizeof path, "%s%s", model_dir, ext[i]);
-    snprintf(dest, sizeof dest, "%s:%s/%s", host, remote_model_dir, ext[i]);
-    ok = copy(run, task, src, 1, dest, why, sizeof why);
+    snprintf(path, sizeof path, "%s%s", tc->model_dir, ext[i]);
+    snprintf(dest, sizeof dest, "%s:%s/%s", tc->host, tc->remote_model_dir,
+             ext[i]);
+    ok = copy(run, tc->task, src, 1, dest, tc->why, sizeof tc->why);
   }
-  for (int i = 0; i < n_ext; i++)
-    free(ext[i]);
-  free(ext);
   for (int i = 0; ok && i < run->n_args; i++)
     if (run->args[i].path && run->args[i].value) {
       const char *src[1] = {run->args[i].value};
-      snprintf(dest, sizeof dest, "%s:%s/arg%d/", host, remote_dir, i);
-      ok = copy(run, task, src, 1, dest, why, sizeof why);
+      snprintf(dest, sizeof dest, "%s:%s/arg%d/", tc->host, tc->remote_dir, i);
+      ok = copy(run, tc->task, src, 1, dest, tc->why, sizeof tc->why);
     }
+  return ok;
+}
 
-  /* The benchmark itself. */
-  if (ok) {
-    line bench = {0};
-    char buf[PATH_MAX + 64];
-    command_words(&bench, remote_modelbench(run));
-    word(&bench, "bench");
-    if (manifest) {
-      /* The manifest's folder was copied whole: model/<folder>/<file>. */
-      int end = (int)strlen(model_dir) - 1, start = end;
-      while (start > 0 && model_dir[start - 1] != '/')
-        start--;
-      snprintf(buf, sizeof buf, "%s/%.*s/%s", remote_model_dir, end - start,
-               model_dir + start, base);
-    } else {
-      snprintf(buf, sizeof buf, "%s/%s", remote_model_dir, base);
-    }
-    word(&bench, buf);
-    if (t->split) {
-      snprintf(buf, sizeof buf, "--conversions=%s", t->conversions);
-      word(&bench, buf);
-    }
-    for (int i = 0; i < run->n_args; i++) {
-      const mb_exec_arg *a = &run->args[i];
-      const char *value = a->value;
-      char remote_value[PATH_MAX];
-      if (a->path && value) {
-        const char *b = strrchr(value, '/') ? strrchr(value, '/') + 1 : value;
-        snprintf(remote_value, sizeof remote_value, "%s/arg%d/%s", remote_dir,
-                 i, b);
-        value = remote_value;
-      }
-      snprintf(buf, sizeof buf, "--%s%s%s", a->name, value ? "=" : "",
-               value ? value : "");
-      word(&bench, buf);
-    }
-    snprintf(buf, sizeof buf, "--json=%s/report.json", remote_dir);
-    word(&bench, buf);
-    snprintf(buf, sizeof buf, "--log-dir=%s/logs", remote_dir);
-    word(&bench, buf);
-    word(&bench, "--no-record");
-    ok = remote_step(run, task, host, &bench, &code, &out, why, sizeof why);
-    free(bench.s);
-    free(out);
-    out = NULL;
-    if (ok && code > 1) {
-      snprintf(why, sizeof why,
-               "the remote modelbench on '%s' failed (exit %d; see "
-               "tasks/%d/ssh.log)",
-               host, code, task);
-      ok = false;
-    }
+/* Brings the model, its external data and the file options to the host,
+ * laid out as on this machine relative to the model's folder. */
+static bool copy_inputs(task_ctx *tc) {
+  char **ext = NULL;
+  int n_ext = 0;
+  snprintf(tc->remote_model_dir, sizeof tc->remote_model_dir, "%s/model",
+           tc->remote_dir);
+  model_files(tc->t->model, &ext, &n_ext);
+  bool ok = make_input_dirs(tc, ext, n_ext) && copy_input_files(tc, ext, n_ext);
+  for (int i = 0; i < n_ext; i++)
+    free(ext[i]);
+  free(ext);
+  return ok;
+}
+
+/* The remote `modelbench bench` command line of the task, into l. */
+static void bench_line(const task_ctx *tc, line *l) {
+  const mb_exec_run *run = tc->run;
+  char buf[PATH_MAX + 64];
+  command_words(l, remote_modelbench(run));
+  word(l, "bench");
+  if (tc->manifest) {
+    /* The manifest's folder was copied whole: model/<folder>/<file>. */
+    int end = (int)strlen(tc->model_dir) - 1, start = end;
+    while (start > 0 && tc->model_dir[start - 1] != '/')
+      start--;
+    snprintf(buf, sizeof buf, "%s/%.*s/%s", tc->remote_model_dir, end - start,
+             tc->model_dir + start, tc->base);
+  } else {
+    snprintf(buf, sizeof buf, "%s/%s", tc->remote_model_dir, tc->base);
   }
-  if (ok) {
-    char src_buf[1024];
-    const char *src[1] = {src_buf};
-    snprintf(src_buf, sizeof src_buf, "%s:%s/report.json", host, remote_dir);
-    mb__exec_task_file(run, task, "report.json", path, sizeof path);
-    /* A model that failed to load left no report: bench's exit code and
-     * its output in ssh.log say why. */
-    line test = {0};
-    char report[600];
-    snprintf(report, sizeof report, "%s/report.json", remote_dir);
-    word(&test, "test");
-    word(&test, "-f");
-    word(&test, report);
-    int exists = -1;
-    if (remote_step(run, task, host, &test, &exists, &out, why, sizeof why) &&
-        exists == 0)
-      ok = copy(run, task, src, 1, path, why, sizeof why);
-    else if (exists != 1)
-      ok = false;
-    free(test.s);
-    free(out);
-    out = NULL;
+  word(l, buf);
+  if (tc->t->split) {
+    snprintf(buf, sizeof buf, "--conversions=%s", tc->t->conversions);
+    word(l, buf);
   }
-  if (remote_dir[0] == '/') {
-    line rm = {0};
-    word(&rm, "rm");
-    word(&rm, "-rf");
-    word(&rm, remote_dir);
-    char ignored[128];
-    int rm_code;
-    remote_step(run, task, host, &rm, &rm_code, &out, ignored, sizeof ignored);
-    free(rm.s);
-    free(out);
+  for (int i = 0; i < run->n_args; i++) {
+    const mb_exec_arg *a = &run->args[i];
+    const char *value = a->value;
+    char remote_value[PATH_MAX];
+    if (a->path && value) {
+      const char *b = strrchr(value, '/') ? strrchr(value, '/') + 1 : value;
+      snprintf(remote_value, sizeof remote_value, "%s/arg%d/%s", tc->remote_dir,
+               i, b);
+      value = remote_value;
+    }
+    snprintf(buf, sizeof buf, "--%s%s%s", a->name, value ? "=" : "",
+             value ? value : "");
+    word(l, buf);
   }
+  snprintf(buf, sizeof buf, "--json=%s/report.json", tc->remote_dir);
+  word(l, buf);
+  snprintf(buf, sizeof buf, "--log-dir=%s/logs", tc->remote_dir);
+  word(l, buf);
+  word(l, "--no-record");
+}
+
+/* Runs the benchmark on the host; *code: bench's exit code. Exit codes
+ * above 1 (not "some conversions failed") fail the task. */
+static bool run_remote_bench(task_ctx *tc, int *code) {
+  line bench = {0};
+  bench_line(tc, &bench);
+  if (!remote_line(tc, &bench, code))
+    return false;
+  if (*code > 1) {
+    snprintf(tc->why, sizeof tc->why,
+             "the remote modelbench on '%s' failed (exit %d; see "
+             "tasks/%d/ssh.log)",
+             tc->host, *code, tc->task);
+    return false;
+  }
+  return true;
+}
+
+/* Brings report.json back into the task folder, when there is one. */
+static bool fetch_report(task_ctx *tc) {
+  char src_buf[1024], path[PATH_MAX];
+  const char *src[1] = {src_buf};
+  snprintf(src_buf, sizeof src_buf, "%s:%s/report.json", tc->host,
+           tc->remote_dir);
+  mb__exec_task_file(tc->run, tc->task, "report.json", path, sizeof path);
+  /* A model that failed to load left no report: bench's exit code and
+   * its output in ssh.log say why. */
+  line test = {0};
+  char report[600];
+  snprintf(report, sizeof report, "%s/report.json", tc->remote_dir);
+  word(&test, "test");
+  word(&test, "-f");
+  word(&test, report);
+  int exists = -1;
+  if (remote_line(tc, &test, &exists) && exists == 0)
+    return copy(tc->run, tc->task, src, 1, path, tc->why, sizeof tc->why);
+  return exists == 1;
+}
+
+/* Removes the task's folder on the host; a failure is only logged. */
+static void remove_task_dir(const task_ctx *tc) {
+  line rm = {0};
+  char *out = NULL, ignored[128];
+  int rm_code;
+  word(&rm, "rm");
+  word(&rm, "-rf");
+  word(&rm, tc->remote_dir);
+  remote_step(tc->run, tc->task, tc->host, &rm, &rm_code, &out, ignored,
+              sizeof ignored);
+  free(rm.s);
+  free(out);
+}
+
+/* Runs one task on host; leaves its outcome in the task folder. */
+static void run_task(const mb_exec_run *run, int task, const char *host) {
+  task_ctx tc = {.run = run, .task = task, .host = host};
+  const mb_exec_task *t = tc.t = &run->tasks[task];
+  int code = -1;
+  write_outcome(run, task, "running", host);
+  tc.base = strrchr(t->model, '/') ? strrchr(t->model, '/') + 1 : t->model;
+  size_t mlen = strlen(t->model);
+  tc.manifest = mlen > 5 && strcmp(t->model + mlen - 5, ".json") == 0;
+  snprintf(tc.model_dir, sizeof tc.model_dir, "%.*s", (int)(tc.base - t->model),
+           t->model);
+  bool ok = make_task_dir(&tc) && copy_inputs(&tc) &&
+            run_remote_bench(&tc, &code) && fetch_report(&tc);
+  if (tc.remote_dir[0] == '/')
+    remove_task_dir(&tc);
   if (ok) {
     char text[16];
     snprintf(text, sizeof text, "%d\n", code);
     write_outcome(run, task, "exit", text);
   } else {
-    write_outcome(run, task, "failed", why);
+    write_outcome(run, task, "failed", tc.why);
   }
 }
 

@@ -564,17 +564,12 @@ static mb_status unsupported_error(const hybrid_graph *hg, const mb_graph *g,
                    count == 1 ? "" : "s", engine, list);
 }
 
-static mb_status hybrid_prepare(const mb_engine *engine, const mb_model *model,
-                                const mb_runtime_options *options,
-                                void **session_out, mb_error *err) {
-  const mb_graph *g = model->graph;
-  hybrid_session *hs = NULL;
-  bool *ref_mask = NULL;
-  mb_status status;
+/* Refuses what prepare cannot compile for: no example inputs, a precision
+ * the engine cannot compute in, int8 without quantisation parameters. */
+static mb_status check_prepare_options(const mb_engine *engine,
+                                       const mb_runtime_options *options,
+                                       mb_error *err) {
   char reason[256] = "";
-  mb_error local = {0};
-  if (!err) /* a segment's failure is read back below */
-    err = &local;
   if (!options || !options->example_inputs)
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                      "%s compiles for concrete input shapes; none were given",
@@ -588,6 +583,139 @@ static mb_status hybrid_prepare(const mb_engine *engine, const mb_model *model,
                      "%s in int8 needs quantisation parameters (a conversion "
                      "with the quant_params step calibrates them)",
                      engine->name);
+  return MB_STATUS_OK;
+}
+
+/* Group gi's segment (the last one made) compiled in no form: it is
+ * dropped and its nodes run on the reference interpreter. */
+static void segment_to_reference(hybrid_session *hs, int gi,
+                                 hybrid_segment *seg, mb_error *err) {
+  hybrid_group *grp = &hs->hg.groups[gi];
+  mb__log(MB_LOG_INFO,
+          "%s segment %d (%d nodes) runs on the reference interpreter: "
+          "%s",
+          hs->engine->name, hs->n_segments, seg->desc.n_nodes, err->message);
+  snprintf(hs->fallback_note, sizeof hs->fallback_note,
+           "segment %d (%d nodes) ran on the reference interpreter: "
+           "%.180s",
+           hs->n_segments, seg->desc.n_nodes, err->message);
+  segment_free(hs, seg);
+  hs->n_segments--;
+  grp->native = grp->reduced = false;
+  for (int k = 0; k < grp->count; k++)
+    hs->hg.native[hs->hg.order[grp->first + k]] = false;
+  err->status = MB_STATUS_OK;
+  err->message[0] = '\0';
+}
+
+/* Describes and compiles a segment per native group. A reduced-precision
+ * segment that fails is cut where the engine runs nodes only in fp32 and
+ * retried in parts, else compiled in fp32; one that fails even then joins
+ * the reference side, unless no_fallback. */
+static mb_status compile_segments(hybrid_session *hs, bool no_fallback,
+                                  mb_error *err) {
+  const mb_engine *engine = hs->engine;
+  mb_status status = MB_STATUS_OK;
+  for (int gi = 0; gi < hs->hg.n_groups; gi++) {
+    hybrid_group *grp = &hs->hg.groups[gi];
+    if (!grp->native)
+      continue;
+    hybrid_segment *seg = &hs->segments[hs->n_segments];
+    if ((status = describe_segment(hs, gi, seg, err)))
+      return status;
+    hs->n_segments++;
+    /* A reduced-precision segment that fails is cut where the engine runs
+     * nodes only in fp32, when it can say which, and retried in parts. */
+    bool may_split =
+        grp->reduced && !grp->split && !no_fallback && engine->node_precision;
+    status =
+        compile_segment(hs, seg, grp->reduced, no_fallback || may_split, err);
+    if (status == MB_STATUS_UNSUPPORTED && may_split &&
+        split_group(hs, gi) > 1) {
+      mb__log(MB_LOG_INFO,
+              "%s segment %d (%d nodes) is cut at its nodes without %s: %s",
+              engine->name, hs->n_segments, seg->desc.n_nodes,
+              mb_precision_name(hs->options.precision), err->message);
+      if (!hs->fallback_note[0])
+        snprintf(hs->fallback_note, sizeof hs->fallback_note,
+                 "nodes without %s run in fp32 segments: %.200s",
+                 mb_precision_name(hs->options.precision), err->message);
+      segment_free(hs, seg);
+      hs->n_segments--;
+      err->status = MB_STATUS_OK;
+      err->message[0] = '\0';
+      gi--; /* compile its first part next */
+      continue;
+    }
+    if (status == MB_STATUS_UNSUPPORTED && may_split) /* nothing to cut */
+      status = compile_segment(hs, seg, true, false, err);
+    if (status == MB_STATUS_UNSUPPORTED && !no_fallback) {
+      /* Not even in fp32: these nodes run on the reference interpreter. */
+      segment_to_reference(hs, gi, seg, err);
+      status = MB_STATUS_OK;
+      continue;
+    }
+    if (status) {
+      mb__error_prefix(err, status, "%s segment %d (%d nodes)", engine->name,
+                       hs->n_segments, seg->desc.n_nodes);
+      return status;
+    }
+  }
+  return status;
+}
+
+/* The FLOPs of each group (hs->group_flops), for per-segment reports. */
+static void count_group_flops(hybrid_session *hs) {
+  const mb_graph *g = hs->model->graph;
+  for (int gi = 0; gi < hs->hg.n_groups; gi++) {
+    const hybrid_group *grp = &hs->hg.groups[gi];
+    for (int k = 0; k < grp->count; k++) {
+      bool formula;
+      double f = mb__node_flops(g, &g->nodes[hs->hg.order[grp->first + k]],
+                                hs->hg.shapes, &formula);
+      hs->group_flops[gi] += f > 0 ? f : 0.0;
+    }
+  }
+}
+
+/* Creates the reference session (hs->ref), masked to the nodes that run
+ * neither in a segment nor folded; it holds every value, folded ones as
+ * views of the analysis's tensors. */
+static mb_status create_reference(hybrid_session *hs, mb_error *err) {
+  const mb_graph *g = hs->model->graph;
+  bool *ref_mask = calloc((size_t)g->n_nodes + 1, sizeof *ref_mask);
+  if (!ref_mask)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot allocate session");
+  for (int i = 0; i < g->n_nodes; i++)
+    ref_mask[i] = !hs->hg.native[i] && !hs->hg.skip[i];
+  mb_session_options ropts = {hs->options.threads};
+  mb_status status =
+      mb__session_create_masked(hs->model, &ropts, ref_mask, &hs->ref, err);
+  free(ref_mask);
+  if (status)
+    return status;
+  /* Folded values are read in place (views; the session frees nothing). */
+  for (int v = 0; v < g->n_values; v++)
+    if (hs->hg.folded[v]) {
+      mb_tensor *t = mb__session_value(hs->ref, v);
+      *t = *hs->hg.folded[v];
+      t->capacity = 0;
+      t->name = NULL;
+    }
+  return MB_STATUS_OK;
+}
+
+static mb_status hybrid_prepare(const mb_engine *engine, const mb_model *model,
+                                const mb_runtime_options *options,
+                                void **session_out, mb_error *err) {
+  const mb_graph *g = model->graph;
+  hybrid_session *hs = NULL;
+  mb_status status;
+  mb_error local = {0};
+  if (!err) /* a segment's failure is read back below */
+    err = &local;
+  if ((status = check_prepare_options(engine, options, err)))
+    return status;
   if (!(hs = calloc(1, sizeof *hs)))
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot allocate session");
   hs->engine = engine;
@@ -608,8 +736,7 @@ static mb_status hybrid_prepare(const mb_engine *engine, const mb_model *model,
   }
   /* Splitting may add groups: room for one per node. */
   size_t max_groups = (size_t)g->n_nodes + 1;
-  if (!(ref_mask = calloc((size_t)g->n_nodes + 1, sizeof *ref_mask)) ||
-      !(hs->group_ms = calloc(max_groups, sizeof *hs->group_ms)) ||
+  if (!(hs->group_ms = calloc(max_groups, sizeof *hs->group_ms)) ||
       !(hs->group_flops = calloc(max_groups, sizeof *hs->group_flops)) ||
       !(hs->segments = calloc(max_groups, sizeof *hs->segments))) {
     status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot allocate session");
@@ -620,99 +747,17 @@ static mb_status hybrid_prepare(const mb_engine *engine, const mb_model *model,
   bool log_compile = options->verbose && engine->log_compile;
   if (log_compile)
     engine->log_compile(1);
-  for (int gi = 0; gi < hs->hg.n_groups; gi++) {
-    hybrid_group *grp = &hs->hg.groups[gi];
-    if (!grp->native)
-      continue;
-    hybrid_segment *seg = &hs->segments[hs->n_segments];
-    if ((status = describe_segment(hs, gi, seg, err)))
-      break;
-    hs->n_segments++;
-    /* A reduced-precision segment that fails is cut where the engine runs
-     * nodes only in fp32, when it can say which, and retried in parts. */
-    bool may_split = grp->reduced && !grp->split && !options->no_fallback &&
-                     engine->node_precision;
-    status = compile_segment(hs, seg, grp->reduced,
-                             options->no_fallback || may_split, err);
-    if (status == MB_STATUS_UNSUPPORTED && may_split &&
-        split_group(hs, gi) > 1) {
-      mb__log(MB_LOG_INFO,
-              "%s segment %d (%d nodes) is cut at its nodes without %s: %s",
-              engine->name, hs->n_segments, seg->desc.n_nodes,
-              mb_precision_name(hs->options.precision), err->message);
-      if (!hs->fallback_note[0])
-        snprintf(hs->fallback_note, sizeof hs->fallback_note,
-                 "nodes without %s run in fp32 segments: %.200s",
-                 mb_precision_name(hs->options.precision), err->message);
-      segment_free(hs, seg);
-      hs->n_segments--;
-      err->status = MB_STATUS_OK;
-      err->message[0] = '\0';
-      gi--; /* compile its first part next */
-      continue;
-    }
-    if (status == MB_STATUS_UNSUPPORTED && may_split) /* nothing to cut */
-      status = compile_segment(hs, seg, true, false, err);
-    if (status == MB_STATUS_UNSUPPORTED && !options->no_fallback) {
-      /* Not even in fp32: these nodes run on the reference interpreter. */
-      mb__log(MB_LOG_INFO,
-              "%s segment %d (%d nodes) runs on the reference interpreter: "
-              "%s",
-              engine->name, hs->n_segments, seg->desc.n_nodes, err->message);
-      snprintf(hs->fallback_note, sizeof hs->fallback_note,
-               "segment %d (%d nodes) ran on the reference interpreter: "
-               "%.180s",
-               hs->n_segments, seg->desc.n_nodes, err->message);
-      segment_free(hs, seg);
-      hs->n_segments--;
-      grp->native = grp->reduced = false;
-      for (int k = 0; k < grp->count; k++)
-        hs->hg.native[hs->hg.order[grp->first + k]] = false;
-      err->status = MB_STATUS_OK;
-      err->message[0] = '\0';
-      status = MB_STATUS_OK;
-      continue;
-    }
-    if (status) {
-      mb__error_prefix(err, status, "%s segment %d (%d nodes)", engine->name,
-                       hs->n_segments, seg->desc.n_nodes);
-      break;
-    }
-  }
+  status = compile_segments(hs, options->no_fallback, err);
   if (log_compile)
     engine->log_compile(0);
   if (status)
     goto fail;
-  for (int gi = 0; gi < hs->hg.n_groups; gi++) {
-    const hybrid_group *grp = &hs->hg.groups[gi];
-    for (int k = 0; k < grp->count; k++) {
-      bool formula;
-      double f = mb__node_flops(g, &g->nodes[hs->hg.order[grp->first + k]],
-                                hs->hg.shapes, &formula);
-      hs->group_flops[gi] += f > 0 ? f : 0.0;
-    }
-  }
-  for (int i = 0; i < g->n_nodes; i++)
-    ref_mask[i] = !hs->hg.native[i] && !hs->hg.skip[i];
-  {
-    mb_session_options ropts = {hs->options.threads};
-    if ((status =
-             mb__session_create_masked(model, &ropts, ref_mask, &hs->ref, err)))
-      goto fail;
-  }
-  /* Folded values are read in place (views; the session frees nothing). */
-  for (int v = 0; v < g->n_values; v++)
-    if (hs->hg.folded[v]) {
-      mb_tensor *t = mb__session_value(hs->ref, v);
-      *t = *hs->hg.folded[v];
-      t->capacity = 0;
-      t->name = NULL;
-    }
-  free(ref_mask);
+  count_group_flops(hs);
+  if ((status = create_reference(hs, err)))
+    goto fail;
   *session_out = hs;
   return MB_STATUS_OK;
 fail:
-  free(ref_mask);
   hybrid_release(hs);
   return status;
 }

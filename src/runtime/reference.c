@@ -711,150 +711,188 @@ mb_status mb__infer_shapes(const mb_model *model,
   return mb__infer_shapes_fold(model, inputs, shapes_out, NULL, err);
 }
 
+/* What shape inference keeps per value while it walks the nodes. */
+typedef struct infer_state {
+  mb_session *s;      /* value storage and io pointers */
+  bool *known;        /* the value's type and shape are known */
+  bool *is_const;     /* it does not depend on the data of user inputs */
+  mb_tensor **folded; /* clones of constant values, or NULL */
+} infer_state;
+
+/* Binds the inputs' shapes and data to the session's values; sequences
+ * and optionals stay unknown. */
+static mb_status bind_inference_inputs(infer_state *st,
+                                       const mb_tensor *const *inputs,
+                                       mb_error *err) {
+  const mb_graph *g = st->s->graph;
+  for (int i = 0; i < g->n_inputs; i++) {
+    const mb_tensor *t = inputs[i];
+    mb_tensor *dst = &st->s->values[g->inputs[i]];
+    if (g->values[g->inputs[i]].type != MB_VALUE_TYPE_TENSOR)
+      continue; /* sequences and optionals stay unknown */
+    mb_status status =
+        mb__tensor_set_shape(dst, t->dtype, t->rank, t->dims, err);
+    if (status) {
+      mb__error_prefix(err, status, "input '%s'", g->values[g->inputs[i]].name);
+      return status;
+    }
+    dst->data = t->data;
+    dst->capacity = 0;
+    st->known[g->inputs[i]] = true;
+  }
+  return MB_STATUS_OK;
+}
+
+/* Computes node n's outputs (infer already set their shapes) when that
+ * is cheap, marking them constant (and cloning them into st->folded) when
+ * they are; otherwise drops what was allocated, leaving shapes only. */
+static void fold_node(infer_state *st, mb_op_ctx *ctx, const mb_op_def *def,
+                      const mb_node *n, bool have_data, bool all_const) {
+  size_t out_bytes = 0;
+  for (int j = 0; j < n->n_outputs; j++)
+    if (ctx->outputs[j])
+      out_bytes += ctx->outputs[j]->nbytes;
+  bool fold = (have_data || (def->flags & MB_OP_SHAPE_ONLY)) &&
+              out_bytes <= MB_FOLD_LIMIT_BYTES;
+  if (fold && alloc_outputs(ctx, def) == MB_STATUS_OK &&
+      def->run(ctx) == MB_STATUS_OK) {
+    /* outputs now hold data; constant when the inputs were (or only
+     * their shapes were read) */
+    bool random = strncmp(n->op_type, "Random", 6) == 0 ||
+                  strcmp(n->op_type, "Bernoulli") == 0 ||
+                  strcmp(n->op_type, "Multinomial") == 0;
+    bool constant = !random && (all_const || (def->flags & MB_OP_SHAPE_ONLY));
+    for (int j = 0; j < n->n_outputs && constant; j++) {
+      int v = n->outputs[j];
+      if (v < 0)
+        continue;
+      st->is_const[v] = true;
+      if (st->folded && !st->folded[v] &&
+          st->s->seqs[v].kind == MB__KIND_TENSOR &&
+          mb_tensor_clone(&st->s->values[v], &st->folded[v], NULL) !=
+              MB_STATUS_OK)
+        st->folded[v] = NULL; /* out of memory: just not folded */
+    }
+    return;
+  }
+  for (int j = 0; j < n->n_outputs; j++)
+    if (ctx->outputs[j]) {
+      mb_tensor *t = ctx->outputs[j];
+      if (t->capacity)
+        mb__aligned_free(t->data);
+      t->data = NULL;
+      t->capacity = 0;
+      /* A sequence not computed is not known. */
+      if (ctx->out_seqs[j]->kind != MB__KIND_TENSOR)
+        mb__sequence_free(ctx->out_seqs[j]);
+    }
+}
+
+/* Infers node i's output shapes when its inputs are known, and folds it
+ * (fold_node). A node that cannot say (dynamic, unsupported) leaves its
+ * outputs unknown; any other failure fails inference. */
+static mb_status infer_node(infer_state *st, int i, mb_error *err) {
+  mb_session *s = st->s;
+  const mb_node *n = &s->graph->nodes[i];
+  const mb_op_def *def = s->defs[i];
+  mb_op_ctx ctx;
+  mb_error local;
+  /* Control flow's outputs come from running subgraphs, whose outer
+   * values may be unknown here: leave them unknown. */
+  bool inputs_known = def && !(def->flags & MB_OP_ALLOCATES);
+  bool have_data = true, all_const = true;
+  for (int j = 0; j < n->n_inputs && inputs_known; j++) {
+    int v = n->inputs[j];
+    if (v < 0)
+      continue;
+    if (!st->known[v])
+      inputs_known = false;
+    else if (s->values[v].numel > 0 && !s->values[v].data)
+      have_data = false;
+    all_const &= st->is_const[v];
+  }
+  if (!inputs_known)
+    return MB_STATUS_OK;
+  make_ctx(s, i, err, &ctx);
+  local.message[0] = '\0';
+  ctx.err = &local;
+  mb_status status = check_input_kinds(&ctx, def);
+  if (status == MB_STATUS_OK)
+    status = def->infer(&ctx);
+  if (status == MB_STATUS_DYNAMIC || status == MB_STATUS_UNSUPPORTED)
+    return MB_STATUS_OK;
+  if (status) {
+    if (err)
+      *err = local;
+    node_failed(&ctx, status, "shape inference");
+    return status;
+  }
+  fold_node(st, &ctx, def, n, have_data, all_const);
+  /* Known: a tensor whose type infer set, or a computed sequence. */
+  for (int j = 0; j < n->n_outputs; j++) {
+    int v = n->outputs[j];
+    if (v >= 0)
+      st->known[v] = s->seqs[v].kind != MB__KIND_TENSOR ||
+                     s->values[v].dtype != MB_DTYPE_UNDEFINED;
+  }
+  return MB_STATUS_OK;
+}
+
 mb_status mb__infer_shapes_fold(const mb_model *model,
                                 const mb_tensor *const *inputs,
                                 mb_shape_info *shapes_out,
                                 mb_tensor **folded_out, mb_error *err) {
   const mb_graph *g = model->graph;
   mb_status status = MB_STATUS_OK;
-  mb_session *s = NULL;
-  bool *known = calloc((size_t)g->n_values + 1, sizeof(bool));
-  /* Values that do not depend on the data of user inputs: initializers,
-   * outputs of shape-only ops on known shapes, and what is computed from
-   * those alone. */
-  bool *is_const = calloc((size_t)g->n_values + 1, sizeof(bool));
-  mb_error local;
+  infer_state st = {
+      .known = calloc((size_t)g->n_values + 1, sizeof(bool)),
+      /* Values that do not depend on the data of user inputs:
+       * initializers, outputs of shape-only ops on known shapes, and what
+       * is computed from those alone. */
+      .is_const = calloc((size_t)g->n_values + 1, sizeof(bool)),
+      .folded = folded_out,
+  };
   if (folded_out)
     for (int v = 0; v < g->n_values; v++)
       folded_out[v] = NULL;
-  if (!known || !is_const) {
+  if (!st.known || !st.is_const) {
     status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot infer shapes");
     goto done;
   }
   /* A session gives us value storage and io pointers; nodes that do not
    * resolve are tolerated here (their outputs stay unknown). */
-  status = session_create_graph(model, g, NULL, 1, NULL, NULL, true, &s, err);
+  status =
+      session_create_graph(model, g, NULL, 1, NULL, NULL, true, &st.s, err);
   if (status)
     goto done;
   for (int v = 0; v < g->n_values; v++)
     if (g->values[v].initializer) {
-      known[v] = true;
-      is_const[v] = true;
+      st.known[v] = true;
+      st.is_const[v] = true;
     }
-  for (int i = 0; i < g->n_inputs; i++) {
-    const mb_tensor *t = inputs[i];
-    mb_tensor *dst = &s->values[g->inputs[i]];
-    if (g->values[g->inputs[i]].type != MB_VALUE_TYPE_TENSOR)
-      continue; /* sequences and optionals stay unknown */
-    status = mb__tensor_set_shape(dst, t->dtype, t->rank, t->dims, err);
-    if (status) {
-      mb__error_prefix(err, status, "input '%s'", g->values[g->inputs[i]].name);
+  if ((status = bind_inference_inputs(&st, inputs, err)))
+    goto done;
+  for (int i = 0; i < g->n_nodes; i++)
+    if ((status = infer_node(&st, i, err)))
       goto done;
-    }
-    dst->data = t->data;
-    dst->capacity = 0;
-    known[g->inputs[i]] = true;
-  }
-  for (int i = 0; i < g->n_nodes; i++) {
-    const mb_node *n = &g->nodes[i];
-    const mb_op_def *def = s->defs[i];
-    mb_op_ctx ctx;
-    /* Control flow's outputs come from running subgraphs, whose outer
-     * values may be unknown here: leave them unknown. */
-    bool inputs_known = def && !(def->flags & MB_OP_ALLOCATES);
-    bool have_data = true, all_const = true;
-    for (int j = 0; j < n->n_inputs && inputs_known; j++) {
-      int v = n->inputs[j];
-      if (v < 0)
-        continue;
-      if (!known[v])
-        inputs_known = false;
-      else if (s->values[v].numel > 0 && !s->values[v].data)
-        have_data = false;
-      all_const &= is_const[v];
-    }
-    if (!inputs_known)
-      continue;
-    make_ctx(s, i, err, &ctx);
-    local.message[0] = '\0';
-    ctx.err = &local;
-    status = check_input_kinds(&ctx, def);
-    if (status == MB_STATUS_OK)
-      status = def->infer(&ctx);
-    if (status == MB_STATUS_DYNAMIC || status == MB_STATUS_UNSUPPORTED) {
-      status = MB_STATUS_OK;
-      continue;
-    }
-    if (status) {
-      if (err)
-        *err = local;
-      node_failed(&ctx, status, "shape inference");
-      goto done;
-    }
-    size_t out_bytes = 0;
-    for (int j = 0; j < n->n_outputs; j++)
-      if (ctx.outputs[j])
-        out_bytes += ctx.outputs[j]->nbytes;
-    bool fold = (have_data || (def->flags & MB_OP_SHAPE_ONLY)) &&
-                out_bytes <= MB_FOLD_LIMIT_BYTES;
-    if (fold && alloc_outputs(&ctx, def) == MB_STATUS_OK &&
-        def->run(&ctx) == MB_STATUS_OK) {
-      /* outputs now hold data; constant when the inputs were (or only
-       * their shapes were read) */
-      bool random = strncmp(n->op_type, "Random", 6) == 0 ||
-                    strcmp(n->op_type, "Bernoulli") == 0 ||
-                    strcmp(n->op_type, "Multinomial") == 0;
-      bool constant = !random && (all_const || (def->flags & MB_OP_SHAPE_ONLY));
-      for (int j = 0; j < n->n_outputs && constant; j++) {
-        int v = n->outputs[j];
-        if (v < 0)
-          continue;
-        is_const[v] = true;
-        if (folded_out && !folded_out[v] &&
-            s->seqs[v].kind == MB__KIND_TENSOR &&
-            mb_tensor_clone(&s->values[v], &folded_out[v], NULL) !=
-                MB_STATUS_OK)
-          folded_out[v] = NULL; /* out of memory: just not folded */
-      }
-    } else {
-      for (int j = 0; j < n->n_outputs; j++)
-        if (ctx.outputs[j]) {
-          mb_tensor *t = ctx.outputs[j];
-          if (t->capacity)
-            mb__aligned_free(t->data);
-          t->data = NULL;
-          t->capacity = 0;
-          /* A sequence not computed is not known. */
-          if (ctx.out_seqs[j]->kind != MB__KIND_TENSOR)
-            mb__sequence_free(ctx.out_seqs[j]);
-        }
-    }
-    /* Known: a tensor whose type infer set, or a computed sequence. */
-    for (int j = 0; j < n->n_outputs; j++) {
-      int v = n->outputs[j];
-      if (v >= 0)
-        known[v] = s->seqs[v].kind != MB__KIND_TENSOR ||
-                   s->values[v].dtype != MB_DTYPE_UNDEFINED;
-    }
-  }
   for (int v = 0; v < g->n_values; v++) {
     mb_shape_info *si = &shapes_out[v];
+    const mb_tensor *t = &st.s->values[v];
     memset(si, 0, sizeof *si);
-    si->known = known[v] && s->seqs[v].kind == MB__KIND_TENSOR &&
-                s->values[v].dtype != MB_DTYPE_UNDEFINED;
+    si->known = st.known[v] && st.s->seqs[v].kind == MB__KIND_TENSOR &&
+                t->dtype != MB_DTYPE_UNDEFINED;
     if (si->known) {
-      si->dtype = s->values[v].dtype;
-      si->rank = s->values[v].rank;
-      memcpy(si->dims, s->values[v].dims, sizeof si->dims);
+      si->dtype = t->dtype;
+      si->rank = t->rank;
+      memcpy(si->dims, t->dims, sizeof si->dims);
     } else {
       si->rank = -1;
     }
   }
-  status = MB_STATUS_OK;
 done:
-  mb_session_free(s);
-  free(known);
-  free(is_const);
+  mb_session_free(st.s);
+  free(st.known);
+  free(st.is_const);
   if (status && folded_out)
     for (int v = 0; v < g->n_values; v++) {
       mb_tensor_free(folded_out[v]);

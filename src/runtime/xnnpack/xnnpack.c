@@ -384,145 +384,126 @@ static mb_status mark_dead(const build_ctx *b, bool **dead_out) {
   return MB_STATUS_OK;
 }
 
-/* Compiles a segment; int8: Conv, Gemm and MatMul with parameters in
- * options->quant run on int8 (else everything in float or fp16). */
-static mb_status compile_segment(const mb_segment_desc *segment,
-                                 const mb_engine_options *options, bool int8,
-                                 void **compiled_out, mb_error *err) {
-  const mb_engine_graph *eg = segment->eg;
-  int n_values = eg->graph->n_values;
-  build_ctx b = {0};
-  mb_status status = MB_STATUS_OK;
-  double work = 0;
-  enum xnn_status xs;
-  char where[400], culprits[400];
-  b.seg_desc = segment;
-  b.eg = eg;
-  b.err = err;
-  b.opset = mb__model_opset(eg->model, "");
-  b.fp16 = options->precision == MB_PRECISION_FP16;
-  b.seg = calloc(1, sizeof *b.seg);
-  b.ids = malloc((size_t)n_values * sizeof *b.ids);
-  b.input_slot = malloc((size_t)n_values * sizeof *b.input_slot);
-  b.output_slot = malloc((size_t)n_values * sizeof *b.output_slot);
-  if (!b.seg || !b.ids || !b.input_slot || !b.output_slot) {
-    status = mb__xnn_oom(&b);
-    goto fail;
-  }
+/* Allocates the builder's per-value tables (and, for int8, its
+ * quantisation tables) and the segment; on failure the caller frees what
+ * was made with mb__xnn_segment_free and mb__xnn_build_free. */
+static mb_status build_alloc(build_ctx *b, const mb_engine_options *options,
+                             bool int8) {
+  const mb_graph *g = b->eg->graph;
+  size_t n_values = (size_t)g->n_values;
+  b->seg = calloc(1, sizeof *b->seg);
+  b->ids = malloc(n_values * sizeof *b->ids);
+  b->input_slot = malloc(n_values * sizeof *b->input_slot);
+  b->output_slot = malloc(n_values * sizeof *b->output_slot);
+  if (!b->seg || !b->ids || !b->input_slot || !b->output_slot)
+    return mb__xnn_oom(b);
   if (int8) {
-    b.quant = options->quant;
-    b.qids = malloc((size_t)n_values * sizeof *b.qids);
-    b.qscale = calloc((size_t)n_values, sizeof *b.qscale);
-    b.qzp = calloc((size_t)n_values, sizeof *b.qzp);
-    b.qrank = calloc((size_t)n_values, sizeof *b.qrank);
-    b.qdims = calloc((size_t)n_values, sizeof *b.qdims);
-    b.qkeep = calloc((size_t)n_values, sizeof *b.qkeep);
-    b.fused = calloc((size_t)MB_MAX(eg->graph->n_nodes, 1), sizeof *b.fused);
-    if (!b.qids || !b.qscale || !b.qzp || !b.qrank || !b.qdims || !b.qkeep ||
-        !b.fused) {
-      status = mb__xnn_oom(&b);
-      goto fail;
-    }
+    b->quant = options->quant;
+    b->qids = malloc(n_values * sizeof *b->qids);
+    b->qscale = calloc(n_values, sizeof *b->qscale);
+    b->qzp = calloc(n_values, sizeof *b->qzp);
+    b->qrank = calloc(n_values, sizeof *b->qrank);
+    b->qdims = calloc(n_values, sizeof *b->qdims);
+    b->qkeep = calloc(n_values, sizeof *b->qkeep);
+    b->fused = calloc((size_t)MB_MAX(g->n_nodes, 1), sizeof *b->fused);
+    if (!b->qids || !b->qscale || !b->qzp || !b->qrank || !b->qdims ||
+        !b->qkeep || !b->fused)
+      return mb__xnn_oom(b);
   }
-  for (int v = 0; v < n_values; v++) {
-    b.ids[v] = XNN_INVALID_VALUE_ID;
-    b.input_slot[v] = b.output_slot[v] = -1;
-    if (b.qids)
-      b.qids[v] = XNN_INVALID_VALUE_ID;
+  for (size_t v = 0; v < n_values; v++) {
+    b->ids[v] = XNN_INVALID_VALUE_ID;
+    b->input_slot[v] = b->output_slot[v] = -1;
+    if (b->qids)
+      b->qids[v] = XNN_INVALID_VALUE_ID;
   }
-  if ((status = mb__xnn_io_init(&b)) || (status = mark_dead(&b, &b.dead)))
-    goto fail;
-  xs = xnn_create_subgraph((uint32_t)(segment->n_inputs + segment->n_outputs),
-                           0, &b.subgraph);
-  if (xs != xnn_status_success) {
-    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
-                       "xnnpack: xnn_create_subgraph returned %s",
-                       mb__xnn_status_name(xs));
-    goto fail;
-  }
+  return MB_STATUS_OK;
+}
+
+/* Lowers the segment's live nodes into b->subgraph, checking each again
+ * (and refusing an fp16 node XNNPACK would abort on); *work_out: their
+ * work, which decides the thread count. */
+static mb_status lower_nodes(build_ctx *b, const mb_engine_options *options,
+                             double *work_out) {
+  const mb_segment_desc *segment = b->seg_desc;
+  const mb_engine_graph *eg = b->eg;
+  mb_status status;
+  double work = 0;
   for (int i = 0; i < segment->n_nodes; i++) {
     const mb_node *n = &eg->graph->nodes[segment->nodes[i]];
-    b.node = n;
-    if (b.dead[i] || mb__engine_node_folded(eg, n) ||
-        (b.fused && b.fused[segment->nodes[i]]))
+    b->node = n;
+    if (b->dead[i] || mb__engine_node_folded(eg, n) ||
+        (b->fused && b->fused[segment->nodes[i]]))
       continue;
     const xnn_op_row *row = mb__xnn_op_find(n);
-    if (!row) {
-      status =
-          mb__xnn_recheck_failed(&b, "not supported by the XNNPACK engine");
-      goto fail;
-    }
+    if (!row)
+      return mb__xnn_recheck_failed(b, "not supported by the XNNPACK engine");
     char reason[256];
     mb_engine_check c = {
-        eg, n, b.opset, reason, sizeof reason, &mb__xnn_limits};
-    if (!row->check(&c)) {
-      status = mb__xnn_recheck_failed(&b, reason);
-      goto fail;
-    }
+        eg, n, b->opset, reason, sizeof reason, &mb__xnn_limits};
+    if (!row->check(&c))
+      return mb__xnn_recheck_failed(b, reason);
     if (options->precision == MB_PRECISION_FP16 && row->fp16_aborts) {
       char label[160];
-      status = mb__error(
-          err, MB_STATUS_UNSUPPORTED,
+      return mb__error(
+          b->err, MB_STATUS_UNSUPPORTED,
           "XNNPACK cannot run this segment in fp16: %s has no fp16 operator "
           "in XNNPACK %s, whose fp16 rewrite accepts it and then fails an "
           "assertion (so modelbench does not try)",
           mb__node_label(n, label, sizeof label), XNN_VERSION_STRING);
-      goto fail;
     }
-    if ((status = row->lower(&b)))
-      goto fail;
+    if ((status = row->lower(b)))
+      return status;
     work += node_work(eg, n);
   }
-  if (b.fp16 && (status = mb__xnn_copy_outputs_fp16(&b)))
-    goto fail;
-  /* Every non-constant output must have been written. */
-  for (int j = 0; j < b.seg->n_outputs; j++) {
-    io_slot *io = &b.seg->outputs[j];
-    if (!io->constant && io->id == XNN_INVALID_VALUE_ID) {
-      status = mb__error(err, MB_STATUS_INTERNAL,
-                         "xnnpack: segment output '%s' is not produced by the "
-                         "segment",
-                         eg->graph->values[io->value].name);
-      goto fail;
-    }
+  *work_out = work;
+  return MB_STATUS_OK;
+}
+
+/* Fails unless every non-constant output of the segment was written. */
+static mb_status check_outputs(build_ctx *b) {
+  for (int j = 0; j < b->seg->n_outputs; j++) {
+    io_slot *io = &b->seg->outputs[j];
+    if (!io->constant && io->id == XNN_INVALID_VALUE_ID)
+      return mb__error(b->err, MB_STATUS_INTERNAL,
+                       "xnnpack: segment output '%s' is not produced by the "
+                       "segment",
+                       b->eg->graph->values[io->value].name);
   }
-  /* Nothing observable to compute (every output is a constant): no
-   * runtime, run() only copies the constants out. */
-  bool computes = false;
-  for (int j = 0; j < b.seg->n_outputs; j++)
-    computes |= b.seg->outputs[j].id != XNN_INVALID_VALUE_ID;
-  if (!computes) {
-    xnn_delete_subgraph(b.subgraph);
-    mb__xnn_build_free(&b);
-    *compiled_out = b.seg;
-    return MB_STATUS_OK;
-  }
-  b.seg->n_external = (int)b.next_external;
-  b.seg->external =
-      calloc((size_t)MB_MAX(b.seg->n_external, 1), sizeof *b.seg->external);
-  if (!b.seg->external) {
-    status = mb__xnn_oom(&b);
-    goto fail;
-  }
+  return MB_STATUS_OK;
+}
+
+/* Creates b->seg's runtime from the subgraph on a shared pool (one thread
+ * for a segment of less than XNN_PARALLEL_MIN_WORK), and its table of
+ * external values. What it made is freed with the segment. */
+static mb_status create_runtime(build_ctx *b, const mb_engine_options *options,
+                                double work) {
+  const mb_segment_desc *segment = b->seg_desc;
+  mb_error *err = b->err;
+  char where[400], culprits[400];
+  b->seg->n_external = (int)b->next_external;
+  b->seg->external =
+      calloc((size_t)MB_MAX(b->seg->n_external, 1), sizeof *b->seg->external);
+  if (!b->seg->external)
+    return mb__xnn_oom(b);
   bool pool_failed;
-  b.seg->pool = mb__xnn_pool_acquire(
+  b->seg->pool = mb__xnn_pool_acquire(
       work < XNN_PARALLEL_MIN_WORK ? 1 : options->threads, &pool_failed);
-  if (pool_failed) {
-    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
-                       "xnnpack: cannot start a pool of %d threads",
-                       options->threads);
-    goto fail;
-  }
+  if (pool_failed)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                     "xnnpack: cannot start a pool of %d threads",
+                     options->threads);
   /* Workers sleep after the last operator instead of spinning: between
    * segments the reference interpreter needs the cores. */
   uint32_t flags = XNN_FLAG_YIELD_WORKERS;
   if (options->precision == MB_PRECISION_FP16)
     flags |= XNN_FLAG_FORCE_FP16_INFERENCE;
-  xs = xnn_create_runtime_v2(b.subgraph, b.seg->pool, flags, &b.seg->runtime);
+  enum xnn_status xs =
+      xnn_create_runtime_v2(b->subgraph, b->seg->pool, flags, &b->seg->runtime);
   if (xs != xnn_status_success) {
+    b->seg->runtime = NULL;
     segment_label(segment, where, sizeof where);
     if (options->precision == MB_PRECISION_FP16)
-      status = mb__error(
+      return mb__error(
           err, MB_STATUS_UNSUPPORTED,
           "XNNPACK cannot run this segment in fp16: xnn_create_runtime_v2 "
           "returned %s with XNN_FLAG_FORCE_FP16_INFERENCE (%s)%s",
@@ -530,25 +511,60 @@ static mb_status compile_segment(const mb_segment_desc *segment,
           xs == xnn_status_unsupported_hardware
               ? "; this XNNPACK build has no fp16 kernels for this CPU"
               : fp16_culprits(segment, culprits, sizeof culprits));
-    else
-      status =
-          mb__error(err,
-                    xs == xnn_status_out_of_memory ? MB_STATUS_OUT_OF_MEMORY
-                                                   : MB_STATUS_UNSUPPORTED,
-                    "xnnpack: xnn_create_runtime_v2 returned %s (%s)",
-                    mb__xnn_status_name(xs), where);
-    b.seg->runtime = NULL;
-    goto fail;
+    return mb__error(err,
+                     xs == xnn_status_out_of_memory ? MB_STATUS_OUT_OF_MEMORY
+                                                    : MB_STATUS_UNSUPPORTED,
+                     "xnnpack: xnn_create_runtime_v2 returned %s (%s)",
+                     mb__xnn_status_name(xs), where);
   }
   /* Externals in id order; direct outputs get their pointers per run. */
-  for (int k = 0; k < b.seg->n_inputs + b.seg->n_outputs; k++) {
-    io_slot *io = k < b.seg->n_inputs ? &b.seg->inputs[k]
-                                      : &b.seg->outputs[k - b.seg->n_inputs];
+  for (int k = 0; k < b->seg->n_inputs + b->seg->n_outputs; k++) {
+    io_slot *io = k < b->seg->n_inputs ? &b->seg->inputs[k]
+                                       : &b->seg->outputs[k - b->seg->n_inputs];
     if (io->id == XNN_INVALID_VALUE_ID)
       continue;
-    b.seg->external[io->id].id = io->id;
-    b.seg->external[io->id].data = io->buffer;
+    b->seg->external[io->id].id = io->id;
+    b->seg->external[io->id].data = io->buffer;
   }
+  return MB_STATUS_OK;
+}
+
+/* Compiles a segment; int8: Conv, Gemm and MatMul with parameters in
+ * options->quant run on int8 (else everything in float or fp16). */
+static mb_status compile_segment(const mb_segment_desc *segment,
+                                 const mb_engine_options *options, bool int8,
+                                 void **compiled_out, mb_error *err) {
+  const mb_engine_graph *eg = segment->eg;
+  build_ctx b = {0};
+  mb_status status;
+  double work = 0;
+  b.seg_desc = segment;
+  b.eg = eg;
+  b.err = err;
+  b.opset = mb__model_opset(eg->model, "");
+  b.fp16 = options->precision == MB_PRECISION_FP16;
+  if ((status = build_alloc(&b, options, int8)) ||
+      (status = mb__xnn_io_init(&b)) || (status = mark_dead(&b, &b.dead)))
+    goto fail;
+  enum xnn_status xs = xnn_create_subgraph(
+      (uint32_t)(segment->n_inputs + segment->n_outputs), 0, &b.subgraph);
+  if (xs != xnn_status_success) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                       "xnnpack: xnn_create_subgraph returned %s",
+                       mb__xnn_status_name(xs));
+    goto fail;
+  }
+  if ((status = lower_nodes(&b, options, &work)) ||
+      (b.fp16 && (status = mb__xnn_copy_outputs_fp16(&b))) ||
+      (status = check_outputs(&b)))
+    goto fail;
+  /* Nothing observable to compute (every output is a constant): no
+   * runtime, run() only copies the constants out. */
+  bool computes = false;
+  for (int j = 0; j < b.seg->n_outputs; j++)
+    computes |= b.seg->outputs[j].id != XNN_INVALID_VALUE_ID;
+  if (computes && (status = create_runtime(&b, options, work)))
+    goto fail;
   xnn_delete_subgraph(b.subgraph);
   mb__xnn_build_free(&b);
   *compiled_out = b.seg;
