@@ -59,4 +59,5 @@ if [ "${MB_PYTEST_PART:-front}" = script ]; then
 else
   targets=(tests "${script_tests[@]/#/--ignore=}")
 fi
-PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -p no:cacheprovider "${targets[@]}"
+# The slowest tests in the log: where the suite's minutes go.
+PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -p no:cacheprovider --durations=15 "${targets[@]}"
