@@ -1,7 +1,7 @@
 /* Merging the task reports of a run into one report per model.
  *
  * Each task left tasks/N/report.json (bench's own JSON, read back with
- * src/db/report_load.c), or nothing when it failed before writing one.
+ * src/report/report_load.c), or nothing when it failed before writing one.
  * A model split over several tasks (--split conversions) becomes one
  * report with its results in the planned order, its baseline's speed-ups
  * recomputed; a planned conversion without a result (its task timed out,
