@@ -144,10 +144,10 @@ def test_hashes_are_stable_and_change_with_shapes_not_weights(tmp_path, cache_di
 def test_an_unseeded_script_keeps_its_hashes_and_hashes_select(tmp_path, cache_dir):
     unseeded = script(tmp_path, "unseeded.py", TWO_MODELS.replace("torch.manual_seed(0)\n", ""))
     hashes = []
-    for _ in range(3):
+    for _ in range(2):  # two runs, two draws of the unseeded weights
         _, found = discover(tmp_path, unseeded)
         hashes.append([m["sha256"] for m in found["scripts"][0]["models"]])
-    assert hashes[0] == hashes[1] == hashes[2], hashes
+    assert hashes[0] == hashes[1], hashes
     net, mlp = hashes[0]
     # Several hashes at once, and --analyze-only honours them.
     _, both = discover(tmp_path, f"{unseeded}::{net[:8]},{mlp[:6]}")
