@@ -1,6 +1,7 @@
 /* Shared pieces of the report writers; see report_util.h. */
 #include "report/report_util.h"
 #include "conversions/conversion.h"
+#include "core/stats.h"
 
 #include <errno.h>
 #include <math.h>
@@ -303,18 +304,6 @@ static int compare_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static double percentile_sorted(const double *sorted, int64_t n, double p) {
-  if (p <= 0.0)
-    return sorted[0];
-  if (p >= 100.0)
-    return sorted[n - 1];
-  double h = (double)(n - 1) * p / 100.0;
-  int64_t lo = (int64_t)floor(h);
-  if (lo >= n - 1)
-    return sorted[n - 1];
-  return sorted[lo] + (h - (double)lo) * (sorted[lo + 1] - sorted[lo]);
-}
-
 bool mb__report_percentiles(const double *samples, int64_t n, const double *p,
                             int n_p, double *values_out) {
   if (!samples || n <= 0 || (uint64_t)n > SIZE_MAX / sizeof(double))
@@ -329,7 +318,7 @@ bool mb__report_percentiles(const double *samples, int64_t n, const double *p,
   if (m > 0) {
     qsort(sorted, (size_t)m, sizeof(double), compare_double);
     for (int k = 0; k < n_p; k++)
-      values_out[k] = percentile_sorted(sorted, m, p[k]);
+      values_out[k] = mb__percentile(sorted, m, p[k]);
   }
   free(sorted);
   return m > 0;
