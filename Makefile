@@ -51,7 +51,7 @@ test: deps
 	@$(MAKE) --no-print-directory test-fuzz
 
 test-unit:
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) || { $(CURDIR)/tools/ctest_failures.sh .; exit 1; }
 
 # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer
 # (tests/lsan.supp: leaks inside third-party libraries, never ours); the
@@ -59,7 +59,7 @@ test-unit:
 test-asan:
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMB_SANITIZE=ON $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
-	cd $(ASAN_BUILD) && MB_ZOO_CACHE=$(CURDIR)/$(BUILD)/torch_zoo ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j$(JOBS)
+	cd $(ASAN_BUILD) && MB_ZOO_CACHE=$(CURDIR)/$(BUILD)/torch_zoo ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j$(JOBS) || { $(CURDIR)/tools/ctest_failures.sh .; exit 1; }
 
 bench: build
 	bench/run.sh $(BUILD)
