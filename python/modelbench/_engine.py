@@ -14,6 +14,7 @@ import dataclasses
 import difflib
 import logging
 import os
+import shlex
 import subprocess
 import sys
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Union
@@ -321,7 +322,7 @@ def run(argv: List[str], in_process: bool) -> int:
     process, or in this one (in_process), its output going to the
     "modelbench" logger; returns the engine's exit status (2: it refused
     the command line)."""
-    log.debug("engine: %s", " ".join(argv[1:]))
+    log.debug("engine: %s", shlex.join(argv[1:]))  # pasting it is safe
     if in_process:
         from . import host
 

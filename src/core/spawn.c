@@ -60,21 +60,71 @@ void mb__exec_last_line(const char *text, char *buf, size_t size) {
   snprintf(buf, size, "%.*s", (int)(end - start), start);
 }
 
+/* A word a shell takes as it is: no quoting needed. '=' is plain except in
+ * the first word, where the shell would take NAME=VALUE as an assignment. */
+static bool plain_word(const char *w, bool first) {
+  return w[0] != '\0' &&
+         strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ"
+                   "RSTUVWXYZ0123456789-_=./:,@%+") == strlen(w) &&
+         !(first && strchr(w, '='));
+}
+
+char *mb__exec_argv_quoted(char *const *argv) {
+  char *text = NULL;
+  size_t len = 0, cap = 0;
+  for (int i = 0; argv[i]; i++) {
+    size_t n = strlen(argv[i]);
+    if (len + n + 2 > cap) {
+      size_t grown = MB_MAX(cap * 2, len + n + 64);
+      char *p = realloc(text, grown);
+      if (!p)
+        goto fail;
+      text = p;
+      cap = grown;
+    }
+    if (i)
+      text[len++] = ' ';
+    text[len] = '\0';
+    if (plain_word(argv[i], i == 0)) {
+      memcpy(text + len, argv[i], n + 1);
+      len += n;
+    } else if (!mb__exec_shell_quote(&text, &len, &cap, argv[i])) {
+      goto fail;
+    }
+  }
+  return text ? text : mb__strdup("");
+fail:
+  free(text);
+  return NULL;
+}
+
 const char *mb__exec_argv_string(char *const *argv) {
   static char text[2048];
-  size_t used = 0;
-  text[0] = '\0';
-  for (int i = 0; argv[i] && used + 1 < sizeof text; i++) {
-    bool plain =
-        argv[i][0] != '\0' &&
-        strspn(argv[i], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ"
-                        "RSTUVWXYZ0123456789-_=./:,@%+") == strlen(argv[i]);
-    int w = snprintf(text + used, sizeof text - used, plain ? "%s%s" : "%s'%s'",
-                     i ? " " : "", argv[i]);
-    if (w < 0)
-      break;
-    used = MB_MIN(used + (size_t)w, sizeof text - 1);
+  static const char cut[] = " [...]";
+  char *full = mb__exec_argv_quoted(argv);
+  size_t len = full ? strlen(full) : 0;
+  if (!full) {
+    snprintf(text, sizeof text, "%s [...]", argv[0]);
+  } else if (len < sizeof text) {
+    memcpy(text, full, len + 1);
+  } else {
+    /* Cut at a space outside quotes, never inside a quoted word: a
+     * shortened command shows where it was cut instead of reading as
+     * another command. */
+    size_t end = 0;
+    bool quoted = false;
+    for (size_t i = 0; i + sizeof cut < sizeof text; i++) {
+      if (full[i] == '\\' && !quoted)
+        i++; /* the \' between two quoted parts */
+      else if (full[i] == '\'')
+        quoted = !quoted;
+      else if (full[i] == ' ' && !quoted)
+        end = i;
+    }
+    memcpy(text, full, end);
+    memcpy(text + end, end ? cut : cut + 1, end ? sizeof cut : sizeof cut - 1);
   }
+  free(full);
   return text;
 }
 

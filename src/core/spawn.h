@@ -16,9 +16,17 @@ mb_status mb__exec_capture(char *const *argv, double timeout_s, int *exit_out,
 /* The last non-empty line of a tool's output, trimmed, into buf ("" for
  * NULL): what its error message usually is. */
 void mb__exec_last_line(const char *text, char *buf, size_t size);
-/* "a 'b c' d": argv as a shell would need it, for messages (static). */
+/* "a 'b c' d": argv as a POSIX shell takes it back, word for word: a word
+ * that needs it is single-quoted by mb__exec_shell_quote, so that pasting
+ * the line into a shell runs argv and nothing else (logs, messages).
+ * malloc; NULL when out of memory. */
+char *mb__exec_argv_quoted(char *const *argv);
+/* mb__exec_argv_quoted for messages, in a static buffer: a line past 2 KiB
+ * is cut between two words and ends in " [...]". */
 const char *mb__exec_argv_string(char *const *argv);
-/* Appends s single-quoted for /bin/sh to buf (grown with realloc). */
+/* Appends s single-quoted for a POSIX shell to buf (grown with realloc):
+ * 'a'\''b' for a'b, the one quoting every command line we write or send
+ * goes through. false when out of memory. */
 bool mb__exec_shell_quote(char **buf, size_t *len, size_t *cap, const char *s);
 
 #endif /* MB_CORE_SPAWN_H */
