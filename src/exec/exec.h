@@ -127,6 +127,11 @@ struct mb_executor {
 
 extern const mb_executor mb__executor_slurm;
 extern const mb_executor mb__executor_ssh;
+/* Refuses an SSH host that is not HOST or USER@HOST made of letters,
+ * digits, '.', '-' and '_' (ssh.c): a host starting with '-' (an ssh
+ * option), a port, an IPv6 address, blanks, control or shell characters;
+ * the message names the host. Ports and addresses go in --ssh-config. */
+mb_status mb__exec_ssh_host_check(const char *host, mb_error *err);
 
 /* ---- the run folder (run_dir.c) ---- */
 

@@ -86,6 +86,9 @@ mb_status mb__exec_parse_spec(mb_exec_run *run, const char *spec,
       }
       run->hosts = grown;
       run->n_hosts++;
+      mb_status status = mb__exec_ssh_host_check(grown[run->n_hosts - 1], err);
+      if (status)
+        return status;
       h += n + (h[n] == ',');
     }
     return MB_STATUS_OK;

@@ -44,8 +44,72 @@ static host_worker *workers;
 static int n_workers;
 /* In a host worker: the socket of its master connection, which every
  * ssh and scp of the worker shares (OpenSSH's ControlMaster), so that a
- * task costs one connection, not seven; "" when there is none. */
-static char control_path[128];
+ * task costs one connection, not seven; "" when there is none. It lies in
+ * a folder of its own that mkdtemp made (0700, ours): whoever could place
+ * a socket at a name we would use could answer our ssh commands in the
+ * master's stead. A socket's path must fit sun_path (108 bytes) with the
+ * 17 characters OpenSSH adds to a temporary name while it binds. */
+static char control_dir[108];
+static char control_path[sizeof control_dir + 2]; /* control_dir/m */
+
+/* ---- host names ---- */
+
+/* The bytes of a host name: what ssh's command line and scp's HOST:PATH
+ * take as a name and nothing else (no option, no shell word, no port). */
+static bool host_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+}
+
+mb_status mb__exec_ssh_host_check(const char *host, mb_error *err) {
+  /* The host as a message may show it: control bytes as \xNN. */
+  char shown[160];
+  size_t used = 0;
+  for (const char *p = host; *p && used + 5 < sizeof shown; p++)
+    used += (size_t)snprintf(
+        shown + used, sizeof shown - used,
+        (unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f ? "\\x%02x"
+                                                              : "%c",
+        (unsigned char)*p);
+  const char *at = strchr(host, '@');
+  const char *name = at ? at + 1 : host;
+  size_t len = strlen(host);
+  if (host[0] == '-' || name[0] == '-')
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "ssh host '%s' starts with '-': ssh would read it as an "
+                     "option",
+                     shown);
+  if (len > 255)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "ssh host '%.60s...' is longer than 255 bytes", shown);
+  if (strpbrk(host, ":[]"))
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "ssh host '%s': a port or an IPv6 address does not go "
+                     "in the host; name the host in --ssh-config (Host NAME, "
+                     "HostName, Port) and give NAME",
+                     shown);
+  if ((at && (at == host || strchr(at + 1, '@'))) || !name[0])
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "ssh host '%s': expected HOST or USER@HOST", shown);
+  for (const char *p = host; *p; p++) {
+    unsigned char c = (unsigned char)*p;
+    if (p == at || host_char(*p))
+      continue;
+    char what[32];
+    if (c == ' ')
+      snprintf(what, sizeof what, "a space");
+    else if (c < 0x20 || c >= 0x7f)
+      snprintf(what, sizeof what, "byte 0x%02x", c);
+    else
+      snprintf(what, sizeof what, "'%c'", c);
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "ssh host '%s': %s is not allowed in a host name "
+                     "(letters, digits, '.', '-', '_', and USER@ before it; "
+                     "aliases go in --ssh-config)",
+                     shown, what);
+  }
+  return MB_STATUS_OK;
+}
 
 /* ---- argv building ---- */
 
@@ -109,6 +173,7 @@ static void start_command(argv_list *a, const mb_exec_run *run,
   if (strcmp(tool, "scp") == 0) {
     push(a, "-q");
     push(a, "-r");
+    push(a, "--"); /* the paths that follow are never options */
   }
 }
 
@@ -137,6 +202,27 @@ static void word(line *l, const char *w) {
   }
   if (!mb__exec_shell_quote(&l->s, &l->len, &l->cap, w))
     l->oom = true;
+}
+
+/* Appends a word of our own as it is: shell syntax such as "&&". */
+static void raw(line *l, const char *w) {
+  size_t n = strlen(w);
+  if (l->oom)
+    return;
+  if (l->len + n + 2 > l->cap) {
+    size_t cap = MB_MAX(l->cap * 2, l->len + n + 64);
+    char *grown = realloc(l->s, cap);
+    if (!grown) {
+      l->oom = true;
+      return;
+    }
+    l->s = grown;
+    l->cap = cap;
+  }
+  if (l->len)
+    l->s[l->len++] = ' ';
+  memcpy(l->s + l->len, w, n + 1);
+  l->len += n;
 }
 
 static const char *remote_modelbench(const mb_exec_run *run) {
@@ -238,15 +324,23 @@ static void write_outcome(const mb_exec_run *run, int task, const char *name,
   mb__write_file(path, text, strlen(text), &ignored);
 }
 
-/* Appends a command's output to the task's ssh.log. */
+/* Appends a command and its output to the task's ssh.log. The command
+ * is quoted word for word (mb__exec_argv_quoted): pasted into a shell, it
+ * runs the same ssh or scp and nothing else, whatever a path holds. */
 static void log_output(const mb_exec_run *run, int task, char *const *argv,
                        const char *out) {
   char path[PATH_MAX];
+  char *command = mb__exec_argv_quoted(argv);
   FILE *f =
       fopen(mb__exec_task_file(run, task, "ssh.log", path, sizeof path), "a");
-  if (!f)
+  if (!f || !command) {
+    if (f)
+      fclose(f);
+    free(command);
     return;
-  fprintf(f, "$ %s\n%s", mb__exec_argv_string(argv), out ? out : "");
+  }
+  fprintf(f, "$ %s\n%s", command, out ? out : "");
+  free(command);
   if (out && out[0] && out[strlen(out) - 1] != '\n')
     fputc('\n', f);
   fclose(f);
@@ -371,10 +465,15 @@ static bool make_task_dir(task_ctx *tc) {
   free(mk.s);
   if (ok) {
     mb__exec_last_line(out, tc->remote_dir, sizeof tc->remote_dir);
-    if (code != 0 || tc->remote_dir[0] != '/') {
+    /* The folder goes into scp's HOST:PATH as it is: only a name of
+     * mktemp's own alphabet, nothing a shell or a glob would read. */
+    size_t safe = strspn(tc->remote_dir, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
+                                         "KLMNOPQRSTUVWXYZ0123456789._-/");
+    if (code != 0 || tc->remote_dir[0] != '/' || tc->remote_dir[safe] != '\0') {
       snprintf(tc->why, sizeof tc->why,
                "mktemp on host '%s' failed (exit %d: %.400s)", tc->host, code,
                tc->remote_dir);
+      tc->remote_dir[0] = '\0'; /* nothing of ours to remove */
       ok = false;
     }
   }
@@ -408,7 +507,16 @@ static bool make_input_dirs(task_ctx *tc, char *const *ext, int n_ext) {
 }
 
 /* Copies the model (a manifest: its folder), its external data and every
- * file option into the folders make_input_dirs made. */
+ * file option into the folders make_input_dirs made.
+ *
+ * The remote path of every HOST:PATH is one of ours, made of the task's
+ * folder (mktemp's name, checked) and fixed words: a remote shell (scp's
+ * legacy protocol) and scp's remote globbing would take a name from the
+ * model as words and patterns, while quoting it would break scp's SFTP
+ * protocol, which takes the path as it is. A file keeps its own name by
+ * going into a folder (scp names it in the protocol, never a shell); an
+ * external data file, whose name has the model's subfolders, goes to
+ * extN and is moved into place by a quoted `mv` (place_external_files). */
 static bool copy_input_files(task_ctx *tc, char *const *ext, int n_ext) {
   const mb_exec_run *run = tc->run;
   char dest[1024], path[PATH_MAX];
@@ -418,14 +526,12 @@ static bool copy_input_files(task_ctx *tc, char *const *ext, int n_ext) {
   snprintf(folder, sizeof folder, "%.*s", (int)strlen(tc->model_dir) - 1,
            tc->model_dir);
   const char *model_src[1] = {tc->manifest ? folder : tc->t->model};
-  snprintf(dest, sizeof dest, "%s:%s/%s", tc->host, tc->remote_model_dir,
-           tc->manifest ? "" : tc->base);
+  snprintf(dest, sizeof dest, "%s:%s/", tc->host, tc->remote_model_dir);
   bool ok = copy(run, tc->task, model_src, 1, dest, tc->why, sizeof tc->why);
   for (int i = 0; ok && i < n_ext; i++) {
     const char *src[1] = {path};
     snprintf(path, sizeof path, "%s%s", tc->model_dir, ext[i]);
-    snprintf(dest, sizeof dest, "%s:%s/%s", tc->host, tc->remote_model_dir,
-             ext[i]);
+    snprintf(dest, sizeof dest, "%s:%s/ext%d", tc->host, tc->remote_dir, i);
     ok = copy(run, tc->task, src, 1, dest, tc->why, sizeof tc->why);
   }
   for (int i = 0; ok && i < run->n_args; i++)
@@ -437,6 +543,35 @@ static bool copy_input_files(task_ctx *tc, char *const *ext, int n_ext) {
   return ok;
 }
 
+/* Moves each external data file from extN to its place under model/, in
+ * one remote line of quoted words: mv -- extN model/NAME && ... */
+static bool place_external_files(task_ctx *tc, char *const *ext, int n_ext) {
+  if (n_ext == 0)
+    return true;
+  line mv = {0};
+  for (int i = 0; i < n_ext; i++) {
+    char from[600], to[PATH_MAX + 700];
+    snprintf(from, sizeof from, "%s/ext%d", tc->remote_dir, i);
+    snprintf(to, sizeof to, "%s/%s", tc->remote_model_dir, ext[i]);
+    if (i)
+      raw(&mv, "&&");
+    word(&mv, "mv");
+    word(&mv, "--");
+    word(&mv, from);
+    word(&mv, to);
+  }
+  int code;
+  bool ok = remote_line(tc, &mv, &code);
+  if (ok && code != 0) {
+    snprintf(tc->why, sizeof tc->why,
+             "moving the external data files into place on host '%s' failed "
+             "(exit %d; see tasks/%d/ssh.log)",
+             tc->host, code, tc->task);
+    ok = false;
+  }
+  return ok;
+}
+
 /* Brings the model, its external data and the file options to the host,
  * laid out as on this machine relative to the model's folder. */
 static bool copy_inputs(task_ctx *tc) {
@@ -445,7 +580,9 @@ static bool copy_inputs(task_ctx *tc) {
   snprintf(tc->remote_model_dir, sizeof tc->remote_model_dir, "%s/model",
            tc->remote_dir);
   model_files(tc->t->model, &ext, &n_ext);
-  bool ok = make_input_dirs(tc, ext, n_ext) && copy_input_files(tc, ext, n_ext);
+  bool ok = make_input_dirs(tc, ext, n_ext) &&
+            copy_input_files(tc, ext, n_ext) &&
+            place_external_files(tc, ext, n_ext);
   for (int i = 0; i < n_ext; i++)
     free(ext[i]);
   free(ext);
@@ -576,13 +713,22 @@ static void run_task(const mb_exec_run *run, int task, const char *host) {
  * connects on its own. Returns its pid, or -1. */
 static pid_t start_master(const mb_exec_run *run, int host_index) {
   const char *host = run->hosts[host_index];
-  char path[sizeof control_path], log[PATH_MAX];
-  snprintf(path, sizeof path, "/tmp/modelbench-ssh-%ld-%d", (long)getpid(),
-           host_index);
-  snprintf(log, sizeof log, "%s/ssh-master-%d.log", run->dir, host_index);
+  char path[sizeof control_path], log[PATH_MAX], opt[160];
   argv_list a = {0};
+  pid_t pid = -1;
+  /* $TMPDIR when the socket's path fits sun_path there, else /tmp. */
+  const char *tmp = getenv("TMPDIR");
+  if (!tmp || tmp[0] != '/' ||
+      strlen(tmp) + sizeof "/modelbench-ssh-XXXXXX/m" + 17 > 108)
+    tmp = "/tmp";
+  snprintf(control_dir, sizeof control_dir, "%s/modelbench-ssh-XXXXXX", tmp);
+  if (!mkdtemp(control_dir)) {
+    control_dir[0] = '\0';
+    return -1; /* every command connects on its own */
+  }
+  snprintf(path, sizeof path, "%s/m", control_dir);
+  snprintf(log, sizeof log, "%s/ssh-master-%d.log", run->dir, host_index);
   start_command(&a, run, "ssh");
-  char opt[160];
   snprintf(opt, sizeof opt, "ControlPath=%s", path);
   push(&a, "-o");
   push(&a, "ControlMaster=yes");
@@ -592,12 +738,12 @@ static pid_t start_master(const mb_exec_run *run, int host_index) {
   push(&a, host);
   if (a.oom) {
     argv_free(&a);
-    return -1;
+    goto fail;
   }
-  pid_t pid = fork();
+  pid = fork();
   if (pid == 0) {
     int null = open("/dev/null", O_RDWR);
-    int out = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
     dup2(null, STDIN_FILENO);
     dup2(out >= 0 ? out : null, STDOUT_FILENO);
     dup2(out >= 0 ? out : null, STDERR_FILENO);
@@ -606,7 +752,7 @@ static pid_t start_master(const mb_exec_run *run, int host_index) {
   }
   argv_free(&a);
   if (pid < 0)
-    return -1;
+    goto fail;
   /* ssh -O check until the master answers, or it gave up. */
   for (int tries = 0; tries < 10 * atoi(SSH_CONNECT_TIMEOUT_S); tries++) {
     argv_list c = {0};
@@ -627,11 +773,15 @@ static pid_t start_master(const mb_exec_run *run, int host_index) {
       return pid;
     }
     if (waitpid(pid, NULL, WNOHANG) == pid)
-      return -1; /* the master could not connect: commands will say why */
+      goto fail; /* the master could not connect: commands will say why */
     usleep(100000);
   }
   kill(pid, SIGTERM);
   waitpid(pid, NULL, 0);
+fail:
+  unlink(path);
+  rmdir(control_dir);
+  control_dir[0] = '\0';
   return -1;
 }
 
@@ -641,7 +791,8 @@ static void stop_master(pid_t pid) {
   kill(pid, SIGTERM);
   waitpid(pid, NULL, 0);
   unlink(control_path);
-  control_path[0] = '\0';
+  rmdir(control_dir);
+  control_path[0] = control_dir[0] = '\0';
 }
 
 /* ---- submit and poll ---- */
