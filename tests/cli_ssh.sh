@@ -241,5 +241,109 @@ for path in manifests:
   rm -rf "$kept"
 fi
 
+# ---- 5. hostile names: hosts, model paths, logs, the control socket ----
+# A host is validated by modelbench itself, before any ssh runs: an option
+# in disguise, shell words, blanks and ports are usage errors naming it.
+bad_hosts=("-oProxyCommand=touch $tmp/PROXIED" "hosta;touch $tmp/PROXIED"
+  'host a' 'hosta:2222' '[::1]' "$(printf 'host\tb')")
+bad_needles=("starts with '-'" "';' is not allowed" "a space is not allowed"
+  "a port or an IPv6 address" "a port or an IPv6 address"
+  "byte 0x09 is not allowed")
+for i in "${!bad_hosts[@]}"; do
+  usage_error "${bad_needles[$i]}" bench "$models/mlp.onnx" "${quick[@]}" \
+    --executor "ssh:hosta,${bad_hosts[$i]}" --remote-modelbench "$cli"
+done
+expect_in "$tmp/err" "ssh host 'host\\x09b'" "a host's control bytes escaped"
+checks=$((checks + 1))
+[ ! -e "$tmp/PROXIED" ] || fail "a hostile host name ran its command"
+
+# A model whose folder, file and external data names hold quotes, blanks
+# and $(...): it arrives intact (the remote bench loads it), nothing runs
+# on either side, and every command line of ssh.log, pasted into a shell,
+# runs nothing and gives back the argv that was run. ssh and scp are
+# wrapped to record their argv and where the master's socket lies.
+marker=PASTED-$$
+hostile_dir="$tmp/it's a \$(touch $marker) dir"
+hostile="$hostile_dir/m'\$(touch $marker)' x.onnx"
+mkdir -p "$hostile_dir/sub dir" "$tmp/bin" "$tmp/argv" "$tmp/paste"
+if "$python" -c 'import onnx' 2>/dev/null; then
+  "$python" - "$models/mlp.onnx" "$hostile" "sub dir/w'\$(touch $marker)'.bin" <<'EOF2'
+import sys
+import onnx
+from onnx.external_data_helper import convert_model_to_external_data
+m = onnx.load(sys.argv[1])
+convert_model_to_external_data(m, all_tensors_to_one_file=True,
+                               location=sys.argv[3], size_threshold=0)
+onnx.save(m, sys.argv[2])
+EOF2
+else
+  echo "external data not checked over SSH: $python lacks onnx"
+  cp "$models/mlp.onnx" "$hostile"
+fi
+for tool in ssh scp; do
+  cat >"$tmp/bin/$tool" <<EOF2
+#!/bin/sh
+printf '%s\\0' "$tool" "\$@" >"\$(mktemp "$tmp/argv/XXXXXX")"
+for a in "\$@"; do
+  case \$a in ControlPath=*)
+    d=\$(dirname "\${a#ControlPath=}")
+    stat -c '%a %u %n' "\$d" >>"$tmp/control-dirs" ;;
+  esac
+done
+exec $(command -v $tool) "\$@"
+EOF2
+  chmod +x "$tmp/bin/$tool"
+done
+printf '#!/bin/sh\nprintf "%%s\\0" "$@"\n' >"$tmp/bin/printargs"
+chmod +x "$tmp/bin/printargs"
+PATH="$tmp/bin:$PATH" run 0 bench "$hostile" "${quick[@]}" \
+  --executor "ssh:$(id -un)@hosta" --remote-modelbench "$cli" \
+  --json "$tmp/hostile.json"
+py "the hostile model ran on the host under its own path" '
+import json, os, sys
+r = json.load(open(sys.argv[1]))  # one model: the report itself
+assert r["model"]["path"] == os.path.realpath(sys.argv[2]), r["model"]["path"]
+assert [x["status"] for x in r["results"]] == ["ok", "ok"], r["results"]
+' "$tmp/hostile.json" "$hostile"
+run_dir=$(sed -n 's/.*; folder //p' "$tmp/err")
+checks=$((checks + 1))
+if [ ! -s "$run_dir/tasks/0/ssh.log" ]; then
+  fail "no ssh.log in the run folder '$run_dir'"
+else
+  # Each logged command, pasted after printargs into sh -c, in a folder of
+  # its own: the words it gives back must be those of a recorded call.
+  n_lines=0
+  while IFS= read -r line; do
+    n_lines=$((n_lines + 1))
+    (cd "$tmp/paste" && sh -c "$tmp/bin/printargs ${line#\$ }") >"$tmp/pasted"
+    found=0
+    for rec in "$tmp"/argv/*; do
+      cmp -s "$rec" "$tmp/pasted" && found=1
+    done
+    checks=$((checks + 1))
+    [ "$found" = 1 ] || fail "pasting ssh.log's line gave other words: $line"
+  done < <(grep '^\$ ' "$run_dir/tasks/0/ssh.log")
+  checks=$((checks + 1))
+  [ "$n_lines" -ge 5 ] || fail "ssh.log holds $n_lines commands, expected 5+"
+fi
+checks=$((checks + 1))
+if [ -e "$tmp/paste/$marker" ] || [ -e "$HOME/$marker" ] ||
+  [ -e "$hostile_dir/$marker" ]; then
+  fail "a \$(touch $marker) in a model's name ran"
+fi
+# The master's socket lies in a folder of our own (0700, ours), not at a
+# name in /tmp that another user could take first, and is gone after.
+checks=$((checks + 1))
+if [ ! -s "$tmp/control-dirs" ]; then
+  fail "no ssh call named a ControlPath (no master connection?)"
+elif grep -qv "^700 $(id -u) " "$tmp/control-dirs"; then
+  fail "the control socket's folder is not private:"
+  sort -u "$tmp/control-dirs" | show
+else
+  for d in $(cut -d' ' -f3- "$tmp/control-dirs" | sort -u); do
+    [ ! -e "$d" ] || fail "the control socket's folder $d was left behind"
+  done
+fi
+
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]
