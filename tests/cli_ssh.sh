@@ -263,7 +263,7 @@ checks=$((checks + 1))
 # runs nothing and gives back the argv that was run. ssh and scp are
 # wrapped to record their argv and where the master's socket lies.
 marker=PASTED-$$
-hostile_dir="$tmp/it's a \$(touch $marker) dir"
+hostile_dir="$tmp/a \$(touch $marker) dir"
 hostile="$hostile_dir/m'\$(touch $marker)' x.onnx"
 mkdir -p "$hostile_dir/sub dir" "$tmp/bin" "$tmp/argv" "$tmp/paste"
 if "$python" -c 'import onnx' 2>/dev/null; then
