@@ -638,6 +638,8 @@ static const char report_help[] =
     "shows: its results and builds share a row, under its name, with its\n"
     "script, class and parameters and its other labels (key=value;...).\n"
     "Every cell has a value; one that is unknown says so (n/a: ...).\n"
+    "A text cell a spreadsheet would run as a formula (starting with =, +,\n"
+    "-, @, tab or CR) starts with a single quote; numbers stay numbers.\n"
     "A cell without a number says why:\n"
     "  n/a: not run              a build but no result\n"
     "  n/a: failed (REASON)      the conversion failed\n"
@@ -783,31 +785,16 @@ typedef struct csv_writer {
   int n_cells;
 } csv_writer;
 
-/* One RFC 4180 field: quoted when it holds a comma, quote, CR or LF or
- * starts or ends with a blank; quotes doubled; invalid UTF-8 replaced. */
-static void csv_field(csv_writer *w, const char *s) {
+/* One text field: report_util.h's CSV cell, neutralised when a
+ * spreadsheet would take it for a formula. */
+static void csv_cell(csv_writer *w, const char *s, mb_csv_cell kind) {
   if (w->n_cells++)
     fputc(',', w->f);
-  size_t n = strlen(s);
-  bool quote = strpbrk(s, ",\"\r\n") != NULL ||
-               (n > 0 && (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' ||
-                          s[n - 1] == '\t'));
-  if (quote)
-    fputc('"', w->f);
-  while (*s) {
-    size_t len = mb__report_utf8_length(s);
-    if (len == 0) {
-      fputs(MB_REPORT_REPLACEMENT_CHAR, w->f);
-      s++;
-      continue;
-    }
-    if (*s == '"')
-      fputc('"', w->f);
-    fwrite(s, 1, len, w->f);
-    s += len;
-  }
-  if (quote)
-    fputc('"', w->f);
+  mb__report_csv_cell(w->f, s, kind);
+}
+
+static void csv_field(csv_writer *w, const char *s) {
+  csv_cell(w, s, MB_CSV_TEXT);
 }
 
 static void csv_end_row(csv_writer *w) {
@@ -822,7 +809,7 @@ static void csv_number(csv_writer *w, double v, const char *missing) {
     return;
   }
   snprintf(buf, sizeof buf, "%.6g", v);
-  csv_field(w, buf);
+  csv_cell(w, buf, MB_CSV_NUMBER);
 }
 
 /* Why a result's figures are missing: "n/a: failed (REASON)", ... */
@@ -936,7 +923,7 @@ static void write_report_row(csv_writer *w, const report_row *row) {
                s->status == MB_BUILD_BUILDING ? "n/a: building"
                                               : "n/a: not measured");
     snprintf(buf, sizeof buf, "%lld", (long long)s->hits);
-    csv_field(w, buf);
+    csv_cell(w, buf, MB_CSV_NUMBER);
   }
   csv_field(w, row->run_time ? row->run_time : "n/a: not run");
   write_source_fields(w, row);
