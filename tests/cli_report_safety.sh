@@ -134,5 +134,22 @@ for row in rows[1:]:
 ' "$tmp/r.csv"
 fi
 
+# 5. The results database is data too: `history` and `compare` print the
+# model's path (here a file name with an escape sequence and a newline)
+# escaped.
+esc=$'e\x1b[31mvil\nline.onnx'
+ln -s "$tmp/escapes.onnx" "$tmp/$esc"
+quick=(-c REFERENCE --warmup 1 --warmup-time 0 --min-iterations 3 --min-time 0)
+if run 0 bench "$tmp/$esc" "${quick[@]}" && run 0 bench "$tmp/$esc" "${quick[@]}"; then
+  if run 0 history; then
+    no_control "$tmp/out" "history"
+    expect_in "$tmp/out" 'e\x1b[31mvil\x0aline.onnx' "history: the path escaped"
+  fi
+  if run 0 compare 1 2; then
+    no_control "$tmp/out" "compare"
+    expect_in "$tmp/out" 'e\x1b[31mvil\x0aline.onnx' "compare: the path escaped"
+  fi
+fi
+
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]

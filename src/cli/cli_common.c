@@ -288,6 +288,17 @@ const char *mb__cli_si(double v, char *buf, size_t size) {
   return buf;
 }
 
+const char *mb__cli_text(const char *s) {
+  static char bufs[8][MB_TERM_TEXT_SIZE];
+  static unsigned next;
+  if (!s)
+    return "-";
+  if (!mb__term_needs_escape(s))
+    return s;
+  char *buf = bufs[next++ % MB_ARRAY_COUNT(bufs)];
+  return mb__term_text(s, buf, MB_TERM_TEXT_SIZE);
+}
+
 const char *mb__cli_bytes(double v, char *buf, size_t size) {
   static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   size_t i = 0;
