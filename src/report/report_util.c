@@ -4,6 +4,7 @@
 #include "core/stats.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -14,65 +15,21 @@
 
 mb_status mb__report_file_open(mb_report_file *rf, const char *path,
                                const char *what, mb_error *err) {
-  memset(rf, 0, sizeof *rf);
-  rf->what = what;
-  if (!path || !path[0])
-    return mb__error(err, MB_STATUS_INVALID_ARGUMENT, "%s: no path given",
-                     what);
-  rf->path = path;
-  /* Beside the target, so that rename() stays on one file system. */
-  size_t size = strlen(path) + 32;
-  if (!(rf->tmp = malloc(size)))
-    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "%s %s: out of memory", what,
-                     path);
-  snprintf(rf->tmp, size, "%s.tmp.%ld", path, (long)getpid());
-  if (!(rf->f = fopen(rf->tmp, "w"))) {
-    mb_status status = mb__error(err, MB_STATUS_IO, "cannot write %s %s: %s",
-                                 what, rf->tmp, strerror(errno));
-    free(rf->tmp);
-    rf->tmp = NULL;
-    return status;
-  }
-  return MB_STATUS_OK;
+  /* A report is a file the user asked for: the umask gives its mode. */
+  mb_status status = mb__atomic_file_open(&rf->af, AT_FDCWD, path,
+                                          MB_FILE_MODE_UMASK, what, err);
+  rf->f = rf->af.f;
+  return status;
 }
 
 void mb__report_file_abort(mb_report_file *rf) {
-  if (rf->f)
-    fclose(rf->f);
-  if (rf->tmp)
-    unlink(rf->tmp);
-  free(rf->tmp);
+  mb__atomic_file_abort(&rf->af);
   rf->f = NULL;
-  rf->tmp = NULL;
 }
 
 mb_status mb__report_file_commit(mb_report_file *rf, mb_error *err) {
-  mb_status status = MB_STATUS_OK;
-  if (fflush(rf->f) != 0 || ferror(rf->f)) {
-    status = mb__error(err, MB_STATUS_IO, "cannot write %s %s: %s", rf->what,
-                       rf->tmp, strerror(errno));
-    goto fail;
-  }
-  int rc = fclose(rf->f);
   rf->f = NULL;
-  if (rc != 0) {
-    status = mb__error(err, MB_STATUS_IO, "cannot write %s %s: %s", rf->what,
-                       rf->tmp, strerror(errno));
-    goto fail;
-  }
-  if (rename(rf->tmp, rf->path) != 0) {
-    status =
-        mb__error(err, MB_STATUS_IO, "cannot move %s %s into place as %s: %s",
-                  rf->what, rf->tmp, rf->path, strerror(errno));
-    goto fail;
-  }
-  free(rf->tmp);
-  rf->tmp = NULL;
-  return MB_STATUS_OK;
-
-fail:
-  mb__report_file_abort(rf);
-  return status;
+  return mb__atomic_file_commit(&rf->af, false, err);
 }
 
 /* ---- text ---- */

@@ -6,6 +6,7 @@
 #ifndef MB_REPORT_REPORT_UTIL_H
 #define MB_REPORT_REPORT_UTIL_H
 
+#include "core/files.h"
 #include "core/internal.h"
 
 /* The cosine similarity a reduced-precision result (fp16, bf16, int8) must
@@ -25,10 +26,8 @@
  * mb__report_file_commit. `what` names the format in error messages
  * ("CSV report") and must be a static string. */
 typedef struct mb_report_file {
-  FILE *f;
-  const char *path; /* borrowed from the caller */
-  const char *what;
-  char *tmp; /* owned */
+  FILE *f;           /* af.f: write the report here */
+  mb_atomic_file af; /* core/files.h: O_EXCL|O_NOFOLLOW, then rename */
 } mb_report_file;
 
 mb_status mb__report_file_open(mb_report_file *rf, const char *path,
