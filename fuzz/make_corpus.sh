@@ -113,6 +113,16 @@ PY
       --json "$tmp/report.json" >/dev/null 2>&1 || true
     if [ "$target" = build_state ]; then
       add_files "$tmp/cache" state.json 65536
+      # Artifact names a hostile cache writer would try (issue 27): through
+      # the target's "link" symlink, "..", absolute, empty components.
+      n=0
+      for name in link/canary link ../outside/canary sub/../../outside/canary \
+        /etc/hostname ./link/canary 'a//b' 'link/' sub/link/canary; do
+        n=$((n + 1))
+        printf '{"format": 1, "id": "m/b", "status": "failed", "error": "x",
+  "key": {"model_sha256": "00", "conversion": "C"},
+  "artifacts": [{"name": "%s", "bytes": 1}]}\n' "$name" >"$out/hostile-$n.json"
+      done
     else
       cp "$tmp/report.json" "$out/" 2>/dev/null || true
     fi

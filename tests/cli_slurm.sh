@@ -76,30 +76,31 @@ wait_running() {
   return 1
 }
 
-# How many run folders there are now: new_job waits for one more.
-run_count() {
-  ls "$MODELBENCH_CACHE_DIR/runs" 2>/dev/null | wc -l
+# The run folders there are now, one per line: new_job waits for another.
+run_list() {
+  ls "$MODELBENCH_CACHE_DIR/runs" 2>/dev/null
 }
 
-# The first Slurm job of the run started after `run_count` said $1: waits
-# (at most 60 s; a loaded machine may take a while to submit) until that
-# run's run.json names its job, and prints it.
+# The first Slurm job of the run started after `run_list` printed $1: waits
+# (at most 90 s; a loaded machine may take a while to submit) until that
+# run's run.json names its job, and prints it. The new run is the one not
+# in the list: run ids sort by time only to the second.
 new_job() {
   "$python" - "$MODELBENCH_CACHE_DIR/runs" "$1" <<'EOF'
 import json, os, sys, time
-folder, before = sys.argv[1], int(sys.argv[2])
-for _ in range(300):
-    runs = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
-    if len(runs) > before:
+folder, before = sys.argv[1], set(sys.argv[2].split())
+for _ in range(450):
+    runs = set(os.listdir(folder)) if os.path.isdir(folder) else set()
+    for run in sorted(runs - before):
         try:
-            jobs = json.load(open(os.path.join(folder, runs[-1], "run.json")))["jobs"]
+            jobs = json.load(open(os.path.join(folder, run, "run.json")))["jobs"]
         except (OSError, ValueError, KeyError):
             jobs = []
         if jobs:
             print(jobs[0])
             sys.exit(0)
     time.sleep(0.2)
-sys.exit("no new run with a Slurm job within 60 s")
+sys.exit("no new run with a Slurm job within 90 s")
 EOF
 }
 
@@ -149,14 +150,14 @@ assert r["baseline"] == "REFERENCE" and r["results"][0]["speedup_vs_baseline"] =
 
 # ---- 3. scancel: reported with Slurm's state; rerun with --retries 1 ----
 slow=(--tier 1 --warmup 0 --warmup-time 0 --min-iterations 3 --min-time 4)
-before=$(run_count)
+before=$(run_list)
 "$cli" bench "$models/mlp.onnx" "$models/small_cnn.onnx" "${slow[@]}" \
   --executor slurm --no-record --json "$tmp/cancel.json" \
   >"$tmp/cancel.out" 2>"$tmp/cancel.err" &
 pid=$!
 job=$(new_job "$before")
 checks=$((checks + 1))
-if wait_running "${job}_0" 30; then
+if wait_running "${job}_0" 60; then
   scancel "${job}_0"
 else
   fail "task ${job}_0 never ran"
@@ -174,13 +175,16 @@ assert all(r["status"] == "error" and "CANCELLED" in r["error"] for r in cancell
 assert all(r["status"] == "ok" for r in reports[1]["results"]), reports[1]["results"]
 ' "$tmp/cancel.json"
 
-before=$(run_count)
+before=$(run_list)
 "$cli" bench "$models/mlp.onnx" "${slow[@]}" --executor slurm --retries 1 \
   --no-record --json "$tmp/retry.json" >"$tmp/retry.out" 2>"$tmp/retry.err" &
 pid=$!
 job=$(new_job "$before")
-if wait_running "${job}_0" 30; then
+if wait_running "${job}_0" 60; then
   scancel "${job}_0"
+else
+  fail "task ${job}_0 of the --retries run never ran"
+  squeue -h -r -t all >&2 || true
 fi
 wait $pid
 rc=$?

@@ -577,6 +577,105 @@ TEST(lean_and_missing_artifacts) {
   return 0;
 }
 
+/* Issue 27, finding 4: a state.json naming "sub/victim.txt" with "sub" a
+ * symlink out of the cache must not make the next open (or `cache rm`,
+ * `cache clean`, lean) delete the target: the walk stops at the symlink,
+ * removes the link itself and says so. */
+TEST(symlinks_never_followed) {
+  fixture f;
+  mb_build *b = NULL;
+  mb_error err = {0};
+  char path[PATH_MAX], sub[PATH_MAX], outside[PATH_MAX], victim[PATH_MAX];
+  ASSERT_EQ(fixture_init(&f), 0);
+  snprintf(outside, sizeof outside, "%s/outside", f.dir);
+  snprintf(victim, sizeof victim, "%s/victim.txt", outside);
+  ASSERT_EQ(mkdir(outside, 0700), 0);
+  ASSERT_EQ(write_text(victim, "keep me"), 0);
+  /* Two recorded builds whose artifact sits in "sub": one ok, one failed
+   * (a failed build's artifacts are removed without being judged). */
+  for (int failed = 0; failed < 2; failed++) {
+    mb_build_key key = f.key;
+    key.options = failed ? "opt_level=basic" : "opt_level=all";
+    ASSERT_OK(mb__build_open(f.cache, &key, MB_REBUILD_IF_NEEDED, &b, &err),
+              &err);
+    snprintf(sub, sizeof sub, "%s/sub", mb__build_folder(b));
+    ASSERT_EQ(mkdir(sub, 0700), 0);
+    ASSERT(mb__build_path(b, "sub/victim.txt", path, sizeof path));
+    ASSERT_EQ(write_text(path, "ours"), 0);
+    ASSERT_OK(mb__build_add_artifact(b, "sub/victim.txt", &err), &err);
+    mb__build_finish(b, failed ? MB_STATUS_INTERNAL : MB_STATUS_OK, "boom", 1,
+                     NULL);
+    mb__build_close(b);
+    /* What a hostile writer of the cache leaves: sub -> outside. */
+    ASSERT_EQ(unlink(path), 0);
+    ASSERT_EQ(rmdir(sub), 0);
+    ASSERT_EQ(symlink(outside, sub), 0);
+    ASSERT_OK(mb__build_open(f.cache, &key, MB_REBUILD_IF_NEEDED, &b, &err),
+              &err);
+    ASSERT(!mb__build_hit(b));
+    ASSERT_CONTAINS(mb__build_reason(b),
+                    "artifact sub/victim.txt: sub is a symbolic link (not "
+                    "followed)");
+    ASSERT_CONTAINS(mb__build_warning(b), "sub is a symbolic link");
+    if (failed)
+      ASSERT_CONTAINS(mb__build_reason(b), "failed before: boom");
+    ASSERT(exists(victim));
+    ASSERT(!exists(sub)); /* the link itself is gone */
+    mb__build_close(b);
+  }
+  /* A link planted in a build folder being made. */
+  ASSERT_OK(mb__build_open(f.cache, &f.key, MB_REBUILD_IF_NEEDED, &b, &err),
+            &err);
+  snprintf(sub, sizeof sub, "%s/sub", mb__build_folder(b));
+  ASSERT_EQ(symlink(outside, sub), 0);
+  ASSERT(!mb__build_path(b, "sub/victim.txt", path, sizeof path));
+  ASSERT(mb__build_path(b, "new/x.bin", path, sizeof path)); /* not there yet */
+  /* A builder asking for a path through it gets none; an artifact
+   * through it counts as not written; lean refuses to walk it. */
+  ASSERT_OK(mb__build_add_artifact(b, "sub/victim.txt", &err), &err);
+  ASSERT_EQ(mb__build_finish(b, MB_STATUS_OK, NULL, 1, &err), MB_STATUS_IO);
+  ASSERT_CONTAINS(err.message, "artifact sub/victim.txt was not written");
+  ASSERT_EQ(mb__build_lean(b, &err), MB_STATUS_IO);
+  ASSERT_CONTAINS(err.message, "sub is a symbolic link");
+  ASSERT(exists(victim));
+  mb__build_close(b);
+
+  /* `cache rm` of an id whose model folder is a symlink out of the cache:
+   * refused, nothing there removed. */
+  char builds[PATH_MAX], evil[PATH_MAX], fake[PATH_MAX], keep[PATH_MAX];
+  snprintf(builds, sizeof builds, "%s/builds", f.cache);
+  snprintf(evil, sizeof evil, "%s/evil-000000000000", builds);
+  snprintf(fake, sizeof fake, "%s/b", outside);
+  snprintf(keep, sizeof keep, "%s/keep.txt", fake);
+  ASSERT_EQ(mkdir(fake, 0700), 0);
+  ASSERT_EQ(write_text(keep, "keep me too"), 0);
+  ASSERT_EQ(symlink(outside, evil), 0);
+  ASSERT_EQ(mb__build_remove(f.cache, "evil-000000000000/b", &err),
+            MB_STATUS_IO);
+  ASSERT_CONTAINS(err.message, "evil-000000000000 is a symbolic link");
+  ASSERT(exists(keep));
+  ASSERT(exists(victim));
+
+  /* `cache clean --all`-style removal of every stale build: the failed
+   * build holds a link to outside; the link goes, the target stays. */
+  mb_build_key key = f.key;
+  key.options = "opt_level=basic";
+  ASSERT_OK(mb__build_open(f.cache, &key, MB_REBUILD_IF_NEEDED, &b, &err),
+            &err);
+  snprintf(sub, sizeof sub, "%s/link", mb__build_folder(b));
+  ASSERT_EQ(symlink(outside, sub), 0);
+  mb__build_finish(b, MB_STATUS_INTERNAL, "boom", 1, NULL);
+  mb__build_close(b);
+  int removed = 0;
+  mb__cache_clean(f.cache, false, NULL, NULL, &removed, NULL, &err);
+  ASSERT(removed >= 1);
+  ASSERT(!exists(sub));
+  ASSERT(exists(victim));
+  ASSERT(exists(keep));
+  fixture_free(&f);
+  return 0;
+}
+
 TEST(rebuild_policies) {
   fixture f;
   mb_build *b = NULL;
@@ -1244,6 +1343,7 @@ static const mb_test_case cases[] = {
     TEST_ENTRY(failed_build_is_recorded),
     TEST_ENTRY(crash_mid_build_never_claims_ok),
     TEST_ENTRY(lean_and_missing_artifacts),
+    TEST_ENTRY(symlinks_never_followed),
     TEST_ENTRY(rebuild_policies),
     TEST_ENTRY(bad_keys_and_names),
     TEST_ENTRY(helpers),

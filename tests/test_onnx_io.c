@@ -651,6 +651,67 @@ TEST(external_data_round_trip) {
   return 0;
 }
 
+/* Issue 27: external data is not read through a symlink out of the
+ * model's folder (link.bin -> a file elsewhere was read before); the error
+ * names the tensor and the file. A symlink inside the folder is fine. */
+TEST(external_data_symlink_out_refused) {
+  mb_error err_buf = {0}, *err = &err_buf;
+  mb_model *a = NULL, *b = NULL;
+  char path[512], data[512], inside[512], outside_dir[64], outside[128];
+  snprintf(path, sizeof path, "%s", tmp_path("link.onnx"));
+  snprintf(data, sizeof data, "%s", tmp_path("link.bin"));
+  snprintf(inside, sizeof inside, "%s", tmp_path("real-link.bin"));
+  mb_save_options opts = {.external_data_threshold = 16,
+                          .external_data_name = "link.bin"};
+  ASSERT_OK(build_model(&a, err), err);
+  ASSERT_OK(mb_model_save(a, path, &opts, err), err);
+  size_t dsize = 0;
+  uint8_t *dbytes = read_bytes(data, &dsize);
+  ASSERT(dbytes != NULL);
+  /* The very bytes, outside the folder: only the symlink is wrong. */
+  snprintf(outside_dir, sizeof outside_dir, "/tmp/mb-onnx-out-XXXXXX");
+  ASSERT(mkdtemp(outside_dir) != NULL);
+  snprintf(outside, sizeof outside, "%s/weights.bin", outside_dir);
+  ASSERT_EQ(write_bytes(outside, dbytes, dsize), 0);
+  ASSERT_EQ(unlink(data), 0);
+  ASSERT_EQ(symlink(outside, data), 0);
+  ASSERT_EQ(mb_model_load(path, &b, err), MB_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(err->message, "initializer '");
+  ASSERT_CONTAINS(err->message, "link.bin");
+  ASSERT_CONTAINS(err->message, "outside the model's folder");
+  /* Inside the folder: followed. */
+  ASSERT_EQ(unlink(data), 0);
+  ASSERT_EQ(write_bytes(inside, dbytes, dsize), 0);
+  ASSERT_EQ(symlink("real-link.bin", data), 0);
+  ASSERT_OK(mb_model_load(path, &b, err), err);
+  if (model_differs(a, b))
+    TEST_FAIL_("load through an inside symlink differs: %s", g_diff);
+  mb_model_free(b);
+  b = NULL;
+  /* "sub/weights.bin" through "sub", a symlink to a folder elsewhere. */
+  char sub[512];
+  snprintf(sub, sizeof sub, "%s", tmp_path("sub"));
+  opts.external_data_name = "sub/weights.bin";
+  ASSERT_EQ(mkdir(sub, 0700), 0);
+  ASSERT_OK(mb_model_save(a, path, &opts, err), err);
+  char in_sub[600];
+  snprintf(in_sub, sizeof in_sub, "%s/weights.bin", sub);
+  ASSERT_EQ(unlink(in_sub), 0);
+  ASSERT_EQ(rmdir(sub), 0);
+  ASSERT_EQ(symlink(outside_dir, sub), 0);
+  ASSERT_EQ(mb_model_load(path, &b, err), MB_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(err->message, "sub/weights.bin");
+  ASSERT_CONTAINS(err->message, "outside the model's folder");
+  unlink(sub);
+  unlink(data);
+  unlink(inside);
+  unlink(outside);
+  rmdir(outside_dir);
+  free(dbytes);
+  mb_model_free(a);
+  return 0;
+}
+
 /* onnx.checker insists on graph names; the writer supplies them. */
 TEST(unnamed_graph_gets_a_name) {
   mb_error err_buf = {0}, *err = &err_buf;
@@ -1447,6 +1508,7 @@ TEST(testdata_resaved_outputs_identical) {
 
 TEST_MAIN(TEST_ENTRY(sha256_vectors), TEST_ENTRY(builder_round_trip),
           TEST_ENTRY(external_data_round_trip),
+          TEST_ENTRY(external_data_symlink_out_refused),
           TEST_ENTRY(unnamed_graph_gets_a_name),
           TEST_ENTRY(tensor_storage_forms), TEST_ENTRY(tensor_errors),
           TEST_ENTRY(graph_errors), TEST_ENTRY(sparse_initializer),

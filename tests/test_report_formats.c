@@ -434,6 +434,63 @@ TEST(csv_several_models) {
   return 0;
 }
 
+/* Formula injection (issue 27): text a spreadsheet would run as a formula
+ * (a label, a model path, an error message) starts with a quote in the
+ * CSV, and numbers the writer formatted, negative ones too, stay numbers. */
+TEST(csv_neutralises_formulas) {
+  fixture f;
+  fixture_init(&f);
+  snprintf(f.report.model_path, sizeof f.report.model_path,
+           "=cmd|' /C calc'!A0.onnx");
+  const char *labels[] = {"owner==HYPERLINK(\"http://evil/\",\"x\")",
+                          "team=@SUM(1+1)", "plain=ok"};
+  f.report.labels = labels;
+  f.report.n_labels = 3;
+  snprintf(f.results[I_CUDA].error, sizeof f.results[I_CUDA].error,
+           "-2+3 cannot open libcudart");
+  snprintf(f.results[I_SKIPPED].error, sizeof f.results[I_SKIPPED].error,
+           "+cmd|' /C calc'!A0");
+  f.results[I_ORT_CPU].load_ms = -0.5; /* a negative number stays one */
+  const mb_bench_report *reports[] = {&f.report};
+  char *text = write_and_read(FORMAT_CSV, reports, 1);
+  ASSERT(text);
+  csv c;
+  int parsed = csv_parse(text, &c);
+  free(text);
+  ASSERT_EQ(parsed, 0);
+  int rc = 0;
+  static const char *const expect[][3] = {
+      {"ORT_CPU", "label:owner", "'=HYPERLINK(\"http://evil/\",\"x\")"},
+      {"ORT_CPU", "label:team", "'@SUM(1+1)"},
+      {"ORT_CPU", "label:plain", "ok"},
+      {"ORT_CPU", "model", "'=cmd|' /C calc'!A0.onnx"},
+      {"ORT_CUDA", "error", "'-2+3 cannot open libcudart"},
+      {"ORT_CPU_BASIC", "error", "'+cmd|' /C calc'!A0"},
+      {"ORT_CPU", "load_ms", "-0.5"},
+      {"ORT_CPU", "median_ms", "10"},
+  };
+  for (size_t k = 0; k < sizeof expect / sizeof expect[0]; k++) {
+    const char *got = cell(&c, expect[k][0], expect[k][1]);
+    if (!got || strcmp(got, expect[k][2]) != 0) {
+      fprintf(stderr, "  %s %s: '%s', expected '%s'\n", expect[k][0],
+              expect[k][1], got ? got : "(none)", expect[k][2]);
+      rc = 1;
+    }
+  }
+  /* No text cell anywhere starts a formula. */
+  for (int r = 1; r < c.n_rows; r++)
+    for (int i = 0; i < c.n_fields[r]; i++) {
+      const char *v = c.field[r][i];
+      if (v[0] && strchr("=+@\t\r", v[0])) {
+        fprintf(stderr, "  row %d column %s: '%s'\n", r, c.field[0][i], v);
+        rc = 1;
+      }
+    }
+  csv_free(&c);
+  ASSERT_EQ(rc, 0);
+  return 0;
+}
+
 /* A server run at a sweep point: the load columns carry its figures, a
  * result without them says why, and Markdown gains one line per run. */
 TEST(load_run_columns_and_lines) {
@@ -674,6 +731,50 @@ TEST(html_self_contained_and_escaped) {
   return 0;
 }
 
+/* HTML injection in the sweep charts (issue 27): a symbolic dimension
+ * named like markup, swept over two points, stays text in the chart's
+ * title, id, data-x and <title>; the CSP names the page's own script and
+ * style by hash and allows no other inline script. */
+#define EVIL_DIM "s<script>alert(7)</script>\"x'"
+TEST(html_sweep_escapes_dimension_names) {
+  fixture a, b;
+  fixture_init(&a);
+  fixture_init(&b);
+  mb_dim_value dim_a = {EVIL_DIM, 1}, dim_b = {EVIL_DIM, 2};
+  a.report.config.shapes.n_dims = 1;
+  a.report.config.shapes.dims = &dim_a;
+  b.report.config.shapes.n_dims = 1;
+  b.report.config.shapes.dims = &dim_b;
+  snprintf(a.report.sweep_point, sizeof a.report.sweep_point, "%s=1", EVIL_DIM);
+  snprintf(b.report.sweep_point, sizeof b.report.sweep_point, "%s=2", EVIL_DIM);
+  const mb_bench_report *reports[] = {&a.report, &b.report};
+  char *text = write_and_read(FORMAT_HTML, reports, 2);
+  ASSERT(text);
+  int charted = strstr(text, "<section class=\"sweep\"") != NULL &&
+                strstr(text, "data-x=\"s&lt;script&gt;alert(7)&lt;/script&gt;"
+                             "&quot;x&#39;\"") != NULL;
+  /* The id is the name's safe form: no markup, no quotes. */
+  int id = strstr(text, "id=\"sweep-dim-s_3cscript_3ealert_287_29_3c_2fscript_"
+                        "3e_22x_27-latency-0\"") != NULL;
+  int escaped = strstr(text, "<script>alert") == NULL &&
+                strstr(text, "<script>\n(function") != NULL &&
+                count(text, "<script") == 1;
+  const char *csp = strstr(text, "Content-Security-Policy");
+  const char *csp_end = csp ? strchr(csp, '>') : NULL;
+  int policy = csp && csp_end && strstr(csp, "script-src 'sha256-") &&
+               strstr(csp, "style-src 'sha256-") &&
+               !strstr(csp, "unsafe-inline") &&
+               strstr(csp, "script-src 'sha256-") < csp_end;
+  if (!charted || !id || !escaped || !policy)
+    fprintf(stderr, "%s", text);
+  free(text);
+  ASSERT(charted);
+  ASSERT(id);
+  ASSERT(escaped);
+  ASSERT(policy);
+  return 0;
+}
+
 /* Several models, one of them with nothing that finished: one section
  * each, no chart where there is nothing to draw. */
 TEST(html_several_models) {
@@ -846,6 +947,8 @@ TEST(recommend_registry_precision_and_flag) {
 static const mb_test_case cases[] = {
     TEST_ENTRY(csv_round_trip),
     TEST_ENTRY(csv_several_models),
+    TEST_ENTRY(csv_neutralises_formulas),
+    TEST_ENTRY(html_sweep_escapes_dimension_names),
     TEST_ENTRY(load_run_columns_and_lines),
     TEST_ENTRY(markdown_tables_and_escaping),
     TEST_ENTRY(html_self_contained_and_escaped),

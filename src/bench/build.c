@@ -802,6 +802,9 @@ mb_status mb__worker_build(const mb_bench_job *job,
            mb__build_id(wb->build));
   snprintf(result->build_reason, sizeof result->build_reason, "%s",
            mb__build_reason(wb->build));
+  if (mb__build_warning(wb->build)[0])
+    mb__result_add_warning(result, "build cache: %s",
+                           mb__build_warning(wb->build));
   if (mb__build_hit(wb->build))
     return use_hit(job, def, kind, options, result, wb, err);
   return build_now(job, def, rt, kind, options, result, wb, err);

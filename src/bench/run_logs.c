@@ -14,9 +14,11 @@
  * be a run still going. */
 #include "bench/bench_internal.h"
 #include "core/cache_dir.h"
+#include "core/files.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -92,7 +94,7 @@ mb_status mb__run_logs_create(const char *cache_override, char *buf,
       mb__cache_dir(cache_override, cache, sizeof cache, &ignored) ==
           MB_STATUS_OK &&
       snprintf(logs, sizeof logs, "%s/logs", cache) < (int)sizeof logs &&
-      (mkdir(logs, 0755) == 0 || errno == EEXIST);
+      (mb__mkdir_private_at(AT_FDCWD, logs) == 0 || errno == EEXIST);
   if (!in_cache) {
     /* No cache folder (no HOME, read-only): the temporary folder. */
     const char *tmp = getenv("TMPDIR");

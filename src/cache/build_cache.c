@@ -24,12 +24,14 @@
 
 struct mb_build {
   mb_arena *arena;
-  char *folder, *id, *builds_dir;
-  int lock_fd;
-  mb_build_key key; /* copies; tool_version filled in */
+  char *folder, *id, *builds_dir, *cache_dir;
+  int lock_fd, dir_fd; /* dir_fd: the build folder, opened without symlinks */
+  mb_build_key key;    /* copies; tool_version filled in */
   char key_hash[65];
   bool hit, finished;
   char reason[MB_ERROR_MESSAGE_SIZE];
+  /* A path of the folder that was not followed: the user hears of it. */
+  char warning[MB_ERROR_MESSAGE_SIZE];
   mb_build_state state;
   int stage_cap, artifact_cap;
 };
@@ -56,27 +58,35 @@ static void record_model(mb_build *b, const char *model_path) {
 
 /* Takes the exclusive lock of the build folder, making it (unless
  * `create` is false: then a missing folder is MB_STATUS_NOT_FOUND). A
- * folder removed while we waited (`cache clean`) is made again. */
+ * folder removed while we waited (`cache clean`) is made again. The folder
+ * is reached from the cache folder without following a symlink (fs.c) and
+ * kept open in b->dir_fd: everything else in it is relative to that fd. */
 static mb_status lock_folder(mb_build *b, bool create, mb_error *err) {
-  char lock[PATH_MAX];
-  if (!mb__bc_path_join(lock, sizeof lock, b->folder, MB_BUILD_LOCK_FILE))
+  char rel[PATH_MAX], why[PATH_MAX + 64];
+  if (!mb__bc_path_join(rel, sizeof rel, MB_BUILD_CACHE_SUBDIR, b->id))
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                      "build cache: path of %s is too long", b->folder);
   for (int attempt = 0; attempt < LOCK_ATTEMPTS; attempt++) {
-    if (!create && !mb__bc_is_dir(b->folder))
-      return mb__error(err, MB_STATUS_NOT_FOUND, "build cache: no build %s",
-                       b->id);
-    mb_status status = mb__bc_make_dirs(b->folder, err);
-    if (status && attempt + 1 < LOCK_ATTEMPTS)
-      continue; /* removed half-way through mkdir -p: again */
-    if (status)
-      return status;
-    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      if (errno == ENOENT)
-        continue; /* removed between mkdir and open */
+    int dfd = mb__bc_open_below(b->cache_dir, rel, create, why, sizeof why);
+    if (dfd < 0) {
+      if (errno == ENOENT && !create)
+        return mb__error(err, MB_STATUS_NOT_FOUND, "build cache: no build %s",
+                         b->id);
+      if (errno == ENOENT && attempt + 1 < LOCK_ATTEMPTS)
+        continue; /* removed half-way through mkdir -p: again */
       return mb__error(err, MB_STATUS_IO, "build cache: cannot open %s: %s",
-                       lock, strerror(errno));
+                       b->id, why);
+    }
+    int fd = mb__bc_open_file_at(dfd, MB_BUILD_LOCK_FILE, O_RDWR | O_CREAT);
+    if (fd < 0) {
+      int saved = errno;
+      close(dfd);
+      if (saved == ENOENT)
+        continue; /* removed between mkdir and open */
+      return mb__error(err, MB_STATUS_IO, "build cache: cannot open %s/%s: %s",
+                       b->folder, MB_BUILD_LOCK_FILE,
+                       saved == ELOOP ? "a symbolic link (not followed)"
+                                      : strerror(saved));
     }
     int rc;
     while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR)
@@ -84,21 +94,76 @@ static mb_status lock_folder(mb_build *b, bool create, mb_error *err) {
     if (rc != 0) {
       int saved = errno;
       close(fd);
-      return mb__error(err, MB_STATUS_IO, "build cache: cannot lock %s: %s",
-                       lock, strerror(saved));
+      close(dfd);
+      return mb__error(err, MB_STATUS_IO, "build cache: cannot lock %s/%s: %s",
+                       b->folder, MB_BUILD_LOCK_FILE, strerror(saved));
     }
-    /* The lock counts only if its file is still the one at that path. */
+    /* The lock counts only if its file is still the one in the folder (a
+     * remover unlinks it before the folder). */
     struct stat held, now;
-    if (fstat(fd, &held) == 0 && stat(lock, &now) == 0 &&
+    if (fstat(fd, &held) == 0 &&
+        fstatat(dfd, MB_BUILD_LOCK_FILE, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
         held.st_dev == now.st_dev && held.st_ino == now.st_ino) {
       b->lock_fd = fd;
+      b->dir_fd = dfd;
       return MB_STATUS_OK;
     }
     close(fd);
+    close(dfd);
   }
   return mb__error(err, MB_STATUS_IO,
                    "build cache: %s keeps being removed while we wait for it",
                    b->folder);
+}
+
+/* Where the artifact `name` is below the build folder: its parent folder's
+ * fd (walked without following symlinks) and its last component. -1 when a
+ * folder on its path is a symlink or not a folder: *why says which. */
+static int artifact_parent(const mb_build *b, const char *name,
+                           const char **leaf, size_t *bad_len, char *why,
+                           size_t size) {
+  int fd = mb__bc_parent_at(b->dir_fd, name, leaf, bad_len);
+  int saved = errno;
+  if (fd < 0 && why) {
+    if (saved == ENOENT)
+      snprintf(why, size, "artifact %s is missing", name);
+    else {
+      char walk[PATH_MAX + 64];
+      mb__bc_describe_walk(b->dir_fd, NULL, name, *bad_len, errno, walk,
+                           sizeof walk);
+      snprintf(why, size, "artifact %s: %s", name, walk);
+    }
+  }
+  errno = saved;
+  return fd;
+}
+
+/* Removes the artifact `name`, never through a symlink. A folder on its
+ * path that is a symlink (or not a folder) is removed itself, not what it
+ * points to, and *why says so ("" otherwise). */
+static void remove_artifact(const mb_build *b, const char *name, char *why,
+                            size_t size) {
+  const char *leaf;
+  size_t bad = 0;
+  why[0] = '\0';
+  int fd = mb__bc_parent_at(b->dir_fd, name, &leaf, &bad);
+  if (fd >= 0) {
+    mb__bc_remove_at(fd, leaf);
+    close(fd);
+    return;
+  }
+  if (errno == ENOENT || bad == 0)
+    return;
+  char walk[PATH_MAX + 64], prefix[PATH_MAX];
+  mb__bc_describe_walk(b->dir_fd, NULL, name, bad, errno, walk, sizeof walk);
+  snprintf(why, size, "artifact %s: %s", name, walk);
+  /* The component in the way, relative to its own (walkable) folder. */
+  snprintf(prefix, sizeof prefix, "%.*s", (int)bad, name);
+  int pfd = mb__bc_parent_at(b->dir_fd, prefix, &leaf, NULL);
+  if (pfd >= 0) {
+    unlinkat(pfd, leaf, 0);
+    close(pfd);
+  }
 }
 
 /* Whether the recorded state is a valid build of b's key; if not, why,
@@ -132,13 +197,23 @@ static bool judge_state(mb_build *b, mb_status read_status,
     return false;
   }
   for (int i = 0; i < old->n_artifacts; i++) {
-    char path[PATH_MAX];
+    const char *name = old->artifacts[i].name, *leaf;
     struct stat st;
-    if (!mb__bc_valid_artifact_name(old->artifacts[i].name) ||
-        !mb__bc_path_join(path, sizeof path, b->folder,
-                          old->artifacts[i].name) ||
-        lstat(path, &st) != 0) {
-      snprintf(r, size, "artifact %s is missing", old->artifacts[i].name);
+    size_t bad = 0;
+    if (!mb__bc_valid_artifact_name(name)) {
+      snprintf(r, size, "artifact %s is not a path inside the build folder",
+               name);
+      return false;
+    }
+    int fd = artifact_parent(b, name, &leaf, &bad, r, size);
+    if (fd < 0 && errno != ENOENT)
+      snprintf(b->warning, sizeof b->warning, "%s", r);
+    if (fd < 0)
+      return false;
+    int rc = fstatat(fd, leaf, &st, AT_SYMLINK_NOFOLLOW);
+    close(fd);
+    if (rc != 0) {
+      snprintf(r, size, "artifact %s is missing", name);
       return false;
     }
   }
@@ -160,23 +235,30 @@ static mb_status start_build(mb_build *b, const mb_build_state *old,
   b->state.created = b->state.updated = mb__bc_adup(b->arena, now);
   b->state.builds = had_state ? old->builds : 0;
   /* The state first: from here on nothing claims the old build is ok. */
-  mb_status status = mb__bc_state_write(b->folder, b->id, &b->state, err);
+  mb_status status =
+      mb__bc_state_write_at(b->dir_fd, b->folder, b->id, &b->state, err);
   if (status)
     return status;
   for (int i = 0; had_state && i < old->n_artifacts; i++) {
-    char path[PATH_MAX];
-    if (mb__bc_valid_artifact_name(old->artifacts[i].name) &&
-        mb__bc_path_join(path, sizeof path, b->folder, old->artifacts[i].name))
-      mb__bc_remove_tree(path);
+    char why[PATH_MAX + 128];
+    if (!mb__bc_valid_artifact_name(old->artifacts[i].name))
+      continue;
+    remove_artifact(b, old->artifacts[i].name, why, sizeof why);
+    /* Said once: judge_state may have named it already. */
+    size_t used = strlen(b->reason);
+    if (why[0] && !strstr(b->reason, why))
+      snprintf(b->reason + used, sizeof b->reason - used, "; %s", why);
+    if (why[0] && !b->warning[0])
+      snprintf(b->warning, sizeof b->warning, "%s", why);
   }
-  DIR *d = opendir(b->folder);
+  int fd = dup(b->dir_fd);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
   struct dirent *e;
-  while (d && (e = readdir(d))) {
-    char path[PATH_MAX];
-    if (strncmp(e->d_name, STATE_TMP_PREFIX, strlen(STATE_TMP_PREFIX)) == 0 &&
-        mb__bc_path_join(path, sizeof path, b->folder, e->d_name))
-      unlink(path);
-  }
+  if (!d && fd >= 0)
+    close(fd);
+  while (d && (e = readdir(d)))
+    if (strncmp(e->d_name, STATE_TMP_PREFIX, strlen(STATE_TMP_PREFIX)) == 0)
+      unlinkat(dirfd(d), e->d_name, 0);
   if (d)
     closedir(d);
   return MB_STATUS_OK;
@@ -214,7 +296,7 @@ mb_status mb__build_open(const char *cache_dir, const mb_build_key *key,
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
                      "build cache: out of memory");
   }
-  b->lock_fd = -1;
+  b->lock_fd = b->dir_fd = -1;
   for (int i = 0; i < MB_BUILD_KEY_PART_COUNT; i++)
     mb__bc_key_set(
         &b->key, (mb_build_key_part)i,
@@ -244,7 +326,9 @@ mb_status mb__build_open(const char *cache_dir, const mb_build_key *key,
   b->id = mb__bc_adup(b->arena, id);
   b->folder = mb__bc_adup(b->arena, folder);
   b->builds_dir = mb__bc_adup(b->arena, builds_dir);
-  if (!b->id || !b->folder || !b->builds_dir || !b->key.conversion) {
+  b->cache_dir = mb__bc_adup(b->arena, cache_dir);
+  if (!b->id || !b->folder || !b->builds_dir || !b->cache_dir ||
+      !b->key.conversion) {
     status =
         mb__error(err, MB_STATUS_OUT_OF_MEMORY, "build cache: out of memory");
     goto fail;
@@ -307,6 +391,9 @@ bool mb__build_hit(const mb_build *b) {
 const char *mb__build_reason(const mb_build *b) {
   return b->reason;
 }
+const char *mb__build_warning(const mb_build *b) {
+  return b->warning;
+}
 const char *mb__build_folder(const mb_build *b) {
   return b->folder;
 }
@@ -321,6 +408,15 @@ const char *mb__build_path(const mb_build *b, const char *name, char *buf,
                            size_t size) {
   if (!b || !mb__bc_valid_artifact_name(name) ||
       !mb__bc_path_join(buf, size, b->folder, name))
+    return NULL;
+  /* The builder writes through this path: no folder on it may be a
+   * symlink (one not there yet, the builder makes). */
+  const char *leaf;
+  size_t bad = 0;
+  int fd = b->dir_fd >= 0 ? mb__bc_parent_at(b->dir_fd, name, &leaf, &bad) : -1;
+  if (fd >= 0)
+    close(fd);
+  else if (b->dir_fd < 0 || errno != ENOENT)
     return NULL;
   return buf;
 }
@@ -401,15 +497,18 @@ mb_status mb__build_finish(mb_build *b, mb_status status, const char *error,
   mb_build_state *s = &b->state;
   const char *missing = NULL;
   for (int i = 0; i < s->n_artifacts; i++) {
-    char path[PATH_MAX];
+    const char *leaf;
     struct stat st;
-    mb__bc_path_join(path, sizeof path, b->folder, s->artifacts[i].name);
-    if (lstat(path, &st) != 0) {
+    size_t bad = 0;
+    int fd = mb__bc_parent_at(b->dir_fd, s->artifacts[i].name, &leaf, &bad);
+    if (fd < 0 || fstatat(fd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0) {
       s->artifacts[i].bytes = -1;
       missing = missing ? missing : s->artifacts[i].name;
     } else {
-      s->artifacts[i].bytes = mb__bc_tree_bytes(path);
+      s->artifacts[i].bytes = mb__bc_tree_bytes_at(fd, leaf);
     }
+    if (fd >= 0)
+      close(fd);
   }
   char now[32], msg[MB_ERROR_MESSAGE_SIZE];
   mb__bc_utc_now(now);
@@ -428,7 +527,8 @@ mb_status mb__build_finish(mb_build *b, mb_status status, const char *error,
   s->hits = 0;
   s->builds++;
   b->finished = true;
-  mb_status written = mb__bc_state_write(b->folder, b->id, s, err);
+  mb_status written =
+      mb__bc_state_write_at(b->dir_fd, b->folder, b->id, s, err);
   if (written)
     return written;
   if (status == MB_STATUS_OK && missing)
@@ -446,7 +546,7 @@ mb_status mb__build_mark_hit(mb_build *b, mb_error *err) {
   b->state.last_used = mb__bc_adup(b->arena, now);
   if (b->key.model_path)
     record_model(b, b->key.model_path);
-  return mb__bc_state_write(b->folder, b->id, &b->state, err);
+  return mb__bc_state_write_at(b->dir_fd, b->folder, b->id, &b->state, err);
 }
 
 mb_status mb__build_lean(mb_build *b, mb_error *err) {
@@ -456,16 +556,27 @@ mb_status mb__build_lean(mb_build *b, mb_error *err) {
                      b->id);
   mb_build_state *s = &b->state;
   for (int i = 0; i < s->n_artifacts; i++) {
-    char path[PATH_MAX];
-    if (!mb__bc_valid_artifact_name(s->artifacts[i].name) ||
-        !mb__bc_path_join(path, sizeof path, b->folder, s->artifacts[i].name))
+    const char *name = s->artifacts[i].name, *leaf;
+    size_t bad = 0;
+    char why[PATH_MAX + 128];
+    if (!mb__bc_valid_artifact_name(name))
       continue;
-    if (mb__bc_remove_tree(path) != 0)
-      return mb__error(err, MB_STATUS_IO, "build cache: cannot remove %s: %s",
-                       path, strerror(errno));
+    int fd = artifact_parent(b, name, &leaf, &bad, why, sizeof why);
+    if (fd < 0 && errno == ENOENT)
+      continue;
+    if (fd < 0)
+      return mb__error(err, MB_STATUS_IO, "build cache: %s: cannot remove %s",
+                       b->id, why);
+    int rc = mb__bc_remove_at(fd, leaf);
+    int saved = errno;
+    close(fd);
+    if (rc != 0)
+      return mb__error(err, MB_STATUS_IO,
+                       "build cache: cannot remove %s/%s: %s", b->folder, name,
+                       strerror(saved));
   }
   s->lean = true;
-  return mb__bc_state_write(b->folder, b->id, s, err);
+  return mb__bc_state_write_at(b->dir_fd, b->folder, b->id, s, err);
 }
 
 void mb__build_close(mb_build *b) {
@@ -480,6 +591,8 @@ void mb__build_close(mb_build *b) {
     flock(b->lock_fd, LOCK_UN);
     close(b->lock_fd);
   }
+  if (b->dir_fd >= 0)
+    close(b->dir_fd);
   mb__arena_free(b->arena);
   free(b);
 }

@@ -197,6 +197,11 @@ mb_status mb__build_open(const char *cache_dir, const mb_build_key *key,
 bool mb__build_hit(const mb_build *b);
 /* Why it was a miss ("new", ...); "hit" on a hit. Owned by b. */
 const char *mb__build_reason(const mb_build *b);
+/* "" or what in the build folder was not followed: a recorded artifact
+ * whose path goes through a symlink ("artifact sub/x: sub is a symbolic
+ * link (not followed)"); the symlink itself was removed, never its target.
+ * The caller shows it as a warning. Owned by b. */
+const char *mb__build_warning(const mb_build *b);
 /* The build folder (absolute when cache_dir was) and the build id. Owned
  * by b. */
 const char *mb__build_folder(const mb_build *b);

@@ -17,14 +17,42 @@ static bool split_id(const char *id, char *model, char *build, size_t size) {
          strcmp(build, "..");
 }
 
-/* Takes the lock of folder without waiting. Returns the fd, -1 with
- * *busy set when another process holds it, -1 on other errors. */
-static int try_lock(const char *folder, bool *busy) {
-  char lock[PATH_MAX];
-  *busy = false;
-  if (!mb__bc_path_join(lock, sizeof lock, folder, MB_BUILD_LOCK_FILE))
+/* The build folder of id (MODEL/BUILD) and its model folder, opened from
+ * the cache folder without following a symlink. Returns the build
+ * folder's fd and *model_fd, or -1 with errno and *why. */
+static int open_build_dir(const char *cache_dir, const char *id, int *model_fd,
+                          char *why, size_t size) {
+  char model[NAME_MAX + 1], build[NAME_MAX + 1], rel[PATH_MAX];
+  if (!split_id(id, model, build, sizeof model) ||
+      snprintf(rel, sizeof rel, "%s/%s", MB_BUILD_CACHE_SUBDIR, model) >=
+          (int)sizeof rel) {
+    snprintf(why, size, "'%s' is not a build id", id);
+    errno = EINVAL;
     return -1;
-  int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  }
+  *model_fd = mb__bc_open_below(cache_dir, rel, false, why, size);
+  if (*model_fd < 0)
+    return -1;
+  size_t bad = 0;
+  int fd = mb__bc_open_dir_at(*model_fd, build, false, &bad);
+  int saved = errno;
+  if (fd < 0) {
+    char shown[PATH_MAX];
+    if (!mb__bc_path_join(shown, sizeof shown, cache_dir, rel))
+      snprintf(shown, sizeof shown, "%s", rel);
+    mb__bc_describe_walk(*model_fd, shown, build, bad, saved, why, size);
+    close(*model_fd);
+    *model_fd = -1;
+  }
+  errno = saved;
+  return fd;
+}
+
+/* Takes the lock of the folder dfd without waiting. Returns the fd, -1
+ * with *busy set when another process holds it, -1 on other errors. */
+static int try_lock(int dfd, bool *busy) {
+  *busy = false;
+  int fd = mb__bc_open_file_at(dfd, MB_BUILD_LOCK_FILE, O_RDWR | O_CREAT);
   if (fd < 0)
     return -1;
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -35,20 +63,24 @@ static int try_lock(const char *folder, bool *busy) {
   return fd;
 }
 
-/* Removes a locked build folder: its contents, then the lock file, then the
- * folder, so that a process waiting for the lock finds its file gone and
- * starts over (lock_folder). Then the model folder, if now empty. */
-static int remove_locked(const char *folder, const char *model_dir) {
+/* Removes a locked build folder (dfd, named `build` in model_fd): its
+ * contents, then the lock file, then the folder, so that a process
+ * waiting for the lock finds its file gone and starts over (lock_folder).
+ * Then the model folder, if now empty. Every removal is relative to an fd
+ * of a folder walked without symlinks (fs.c). */
+static int remove_locked(int dfd, int model_fd, const char *build,
+                         int builds_fd, const char *model) {
   int rc = 0, saved = 0;
-  DIR *d = opendir(folder);
+  int fd = dup(dfd);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
   struct dirent *e;
+  if (!d && fd >= 0)
+    close(fd);
   while (d && (e = readdir(d))) {
-    char path[PATH_MAX];
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-        strcmp(e->d_name, MB_BUILD_LOCK_FILE) == 0 ||
-        !mb__bc_path_join(path, sizeof path, folder, e->d_name))
+        strcmp(e->d_name, MB_BUILD_LOCK_FILE) == 0)
       continue;
-    if (mb__bc_remove_tree(path) != 0 && rc == 0) {
+    if (mb__bc_remove_at(dirfd(d), e->d_name) != 0 && rc == 0) {
       rc = -1;
       saved = errno;
     }
@@ -56,15 +88,15 @@ static int remove_locked(const char *folder, const char *model_dir) {
   if (d)
     closedir(d);
   if (rc == 0) {
-    char lock[PATH_MAX];
-    mb__bc_path_join(lock, sizeof lock, folder, MB_BUILD_LOCK_FILE);
-    unlink(lock);
-    if (rmdir(folder) != 0 && errno != ENOENT) {
+    unlinkat(dfd, MB_BUILD_LOCK_FILE, 0);
+    if (unlinkat(model_fd, build, AT_REMOVEDIR) != 0 && errno != ENOENT) {
       rc = -1;
       saved = errno;
     }
   }
-  rmdir(model_dir); /* fails, as it should, while other builds are there */
+  /* Fails, as it should, while other builds are there. */
+  if (builds_fd >= 0)
+    unlinkat(builds_fd, model, AT_REMOVEDIR);
   if (rc)
     errno = saved;
   return rc;
@@ -72,31 +104,40 @@ static int remove_locked(const char *folder, const char *model_dir) {
 
 mb_status mb__build_remove(const char *cache_dir, const char *id,
                            mb_error *err) {
-  char model[NAME_MAX + 1], build[NAME_MAX + 1], model_dir[PATH_MAX],
-      folder[PATH_MAX], builds_dir[PATH_MAX];
-  if (!split_id(id, model, build, sizeof model) ||
-      !mb__bc_path_join(builds_dir, sizeof builds_dir, cache_dir,
-                        MB_BUILD_CACHE_SUBDIR) ||
-      !mb__bc_path_join(model_dir, sizeof model_dir, builds_dir, model) ||
-      !mb__bc_path_join(folder, sizeof folder, model_dir, build))
+  char model[NAME_MAX + 1], build[NAME_MAX + 1], why[PATH_MAX + 64];
+  int model_fd = -1, builds_fd = -1;
+  if (!split_id(id, model, build, sizeof model))
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                      "'%s' is not a build id (MODEL-SHA/CONVERSION-HASH)", id);
-  if (!mb__bc_is_dir(folder))
+  int dfd = open_build_dir(cache_dir, id, &model_fd, why, sizeof why);
+  if (dfd < 0 && errno == ENOENT)
     return mb__error(err, MB_STATUS_NOT_FOUND, "no build '%s' in %s", id,
                      cache_dir);
+  if (dfd < 0)
+    return mb__error(err, MB_STATUS_IO, "cannot remove build %s: %s", id, why);
   bool busy;
-  int fd = try_lock(folder, &busy);
-  if (fd < 0)
+  int fd = try_lock(dfd, &busy);
+  if (fd < 0) {
+    int saved = errno;
+    close(dfd);
+    close(model_fd);
     return busy ? mb__error(err, MB_STATUS_UNAVAILABLE,
                             "build %s is in use by another modelbench", id)
                 : mb__error(err, MB_STATUS_IO, "cannot lock build %s: %s", id,
-                            strerror(errno));
-  int rc = remove_locked(folder, model_dir);
+                            strerror(saved));
+  }
+  builds_fd =
+      mb__bc_open_below(cache_dir, MB_BUILD_CACHE_SUBDIR, false, NULL, 0);
+  int rc = remove_locked(dfd, model_fd, build, builds_fd, model);
   int saved = errno;
   close(fd);
+  close(dfd);
+  close(model_fd);
+  if (builds_fd >= 0)
+    close(builds_fd);
   if (rc)
-    return mb__error(err, MB_STATUS_IO, "cannot remove %s: %s", folder,
-                     strerror(saved));
+    return mb__error(err, MB_STATUS_IO, "cannot remove %s/%s/%s: %s", cache_dir,
+                     MB_BUILD_CACHE_SUBDIR, id, strerror(saved));
   return MB_STATUS_OK;
 }
 
@@ -113,25 +154,30 @@ mb_status mb__cache_clean(const char *cache_dir, bool dry_run,
   mb__bc_path_join(builds_dir, sizeof builds_dir, cache_dir,
                    MB_BUILD_CACHE_SUBDIR);
   lister l = {.arena = list->arena};
+  int builds_fd =
+      mb__bc_open_below(cache_dir, MB_BUILD_CACHE_SUBDIR, false, NULL, 0);
   for (int i = 0; i < list->n_builds; i++) {
     const mb_build_info *info = &list->builds[i];
     if (info->stale == MB_BUILD_STALE_NONE)
       continue;
     mb_cache_clean_item item = {info->id, info->stale_reason, info->disk_bytes,
                                 MB_CLEAN_WOULD_REMOVE, NULL};
-    char model[NAME_MAX + 1], build[NAME_MAX + 1], model_dir[PATH_MAX];
+    char model[NAME_MAX + 1], build[NAME_MAX + 1], why[PATH_MAX + 64];
     split_id(info->id, model, build, sizeof model);
-    mb__bc_path_join(model_dir, sizeof model_dir, builds_dir, model);
     if (info->in_use) {
       item.action = MB_CLEAN_SKIPPED;
       item.error = "in use by another modelbench";
     } else if (!dry_run) {
-      bool busy;
-      int fd = try_lock(info->folder, &busy);
+      bool busy = false;
+      int model_fd = -1;
+      int dfd = open_build_dir(cache_dir, info->id, &model_fd, why, sizeof why);
+      int fd = dfd >= 0 ? try_lock(dfd, &busy) : -1;
       mb_build_info again;
       if (fd < 0) {
         item.action = busy ? MB_CLEAN_SKIPPED : MB_CLEAN_FAILED;
-        item.error = busy ? "in use by another modelbench" : strerror(errno);
+        item.error = busy      ? "in use by another modelbench"
+                     : dfd < 0 ? mb__arena_strdup(list->arena, why)
+                               : strerror(errno);
         failed += !busy;
       } else {
         /* Judged again under the lock: it may have been rebuilt since. */
@@ -140,7 +186,7 @@ mb_status mb__cache_clean(const char *cache_dir, bool dry_run,
         if (again.stale == MB_BUILD_STALE_NONE) {
           item.action = MB_CLEAN_SKIPPED;
           item.error = "no longer stale";
-        } else if (remove_locked(info->folder, model_dir) != 0) {
+        } else if (remove_locked(dfd, model_fd, build, builds_fd, model) != 0) {
           item.action = MB_CLEAN_FAILED;
           item.error = strerror(errno);
           failed++;
@@ -150,6 +196,10 @@ mb_status mb__cache_clean(const char *cache_dir, bool dry_run,
         }
         close(fd);
       }
+      if (dfd >= 0)
+        close(dfd);
+      if (model_fd >= 0)
+        close(model_fd);
     }
     if (item.action == MB_CLEAN_REMOVED ||
         item.action == MB_CLEAN_WOULD_REMOVE) {
@@ -169,7 +219,13 @@ mb_status mb__cache_clean(const char *cache_dir, bool dry_run,
     if (!dry_run) {
       item.bytes = mb__bc_tree_bytes(model_dir);
       /* rmdir, not rm -r: a build made meanwhile keeps its folder. */
-      if (rmdir(model_dir) == 0 || errno == ENOENT) {
+      if (builds_fd < 0) {
+        item.action = MB_CLEAN_FAILED;
+        item.error = "cannot open the builds folder";
+        failed++;
+      } else if (unlinkat(builds_fd, list->empty_models[i], AT_REMOVEDIR) ==
+                     0 ||
+                 errno == ENOENT) {
         item.action = MB_CLEAN_REMOVED;
       } else if (errno == ENOTEMPTY || errno == EEXIST) {
         item.action = MB_CLEAN_SKIPPED;
@@ -186,6 +242,8 @@ mb_status mb__cache_clean(const char *cache_dir, bool dry_run,
       fn(user, &item);
   }
   mb__build_list_free(list);
+  if (builds_fd >= 0)
+    close(builds_fd);
   if (removed_out)
     *removed_out = removed;
   if (bytes_out)

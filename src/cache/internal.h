@@ -6,6 +6,7 @@
 
 #include "cache/build_cache.h"
 
+#include "core/files.h"
 #include "core/json_parse.h"
 #include "core/json_write.h"
 
@@ -60,9 +61,35 @@ extern const key_part_def mb__bc_key_parts[];
 void mb__bc_utc_now(char buf[32]);
 bool mb__bc_path_join(char *buf, size_t size, const char *a, const char *b);
 bool mb__bc_is_dir(const char *path);
-mb_status mb__bc_make_dirs(const char *path, mb_error *err);
+/* Opens the folder `rel` ("a/b", "" for dirfd itself) below the folder
+ * dirfd one component at a time with O_NOFOLLOW|O_DIRECTORY, making
+ * missing ones (private mode) when `create`. Returns an fd, or -1 with
+ * errno and *bad_len (may be NULL) the length of rel up to the component
+ * that stopped it. Components "", "." and ".." are refused (EINVAL). */
+int mb__bc_open_dir_at(int dirfd, const char *rel, bool create,
+                       size_t *bad_len);
+/* The same below `base`, which is opened following symlinks (the cache
+ * folder is the user's choice); why (may be NULL) gets "base/a is a
+ * symbolic link (not followed)" or the error. */
+int mb__bc_open_below(const char *base, const char *rel, bool create, char *why,
+                      size_t size);
+/* Why a walk of rel below dirfd stopped at bad_len (with errno `error`),
+ * as "shown/rel-prefix is a symbolic link (not followed)". */
+void mb__bc_describe_walk(int dirfd, const char *shown, const char *rel,
+                          size_t bad_len, int error, char *why, size_t size);
+/* The folder holding `name` (a relative path) below dirfd, walked as
+ * mb__bc_open_dir_at does; *leaf points at name's last component. */
+int mb__bc_parent_at(int dirfd, const char *name, const char **leaf,
+                     size_t *bad_len);
+/* openat(dirfd, name, flags | O_NOFOLLOW) with the cache's file mode. */
+int mb__bc_open_file_at(int dirfd, const char *name, int flags);
+/* Bytes of the regular files at or below name (symlinks not followed). */
+int64_t mb__bc_tree_bytes_at(int dirfd, const char *name);
 int64_t mb__bc_tree_bytes(const char *path);
-int mb__bc_remove_tree(const char *path);
+/* rm -rf of the entry `name` (one component) of dirfd: symlinks are
+ * removed, never followed, folders emptied through their own fd. ENOENT is
+ * success; -1 with errno of the first failure. */
+int mb__bc_remove_at(int dirfd, const char *name);
 void mb__bc_fsync_dir(const char *dir);
 void mb__bc_safe_component(char *out, size_t size, const char *s, size_t n);
 void mb__bc_model_folder_name(const mb_build_key *key, char *out, size_t size);
@@ -75,6 +102,9 @@ mb_status mb__bc_state_read(const char *path, mb_arena *arena,
                             mb_build_state *state, mb_error *err);
 mb_status mb__bc_state_write(const char *folder, const char *id,
                              const mb_build_state *state, mb_error *err);
+/* The same into the open folder dirfd; folder names it in messages. */
+mb_status mb__bc_state_write_at(int dirfd, const char *folder, const char *id,
+                                const mb_build_state *state, mb_error *err);
 bool mb__bc_describe_key_change(const mb_build_key *before,
                                 const mb_build_key *now, char *reason,
                                 size_t size);

@@ -51,6 +51,47 @@ void mb__bc_state_init(mb_build_state *s) {
   s->build_ms = NAN;
 }
 
+/* Parses the JSON file at path, refusing a symlink there: state.json is
+ * always a file the cache wrote. */
+static mb_status read_state_file(const char *path, mb_json_doc **doc,
+                                 mb_error *err) {
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return mb__error(err, MB_STATUS_IO, "%s: %s", path,
+                     errno == ELOOP ? "a symbolic link (not followed)"
+                                    : strerror(errno));
+  struct stat st;
+  char *text = NULL;
+  size_t used = 0;
+  mb_status status = MB_STATUS_OK;
+  /* A state is a few KiB; 16 MiB is far past any real one. */
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_size > ((off_t)16 << 20)) {
+    status = mb__error(err, MB_STATUS_IO,
+                       "%s: not a regular file of at most "
+                       "16 MiB",
+                       path);
+    goto done;
+  }
+  if (!(text = malloc((size_t)st.st_size + 1))) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "%s: out of memory", path);
+    goto done;
+  }
+  while (used < (size_t)st.st_size) {
+    ssize_t n = read(fd, text + used, (size_t)st.st_size - used);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    used += (size_t)n;
+  }
+  status = mb__json_parse(text, used, path, doc, err);
+done:
+  free(text);
+  close(fd);
+  return status;
+}
+
 /* Reads state.json at path into *state, strings in arena. Fails with
  * MB_STATUS_NOT_FOUND when there is no file, MB_STATUS_PARSE when it is
  * not a state we can read. */
@@ -62,7 +103,7 @@ mb_status mb__bc_state_read(const char *path, mb_arena *arena,
   mb__bc_state_init(state);
   if (lstat(path, &st) != 0 && errno == ENOENT)
     return mb__error(err, MB_STATUS_NOT_FOUND, "%s: no such file", path);
-  status = mb__json_parse_file(path, &doc, err);
+  status = read_state_file(path, &doc, err);
   if (status == MB_STATUS_OUT_OF_MEMORY)
     return status;
   if (status) {
@@ -200,45 +241,36 @@ static void state_write_json(mb_json *j, const char *id,
   mb__json_object_end(j);
 }
 
-/* Replaces folder/state.json whole: a temporary file, fsync, rename, fsync
- * of the folder. Readers see the old state or the new one, never a mix. */
+/* Replaces folder/state.json whole: a temporary file (O_EXCL|O_NOFOLLOW,
+ * core/files.h), fsync, rename, fsync of the folder. Readers see the old
+ * state or the new one, never a mix. */
+mb_status mb__bc_state_write_at(int dirfd, const char *folder, const char *id,
+                                const mb_build_state *state, mb_error *err) {
+  mb_atomic_file af;
+  mb_error e = {MB_STATUS_OK, ""};
+  mb_status status =
+      mb__atomic_file_open(&af, dirfd, MB_BUILD_STATE_FILE,
+                           mb__private_file_mode(), "build state", &e);
+  if (!status) {
+    mb_json j;
+    mb__json_init(&j, af.f, true);
+    state_write_json(&j, id, state);
+    status = mb__atomic_file_commit(&af, true, &e);
+  }
+  if (status)
+    return mb__error(err, status, "build cache: %s: %s", folder, e.message);
+  return MB_STATUS_OK;
+}
+
 mb_status mb__bc_state_write(const char *folder, const char *id,
                              const mb_build_state *state, mb_error *err) {
-  char tmp[PATH_MAX], path[PATH_MAX], name[64];
-  snprintf(name, sizeof name, STATE_TMP_PREFIX "%ld", (long)getpid());
-  if (!mb__bc_path_join(tmp, sizeof tmp, folder, name) ||
-      !mb__bc_path_join(path, sizeof path, folder, MB_BUILD_STATE_FILE))
-    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
-                     "build cache: path of %s is too long", folder);
-  unlink(tmp); /* a leftover of a crashed process with our pid */
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
-    return mb__error(err, MB_STATUS_IO, "build cache: cannot create %s: %s",
-                     tmp, strerror(errno));
-  FILE *f = fdopen(fd, "w");
-  if (!f) {
-    close(fd);
-    unlink(tmp);
-    return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
-                     "build cache: out of memory writing %s", tmp);
-  }
-  mb_json j;
-  mb__json_init(&j, f, true);
-  state_write_json(&j, id, state);
-  bool ok = fflush(f) == 0 && !ferror(f) && fsync(fd) == 0;
-  int saved = errno;
-  ok = fclose(f) == 0 && ok;
-  if (ok && rename(tmp, path) != 0) {
-    saved = errno;
-    ok = false;
-  }
-  if (!ok) {
-    unlink(tmp);
-    return mb__error(err, MB_STATUS_IO, "build cache: cannot write %s: %s",
-                     path, strerror(saved ? saved : EIO));
-  }
-  mb__bc_fsync_dir(folder);
-  return MB_STATUS_OK;
+    return mb__error(err, MB_STATUS_IO, "build cache: cannot open %s: %s",
+                     folder, strerror(errno));
+  mb_status status = mb__bc_state_write_at(fd, folder, id, state, err);
+  close(fd);
+  return status;
 }
 
 /* ---- why a build is not valid ---- */

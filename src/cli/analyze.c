@@ -35,16 +35,22 @@ static const char *flops_str(double v, char *buf, size_t size) {
   return mb__cli_si(v, buf, size);
 }
 
+/* Names, paths and notes come from the model file: printed with their
+ * control characters escaped (core/text.c), so a name cannot move the
+ * cursor, recolour the terminal or fake a line. buf: a char array. */
+#define SAFE(s, buf) mb__term_text((s), (buf), sizeof(buf))
+
 static void print_io(const char *title, int n, const mb_value_info *infos,
                      const mb_input_shape *resolved) {
-  char shape[256], concrete[256];
+  char shape[256], concrete[256], name[MB_TERM_TEXT_SIZE];
+  char safe_shape[MB_TERM_TEXT_SIZE];
   printf("%s\n", title);
   if (n == 0)
     printf("  (none)\n");
   for (int i = 0; i < n; i++) {
     const mb_value_info *v = &infos[i];
-    printf("  %-24s %-9s %s", v->name, mb_dtype_name(v->dtype),
-           mb__cli_info_shape(v, shape, sizeof shape));
+    printf("  %-24s %-9s %s", SAFE(v->name, name), mb_dtype_name(v->dtype),
+           SAFE(mb__cli_info_shape(v, shape, sizeof shape), safe_shape));
     if (resolved && resolved[i].rank >= 0) {
       mb__shape_str(resolved[i].rank, resolved[i].dims, concrete,
                     sizeof concrete);
@@ -56,16 +62,17 @@ static void print_io(const char *title, int n, const mb_value_info *infos,
 }
 
 static void print_text(const char *path, const mb_model_stats *s) {
-  char a[64], b[64];
-  printf("model        %s\n", path);
+  char a[64], b[64], t1[MB_TERM_TEXT_SIZE], t2[MB_TERM_TEXT_SIZE];
+  printf("model        %s\n", SAFE(path, t1));
   printf("sha256       %s\n", s->sha256);
   printf("producer     %s%s%s\n",
-         s->producer_name[0] ? s->producer_name : "(unknown)",
-         s->producer_version[0] ? " " : "", s->producer_version);
+         SAFE(s->producer_name[0] ? s->producer_name : "(unknown)", t1),
+         s->producer_version[0] ? " " : "", SAFE(s->producer_version, t2));
   printf("ir version   %lld\n", (long long)s->ir_version);
   printf("opsets       ");
   for (int i = 0; i < s->n_opsets; i++)
-    printf("%s%s %lld", i ? ", " : "", domain_name(s->opsets[i].domain),
+    printf("%s%s %lld", i ? ", " : "",
+           SAFE(domain_name(s->opsets[i].domain), t1),
            (long long)s->opsets[i].version);
   printf("%s\n", s->n_opsets ? "" : "(none)");
   print_io("inputs", s->n_inputs, s->inputs, s->input_shapes);
@@ -81,7 +88,7 @@ static void print_text(const char *path, const mb_model_stats *s) {
            (long long)s->unknown_flops_nodes,
            flops_str(s->total_flops, a, sizeof a));
   if (s->shape_note[0])
-    printf("note         %s\n", s->shape_note);
+    printf("note         %s\n", SAFE(s->shape_note, t1));
   printf("operators\n");
   printf("  %-28s %7s %12s %7s\n", "op type", "count", "FLOPs", "share");
   for (int i = 0; i < s->n_ops; i++) {
@@ -99,11 +106,12 @@ static void print_text(const char *path, const mb_model_stats *s) {
     if (op->has_formula && s->total_flops > 0)
       snprintf(share, sizeof share, "%.1f%%",
                100.0 * op->flops / s->total_flops);
-    printf("  %-28s %7lld %12s %7s\n", name, (long long)op->count, b, share);
+    printf("  %-28s %7lld %12s %7s\n", SAFE(name, t1), (long long)op->count, b,
+           share);
   }
-  printf("unsupported  %s\n", s->n_unsupported ? s->unsupported_ops
-                                               : "none (the reference "
-                                                 "interpreter runs every op)");
+  printf("unsupported  %s\n",
+         s->n_unsupported ? SAFE(s->unsupported_ops, t1)
+                          : "none (the reference interpreter runs every op)");
 }
 
 static void json_value_infos(mb_json *j, const char *key, int n,
@@ -144,6 +152,7 @@ static void json_value_infos(mb_json *j, const char *key, int n,
 }
 
 static void print_partition_text(const mb_partition *p) {
+  char t1[MB_TERM_TEXT_SIZE];
   printf("\nPartition for %s: %d of %d nodes on %s, %d folded to constants, "
          "%d segment%s\n",
          p->runtime, p->n_native_nodes, p->n_nodes, p->runtime, p->n_folded,
@@ -151,15 +160,15 @@ static void print_partition_text(const mb_partition *p) {
   for (int i = 0; i < p->n_segments; i++) {
     const mb_partition_segment *seg = &p->segments[i];
     printf("  %3d  %-10s %5d node%s  %s", i + 1, seg->runtime, seg->n_nodes,
-           seg->n_nodes == 1 ? " " : "s", seg->first_node);
+           seg->n_nodes == 1 ? " " : "s", SAFE(seg->first_node, t1));
     if (seg->n_nodes > 1)
-      printf(" .. %s", seg->last_node);
+      printf(" .. %s", SAFE(seg->last_node, t1));
     printf("\n");
   }
   if (p->n_unsupported > 0) {
     printf("On the reference interpreter (%d):\n", p->n_unsupported);
     for (int i = 0; i < p->n_unsupported; i++)
-      printf("  %s\n", p->unsupported[i]);
+      printf("  %s\n", SAFE(p->unsupported[i], t1));
   }
 }
 

@@ -865,8 +865,10 @@ static void on_progress(void *user, int conversion_i, int n_conversions,
     clear_progress(b);
     return;
   }
+  char name[MB_TERM_TEXT_SIZE];
   fprintf(stderr, "\r\033[K[%d/%d] %s%s%s  %-8s", conversion_i + 1,
-          n_conversions, b->color ? "\033[1m" : "", conversion,
+          n_conversions, b->color ? "\033[1m" : "",
+          mb__term_text(conversion, name, sizeof name),
           b->color ? "\033[0m" : "", phase);
   if (iterations > 0)
     fprintf(stderr, "  %lld it", (long long)iterations);
@@ -1098,7 +1100,8 @@ static void print_slo_recommendations(bench_cli *b, int first) {
       continue;
     mb_slo_recommendation rec;
     mb_bench_recommend_slo(sel, n_sel, &rec);
-    printf("\n%s\n", rec.summary);
+    char safe[MB_TERM_TEXT_SIZE];
+    printf("\n%s\n", mb__term_text(rec.summary, safe, sizeof safe));
   }
   free(sel);
   fflush(stdout);
@@ -1133,9 +1136,10 @@ static int run(bench_cli *b) {
   int points = mb__cli_sweep_count(&b->serving);
   for (int m = 0; m < b->n_models; m++) {
     b->model_path = b->models[m];
+    char safe[MB_TERM_TEXT_SIZE];
     if (b->n_models > 1)
       printf("%s[%d/%d] %s\n", m ? "\n" : "", m + 1, b->n_models,
-             b->model_path);
+             mb__term_text(b->model_path, safe, sizeof safe));
     fflush(stdout);
     int first_report = b->n_reports;
     for (int p = 0; p < points; p++) {
@@ -1143,7 +1147,7 @@ static int run(bench_cli *b) {
         return MB_EXIT_FAILURE;
       if (b->serving.n_axes > 0) {
         printf("%s[point %d/%d] %s\n", p ? "\n" : "", p + 1, points,
-               b->serving.label);
+               mb__term_text(b->serving.label, safe, sizeof safe));
         fflush(stdout);
       }
       int model_rc = run_model(b, color_allowed);

@@ -336,13 +336,15 @@ static int cmd_list(const sub_args *a) {
       continue;
     snprintf(hits, sizeof hits, "%lld",
              (long long)(b->has_state ? s->hits : 0));
-    printf("%-*s  %-*s  %-*s  %-*s  %6s  %10s  %-19s  %s\n", id_w, b->id,
-           model_w, tail(model, model_w), conv_w,
-           b->has_state && s->key.conversion ? s->key.conversion : "-",
+    printf("%-*s  %-*s  %-*s  %-*s  %6s  %10s  %-19s  %s\n", id_w,
+           mb__cli_text(b->id), model_w, tail(mb__cli_text(model), model_w),
+           conv_w,
+           mb__cli_text(b->has_state && s->key.conversion ? s->key.conversion
+                                                          : "-"),
            status_w, show_status(b, status, sizeof status), hits,
            mb__cli_bytes((double)b->disk_bytes, size, sizeof size),
            show_time(b->has_state ? s->last_used : NULL, time, sizeof time),
-           b->stale_reason ? b->stale_reason : "-");
+           mb__cli_text(b->stale_reason));
   }
 done:
   mb__build_list_free(list);
@@ -411,38 +413,43 @@ static int resolve_builds(const mb_build_list *list, const char *operand,
 static void print_stats(const mb_build_info *b) {
   const mb_build_state *s = &b->state;
   char buf[64], status[32];
-  printf("build        %s\n", b->id);
-  printf("folder       %s\n", b->folder);
+  /* state.json is data (a shared cache is anybody's): its text is printed
+   * escaped. */
+  printf("build        %s\n", mb__cli_text(b->id));
+  printf("folder       %s\n", mb__cli_text(b->folder));
   printf("status       %s%s\n", show_status(b, status, sizeof status),
          b->in_use ? " (in use by another modelbench)" : "");
-  printf("stale        %s\n", b->stale_reason ? b->stale_reason : "no");
+  printf("stale        %s\n",
+         b->stale_reason ? mb__cli_text(b->stale_reason) : "no");
   printf("size         %s\n",
          mb__cli_bytes((double)b->disk_bytes, buf, sizeof buf));
   if (!b->has_state)
     return;
   if (s->error)
-    printf("error        %s\n", s->error);
-  printf("model        %s\n", s->key.model_path ? s->key.model_path : "-");
+    printf("error        %s\n", mb__cli_text(s->error));
+  printf("model        %s\n", mb__cli_text(s->key.model_path));
   if (s->key.source_script)
-    printf("script       %s (%s, model hash %.12s)\n", s->key.source_script,
-           s->key.source_class ? s->key.source_class : "?",
-           s->key.source_hash ? s->key.source_hash : "-");
-  printf("key          %s\n", s->key_hash ? s->key_hash : "-");
+    printf("script       %s (%s, model hash %.12s)\n",
+           mb__cli_text(s->key.source_script),
+           s->key.source_class ? mb__cli_text(s->key.source_class) : "?",
+           mb__cli_text(s->key.source_hash));
+  printf("key          %s\n", mb__cli_text(s->key_hash));
   for (int i = 0; i < MB_BUILD_KEY_PART_COUNT; i++) {
     const char *v = mb__build_key_get(&s->key, (mb_build_key_part)i);
     printf("  %-20s %s\n", mb__build_key_part_label((mb_build_key_part)i),
-           v && v[0] ? v : "-");
+           mb__cli_text(v && v[0] ? v : "-"));
   }
   if (isnan(s->build_ms))
     printf("build time   -\n");
   else
     printf("build time   %.3f ms\n", s->build_ms);
   for (int i = 0; i < s->n_stages; i++)
-    printf("  %-20s %.3f ms\n", s->stages[i].name, s->stages[i].ms);
+    printf("  %-20s %.3f ms\n", mb__cli_text(s->stages[i].name),
+           s->stages[i].ms);
   printf("artifacts    %d%s\n", s->n_artifacts,
          s->lean ? " (removed: lean cache)" : "");
   for (int i = 0; i < s->n_artifacts; i++)
-    printf("  %-20s %s\n", s->artifacts[i].name,
+    printf("  %-20s %s\n", mb__cli_text(s->artifacts[i].name),
            s->artifacts[i].bytes < 0
                ? "missing"
                : mb__cli_bytes((double)s->artifacts[i].bytes, buf, sizeof buf));
@@ -493,7 +500,7 @@ static int delete_one(const char *dir, const mb_build_info *b, int *removed,
   memset(&err, 0, sizeof err);
   if (mb__build_remove(dir, b->id, &err) != MB_STATUS_OK)
     return mb__cli_fail(NULL, &err);
-  printf("removed %s\n", b->id);
+  printf("removed %s\n", mb__cli_text(b->id));
   (*removed)++;
   *bytes += b->disk_bytes;
   return MB_EXIT_OK;
@@ -584,13 +591,16 @@ static void on_clean(void *user, const mb_cache_clean_item *item) {
   mb__cli_bytes((double)item->bytes, size, sizeof size);
   switch (item->action) {
   case MB_CLEAN_REMOVED:
-    printf("removed %s (%s): %s\n", item->id, size, item->reason);
+    printf("removed %s (%s): %s\n", mb__cli_text(item->id), size,
+           mb__cli_text(item->reason));
     break;
   case MB_CLEAN_WOULD_REMOVE:
-    printf("would remove %s (%s): %s\n", item->id, size, item->reason);
+    printf("would remove %s (%s): %s\n", mb__cli_text(item->id), size,
+           mb__cli_text(item->reason));
     break;
   case MB_CLEAN_SKIPPED:
-    printf("skipped %s: %s (stale: %s)\n", item->id, item->error, item->reason);
+    printf("skipped %s: %s (stale: %s)\n", mb__cli_text(item->id),
+           mb__cli_text(item->error), mb__cli_text(item->reason));
     break;
   case MB_CLEAN_FAILED:
     (*failures)++;
@@ -638,6 +648,8 @@ static const char report_help[] =
     "shows: its results and builds share a row, under its name, with its\n"
     "script, class and parameters and its other labels (key=value;...).\n"
     "Every cell has a value; one that is unknown says so (n/a: ...).\n"
+    "A text cell a spreadsheet would run as a formula (starting with =, +,\n"
+    "-, @, tab or CR) starts with a single quote; numbers stay numbers.\n"
     "A cell without a number says why:\n"
     "  n/a: not run              a build but no result\n"
     "  n/a: failed (REASON)      the conversion failed\n"
@@ -783,31 +795,16 @@ typedef struct csv_writer {
   int n_cells;
 } csv_writer;
 
-/* One RFC 4180 field: quoted when it holds a comma, quote, CR or LF or
- * starts or ends with a blank; quotes doubled; invalid UTF-8 replaced. */
-static void csv_field(csv_writer *w, const char *s) {
+/* One text field: report_util.h's CSV cell, neutralised when a
+ * spreadsheet would take it for a formula. */
+static void csv_cell(csv_writer *w, const char *s, mb_csv_cell kind) {
   if (w->n_cells++)
     fputc(',', w->f);
-  size_t n = strlen(s);
-  bool quote = strpbrk(s, ",\"\r\n") != NULL ||
-               (n > 0 && (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' ||
-                          s[n - 1] == '\t'));
-  if (quote)
-    fputc('"', w->f);
-  while (*s) {
-    size_t len = mb__report_utf8_length(s);
-    if (len == 0) {
-      fputs(MB_REPORT_REPLACEMENT_CHAR, w->f);
-      s++;
-      continue;
-    }
-    if (*s == '"')
-      fputc('"', w->f);
-    fwrite(s, 1, len, w->f);
-    s += len;
-  }
-  if (quote)
-    fputc('"', w->f);
+  mb__report_csv_cell(w->f, s, kind);
+}
+
+static void csv_field(csv_writer *w, const char *s) {
+  csv_cell(w, s, MB_CSV_TEXT);
 }
 
 static void csv_end_row(csv_writer *w) {
@@ -822,7 +819,7 @@ static void csv_number(csv_writer *w, double v, const char *missing) {
     return;
   }
   snprintf(buf, sizeof buf, "%.6g", v);
-  csv_field(w, buf);
+  csv_cell(w, buf, MB_CSV_NUMBER);
 }
 
 /* Why a result's figures are missing: "n/a: failed (REASON)", ... */
@@ -936,7 +933,7 @@ static void write_report_row(csv_writer *w, const report_row *row) {
                s->status == MB_BUILD_BUILDING ? "n/a: building"
                                               : "n/a: not measured");
     snprintf(buf, sizeof buf, "%lld", (long long)s->hits);
-    csv_field(w, buf);
+    csv_cell(w, buf, MB_CSV_NUMBER);
   }
   csv_field(w, row->run_time ? row->run_time : "n/a: not run");
   write_source_fields(w, row);

@@ -18,10 +18,15 @@ void mb__cli_error(const char *subject, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   fflush(stdout); /* keep stdout and stderr in order when both are piped */
-  if (subject)
-    fprintf(stderr, "modelbench: %s: %s\n", subject, msg);
-  else
-    fprintf(stderr, "modelbench: %s\n", msg);
+  /* Messages name models, nodes and paths: their control characters are
+   * escaped (core/text.c), so an error is one line whatever a name holds. */
+  fputs("modelbench: ", stderr);
+  if (subject) {
+    mb__term_put(stderr, subject);
+    fputs(": ", stderr);
+  }
+  mb__term_put(stderr, msg);
+  fputc('\n', stderr);
 }
 
 int mb__cli_fail(const char *subject, const mb_error *err) {
@@ -30,7 +35,7 @@ int mb__cli_fail(const char *subject, const mb_error *err) {
   size_t n = subject ? strlen(subject) : 0;
   fflush(stdout);
   if (subject && strncmp(msg, subject, n) == 0 && msg[n] == ':')
-    fprintf(stderr, "modelbench: %s\n", msg);
+    mb__cli_error(NULL, "%s", msg);
   else
     mb__cli_error(subject, "%s", msg);
   return MB_EXIT_FAILURE;
@@ -43,8 +48,9 @@ int mb__cli_usage_error(const char *cmd, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   fflush(stdout);
-  fprintf(stderr, "modelbench %s: %s (see 'modelbench %s --help')\n", cmd, msg,
-          cmd);
+  fprintf(stderr, "modelbench %s: ", cmd);
+  mb__term_put(stderr, msg);
+  fprintf(stderr, " (see 'modelbench %s --help')\n", cmd);
   return MB_EXIT_USAGE;
 }
 
@@ -280,6 +286,17 @@ const char *mb__cli_si(double v, char *buf, size_t size) {
   else
     snprintf(buf, size, "%.3g%s", v, prefixes[i]);
   return buf;
+}
+
+const char *mb__cli_text(const char *s) {
+  static char bufs[8][MB_TERM_TEXT_SIZE];
+  static unsigned next;
+  if (!s)
+    return "-";
+  if (!mb__term_needs_escape(s))
+    return s;
+  char *buf = bufs[next++ % MB_ARRAY_COUNT(bufs)];
+  return mb__term_text(s, buf, MB_TERM_TEXT_SIZE);
 }
 
 const char *mb__cli_bytes(double v, char *buf, size_t size) {

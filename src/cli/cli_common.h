@@ -199,6 +199,12 @@ const char *mb__cli_info_shape(const mb_value_info *info, char *buf,
 const char *mb__cli_si(double v, char *buf, size_t size);
 /* Bytes -> "44.6 MiB". */
 const char *mb__cli_bytes(double v, char *buf, size_t size);
+/* Text from a file or database (names, paths, reasons) for one printf
+ * argument, control characters escaped (mb__term_text): s itself when
+ * clean, else one of 8 static buffers used in turn, so that up to 8 calls
+ * may stand in one printf. "-" for NULL. Not thread-safe: the CLI's
+ * printing only. */
+const char *mb__cli_text(const char *s);
 
 /* Sorted names of entries of dir that start with prefix and are
  * directories. *names_out: malloc'd array of malloc'd strings. Returns -1

@@ -70,13 +70,22 @@ static const char *or_dash(const char *s) {
   return s && s[0] ? s : "-";
 }
 
+/* A run's text comes from a report or a database (anybody's): printed
+ * escaped. */
 static void print_run_line(const char *name, const mb_db_run *run) {
-  printf("%s: %s", name, run->source);
-  if (run->time_utc)
-    printf(" (%s)", run->time_utc);
-  printf("  %s", or_dash(run->model_path));
-  for (int i = 0; i < run->n_labels; i++)
-    printf("%s%s", i ? "," : "  ", run->labels[i]);
+  printf("%s: ", name);
+  mb__term_put(stdout, run->source);
+  if (run->time_utc) {
+    fputs(" (", stdout);
+    mb__term_put(stdout, run->time_utc);
+    fputs(")", stdout);
+  }
+  fputs("  ", stdout);
+  mb__term_put(stdout, or_dash(run->model_path));
+  for (int i = 0; i < run->n_labels; i++) {
+    fputs(i ? "," : "  ", stdout);
+    mb__term_put(stdout, run->labels[i]);
+  }
   printf("\n");
 }
 
@@ -150,7 +159,9 @@ static void print_text(const mb_db_run *a, const mb_db_run *b,
     else
       snprintf(ci, sizeof ci, "[%s, %s]", fmt_pct(r->ci_low_pct, lo, sizeof lo),
                fmt_pct(r->ci_high_pct, hi, sizeof hi));
-    printf("%-*s %12s %12s %8s  %-18s %7s  %s\n", name_w, r->conversion,
+    char name_buf[MB_TERM_TEXT_SIZE];
+    printf("%-*s %12s %12s %8s  %-18s %7s  %s\n", name_w,
+           mb__term_text(r->conversion, name_buf, sizeof name_buf),
            fmt_ms(r->median_a_ms, ma, sizeof ma),
            fmt_ms(r->median_b_ms, mb, sizeof mb),
            fmt_pct(r->change_pct, change, sizeof change), ci,

@@ -57,8 +57,11 @@ static void model_sha256(const char *path, char sha[65]) {
 }
 
 static void print_labels(FILE *out, const mb_db_run_summary *s) {
-  for (int i = 0; i < s->n_labels; i++)
-    fprintf(out, "%s%s", i ? "," : "", s->labels[i]);
+  for (int i = 0; i < s->n_labels; i++) {
+    if (i)
+      fputc(',', out);
+    mb__term_put(out, s->labels[i]);
+  }
   if (!s->n_labels)
     fputs("-", out);
 }
@@ -96,14 +99,19 @@ static void print_text(const char *db_path, const mb_db_run_list *list,
       snprintf(median, sizeof median, "-");
     else
       snprintf(median, sizeof median, "%.3f", s->best_median_ms);
-    /* A long path keeps its end, where the file name is. */
-    int len = (int)strlen(s->model_path);
-    const char *model = s->model_path;
+    /* The database is data (a shared one, anybody's): its text is printed
+     * escaped. A long path keeps its end, where the file name is. */
+    char path_buf[MB_TERM_TEXT_SIZE], best_buf[MB_TERM_TEXT_SIZE];
+    const char *model = mb__term_text(s->model_path, path_buf, sizeof path_buf);
+    int len = (int)strlen(model);
     if (len > model_w)
       model += len - model_w;
     printf("%-6lld %-20s %-*s %-7s %-*s %10s  ", (long long)s->id, time,
            model_w, model, counts, best_w,
-           s->best_conversion ? s->best_conversion : "-", median);
+           s->best_conversion
+               ? mb__term_text(s->best_conversion, best_buf, sizeof best_buf)
+               : "-",
+           median);
     print_labels(stdout, s);
     printf("\n");
   }

@@ -67,12 +67,19 @@ static int print_conversions(bool json, int tier) {
       mb__json_kv_string(&j, "description", info.description);
       mb__json_object_end(&j);
     } else {
+      /* A host program registers rows at run time and a reason quotes
+       * dlopen's message: their control characters are escaped. */
+      char name[MB_TERM_TEXT_SIZE], runtime[MB_TERM_TEXT_SIZE];
+      char reason[MB_TERM_TEXT_SIZE];
       printf("%-4d %-*s %-12s %-11s %-6s %-9s %-7s %-4d %s%s%s\n", info.id,
-             width, info.name, info.runtime, mb_model_format_name(info.format),
-             mb_device_name(info.device), mb_precision_name(info.precision),
+             width, mb__term_text(info.name, name, sizeof name),
+             mb__term_text(info.runtime, runtime, sizeof runtime),
+             mb_model_format_name(info.format), mb_device_name(info.device),
+             mb_precision_name(info.precision),
              info.in_default_set ? "yes" : "no", info.tier,
              info.available ? "yes" : "no",
-             info.reason[0] ? (info.available ? ", " : ": ") : "", info.reason);
+             info.reason[0] ? (info.available ? ", " : ": ") : "",
+             mb__term_text(info.reason, reason, sizeof reason));
     }
   }
   if (json) {
@@ -106,8 +113,11 @@ static int print_runtimes(bool json) {
       mb__json_kv_string(&j, "reason", info.reason);
       mb__json_object_end(&j);
     } else {
-      printf("%-14s %-9s %s\n", info.name, info.available ? "yes" : "no",
-             info.available ? info.version : info.reason);
+      char name[MB_TERM_TEXT_SIZE], why[MB_TERM_TEXT_SIZE];
+      printf("%-14s %-9s %s\n", mb__term_text(info.name, name, sizeof name),
+             info.available ? "yes" : "no",
+             mb__term_text(info.available ? info.version : info.reason, why,
+                           sizeof why));
     }
   }
   if (json) {

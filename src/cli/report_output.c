@@ -25,8 +25,10 @@ static void print_log_tail(const char *conversion, const char *path,
   while (start > text && !(start[-1] == '\n' && ++seen == lines))
     start--;
   if (size > 0) {
-    fprintf(stderr, "--- %s: log %s (last %d lines) ---\n", conversion, path,
-            lines);
+    char name[MB_TERM_TEXT_SIZE], safe_path[MB_TERM_TEXT_SIZE];
+    fprintf(stderr, "--- %s: log %s (last %d lines) ---\n",
+            mb__term_text(conversion, name, sizeof name),
+            mb__term_text(path, safe_path, sizeof safe_path), lines);
     fwrite(start, 1, (size_t)(text + size - start), stderr);
     if (text[size - 1] != '\n')
       fputc('\n', stderr);
@@ -46,12 +48,14 @@ static bool is_failure(const mb_cli_report_output *o,
 static void print_details(const mb_cli_report_output *o,
                           const mb_bench_report *report) {
   bool debug = o->log_level >= MB_LOG_DEBUG;
+  char name[MB_TERM_TEXT_SIZE], error[MB_TERM_TEXT_SIZE];
   for (int i = 0; i < report->n_results; i++) {
     const mb_bench_result *r = &report->results[i];
     bool failed = mb_bench_status_failed(r->status);
     if (o->traceback && r->status == MB_BENCH_CRASHED && r->backtrace)
-      fprintf(stderr, "--- %s: %s ---\n%s%s", r->conversion, r->error,
-              r->backtrace,
+      fprintf(stderr, "--- %s: %s ---\n%s%s",
+              mb__term_text(r->conversion, name, sizeof name),
+              mb__term_text(r->error, error, sizeof error), r->backtrace,
               r->backtrace[0] && r->backtrace[strlen(r->backtrace) - 1] != '\n'
                   ? "\n"
                   : "");
@@ -123,6 +127,7 @@ int mb__cli_report_show(const mb_cli_report_output *o,
   mb_bench_report_print_table(report, stdout, isatty(STDOUT_FILENO) && color);
   fflush(stdout);
   mb_recommend_options ropts = {o->predicted_ms};
+  char safe[MB_TERM_TEXT_SIZE];
   mb_recommendations rec;
   mb_bench_recommend(report, &ropts, &rec);
   /* A server's or offline run's latency depends on the load it was given:
@@ -130,7 +135,7 @@ int mb__cli_report_show(const mb_cli_report_output *o,
   mb_load_scenario scenario = report->config.load.scenario;
   if (rec.summary[0] && scenario != MB_LOAD_SERVER &&
       scenario != MB_LOAD_OFFLINE)
-    printf("\n%s\n", rec.summary);
+    printf("\n%s\n", mb__term_text(rec.summary, safe, sizeof safe));
   fflush(stdout);
   /* A build-only run measured nothing: the history is for measurements. */
   if (!o->no_record && !report->config.build_only)

@@ -1,13 +1,17 @@
 /* The cache folder: --cache-dir > $MODELBENCH_CACHE_DIR > ~/.cache. */
 #include "core/cache_dir.h"
+#include "core/files.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
 /* mkdir -p. path is modified in place and restored. Two processes may
  * create the same folders at once, so EEXIST is success whenever a folder
- * ends up there. */
+ * ends up there. Folders made here are private (0700), or group-shared
+ * with $MODELBENCH_CACHE_SHARED=1 (core/files.h); existing ones keep
+ * their mode. */
 static mb_status make_dirs(char *path, mb_error *err) {
   for (char *p = path + 1;; p++) {
     char saved = *p;
@@ -15,7 +19,7 @@ static mb_status make_dirs(char *path, mb_error *err) {
       continue;
     *p = '\0';
     struct stat st;
-    int rc = mkdir(path, 0755);
+    int rc = mb__mkdir_private_at(AT_FDCWD, path);
     int saved_errno = errno;
     bool ok = rc == 0 || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
     if (!ok) {

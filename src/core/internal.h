@@ -162,4 +162,25 @@ int mb__edit_distance(const char *a, const char *b);
  * empty. */
 mb_status mb__check_label(const char *label, mb_error *err);
 
+/* ---- text for a terminal (text.c) ---- */
+/* Length of the valid UTF-8 sequence starting at s (1 for ASCII, strict:
+ * no overlong forms, surrogates or values above U+10FFFF), or 0 when the
+ * byte there does not start one. */
+size_t mb__utf8_length(const char *s);
+/* Text from outside (names, paths, labels, messages) as a terminal may
+ * show it: control characters (C0 including tab and newline, DEL) and
+ * bytes that are not UTF-8 become \xNN; C1 controls, the line separators
+ * and the bidirectional controls become \uNNNN, so such text stays on its
+ * line and cannot move the cursor, recolour or retitle the terminal.
+ * Backslashes are left alone. */
+bool mb__term_needs_escape(const char *s);
+/* s itself when nothing needs escaping (no copy, no length limit), else
+ * the escaped text in buf (caller-owned, size bytes, cut with "..." when
+ * it does not fit). NULL reads as "(null)". */
+const char *mb__term_text(const char *s, char *buf, size_t size);
+/* The escaped text, whole, to f. */
+void mb__term_put(FILE *f, const char *s);
+/* A buffer size that fits an escaped name or path in one line. */
+#define MB_TERM_TEXT_SIZE 1024
+
 #endif /* MB_CORE_INTERNAL_H */

@@ -9,8 +9,10 @@
  * are retried here until the same timeout. */
 #include "db/results_db.h"
 #include "core/cache_dir.h"
+#include "core/files.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -179,6 +181,17 @@ mb_status mb__db_open(const char *path, bool create, mb_db **db_out,
                      "results database %s: out of memory", path);
   }
   int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+  if (create) {
+    /* SQLite would create the file 0644 and give its WAL and shm files
+     * the same mode: made here first, private unless the cache is shared
+     * (core/files.h). O_EXCL: an existing database keeps its mode. */
+    int fd =
+        open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      fchmod(fd, mb__private_file_mode());
+      close(fd);
+    }
+  }
   if (sqlite3_open_v2(path, &db->sql, flags, NULL) != SQLITE_OK) {
     status = db->sql ? sql_error(db, err, "cannot open")
                      : mb__error(err, MB_STATUS_OUT_OF_MEMORY,

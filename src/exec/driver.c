@@ -179,15 +179,26 @@ void mb__exec_print_status(const mb_exec_run *run, void *out_file) {
           "where", "node", "try", "model [conversions]");
   for (int i = 0; i < run->n_tasks; i++) {
     const mb_exec_task *t = &run->tasks[i];
-    fprintf(out, "%-4d  %-8s  %-16s  %-12s  %-3d  %s", i,
-            mb__task_state_name(t->state), t->where[0] ? t->where : "-",
-            t->node[0] ? t->node : "-", t->attempts, t->model);
-    if (t->split)
-      fprintf(out, " [%s]", t->conversions);
+    /* run.json is data: its text is printed escaped. */
+    char where[MB_TERM_TEXT_SIZE], node[MB_TERM_TEXT_SIZE];
+    fprintf(out, "%-4d  %-8s  %-16s  %-12s  %-3d  ", i,
+            mb__task_state_name(t->state),
+            t->where[0] ? mb__term_text(t->where, where, sizeof where) : "-",
+            t->node[0] ? mb__term_text(t->node, node, sizeof node) : "-",
+            t->attempts);
+    mb__term_put(out, t->model);
+    if (t->split) {
+      fputs(" [", out);
+      mb__term_put(out, t->conversions);
+      fputc(']', out);
+    }
     fputc('\n', out);
-    if (t->state == MB_TASK_FAILED && t->reason[0])
-      fprintf(out, "      %s%s\n", t->reason,
+    if (t->state == MB_TASK_FAILED && t->reason[0]) {
+      fputs("      ", out);
+      mb__term_put(out, t->reason);
+      fprintf(out, "%s\n",
               t->attempts <= run->retries ? " (to be retried)" : "");
+    }
   }
   count_states(run, counts);
   progress_line(run, counts, line, sizeof line);

@@ -14,6 +14,7 @@
 #include "exec/exec.h"
 
 #include "core/cache_dir.h"
+#include "core/files.h"
 #include "core/json_parse.h"
 #include "core/json_write.h"
 
@@ -188,30 +189,24 @@ static void write_run(mb_json *j, const mb_exec_run *run) {
 }
 
 mb_status mb__exec_run_save(const mb_exec_run *run, mb_error *err) {
-  char path[PATH_MAX], tmp[PATH_MAX + 32];
+  char path[PATH_MAX];
+  mb_atomic_file af;
   snprintf(path, sizeof path, "%s/%s", run->dir, RUN_FILE);
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "w");
-  if (!f)
-    return mb__error(err, MB_STATUS_IO, "cannot write %s: %s", tmp,
-                     strerror(errno));
+  mb_status status = mb__atomic_file_open(
+      &af, AT_FDCWD, path, mb__private_file_mode(), "run file", err);
+  if (status)
+    return status;
   mb_json j;
-  mb__json_init(&j, f, true);
+  mb__json_init(&j, af.f, true);
   write_run(&j, run);
-  fputc('\n', f);
-  bool ok = !ferror(f);
-  ok = fclose(f) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    int e = errno;
-    unlink(tmp);
-    return mb__error(err, MB_STATUS_IO, "cannot write %s: %s", path,
-                     strerror(e));
-  }
-  return MB_STATUS_OK;
+  fputc('\n', af.f);
+  return mb__atomic_file_commit(&af, false, err);
 }
 
+/* A run folder holds the run's commands, logs and reports: private to
+ * the user unless the cache is shared (core/files.h). */
 static mb_status make_dir(const char *path, mb_error *err) {
-  if (mkdir(path, 0755) != 0 && errno != EEXIST)
+  if (mb__mkdir_private_at(AT_FDCWD, path) != 0 && errno != EEXIST)
     return mb__error(err, MB_STATUS_IO, "cannot create %s: %s", path,
                      strerror(errno));
   return MB_STATUS_OK;
@@ -242,7 +237,7 @@ mb_status mb__exec_run_create(mb_exec_run *run, const char *parent,
       (int)sizeof run->dir)
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                      "run folder path too long: %s", parent);
-  if (mkdir(run->dir, 0755) != 0)
+  if (mb__mkdir_private_at(AT_FDCWD, run->dir) != 0)
     return mb__error(err, MB_STATUS_IO, "cannot create the run folder %s: %s",
                      run->dir, strerror(errno));
   snprintf(path, sizeof path, "%s/tasks", run->dir);
@@ -258,7 +253,8 @@ mb_status mb__exec_run_create(mb_exec_run *run, const char *parent,
 int mb__exec_run_lock(const mb_exec_run *run, mb_error *err) {
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/lock", run->dir);
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                mb__private_file_mode());
   if (fd < 0) {
     mb__error(err, MB_STATUS_IO, "cannot open %s: %s", path, strerror(errno));
     return -1;

@@ -182,6 +182,7 @@ static mb_status external_open(mb_external_data *ext, const char *location,
   mb_external_file file = {0};
   struct stat st;
   int fd = -1;
+  char *real_base = NULL, *real_file = NULL;
   mb_status status;
   location = skip_dot_slash(location);
   for (int i = 0; i < ext->n_files; i++)
@@ -198,7 +199,31 @@ static mb_status external_open(mb_external_data *ext, const char *location,
     goto fail;
   }
   snprintf(file.path, path_len, "%s/%s", ext->base_dir, location);
-  fd = open(file.path, O_RDONLY | O_CLOEXEC);
+  /* The location is relative and has no "..", but a symlink on its way
+   * (weights.bin -> /etc/hostname, or data/ -> ~/.ssh) would still lead
+   * out of the model's folder: the resolved file must lie inside the
+   * resolved folder. Symlinks within the folder are fine. */
+  real_base = realpath(ext->base_dir, NULL);
+  real_file = realpath(file.path, NULL);
+  if (!real_base || !real_file) {
+    status = mb__error(err, MB_STATUS_IO, "%s: external data file '%s': %s",
+                       label, file.path, strerror(errno));
+    goto fail;
+  }
+  size_t base_len = strlen(real_base);
+  if (strcmp(real_base, "/") != 0 &&
+      (strncmp(real_file, real_base, base_len) != 0 ||
+       real_file[base_len] != '/')) {
+    status = mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                       "%s: external data file '%s' resolves to '%s', outside "
+                       "the model's folder %s: symbolic links out of the "
+                       "folder are not followed (copy the file into it)",
+                       label, file.path, real_file, real_base);
+    goto fail;
+  }
+  /* O_NOFOLLOW: the resolved path has no symlink left at its end; one
+   * swapped in since is refused. */
+  fd = open(real_file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 || fstat(fd, &st) != 0) {
     status = mb__error(err, MB_STATUS_IO, "%s: external data file '%s': %s",
                        label, file.path, strerror(errno));
@@ -231,6 +256,9 @@ static mb_status external_open(mb_external_data *ext, const char *location,
   }
   close(fd);
   fd = -1;
+  free(real_base);
+  free(real_file);
+  real_base = real_file = NULL;
   if (ext->n_files == ext->cap_files) {
     int cap = ext->cap_files ? ext->cap_files * 2 : 4;
     mb_external_file *grown =
@@ -253,6 +281,8 @@ fail:
     close(fd);
   if (file.map)
     munmap((void *)file.map, file.size);
+  free(real_base);
+  free(real_file);
   free(file.location);
   free(file.path);
   return status;

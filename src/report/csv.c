@@ -4,16 +4,18 @@
  * RFC 4180: CRLF line ends, a field is quoted when it holds a comma, quote,
  * CR, LF or leading/trailing space, and quotes inside are doubled. Text is
  * UTF-8 (invalid bytes become U+FFFD). Numbers
- * are plain C-locale decimals. A cell never stays empty when a number is
- * missing: it says why, so a script can tell "not measured" from zero:
- *   n/a: failed (error|timeout|crashed)   the conversion failed
- *   n/a: unavailable                      not usable on this machine
- *   n/a: not run (skipped)                skipped (fail-fast, ...)
- *   n/a: not measured                     ok, but this number is unknown
- *   n/a: no reference                     ok, accuracy could not be checked
- *   n/a: no baseline                      ok, the baseline has no median
- * A failed conversion that measured something before failing (a timeout
- * in the timed phase) keeps those numbers, as in the JSON report. */
+ * are plain C-locale decimals. A text cell that a spreadsheet would read as
+ * a formula (leading '=', '+', '-', '@', tab or CR: a label, a model path
+ * or an error message) starts with a single quote (report_util.h). A cell never
+ * stays empty when a number is missing: it says why, so a script can tell "not
+ * measured" from zero: n/a: failed (error|timeout|crashed)   the conversion
+ * failed n/a: unavailable                      not usable on this machine n/a:
+ * not run (skipped)                skipped (fail-fast, ...) n/a: not measured
+ * ok, but this number is unknown n/a: no reference                     ok,
+ * accuracy could not be checked n/a: no baseline                      ok, the
+ * baseline has no median A failed conversion that measured something before
+ * failing (a timeout in the timed phase) keeps those numbers, as in the JSON
+ * report. */
 #include "report/report_util.h"
 
 #include <math.h>
@@ -55,32 +57,16 @@ typedef struct row_writer {
   int n_label_columns;
 } row_writer;
 
-static void put_field(row_writer *w, const char *s) {
-  FILE *f = w->f;
+static void put_cell(row_writer *w, const char *s, mb_csv_cell kind) {
   if (w->n_cells++)
-    fputc(',', f);
-  if (!s)
-    s = "";
-  size_t n = strlen(s);
-  bool quote = strpbrk(s, ",\"\r\n") != NULL ||
-               (n > 0 && (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' ||
-                          s[n - 1] == '\t'));
-  if (quote)
-    fputc('"', f);
-  while (*s) {
-    size_t len = mb__report_utf8_length(s);
-    if (len == 0) {
-      fputs(MB_REPORT_REPLACEMENT_CHAR, f);
-      s++;
-      continue;
-    }
-    if (*s == '"')
-      fputc('"', f);
-    fwrite(s, 1, len, f);
-    s += len;
-  }
-  if (quote)
-    fputc('"', f);
+    fputc(',', w->f);
+  mb__report_csv_cell(w->f, s, kind);
+}
+
+/* Text: a name, path, label or message, neutralised when a spreadsheet
+ * would take it for a formula. */
+static void put_field(row_writer *w, const char *s) {
+  put_cell(w, s, MB_CSV_TEXT);
 }
 
 static void end_row(row_writer *w) {
@@ -105,13 +91,13 @@ static void put_number(row_writer *w, const mb_bench_result *r, double v,
   }
   char buf[64];
   snprintf(buf, sizeof buf, "%.6g", v);
-  put_field(w, buf);
+  put_cell(w, buf, MB_CSV_NUMBER);
 }
 
 static void put_int(row_writer *w, int64_t v) {
   char buf[32];
   snprintf(buf, sizeof buf, "%lld", (long long)v);
-  put_field(w, buf);
+  put_cell(w, buf, MB_CSV_NUMBER);
 }
 
 /* Accuracy numbers: unknown for a different reason than timings. */

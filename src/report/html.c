@@ -17,8 +17,11 @@
  * Inline SVG needs no xmlns in HTML5, so the file names no URL at all.
  *
  * Every piece of text from the report (paths, names, errors) is escaped
- * and made valid UTF-8; the script reads data from attributes and never
- * from text spliced into it. */
+ * through mb__html_put_n, here and in html_sweep.c, and made valid UTF-8;
+ * ids from outside text go through mb__html_id_part. The script reads data
+ * from attributes and never from text spliced into it, and the CSP lets
+ * only this file's own <style> and <script> apply, named by their SHA-256
+ * (no 'unsafe-inline'). */
 #include "report/report_util.h"
 
 #include <math.h>
@@ -85,6 +88,28 @@ bool mb__html_put_n(FILE *f, const char *s, int max_chars, bool keep_newlines) {
 
 static void put_html(FILE *f, const char *s) {
   mb__html_put_n(f, s, -1, false);
+}
+
+/* An id fragment from outside text (a dimension's name): letters, digits,
+ * '-' and '_' stay, every other byte becomes "_xx" (hex), so the id needs
+ * no escaping in HTML, in a URL fragment or in a CSS selector. */
+const char *mb__html_id_part(const char *s, char *buf, size_t size) {
+  size_t used = 0;
+  if (size == 0)
+    return buf;
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                 (*p >= '0' && *p <= '9') || *p == '-' || *p == '_';
+    size_t need = plain ? 1 : 3;
+    if (used + need >= size)
+      break;
+    if (plain)
+      buf[used++] = (char)*p;
+    else
+      used += (size_t)snprintf(buf + used, size - used, "_%02x", *p);
+  }
+  buf[used] = '\0';
+  return buf;
 }
 
 /* A number for a data-* attribute: plain C-locale decimal, "" unknown. */
@@ -228,6 +253,32 @@ static void put_model_title(FILE *f, const mb_bench_report *report) {
   put_html(f, report->model_path[0] ? report->model_path : "?");
 }
 
+/* The page's CSP names its one <style> and one <script> by their SHA-256
+ * ('sha256-BASE64' of the element's text, CSP Level 2): a browser runs
+ * only the tool's own script and applies only its own style: a tag that
+ * slipped past the escaping still could not run. The hashed text starts
+ * with the newline after the opening tag. */
+static void put_csp_hash(FILE *f, const char *a, const char *b) {
+  static const char b64[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  mb_sha256 ctx;
+  uint8_t d[33] = {0}; /* one byte of padding: 32 is not a multiple of 3 */
+  mb__sha256_init(&ctx);
+  mb__sha256_update(&ctx, "\n", 1);
+  mb__sha256_update(&ctx, a, strlen(a));
+  mb__sha256_update(&ctx, b, strlen(b));
+  mb__sha256_final(&ctx, d);
+  fputs("'sha256-", f);
+  for (int i = 0; i < 33; i += 3) {
+    uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8 | d[i + 2];
+    fputc(b64[v >> 18 & 63], f);
+    fputc(b64[v >> 12 & 63], f);
+    fputc(b64[v >> 6 & 63], f);
+    fputc(i + 3 < 33 ? b64[v & 63] : '=', f);
+  }
+  fputc('\'', f);
+}
+
 static void write_page_start(FILE *f, const mb_bench_report *const *reports,
                              int n) {
   const char *version = n > 0 && reports[0] && reports[0]->tool_version[0]
@@ -235,7 +286,12 @@ static void write_page_start(FILE *f, const mb_bench_report *const *reports,
                             : MB_VERSION_STRING;
   fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">"
         "\n<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
-        "'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n"
+        "'none'; style-src ",
+        f);
+  put_csp_hash(f, page_style, mb__html_sweep_style);
+  fputs("; script-src ", f);
+  put_csp_hash(f, page_script, "");
+  fputs("\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, "
         "initial-scale=1\">\n<meta name=\"generator\" content=\"modelbench ",
         f);

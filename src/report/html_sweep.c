@@ -291,12 +291,20 @@ static void draw_chart(FILE *f, chart *c, const chart_text *t, int group) {
     fr.x1 = mb__html_nice_axis(fr.x1, &x_step);
   }
 
+  /* A dimension's name is the model's text: escaped everywhere, and the
+   * id made of its safe form (mb__html_id_part, in settings_chart). */
+  fputs("<h3>", f);
+  put_html(f, t->title);
+  fputs("</h3>\n<figure>\n<svg id=\"sweep-", f);
+  put_html(f, t->id);
+  fprintf(f, "-%d\" class=\"chart line-chart\" data-x=\"", group);
+  put_html(f, t->x_axis);
+  fputs("\" data-y=\"", f);
+  put_html(f, t->y_axis);
   fprintf(f,
-          "<h3>%s</h3>\n<figure>\n<svg id=\"sweep-%s-%d\" class=\"chart "
-          "line-chart\" data-x=\"%s\" data-y=\"%s\" viewBox=\"0 0 %d %d\" "
-          "width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"",
-          t->title, t->id, group, t->x_axis, t->y_axis, SW_WIDTH, SW_HEIGHT,
-          SW_WIDTH, SW_HEIGHT);
+          "\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\" "
+          "aria-label=\"",
+          SW_WIDTH, SW_HEIGHT, SW_WIDTH, SW_HEIGHT);
   put_html(f, t->title);
   fputs("\">\n", f);
   /* Grid: y ticks, then x ticks (the swept values on a log axis). */
@@ -326,13 +334,16 @@ static void draw_chart(FILE *f, chart *c, const chart_text *t, int group) {
   }
   fprintf(f,
           "<text class=\"axis-title\" x=\"%d\" y=\"%d\" "
-          "text-anchor=\"middle\">%s%s</text>\n",
-          (SW_LEFT + SW_RIGHT) / 2, SW_BOTTOM + 32, t->x_title,
-          fr.log_x ? " (log scale)" : "");
+          "text-anchor=\"middle\">",
+          (SW_LEFT + SW_RIGHT) / 2, SW_BOTTOM + 32);
+  put_html(f, t->x_title);
+  fprintf(f, "%s</text>\n", fr.log_x ? " (log scale)" : "");
   fprintf(f,
           "<text class=\"axis-title\" x=\"14\" y=\"%d\" text-anchor=\"middle\" "
-          "transform=\"rotate(-90 14 %d)\">%s</text>\n",
-          (SW_TOP + SW_BOTTOM) / 2, (SW_TOP + SW_BOTTOM) / 2, t->y_title);
+          "transform=\"rotate(-90 14 %d)\">",
+          (SW_TOP + SW_BOTTOM) / 2, (SW_TOP + SW_BOTTOM) / 2);
+  put_html(f, t->y_title);
+  fputs("</text>\n", f);
   if (t->slo_ms > 0) {
     double y = py(&fr, t->slo_ms);
     fprintf(f,
@@ -358,7 +369,9 @@ static void draw_chart(FILE *f, chart *c, const chart_text *t, int group) {
       mb__html_put_number(f, "data-y", s->points[k].y);
       fputs("><title>", f);
       put_html(f, s->key);
-      fprintf(f, ": %s %g, %.4g</title></circle>\n", t->x_axis, s->points[k].x,
+      fputs(": ", f);
+      put_html(f, t->x_axis);
+      fprintf(f, " %g, %.4g</title></circle>\n", s->points[k].x,
               s->points[k].y);
     }
     double ly = SW_TOP + 8 + 16 * i;
@@ -388,7 +401,7 @@ static void settings_chart(FILE *f, const mb_bench_report *const *g, int n,
                            const axis *axes, int n_axes, const axis *x,
                            bool throughput, int group) {
   chart c = {0};
-  char key[200], id[96], title[160], x_title[96];
+  char key[200], id[160], id_part[120], title[160], x_title[96];
   for (int k = 0; k < n; k++)
     for (int i = 0; i < g[k]->n_results && g[k]->results; i++) {
       const mb_bench_result *r = &g[k]->results[i];
@@ -399,7 +412,8 @@ static void settings_chart(FILE *f, const mb_bench_report *const *g, int n,
                 throughput ? throughput_of(r) : median_of(r));
     }
   bool dim = x->kind == AX_DIM;
-  snprintf(id, sizeof id, "%s%s-%s", dim ? "dim-" : "", x->name,
+  snprintf(id, sizeof id, "%s%s-%s", dim ? "dim-" : "",
+           mb__html_id_part(x->name, id_part, sizeof id_part),
            throughput ? "throughput" : "latency");
   snprintf(title, sizeof title, "%s against %s%s",
            throughput ? "Throughput" : "Median latency",

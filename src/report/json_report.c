@@ -8,6 +8,7 @@
  * bench` rewrites it after each conversion. */
 #include "conversions/conversion.h"
 #include "core/json_write.h"
+#include "report/report_util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -583,9 +584,6 @@ mb_status mb_bench_report_write_json(const mb_bench_report *report,
 
 mb_status mb_bench_reports_write_json(const mb_bench_report *const *reports,
                                       int n, const char *path, mb_error *err) {
-  mb_status status = MB_STATUS_OK;
-  char *tmp = NULL;
-  FILE *f = NULL;
   if (!reports || n < 1 || !path || !path[0])
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                      "JSON report: no report or no path given");
@@ -594,51 +592,15 @@ mb_status mb_bench_reports_write_json(const mb_bench_report *const *reports,
       return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                        "JSON report: report %d is missing", i);
 
-  /* The temporary file sits beside the target so that rename() stays on
-   * one file system and is atomic. */
-  size_t size = strlen(path) + 32;
-  tmp = malloc(size);
-  if (!tmp)
-    return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
-                     "JSON report %s: out of memory", path);
-  snprintf(tmp, size, "%s.tmp.%ld", path, (long)getpid());
-  f = fopen(tmp, "w");
-  if (!f) {
-    status = mb__error(err, MB_STATUS_IO, "cannot write JSON report %s: %s",
-                       tmp, strerror(errno));
-    goto done;
-  }
+  mb_report_file rf;
+  mb_status status = mb__report_file_open(&rf, path, "JSON report", err);
+  if (status)
+    return status;
   mb_json j;
-  mb__json_init(&j, f, true);
+  mb__json_init(&j, rf.f, true);
   if (n == 1)
     write_report(&j, reports[0]);
   else
     write_reports(&j, reports, n);
-  if (fflush(f) != 0 || ferror(f)) {
-    status = mb__error(err, MB_STATUS_IO, "cannot write JSON report %s: %s",
-                       tmp, strerror(errno));
-    goto fail_unlink;
-  }
-  int rc = fclose(f);
-  f = NULL;
-  if (rc != 0) {
-    status = mb__error(err, MB_STATUS_IO, "cannot write JSON report %s: %s",
-                       tmp, strerror(errno));
-    goto fail_unlink;
-  }
-  if (rename(tmp, path) != 0) {
-    status = mb__error(err, MB_STATUS_IO,
-                       "cannot move JSON report %s into place as %s: %s", tmp,
-                       path, strerror(errno));
-    goto fail_unlink;
-  }
-  goto done;
-
-fail_unlink:
-  if (f)
-    fclose(f);
-  unlink(tmp);
-done:
-  free(tmp);
-  return status;
+  return mb__report_file_commit(&rf, err);
 }

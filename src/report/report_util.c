@@ -4,6 +4,7 @@
 #include "core/stats.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -14,100 +15,65 @@
 
 mb_status mb__report_file_open(mb_report_file *rf, const char *path,
                                const char *what, mb_error *err) {
-  memset(rf, 0, sizeof *rf);
-  rf->what = what;
-  if (!path || !path[0])
-    return mb__error(err, MB_STATUS_INVALID_ARGUMENT, "%s: no path given",
-                     what);
-  rf->path = path;
-  /* Beside the target, so that rename() stays on one file system. */
-  size_t size = strlen(path) + 32;
-  if (!(rf->tmp = malloc(size)))
-    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "%s %s: out of memory", what,
-                     path);
-  snprintf(rf->tmp, size, "%s.tmp.%ld", path, (long)getpid());
-  if (!(rf->f = fopen(rf->tmp, "w"))) {
-    mb_status status = mb__error(err, MB_STATUS_IO, "cannot write %s %s: %s",
-                                 what, rf->tmp, strerror(errno));
-    free(rf->tmp);
-    rf->tmp = NULL;
-    return status;
-  }
-  return MB_STATUS_OK;
+  /* A report is a file the user asked for: the umask gives its mode. */
+  mb_status status = mb__atomic_file_open(&rf->af, AT_FDCWD, path,
+                                          MB_FILE_MODE_UMASK, what, err);
+  rf->f = rf->af.f;
+  return status;
 }
 
 void mb__report_file_abort(mb_report_file *rf) {
-  if (rf->f)
-    fclose(rf->f);
-  if (rf->tmp)
-    unlink(rf->tmp);
-  free(rf->tmp);
+  mb__atomic_file_abort(&rf->af);
   rf->f = NULL;
-  rf->tmp = NULL;
 }
 
 mb_status mb__report_file_commit(mb_report_file *rf, mb_error *err) {
-  mb_status status = MB_STATUS_OK;
-  if (fflush(rf->f) != 0 || ferror(rf->f)) {
-    status = mb__error(err, MB_STATUS_IO, "cannot write %s %s: %s", rf->what,
-                       rf->tmp, strerror(errno));
-    goto fail;
-  }
-  int rc = fclose(rf->f);
   rf->f = NULL;
-  if (rc != 0) {
-    status = mb__error(err, MB_STATUS_IO, "cannot write %s %s: %s", rf->what,
-                       rf->tmp, strerror(errno));
-    goto fail;
-  }
-  if (rename(rf->tmp, rf->path) != 0) {
-    status =
-        mb__error(err, MB_STATUS_IO, "cannot move %s %s into place as %s: %s",
-                  rf->what, rf->tmp, rf->path, strerror(errno));
-    goto fail;
-  }
-  free(rf->tmp);
-  rf->tmp = NULL;
-  return MB_STATUS_OK;
-
-fail:
-  mb__report_file_abort(rf);
-  return status;
+  return mb__atomic_file_commit(&rf->af, false, err);
 }
 
 /* ---- text ---- */
 
-/* Strict UTF-8: overlong forms, surrogates and values above U+10FFFF are
- * invalid (a NUL ends the string and is never a continuation byte). */
+/* Strict UTF-8, as core checks it for the terminal. */
 size_t mb__report_utf8_length(const char *text) {
-  const unsigned char *s = (const unsigned char *)text;
-  unsigned char c = s[0];
-  size_t n;
-  unsigned char lo = 0x80, hi = 0xbf;
-  if (c < 0x80)
-    return 1;
-  if (c >= 0xc2 && c <= 0xdf)
-    n = 2;
-  else if (c >= 0xe0 && c <= 0xef)
-    n = 3;
-  else if (c >= 0xf0 && c <= 0xf4)
-    n = 4;
-  else
-    return 0;
-  if (c == 0xe0)
-    lo = 0xa0;
-  else if (c == 0xed)
-    hi = 0x9f;
-  else if (c == 0xf0)
-    lo = 0x90;
-  else if (c == 0xf4)
-    hi = 0x8f;
-  if (s[1] < lo || s[1] > hi)
-    return 0;
-  for (size_t i = 2; i < n; i++)
-    if (s[i] < 0x80 || s[i] > 0xbf)
-      return 0;
-  return n;
+  return mb__utf8_length(text);
+}
+
+/* ---- CSV cells ---- */
+
+/* OWASP's list for CSV injection: a cell starting with one of these is a
+ * formula to Excel, LibreOffice Calc or Google Sheets (tab and CR too, as
+ * some of them skip leading blanks before looking). */
+static bool starts_formula(const char *s) {
+  return s[0] != '\0' && strchr("=+-@\t\r", s[0]) != NULL;
+}
+
+void mb__report_csv_cell(FILE *f, const char *s, mb_csv_cell kind) {
+  if (!s)
+    s = "";
+  size_t n = strlen(s);
+  bool neutralise = kind == MB_CSV_TEXT && starts_formula(s);
+  bool quote = neutralise || strpbrk(s, ",\"\r\n") != NULL ||
+               (n > 0 && (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' ||
+                          s[n - 1] == '\t'));
+  if (quote)
+    fputc('"', f);
+  if (neutralise)
+    fputc('\'', f);
+  while (*s) {
+    size_t len = mb__report_utf8_length(s);
+    if (len == 0) {
+      fputs(MB_REPORT_REPLACEMENT_CHAR, f);
+      s++;
+      continue;
+    }
+    if (*s == '"')
+      fputc('"', f);
+    fwrite(s, 1, len, f);
+    s += len;
+  }
+  if (quote)
+    fputc('"', f);
 }
 
 /* ---- what a result says ---- */

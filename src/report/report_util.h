@@ -6,6 +6,7 @@
 #ifndef MB_REPORT_REPORT_UTIL_H
 #define MB_REPORT_REPORT_UTIL_H
 
+#include "core/files.h"
 #include "core/internal.h"
 
 /* The cosine similarity a reduced-precision result (fp16, bf16, int8) must
@@ -25,10 +26,8 @@
  * mb__report_file_commit. `what` names the format in error messages
  * ("CSV report") and must be a static string. */
 typedef struct mb_report_file {
-  FILE *f;
-  const char *path; /* borrowed from the caller */
-  const char *what;
-  char *tmp; /* owned */
+  FILE *f;           /* af.f: write the report here */
+  mb_atomic_file af; /* core/files.h: O_EXCL|O_NOFOLLOW, then rename */
 } mb_report_file;
 
 mb_status mb__report_file_open(mb_report_file *rf, const char *path,
@@ -45,6 +44,16 @@ void mb__report_file_abort(mb_report_file *rf);
  * is valid UTF-8 whatever a runtime wrote into an error message. */
 size_t mb__report_utf8_length(const char *s);
 #define MB_REPORT_REPLACEMENT_CHAR "\xef\xbf\xbd" /* U+FFFD */
+
+/* One CSV field (RFC 4180): quoted when it holds a comma, quote, CR or LF
+ * or starts or ends with a blank; quotes doubled; invalid UTF-8 replaced.
+ * A MB_CSV_TEXT cell that a spreadsheet would read as a formula (it starts
+ * with '=', '+', '-', '@', tab or CR) gets a leading single quote, as
+ * OWASP recommends: the spreadsheet shows it as text and never evaluates
+ * it. A MB_CSV_NUMBER cell (a number the writer formatted itself, such as
+ * -0.5) is written as it is, so it stays a number. Writes no separator. */
+typedef enum mb_csv_cell { MB_CSV_TEXT, MB_CSV_NUMBER } mb_csv_cell;
+void mb__report_csv_cell(FILE *f, const char *s, mb_csv_cell kind);
 
 /* The result's conversion name, "?" when it has none. */
 const char *mb__report_name(const mb_bench_result *r);
@@ -139,6 +148,9 @@ int mb__report_label_keys(const mb_bench_report *const *reports, int n,
 /* Writes at most max_chars characters of s (all when < 0) escaped for
  * element text and attributes. Returns true when s was cut. */
 bool mb__html_put_n(FILE *f, const char *s, int max_chars, bool keep_newlines);
+/* s as a fragment of an id: letters, digits, '-' and '_' as they are,
+ * every other byte as "_xx". buf: caller-owned, cut to size. Returns buf. */
+const char *mb__html_id_part(const char *s, char *buf, size_t size);
 /* ` attr="1.23"` for a data-* attribute, `attr=""` when not finite. */
 void mb__html_put_number(FILE *f, const char *attr, double v);
 /* A round axis end above max (1, 2 or 5 times a power of ten per tick). */

@@ -17,6 +17,9 @@
  * header are cut to this width. */
 #define TABLE_WIDTH 120
 #define MAX_NAME_WIDTH 40
+/* Names, paths and messages come from models and runtimes: printed with
+ * their control characters escaped (core/text.c). buf: a char array. */
+#define SAFE(s, buf) mb__term_text((s), (buf), sizeof(buf))
 
 /* ANSI colours: used only when the caller asks for them. */
 #define ANSI_RESET "\033[0m"
@@ -138,7 +141,16 @@ static void format_mb(char *buf, size_t size, double mb) {
 /* Prints s on one line in at most `width` characters (UTF-8 code points,
  * roughly terminal columns): control characters become spaces, a cut never
  * splits a UTF-8 sequence, and "..." marks it. */
-static void put_clipped(FILE *out, const char *s, int width) {
+static void put_clipped(FILE *out, const char *text, int width) {
+  /* Line breaks and tabs read as blanks on one line; every other control
+   * character is escaped (core/text.c) before the cut, so a cut never
+   * splits an escape. */
+  char blanks[TABLE_WIDTH * 8], safe[TABLE_WIDTH * 8];
+  snprintf(blanks, sizeof blanks, "%s", text);
+  for (char *p = blanks; *p; p++)
+    if (*p == '\n' || *p == '\r' || *p == '\t')
+      *p = ' ';
+  const char *s = mb__term_text(blanks, safe, sizeof safe);
   size_t chars = 0, cut_at = 0, n = strlen(s);
   for (size_t i = 0; i < n; i++) {
     if (((unsigned char)s[i] & 0xc0) == 0x80)
@@ -150,10 +162,7 @@ static void put_clipped(FILE *out, const char *s, int width) {
   bool cut = width >= 0 && chars > (size_t)width;
   if (cut)
     n = cut_at;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    fputc(c < 0x20 || c == 0x7f ? ' ' : c, out);
-  }
+  fwrite(s, 1, n, out);
   if (cut)
     fputs("...", out);
 }
@@ -179,12 +188,14 @@ static int status_width(const mb_bench_report *report) {
 static void print_header(const mb_bench_report *report, FILE *out) {
   const mb_bench_config *c = &report->config;
   const mb_machine_info *m = &report->machine;
+  char safe[MB_TERM_TEXT_SIZE];
   fputs("model:   ", out);
   /* A manifest's model is known by its name (the file is a run's). */
   if (report->model_formats & ~(1u << MB_MODEL_FORMAT_ONNX) &&
       report->model_name[0])
-    fprintf(out, "%s, ", report->model_name);
-  fprintf(out, "%s", report->model_path[0] ? report->model_path : "?");
+    fprintf(out, "%s, ", SAFE(report->model_name, safe));
+  fprintf(out, "%s",
+          SAFE(report->model_path[0] ? report->model_path : "?", safe));
   if (report->model_sha256[0])
     fprintf(out, " (sha256 %.12s)", report->model_sha256);
   fputc('\n', out);
@@ -234,7 +245,7 @@ static void print_header(const mb_bench_report *report, FILE *out) {
           c->min_iterations, c->min_seconds,
           c->isolate ? "isolated" : "in-process");
   if (report->sweep_point[0])
-    fprintf(out, "sweep point: %s\n", report->sweep_point);
+    fprintf(out, "sweep point: %s\n", SAFE(report->sweep_point, safe));
   const mb_load_config *l = &c->load;
   if (l->scenario != MB_LOAD_NONE) {
     fprintf(out, "load:    %s", mb_load_scenario_name(l->scenario));
@@ -251,7 +262,7 @@ static void print_header(const mb_bench_report *report, FILE *out) {
   }
   /* Accuracy is against the reference interpreter unless said here. */
   if (report->reference[0] && strcmp(report->reference, "interpreter") != 0)
-    fprintf(out, "accuracy against: %s\n", report->reference);
+    fprintf(out, "accuracy against: %s\n", SAFE(report->reference, safe));
 }
 
 /* Whether any result has a task accuracy (labels were given). */
@@ -265,7 +276,8 @@ static bool has_task_accuracy(const mb_bench_report *report) {
 static void print_row(const mb_bench_report *report, int index, bool fastest,
                       int nw, int sw, bool color, FILE *out) {
   const mb_bench_result *r = &report->results[index];
-  const char *name = r->conversion ? r->conversion : "?";
+  char safe[MB_TERM_TEXT_SIZE];
+  const char *name = SAFE(r->conversion ? r->conversion : "?", safe);
   fputs(fastest ? (color ? ANSI_BOLD "* " : "* ") : "  ", out);
   fprintf(out, "%-*.*s ", nw, nw, name);
   if (color && (unsigned)r->status < MB_BENCH_STATUS_COUNT)
@@ -346,7 +358,9 @@ static void print_int8_forms(const mb_bench_report *report, FILE *out) {
     }
     if (used > 0 && (size_t)used < sizeof line)
       snprintf(line + used, sizeof line - (size_t)used, ": %s", r->int8_form);
-    fprintf(out, "  %s\n", line); /* whole: the reason is the point */
+    char safe[TABLE_WIDTH * 8];
+    /* whole: the reason is the point */
+    fprintf(out, "  %s\n", SAFE(line, safe));
   }
 }
 
@@ -378,6 +392,7 @@ static void print_warnings(const mb_bench_report *report, const int *order,
  * then ranked across them, which says as much about the machines as about
  * the conversions. Says so, and which conversion ran where. */
 static void print_machine_kinds(const mb_bench_report *report, FILE *out) {
+  char safe[MB_TERM_TEXT_SIZE];
   int *kind = malloc(sizeof *kind * (size_t)report->n_results);
   int kinds = kind ? mb__report_machine_kinds(report, kind) : 0;
   if (kinds > 1) {
@@ -392,12 +407,12 @@ static void print_machine_kinds(const mb_bench_report *report, FILE *out) {
           if (!m) {
             m = &report->results[i].machine;
             fprintf(out, "  %c: %s, %d cores:", 'A' + k % 26,
-                    m->cpu_model[0] ? m->cpu_model : "unknown CPU", m->cores);
+                    SAFE(m->cpu_model[0] ? m->cpu_model : "unknown CPU", safe),
+                    m->cores);
           }
-          fprintf(out, " %s%s%s%s", mb__report_name(&report->results[i]),
-                  report->results[i].machine.host[0] ? " (" : "",
-                  report->results[i].machine.host,
-                  report->results[i].machine.host[0] ? ")" : "");
+          fprintf(out, " %s", SAFE(mb__report_name(&report->results[i]), safe));
+          if (report->results[i].machine.host[0])
+            fprintf(out, " (%s)", SAFE(report->results[i].machine.host, safe));
         }
       fputc('\n', out);
     }
@@ -439,8 +454,10 @@ static void print_load(const mb_bench_report *report, const int *order, int nw,
     format_ms(p50, sizeof p50, r->latency_ms.median);
     format_ms(p90, sizeof p90, r->latency_ms.p90);
     format_ms(p99, sizeof p99, r->latency_ms.p99);
+    char safe[MB_TERM_TEXT_SIZE];
     fprintf(out, "  %-*.*s %9s %9s %9s %9s %9s", nw, nw,
-            r->conversion ? r->conversion : "?", target, qps, p50, p90, p99);
+            SAFE(r->conversion ? r->conversion : "?", safe), target, qps, p50,
+            p90, p99);
     if (server) {
       if (l->scenario == MB_LOAD_SERVER)
         snprintf(queue, sizeof queue, "%.2f/%lld", l->queue_depth_mean,
