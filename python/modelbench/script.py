@@ -572,7 +572,10 @@ def main(argv: List[str]) -> int:
             bench += ["--baseline", "EAGER"]
         print(f"\nbenchmarking {len(manifests)} model{'s' if len(manifests) != 1 else ''}\n")
         sys.stdout.flush()
-        bench_rc = subprocess.call(_engine.command("bench", *manifests, *bench),
+        # The manifests' pytorch forms are the modules of the script the user
+        # named, pickled by this front into its run folder: the user's own
+        # code, which they asked to run (--trust-code lets the engine load it).
+        bench_rc = subprocess.call(_engine.command("bench", *manifests, *bench, "--trust-code"),
                                    env=_engine.environment(worker=False))
         return max(rc, bench_rc)
     finally:
