@@ -52,6 +52,9 @@ BENCH_VALUE_OPTIONS = (
 BENCH_FLAGS = (
     "--allow-device-override", "--no-isolate", "--fail-fast", "--no-fallback",
     "--no-record", "--lean-cache", "--no-cache", "--traceback", "--no-wait", "--build-only",
+    # Accepted for bench's sake; the manifests a script run writes are
+    # trusted anyway (the user named the script: its modules are theirs).
+    "--trust-code",
 )
 #: bench's input options: a script's models run on the inputs the script gave them.
 REFUSED = ("--batch-size", "--shape", "--input-range", "--n-samples", "--inputs", "--labels",
