@@ -50,6 +50,11 @@ case $target in
     printf '{"timeout": "NAME=3"}' >"$out/str.json"
     sed -n 's/^ *{"\([a-z_]*\)", KEY_.*/"\1"/p' "$here/../src/bench/config.c" >"$out.dict"
     echo 4096 ;;
+  model_files)
+    # torch.save and torch.jit.save files as the regression seeds hold
+    # them (zip and bare pickle), and the manifests the tests write.
+    cp "$here/regressions/model_files/"* "$out/"
+    echo 65536 ;;
   tensor_pb)
     # The backend test suite's input and output files: every element type,
     # sequences and optionals.

@@ -22,7 +22,8 @@
   X(tensor_pb)                                                                 \
   X(npy)                                                                       \
   X(build_state)                                                               \
-  X(compare_json)
+  X(compare_json)                                                              \
+  X(model_files)
 /* clang-format on */
 
 #define MB_X(name) int mb__fuzz_##name(const uint8_t *data, size_t size);

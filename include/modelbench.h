@@ -639,6 +639,13 @@ typedef struct mb_bench_config {
   int no_fallback; /* hybrid conversions: a node the engine cannot run is
                       an error (listing them) instead of running on the
                       reference interpreter */
+  /* Code from the model may run (bench's --trust-code): a PyTorch form
+   * that is a pickle (a manifest's pytorch spec of kind module or factory,
+   * its sys_path entries, a torch.save .pt) runs code when loaded, so it
+   * is loaded only when this is 1. TorchScript, torch.export archives and
+   * ONNX are data and need no trust. Default 0; a config file cannot set
+   * it. */
+  int trust_code;
   /* The build cache (converted models, runtimes' serialised forms,
    * partition plans): build_cache 1 uses it (the CLI's default), 0 does not
    * (the library's default). cache_dir: NULL for $MODELBENCH_CACHE_DIR or
@@ -1161,6 +1168,10 @@ typedef struct mb_host_prepare_args {
    * prepare that fails records the build as failed. */
   const char *build_dir;
   int build_hit;
+  /* 1: the user trusts the model's code (mb_bench_config.trust_code): the
+   * host may unpickle it. 0: load only what is data (TorchScript), and
+   * fail naming bench's --trust-code for anything that would run code. */
+  int trust_code;
 } mb_host_prepare_args;
 
 typedef struct mb_host_runtime {

@@ -99,10 +99,12 @@ CONFIG_FLAGS = (
     Flag("cache", "--no-cache", _when_false),
     Flag("record", "--no-record", _when_false),
     Flag("labels", "--label", _pairs),
+    Flag("trust_code", "--trust-code", _when_true),
 )
 
 #: BenchmarkConfig fields the engine never sees: the front acts on them
-#: itself (device choice, export, the run folder, loading, tiers).
+#: itself (device choice, export, the run folder, loading, tiers;
+#: allow_pickle is trust_code's old name, folded into it).
 PYTHON_ONLY = ("allow_cuda", "allow_mps", "non_blocking", "opset", "keep_run_dir",
                "allow_pickle", "tier")
 
@@ -118,7 +120,7 @@ def timed_iterations(cfg: BenchmarkConfig, inputs: Any) -> int:
 
 
 def _run_values(cfg: BenchmarkConfig, inputs: Any, json_path: str, labels: Mapping[str, str],
-                device: str, in_process: bool) -> Dict[str, Any]:
+                device: str, in_process: bool, own_code: bool) -> Dict[str, Any]:
     """The value of each CONFIG_FLAGS key for one run."""
     values = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
     values.update(
@@ -135,6 +137,7 @@ def _run_values(cfg: BenchmarkConfig, inputs: Any, json_path: str, labels: Mappi
         n_samples=inputs.n_batches if inputs is not None else None,
         batch_size=(inputs.batch_size if inputs is not None and not inputs.folder
                     else None),
+        trust_code=cfg.trust_code or own_code,
     )
     return values
 
@@ -142,7 +145,7 @@ def _run_values(cfg: BenchmarkConfig, inputs: Any, json_path: str, labels: Mappi
 def bench_argv(cfg: BenchmarkConfig, models: Sequence[str], conversions: Sequence[str], *,
                json_path: str, device: str, labels: Mapping[str, str],
                inputs: Any = None, in_process: bool = False,
-               command: str = "bench") -> List[str]:
+               command: str = "bench", own_code: bool = False) -> List[str]:
     """``modelbench bench`` (or ``load``) for `cfg` on `models`.
 
     Args:
@@ -157,11 +160,15 @@ def bench_argv(cfg: BenchmarkConfig, models: Sequence[str], conversions: Sequenc
             the engine's own inputs.
         in_process: run the conversions in the engine's process (--no-isolate).
         command: "bench", or "load" for a load scenario.
+        own_code: the models' pytorch forms are the caller's own code, which
+            this front pickled from its in-memory objects into a folder of its
+            own: the engine is told to trust them (--trust-code), as it is
+            whenever cfg.trust_code is set.
 
     Returns:
         The argv, "modelbench" first, as ``_lib.cli_main`` takes it.
     """
-    values = _run_values(cfg, inputs, json_path, labels, device, in_process)
+    values = _run_values(cfg, inputs, json_path, labels, device, in_process, own_code)
     argv = ["modelbench", command, *models, "-c", ",".join(conversions)]
     for row in CONFIG_FLAGS:
         argv += row.form(row.flag, values[row.key])

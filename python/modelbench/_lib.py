@@ -81,6 +81,7 @@ class MbHostPrepareArgs(Structure):
         ("calibration", c_void_p),
         ("build_dir", c_char_p),
         ("build_hit", c_int),
+        ("trust_code", c_int),
     ]
 
 

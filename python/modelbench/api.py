@@ -129,7 +129,8 @@ def benchmark_model(
             class is defined); a zero-argument factory returning one (called
             once, seeded) or alma's ``lazyload`` object; the path of a
             TorchScript ``.pt`` file, of a pickled-module ``.pt`` file (with
-            ``allow_pickle``) or of an ``.onnx`` file.
+            config key ``trust_code``: loading it runs its code) or of an
+            ``.onnx`` file.
         config: a :class:`BenchmarkConfig`, a dict of its keys, or alma's own
             BenchmarkConfig.
         conversions: modelbench's and alma's names, alma's ids (0-71),
@@ -244,7 +245,7 @@ def _benchmark(
     serving = _engine.load_argv(scenario) + _engine.sweep_argv(sweep)
     if data is not None and data_loader is not None:
         raise ConfigError("give data or data_loader, not both")
-    source = load_source(model, cfg.seed, cfg.allow_pickle)
+    source = load_source(model, cfg.seed, cfg.trust_code)
     formats_here = ["onnx"] if source.kind == "onnx" else ["pytorch", "onnx"]
     if conversions is not None and cfg.tier is not None:
         raise ConfigError("give conversions or config key 'tier', not both")
@@ -319,7 +320,9 @@ def _benchmark(
         argv = _engine.bench_argv(
             cfg, [model_path], names, json_path=json_path, device=device, labels=labels,
             inputs=inputs, in_process=not cfg.multiprocessing,
-            command="load" if scenario is not None else "bench") + executor_argv + serving
+            command="load" if scenario is not None else "bench",
+            # The pytorch form this front wrote from the caller's object.
+            own_code=source.kind != "onnx") + executor_argv + serving
         rc = _engine.run(argv, in_process=not cfg.multiprocessing)
         if rc == 2 or not os.path.exists(json_path):
             raise ConfigError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Union, get_type_hints
 
@@ -76,9 +77,11 @@ class BenchmarkConfig:
         tier: with no conversions given, run those of modelbench's tier 1 (quick
             check), 2 (the core deployment options) or 3 (all) instead of every
             available one.
-        allow_pickle: a model *file* (``.pt``) that holds a pickled module is
-            loaded, which runs code from the file; off by default (TorchScript
-            files and in-memory modules need no such trust).
+        trust_code: let a model's code run: a model *file* (``.pt``) that holds a
+            pickled module is loaded, which runs code from the file (bench's
+            ``--trust-code``); off by default. In-memory modules are the caller's
+            own code and TorchScript files are data: they need no such trust.
+        allow_pickle: deprecated name of trust_code (a DeprecationWarning).
     """
 
     batch_size: int = 1
@@ -115,12 +118,17 @@ class BenchmarkConfig:
     log_level: str = "warn"
     log_dir: Optional[str] = None
     keep_run_dir: bool = False
+    trust_code: bool = False
     allow_pickle: bool = False
     tier: Optional[int] = None
 
     def __post_init__(self) -> None:
         self.device = _device_text(self.device)
         self.validate()
+        if self.allow_pickle:
+            warnings.warn("config key 'allow_pickle' is deprecated: use trust_code=True",
+                          DeprecationWarning, stacklevel=3)
+            self.trust_code = True
 
     @property
     def timed_by_samples(self) -> bool:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from . import _lib
 from ._tensors import batch_view, flatten_outputs, import_torch, new_mb_tensor, plain_output
-from .errors import EngineError
+from .errors import ConfigError, EngineError
 
 if TYPE_CHECKING:  # torch is imported where a worker needs it, not here
     import torch
@@ -62,15 +62,72 @@ def _load_own_pickle(torch: Any, file: Optional[str]) -> Any:
         return torch.load(file, map_location="cpu")
 
 
-def load_model(spec_path: str) -> "torch.nn.Module":
-    """The module (or TorchScript module) a pytorch spec file names."""
+#: The keys of a pytorch spec (model.write_pytorch_spec writes them); any
+#: other (a "main" script to run, say) is refused, not ignored.
+SPEC_KEYS = ("kind", "file", "sys_path", "seed", "id")
+#: The kinds whose file is a pickle: loading it runs code the file names.
+CODE_KINDS = ("module", "factory")
+#: What the user says to let a model's code run, for the messages.
+TRUST_FLAG = "--trust-code (benchmark_model: config key trust_code=True)"
+
+
+class UntrustedCode(ConfigError):
+    """A model file or manifest would run code, and the user did not say
+    to trust it (bench's --trust-code, config key trust_code)."""
+
+
+def _is_pickle_file(path: str) -> bool:
+    """A torch.save file (a zip, or a bare pickle) rather than a JSON spec:
+    what `bench MODEL.pt --trust-code` hands over for a pickled module."""
+    with open(path, "rb") as f:
+        head = f.read(2)
+    return head == b"PK" or (len(head) == 2 and head[0] == 0x80)
+
+
+def _refuse(what: str) -> UntrustedCode:
+    return UntrustedCode(
+        f"{what}, which runs code when loaded: give {TRUST_FLAG} if you trust it "
+        "(modelbench runs a model's code only when told to); better, save the model "
+        "with torch.jit.save or export it to ONNX")
+
+
+def load_model(spec_path: str, trust_code: bool = False) -> "torch.nn.Module":
+    """The module (or TorchScript module) a pytorch spec file names.
+
+    A spec of kind module or factory is a pickle, and sys_path entries choose
+    what its classes import: both are code, loaded only with `trust_code`
+    (UntrustedCode otherwise, before anything is unpickled or sys.path
+    changes). TorchScript and a live module (this process's own) need none.
+    `spec_path` may also be a torch.save file itself (bench MODEL.pt
+    --trust-code), which is code too.
+    """
     torch = import_torch()
+    if _is_pickle_file(spec_path):
+        if not trust_code:
+            raise _refuse(f"{spec_path} is a pickled PyTorch model (torch.save)")
+        model = _load_own_pickle(torch, spec_path)
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"{spec_path} holds a {type(model).__name__}, not an nn.Module")
+        return model
     with open(spec_path) as f:
         spec = json.load(f)
-    for entry in reversed(spec.get("sys_path", [])):
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
-    kind = spec["kind"]
+    if not isinstance(spec, dict):
+        raise ValueError(f"{spec_path}: a pytorch spec is a JSON object")
+    unknown = [k for k in spec if k not in SPEC_KEYS]
+    if unknown:
+        raise ValueError(f"{spec_path}: unknown key {unknown[0]!r} in the pytorch spec "
+                         f"(known: {', '.join(SPEC_KEYS)})")
+    kind = spec.get("kind")
+    sys_path = spec.get("sys_path") or []
+    if not trust_code and kind in CODE_KINDS:
+        raise _refuse(f"{spec_path}: the model's pytorch form is a pickled {kind}")
+    if not trust_code and sys_path and kind != "live":
+        raise _refuse(f"{spec_path}: the model's pytorch form adds sys_path entries "
+                      "(folders whose code it imports)")
+    if kind != "live":
+        for entry in reversed(sys_path):
+            if entry not in sys.path:
+                sys.path.insert(0, entry)
     folder = os.path.dirname(os.path.abspath(spec_path))
     file = os.path.join(folder, spec["file"]) if spec.get("file") else None
     if kind == "live":
@@ -81,9 +138,8 @@ def load_model(spec_path: str) -> "torch.nn.Module":
             )
         return _live_models[spec["id"]]
     if kind == "module":
-        # Written a moment ago by this front, from the user's own in-memory
-        # object, in a folder only this user can read (mkdtemp): not a file
-        # someone handed over, so loading its pickle is the user's own code.
+        # Trusted: the front wrote it from the user's own in-memory object
+        # (and passes --trust-code), or the user said to trust the file.
         return _load_own_pickle(torch, file)
     if kind == "factory":
         with open(file, "rb") as f:
@@ -193,24 +249,28 @@ def prepare_session(args: _lib.MbHostPrepareArgs) -> Session:
         batches = (c_void_p * args.n_calibration).from_address(args.calibration)
         calibration = [batch_view(b, args.n_inputs) for b in batches]
     model_path = args.model_path.decode()
+    trust = bool(args.trust_code)
     ctx = ConvertContext(
         example_inputs=example,
         calibration=calibration,
         threads=args.threads,
         seed=args.seed,
         log=log,
-        load_model=lambda: load_model(model_path),
+        load_model=lambda: load_model(model_path, trust),
     )
     # The build cache: an option that can keep what it builds (save/load)
     # loads it on a hit and saves it on a miss; the others convert.
     build_dir = (args.build_dir or b"").decode()
-    if build_dir and args.build_hit and hasattr(option, "load"):
+    # A cached build that is a pickle (int8 eager modules) is code too:
+    # without trust it is converted again rather than loaded.
+    loads_code = getattr(getattr(option, "load", None), "runs_code", False)
+    if build_dir and args.build_hit and hasattr(option, "load") and (trust or not loads_code):
         try:
             return Session(option.load(build_dir, ctx), args.n_inputs, args.n_outputs)
         except Exception as e:  # noqa: BLE001 - a bad artifact is built again
             log.warning("%s: cannot load the cached build (%s: %s); converting again",
                         conversion, type(e).__name__, e)
-    converted = option.convert(load_model(model_path), ctx)
+    converted = option.convert(load_model(model_path, trust), ctx)
     if build_dir and not args.build_hit and hasattr(option, "save"):
         option.save(converted, build_dir)
     return Session(converted, args.n_inputs, args.n_outputs)

@@ -55,12 +55,12 @@ def _is_torchscript_file(path: str) -> bool:
         return any(n.endswith("/constants.pkl") or "/code/" in n for n in z.namelist())
 
 
-def load_source(model: Any, seed: int = 0, allow_pickle: bool = False) -> ModelSource:
+def load_source(model: Any, seed: int = 0, trust_code: bool = False) -> ModelSource:
     """Classifies the `model` argument; TypeError/ValueError name what is wrong.
 
     A factory is called once, after ``torch.manual_seed(seed)`` (the caller's
     random state is left as it was). A ``.pt`` file that holds a pickled module
-    (not TorchScript, not weights) is loaded only with allow_pickle: unpickling
+    (not TorchScript, not weights) is loaded only with trust_code: unpickling
     a file runs code from it.
     """
     import torch
@@ -75,7 +75,7 @@ def load_source(model: Any, seed: int = 0, allow_pickle: bool = False) -> ModelS
         if _is_torchscript_file(path):
             module = torch.jit.load(path, map_location="cpu")
             return ModelSource("torchscript", module=module, path=os.path.abspath(path), name=name)
-        loaded = _load_model_file(torch, path, allow_pickle)
+        loaded = _load_model_file(torch, path, trust_code)
         if isinstance(loaded, torch.nn.Module):
             return ModelSource("module", module=loaded, path=os.path.abspath(path), name=name)
         raise ConfigTypeError(
@@ -106,10 +106,10 @@ def load_source(model: Any, seed: int = 0, allow_pickle: bool = False) -> ModelS
     )
 
 
-def _load_model_file(torch: Any, path: str, allow_pickle: bool) -> Any:
+def _load_model_file(torch: Any, path: str, trust_code: bool) -> Any:
     """torch.load of a model file someone handed over: weights only (no code
-    runs), unless allow_pickle says the file is trusted."""
-    if allow_pickle:
+    runs), unless trust_code says the file is trusted."""
+    if trust_code:
         try:
             return torch.load(path, map_location="cpu", weights_only=False)
         except TypeError:  # a PyTorch without weights_only
@@ -120,7 +120,8 @@ def _load_model_file(torch: Any, path: str, allow_pickle: bool) -> Any:
         raise ConfigError(
             f"{path} is a pickled model: loading it runs code from the file, which "
             "modelbench does not do unless told to. If you trust the file, set config "
-            "key 'allow_pickle' to True; better, save a TorchScript (torch.jit.save) or "
+            "key 'trust_code' to True (bench: --trust-code); better, save a TorchScript "
+            "(torch.jit.save) or "
             f"a state_dict. ({str(e).splitlines()[0][:120]})"
         ) from e
 
@@ -282,7 +283,9 @@ def write_pytorch_spec(source: ModelSource, folder: str, live_key: Optional[str]
     """
     import torch
 
-    spec: Dict[str, Any] = {"sys_path": [p for p in sys.path if p]}
+    # sys_path (this process's, to import the pickled classes by name) goes
+    # only with a pickle: the worker refuses it without --trust-code.
+    spec: Dict[str, Any] = {}
     if live_key is not None:
         spec.update(kind="live", id=live_key)
     elif source.kind == "torchscript":
@@ -291,6 +294,7 @@ def write_pytorch_spec(source: ModelSource, folder: str, live_key: Optional[str]
         spec.update(kind="torchscript", file=os.path.basename(file))
     else:
         modules = _unimportable_modules(source)
+        spec["sys_path"] = [p for p in sys.path if p]
         file = os.path.join(folder, "module.pt")
         try:
             _dump_by_value(source.module, file,

@@ -459,7 +459,7 @@ def _benchmark(records: List[FunctionRecord], conversions: Any, config: Any,
     paths = list(manifests.values())
     json_path = cfg.json or os.path.join(run_dir, "report.json")
     argv = _engine.bench_argv(cfg, paths, names, json_path=json_path, device="cpu",
-                              labels=cfg.labels)
+                              labels=cfg.labels, own_code=True)  # manifests written here
     rc = _engine.run(argv, in_process=False)
     if not os.path.exists(json_path):
         raise EngineError(f"modelbench bench wrote no report (exit status {rc}); its "

@@ -52,6 +52,9 @@ BENCH_VALUE_OPTIONS = (
 BENCH_FLAGS = (
     "--allow-device-override", "--no-isolate", "--fail-fast", "--no-fallback",
     "--no-record", "--lean-cache", "--no-cache", "--traceback", "--no-wait", "--build-only",
+    # Accepted for bench's sake; the manifests a script run writes are
+    # trusted anyway (the user named the script: its modules are theirs).
+    "--trust-code",
 )
 #: bench's input options: a script's models run on the inputs the script gave them.
 REFUSED = ("--batch-size", "--shape", "--input-range", "--n-samples", "--inputs", "--labels",
@@ -572,7 +575,10 @@ def main(argv: List[str]) -> int:
             bench += ["--baseline", "EAGER"]
         print(f"\nbenchmarking {len(manifests)} model{'s' if len(manifests) != 1 else ''}\n")
         sys.stdout.flush()
-        bench_rc = subprocess.call(_engine.command("bench", *manifests, *bench),
+        # The manifests' pytorch forms are the modules of the script the user
+        # named, pickled by this front into its run folder: the user's own
+        # code, which they asked to run (--trust-code lets the engine load it).
+        bench_rc = subprocess.call(_engine.command("bench", *manifests, *bench, "--trust-code"),
                                    env=_engine.environment(worker=False))
         return max(rc, bench_rc)
     finally:

@@ -259,11 +259,11 @@ def test_lazyload_builds_once(cache_dir):
 
 def test_a_pickled_model_file_is_not_loaded_unless_allowed(tmp_path, cache_dir):
     torch.save(Net(), tmp_path / "whole.pt")
-    with pytest.raises(ValueError, match="allow_pickle"):
+    with pytest.raises(ValueError, match="trust_code"):
         modelbench.benchmark_model(str(tmp_path / "whole.pt"), {"n_samples": 1, **FAST},
                                    ["EAGER"], data=torch.randn(1, 28, 28))
     results = modelbench.benchmark_model(str(tmp_path / "whole.pt"),
-                                         {"n_samples": 1, "allow_pickle": True, **FAST},
+                                         {"n_samples": 1, "trust_code": True, **FAST},
                                          ["EAGER"], data=torch.randn(1, 28, 28))
     assert results["EAGER"]["status"] == "success"
 

@@ -5,6 +5,10 @@
  *   a TorchScript archive (torch.jit.save: a zip) the TORCHSCRIPT
  *                         conversion loads; the IR is only a signature of
  *                         the inputs --shape declares;
+ *   a pickled module      (torch.save: a zip whose data.pkl is no
+ *                         TorchScript's, or a bare pickle): code, loaded
+ *                         only with the config's trust_code, as a
+ *                         one-form PyTorch model (--shape as above);
  *   a model manifest      JSON naming one model in several forms (the
  *                         Python front writes it for an nn.Module: the
  *                         module's spec, its ONNX export, ...), with the
@@ -19,29 +23,130 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #define MANIFEST_VERSION 1
 
-typedef enum file_kind { KIND_ONNX, KIND_TORCHSCRIPT, KIND_MANIFEST } file_kind;
+typedef enum file_kind {
+  KIND_ONNX,
+  KIND_TORCHSCRIPT,
+  KIND_MANIFEST,
+  KIND_PICKLE
+} file_kind;
+
+/* The largest zip central directory read to tell a TorchScript archive
+ * from a torch.save pickle (a name per tensor: far below this). */
+#define MAX_ZIP_DIRECTORY (64u << 20)
 
 /* ---- small helpers ---- */
 
-/* What the first bytes say: a zip is a TorchScript archive, '{' a
- * manifest, anything else is parsed as ONNX (whose loader then explains
- * what is wrong with it). */
+static uint64_t le(const unsigned char *p, int bytes) {
+  uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+
+/* Whether `name` ends with `suffix`. */
+static bool ends_with(const char *name, size_t len, const char *suffix) {
+  size_t n = strlen(suffix);
+  return len >= n && memcmp(name + len - n, suffix, n) == 0;
+}
+
+/* Whether `name` (len bytes, not terminated) contains `part`. */
+static bool contains(const char *name, size_t len, const char *part) {
+  size_t n = strlen(part);
+  for (size_t i = 0; i + n <= len; i++)
+    if (memcmp(name + i, part, n) == 0)
+      return true;
+  return false;
+}
+
+/* A zip's central directory (offset and size) from its end record, the
+ * zip64 one when the classic fields overflow; false when there is none. */
+static bool zip_directory_span(FILE *f, uint64_t *offset, uint64_t *size) {
+  unsigned char tail[65557];
+  if (fseek(f, 0, SEEK_END) != 0)
+    return false;
+  long end = ftell(f);
+  if (end < 22)
+    return false;
+  long start = end > (long)sizeof tail ? end - (long)sizeof tail : 0;
+  size_t n = (size_t)(end - start);
+  if (fseek(f, start, SEEK_SET) != 0 || fread(tail, 1, n, f) != n)
+    return false;
+  for (size_t i = n - 22 + 1; i-- > 0;) {
+    if (le(tail + i, 4) != 0x06054b50u)
+      continue;
+    *size = le(tail + i + 12, 4);
+    *offset = le(tail + i + 16, 4);
+    if (*offset != 0xffffffffu && *size != 0xffffffffu)
+      return true;
+    /* zip64: the locator sits just before the end record. */
+    unsigned char rec[56];
+    if (i < 20 || le(tail + i - 20, 4) != 0x07064b50u ||
+        fseek(f, (long)le(tail + i - 20 + 8, 8), SEEK_SET) != 0 ||
+        fread(rec, 1, sizeof rec, f) != sizeof rec || le(rec, 4) != 0x06064b50u)
+      return false;
+    *size = le(rec + 40, 8);
+    *offset = le(rec + 48, 8);
+    return true;
+  }
+  return false;
+}
+
+/* A zip is a torch.save pickle when it has a data.pkl and none of what
+ * torch.jit.save writes beside it (constants.pkl, code/); anything else
+ * (TorchScript, a zip we cannot read) stays TORCHSCRIPT, whose loader is
+ * libtorch's C++ one, which runs no Python. */
+static file_kind zip_kind(FILE *f) {
+  uint64_t offset, size;
+  file_kind kind = KIND_TORCHSCRIPT;
+  unsigned char *dir = NULL;
+  bool pickle = false, torchscript = false;
+  if (!zip_directory_span(f, &offset, &size) || size > MAX_ZIP_DIRECTORY ||
+      offset > (uint64_t)LONG_MAX || !(dir = malloc(size ? size : 1)) ||
+      fseek(f, (long)offset, SEEK_SET) != 0 || fread(dir, 1, size, f) != size)
+    goto done;
+  for (uint64_t p = 0; p + 46 <= size && le(dir + p, 4) == 0x02014b50u;) {
+    size_t name_len = (size_t)le(dir + p + 28, 2);
+    uint64_t next =
+        p + 46 + name_len + le(dir + p + 30, 2) + le(dir + p + 32, 2);
+    if (p + 46 + name_len > size)
+      break;
+    const char *name = (const char *)dir + p + 46;
+    pickle |= ends_with(name, name_len, "data.pkl");
+    torchscript |= ends_with(name, name_len, "constants.pkl") ||
+                   contains(name, name_len, "/code/");
+    p = next;
+  }
+  if (pickle && !torchscript)
+    kind = KIND_PICKLE;
+done:
+  free(dir);
+  return kind;
+}
+
+/* What the first bytes say: a zip is a TorchScript archive or a torch.save
+ * pickle (zip_kind), a pickle's protocol byte a pickle, '{' a manifest,
+ * anything else is parsed as ONNX (whose loader then explains what is
+ * wrong with it). */
 static mb_status sniff(const char *path, file_kind *kind_out, mb_error *err) {
   unsigned char head[64];
   FILE *f = fopen(path, "rb");
   if (!f)
     return mb__error(err, MB_STATUS_IO, "%s: %s", path, strerror(errno));
   size_t n = fread(head, 1, sizeof head, f);
-  fclose(f);
   *kind_out = KIND_ONNX;
-  if (n >= 4 && memcmp(head, "PK\x03\x04", 4) == 0) {
-    *kind_out = KIND_TORCHSCRIPT;
+  if (n >= 4 && memcmp(head, "PK\x03\x04", 4) == 0)
+    *kind_out = zip_kind(f);
+  else if (n >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5)
+    *kind_out = KIND_PICKLE; /* torch.save's legacy format, pickle.dump */
+  fclose(f);
+  if (*kind_out != KIND_ONNX)
     return MB_STATUS_OK;
-  }
   size_t i = 0;
   while (i < n && isspace(head[i]))
     i++;
@@ -102,7 +207,8 @@ static mb_model *opaque_model(const char *sha256, mb_error *err) {
 
 /* ---- TorchScript: the signature comes from --shape ---- */
 
-static mb_status open_torchscript(const char *path,
+/* what: "a TorchScript model", for the message asking for --shape. */
+static mb_status open_torchscript(const char *path, const char *what,
                                   const mb_bench_config *config,
                                   mb_model_files *f, mb_error *err) {
   mb_status status = hash_file(path, f->sha256, err);
@@ -110,10 +216,10 @@ static mb_status open_torchscript(const char *path,
     return status;
   if (config->shapes.n_shapes <= 0)
     return mb__error(err, MB_STATUS_DYNAMIC,
-                     "%s is a TorchScript model, which does not declare its "
+                     "%s is %s, which does not declare its "
                      "inputs: give --shape NAME=D0,D1,... for each argument "
                      "of forward(), in order",
-                     path);
+                     path, what);
   if (!(f->model = opaque_model(f->sha256, err)))
     return MB_STATUS_OUT_OF_MEMORY;
   for (int i = 0; i < config->shapes.n_shapes; i++) {
@@ -125,6 +231,37 @@ static mb_status open_torchscript(const char *path,
   f->formats = 1u << MB_MODEL_FORMAT_TORCHSCRIPT;
   f->paths[MB_MODEL_FORMAT_TORCHSCRIPT] = mb__strdup(path);
   if (!f->paths[MB_MODEL_FORMAT_TORCHSCRIPT])
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+  return MB_STATUS_OK;
+}
+
+/* ---- a pickled module: code, run only when the user trusts it ---- */
+
+/* A torch.save file: the one-form PyTorch model the host runtime loads
+ * (EAGER and the other PyTorch conversions; EAGER is the reference), its
+ * inputs from --shape as for TorchScript. Refused without trust_code:
+ * unpickling the file runs whatever code it names. */
+static mb_status open_pickle(const char *path, const mb_bench_config *config,
+                             mb_model_files *f, mb_error *err) {
+  if (!config->trust_code)
+    return mb__error(
+        err, MB_STATUS_UNSUPPORTED,
+        "%s is a pickled PyTorch model (torch.save), which runs code when "
+        "loaded: give --trust-code if you trust the file (modelbench runs a "
+        "model's code only when told to; its PyTorch conversions need the "
+        "Python front, python3 -m modelbench bench); better, save it with "
+        "torch.jit.save or export it to ONNX",
+        path);
+  mb_status status =
+      open_torchscript(path, "a pickled PyTorch model", config, f, err);
+  if (status)
+    return status;
+  free(f->paths[MB_MODEL_FORMAT_TORCHSCRIPT]);
+  f->paths[MB_MODEL_FORMAT_TORCHSCRIPT] = NULL;
+  f->formats = 1u << MB_MODEL_FORMAT_PYTORCH;
+  f->paths[MB_MODEL_FORMAT_PYTORCH] = mb__strdup(path);
+  f->reference = mb__strdup("EAGER");
+  if (!f->paths[MB_MODEL_FORMAT_PYTORCH] || !f->reference)
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
   return MB_STATUS_OK;
 }
@@ -462,7 +599,10 @@ mb_status mb__model_files_open(const char *path, const mb_bench_config *config,
   file_stem(path, f->name, sizeof f->name);
   switch (kind) {
   case KIND_TORCHSCRIPT:
-    status = open_torchscript(path, config, f, err);
+    status = open_torchscript(path, "a TorchScript model", config, f, err);
+    break;
+  case KIND_PICKLE:
+    status = open_pickle(path, config, f, err);
     break;
   case KIND_MANIFEST:
     status = open_manifest(path, f, err);
@@ -537,8 +677,12 @@ mb_status mb_model_file_formats(const char *path, unsigned *formats_out,
   if (status)
     return status;
   if (kind != KIND_MANIFEST) {
-    *formats_out = 1u << (kind == KIND_TORCHSCRIPT ? MB_MODEL_FORMAT_TORCHSCRIPT
-                                                   : MB_MODEL_FORMAT_ONNX);
+    static const mb_model_format by_kind[] = {
+        [KIND_ONNX] = MB_MODEL_FORMAT_ONNX,
+        [KIND_TORCHSCRIPT] = MB_MODEL_FORMAT_TORCHSCRIPT,
+        [KIND_PICKLE] = MB_MODEL_FORMAT_PYTORCH,
+    };
+    *formats_out = 1u << by_kind[kind];
     return MB_STATUS_OK;
   }
   mb_model_files f;

@@ -89,6 +89,7 @@ static mb_status profile_here(const profile_job *job, mb_profile *out,
       .conversion = def->name,
       .model_path = job->model_file,
       .seed = job->config->seed,
+      .trust_code = job->config->trust_code,
   };
   if ((status = rt->prepare(model, bytes, size, &options, &session, err))) {
     mb__error_prefix(err, status, "preparing %s", def->name);

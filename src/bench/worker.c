@@ -603,6 +603,7 @@ static int worker_prepare(const mb_bench_job *job, int index,
       .conversion = def->name,
       .model_path = job->files->paths[def->format],
       .seed = c->seed,
+      .trust_code = c->trust_code,
   };
   /* Runtimes that quantise the model themselves (PyTorch's int8)
    * calibrate on the data INT8_STATIC uses. */

@@ -36,6 +36,10 @@ static const char bench_help[] =
     "Python front writes one for an nn.Module) under every conversion of\n"
     "its formats.\n"
     "      --recursive            search folders' sub-folders for models\n"
+    "      --trust-code           let the model run code: a manifest's\n"
+    "                             pytorch form that is a pickle (and its\n"
+    "                             sys_path), a torch.save .pt; without it\n"
+    "                             they are refused (docs/model-manifest.md)\n"
     "\n"
     "Conversions:\n"
     "  -c, --conversions LIST     names and ids, comma-separated, run in this\n"
@@ -193,6 +197,7 @@ enum {
   OPT_ATOL,
   OPT_TIER,
   OPT_NO_FALLBACK,
+  OPT_TRUST_CODE,
   OPT_CSV,
   OPT_MARKDOWN,
   OPT_HTML,
@@ -247,6 +252,7 @@ static const struct option options[] = {
     {"atol", required_argument, NULL, OPT_ATOL},
     {"tier", required_argument, NULL, OPT_TIER},
     {"no-fallback", no_argument, NULL, OPT_NO_FALLBACK},
+    {"trust-code", no_argument, NULL, OPT_TRUST_CODE},
     {"csv", required_argument, NULL, OPT_CSV},
     {"markdown", required_argument, NULL, OPT_MARKDOWN},
     {"html", required_argument, NULL, OPT_HTML},
@@ -526,6 +532,9 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     return parse_int("--tier", arg, 1, 3, &b->tier);
   case OPT_NO_FALLBACK:
     cfg->no_fallback = 1;
+    return MB_EXIT_OK;
+  case OPT_TRUST_CODE:
+    cfg->trust_code = 1;
     return MB_EXIT_OK;
   case OPT_CSV:
     b->csv_path = arg;

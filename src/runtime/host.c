@@ -164,6 +164,7 @@ static mb_status host_prepare(host_slot *slot, const mb_model *model,
       .calibration = options->calibration,
       .build_dir = options->build_dir ? options->build_dir : "",
       .build_hit = options->build_hit,
+      .trust_code = options->trust_code,
   };
   if (err) {
     err->status = MB_STATUS_OK;

@@ -56,6 +56,8 @@ typedef struct mb_runtime_options {
    * prepare's artifacts (mb_host_prepare_args). */
   const char *build_dir;
   int build_hit;
+  /* Host runtimes: the model's code may run (mb_bench_config.trust_code). */
+  int trust_code;
 } mb_runtime_options;
 
 typedef struct mb_runtime {

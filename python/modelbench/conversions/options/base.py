@@ -134,3 +134,8 @@ def load_pickled(folder: str, ctx: ConvertContext) -> Converted:  # noqa: ARG001
     except TypeError:  # a PyTorch without weights_only
         module = torch.load(path, map_location="cpu")
     return Converted(fn=module.eval())
+
+
+#: Loading it unpickles: code, loaded only when the user trusts the model
+#: (host.prepare_session converts again otherwise).
+load_pickled.runs_code = True  # type: ignore[attr-defined]
