@@ -19,6 +19,7 @@
  * input files work from the IR's inputs either way; each conversion gets
  * the file of its format (runtime options' model_path). */
 #include "bench/bench_internal.h"
+#include "bench/zip.h"
 #include "core/json_parse.h"
 
 #include <ctype.h>
@@ -42,13 +43,6 @@ typedef enum file_kind {
 
 /* ---- small helpers ---- */
 
-static uint64_t le(const unsigned char *p, int bytes) {
-  uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
-}
-
 /* Whether `name` ends with `suffix`. */
 static bool ends_with(const char *name, size_t len, const char *suffix) {
   size_t n = strlen(suffix);
@@ -64,37 +58,12 @@ static bool contains(const char *name, size_t len, const char *part) {
   return false;
 }
 
-/* A zip's central directory (offset and size) from its end record, the
- * zip64 one when the classic fields overflow; false when there is none. */
-static bool zip_directory_span(FILE *f, uint64_t *offset, uint64_t *size) {
-  unsigned char tail[65557];
-  if (fseek(f, 0, SEEK_END) != 0)
-    return false;
-  long end = ftell(f);
-  if (end < 22)
-    return false;
-  long start = end > (long)sizeof tail ? end - (long)sizeof tail : 0;
-  size_t n = (size_t)(end - start);
-  if (fseek(f, start, SEEK_SET) != 0 || fread(tail, 1, n, f) != n)
-    return false;
-  for (size_t i = n - 22 + 1; i-- > 0;) {
-    if (le(tail + i, 4) != 0x06054b50u)
-      continue;
-    *size = le(tail + i + 12, 4);
-    *offset = le(tail + i + 16, 4);
-    if (*offset != 0xffffffffu && *size != 0xffffffffu)
-      return true;
-    /* zip64: the locator sits just before the end record. */
-    unsigned char rec[56];
-    if (i < 20 || le(tail + i - 20, 4) != 0x07064b50u ||
-        fseek(f, (long)le(tail + i - 20 + 8, 8), SEEK_SET) != 0 ||
-        fread(rec, 1, sizeof rec, f) != sizeof rec || le(rec, 4) != 0x06064b50u)
-      return false;
-    *size = le(rec + 40, 8);
-    *offset = le(rec + 48, 8);
-    return true;
-  }
-  return false;
+/* mb_zip_read_fn over an open file: a model archive is read where its
+ * directory lies, never whole. */
+static bool file_read(void *ctx, uint64_t offset, void *buf, size_t n) {
+  FILE *f = ctx;
+  return offset <= (uint64_t)LONG_MAX &&
+         fseek(f, (long)offset, SEEK_SET) == 0 && fread(buf, 1, n, f) == n;
 }
 
 /* A zip is a torch.save pickle when it has a data.pkl and none of what
@@ -102,25 +71,23 @@ static bool zip_directory_span(FILE *f, uint64_t *offset, uint64_t *size) {
  * (TorchScript, a zip we cannot read) stays TORCHSCRIPT, whose loader is
  * libtorch's C++ one, which runs no Python. */
 static file_kind zip_kind(FILE *f) {
-  uint64_t offset, size;
+  uint64_t offset, size, count, pos = 0;
   file_kind kind = KIND_TORCHSCRIPT;
   unsigned char *dir = NULL;
   bool pickle = false, torchscript = false;
-  if (!zip_directory_span(f, &offset, &size) || size > MAX_ZIP_DIRECTORY ||
-      offset > (uint64_t)LONG_MAX || !(dir = malloc(size ? size : 1)) ||
-      fseek(f, (long)offset, SEEK_SET) != 0 || fread(dir, 1, size, f) != size)
+  long end;
+  if (fseek(f, 0, SEEK_END) != 0 || (end = ftell(f)) < 0 ||
+      mb__zip_directory(file_read, f, (uint64_t)end, "", "zip", &offset, &size,
+                        &count, NULL) != MB_STATUS_OK ||
+      size > MAX_ZIP_DIRECTORY || !(dir = malloc(size ? size : 1)) ||
+      !file_read(f, offset, dir, size))
     goto done;
-  for (uint64_t p = 0; p + 46 <= size && le(dir + p, 4) == 0x02014b50u;) {
-    size_t name_len = (size_t)le(dir + p + 28, 2);
-    uint64_t next =
-        p + 46 + name_len + le(dir + p + 30, 2) + le(dir + p + 32, 2);
-    if (p + 46 + name_len > size)
-      break;
-    const char *name = (const char *)dir + p + 46;
-    pickle |= ends_with(name, name_len, "data.pkl");
-    torchscript |= ends_with(name, name_len, "constants.pkl") ||
-                   contains(name, name_len, "/code/");
-    p = next;
+  mb_zip_entry e;
+  while (mb__zip_central(dir, size, &pos, &e)) {
+    const char *name = (const char *)e.name;
+    pickle |= ends_with(name, e.name_len, "data.pkl");
+    torchscript |= ends_with(name, e.name_len, "constants.pkl") ||
+                   contains(name, e.name_len, "/code/");
   }
   if (pickle && !torchscript)
     kind = KIND_PICKLE;

@@ -3,6 +3,7 @@
  * every size and offset checked against the file, so a malformed file is
  * an error that names it. */
 #include "bench/data.h"
+#include "bench/zip.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -292,129 +293,36 @@ mb_status mb__npy_save(const char *path, const mb_tensor *t, mb_error *err) {
  * the file before it is used, so a truncated or hostile archive is an
  * error naming the file, never a read out of bounds. */
 
-#define ZIP_EOCD_SIG 0x06054b50u
-#define ZIP64_LOCATOR_SIG 0x07064b50u
-#define ZIP64_EOCD_SIG 0x06064b50u
-#define ZIP_CENTRAL_SIG 0x02014b50u
-#define ZIP_LOCAL_SIG 0x04034b50u
 #define ZIP_MAX_MEMBERS 4096
 /* deflate expands at most ~1032:1; a larger claim is not an honest file. */
 #define ZIP_MAX_RATIO 1100
 
-static uint32_t rd16(const unsigned char *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8;
-}
-static uint32_t rd32(const unsigned char *p) {
-  return rd16(p) | rd16(p + 2) << 16;
-}
-static uint64_t rd64(const unsigned char *p) {
-  return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
+/* mb_zip_read_fn over an archive in memory. */
+typedef struct memory_archive {
+  const unsigned char *bytes;
+  size_t size;
+} memory_archive;
 
-typedef struct zip_entry {
-  uint64_t comp, size, local; /* compressed, uncompressed, header offset */
-  uint32_t method, flags;
-  const unsigned char *name;
-  size_t name_len;
-} zip_entry;
-
-/* Fills the fields a zip64 extra field (id 1) carries for those that are
- * 0xffffffff in the central entry, in the order the format gives. */
-static bool zip64_extra(const unsigned char *p, size_t len, zip_entry *e,
-                        bool big_size, bool big_comp, bool big_local) {
-  while (len >= 4) {
-    uint32_t id = rd16(p), n = rd16(p + 2);
-    if (n > len - 4)
-      return false;
-    if (id == 1) {
-      const unsigned char *q = p + 4;
-      size_t left = n;
-      uint64_t *fields[3] = {big_size ? &e->size : NULL,
-                             big_comp ? &e->comp : NULL,
-                             big_local ? &e->local : NULL};
-      for (int i = 0; i < 3; i++) {
-        if (!fields[i])
-          continue;
-        if (left < 8)
-          return false;
-        *fields[i] = rd64(q);
-        q += 8;
-        left -= 8;
-      }
-      return true;
-    }
-    p += 4 + n;
-    len -= 4 + n;
-  }
-  return !big_size && !big_comp && !big_local;
-}
-
-/* The central directory: where it starts and how many entries it holds. */
-static mb_status zip_directory(const unsigned char *b, size_t size,
-                               const char *path, uint64_t *offset_out,
-                               uint64_t *count_out, mb_error *err) {
-  if (size < 22)
-    return mb__error(err, MB_STATUS_PARSE, "%s: not a .npz file (too short)",
-                     path);
-  size_t lowest = size > 22 + 65535 ? size - 22 - 65535 : 0;
-  for (size_t at = size - 22 + 1; at-- > lowest;) {
-    if (rd32(b + at) != ZIP_EOCD_SIG || at + 22 + rd16(b + at + 20) != size)
-      continue;
-    uint64_t count = rd16(b + at + 10), offset = rd32(b + at + 16);
-    if ((count == 0xffff || offset == 0xffffffffu) && at >= 20 &&
-        rd32(b + at - 20) == ZIP64_LOCATOR_SIG) {
-      uint64_t z = rd64(b + at - 20 + 8);
-      if (z > size || size - z < 56 || rd32(b + z) != ZIP64_EOCD_SIG)
-        return mb__error(err, MB_STATUS_PARSE,
-                         "%s: malformed .npz (zip64 end record)", path);
-      count = rd64(b + z + 32);
-      offset = rd64(b + z + 48);
-    }
-    *offset_out = offset;
-    *count_out = count;
-    return MB_STATUS_OK;
-  }
-  return mb__error(err, MB_STATUS_PARSE,
-                   "%s: not a .npz file (no zip end record)", path);
-}
-
-/* Central entry at *pos: its fields, *pos moved past it. */
-static bool zip_central(const unsigned char *b, size_t size, uint64_t *pos,
-                        zip_entry *e) {
-  uint64_t p = *pos;
-  if (p > size || size - p < 46 || rd32(b + p) != ZIP_CENTRAL_SIG)
+static bool memory_read(void *ctx, uint64_t offset, void *buf, size_t n) {
+  const memory_archive *m = ctx;
+  if (offset > m->size || n > m->size - offset)
     return false;
-  const unsigned char *c = b + p;
-  size_t name_len = rd16(c + 28), extra_len = rd16(c + 30),
-         comment_len = rd16(c + 32);
-  if (size - p - 46 < name_len + extra_len + comment_len)
-    return false;
-  e->flags = rd16(c + 8);
-  e->method = rd16(c + 10);
-  e->comp = rd32(c + 20);
-  e->size = rd32(c + 24);
-  e->local = rd32(c + 42);
-  e->name = c + 46;
-  e->name_len = name_len;
-  if (!zip64_extra(c + 46 + name_len, extra_len, e, e->size == 0xffffffffu,
-                   e->comp == 0xffffffffu, e->local == 0xffffffffu))
-    return false;
-  *pos = p + 46 + name_len + extra_len + comment_len;
+  memcpy(buf, m->bytes + offset, n);
   return true;
 }
 
 /* A member's bytes: stored ones point into the archive (*owned NULL),
  * deflated ones are inflated into *owned. */
 static mb_status zip_member(const unsigned char *b, size_t size,
-                            const zip_entry *e, const char *where,
+                            const mb_zip_entry *e, const char *where,
                             const unsigned char **data_out,
                             unsigned char **owned, mb_error *err) {
   *owned = NULL;
   uint64_t p = e->local;
-  if (p > size || size - p < 30 || rd32(b + p) != ZIP_LOCAL_SIG)
+  if (p > size || size - p < 30 || mb__zip_u32(b + p) != MB_ZIP_LOCAL_SIG)
     return mb__error(err, MB_STATUS_PARSE, "%s: malformed .npz (local header)",
                      where);
-  uint64_t start = p + 30 + rd16(b + p + 26) + rd16(b + p + 28);
+  uint64_t start = p + 30 + mb__zip_u16(b + p + 26) + mb__zip_u16(b + p + 28);
   if (start > size || size - start < e->comp)
     return mb__error(err, MB_STATUS_PARSE,
                      "%s: truncated .npz (the member runs past the end)",
@@ -488,12 +396,14 @@ mb_status mb__npz_load(const char *path, mb_npz *npz_out, mb_error *err) {
   void *file = NULL;
   size_t size = 0;
   mb_npz npz = {0, NULL, NULL};
-  uint64_t pos = 0, count = 0;
+  uint64_t offset = 0, dir_size = 0, pos = 0, count = 0;
   mb_status status = mb__read_file(path, &file, &size, err);
   if (status != MB_STATUS_OK)
     return status;
   const unsigned char *b = file;
-  if ((status = zip_directory(b, size, path, &pos, &count, err)))
+  memory_archive archive = {b, size};
+  if ((status = mb__zip_directory(memory_read, &archive, size, path, ".npz",
+                                  &offset, &dir_size, &count, err)))
     goto done;
   if (count == 0 || count > ZIP_MAX_MEMBERS) {
     status = mb__error(err, MB_STATUS_PARSE,
@@ -508,8 +418,8 @@ mb_status mb__npz_load(const char *path, mb_npz *npz_out, mb_error *err) {
     goto done;
   }
   for (uint64_t i = 0; i < count; i++) {
-    zip_entry e;
-    if (!zip_central(b, size, &pos, &e)) {
+    mb_zip_entry e;
+    if (!mb__zip_central(b + offset, (size_t)dir_size, &pos, &e)) {
       status = mb__error(err, MB_STATUS_PARSE,
                          "%s: malformed .npz (central directory entry %llu)",
                          path, (unsigned long long)i);
