@@ -306,9 +306,9 @@ mb_status mb_profile_model(const char *model_path, const char *conversion,
   job.def = mb__conversion_def(index);
   if (!(files.formats & (1u << job.def->format))) {
     char why[MB_ERROR_MESSAGE_SIZE];
-    status = mb__error(err, MB_STATUS_UNSUPPORTED, "%s: %s", info.name,
-                       mb__model_files_missing(&files, job.def->format, why,
-                                               sizeof why));
+    status = mb__error(
+        err, MB_STATUS_UNSUPPORTED, "%s: %s", info.name,
+        mb__model_files_missing(&files, job.def->format, why, sizeof why));
     goto done;
   }
   if ((status = mb__input_source_open(files.model, config, &source, err)))
