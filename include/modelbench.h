@@ -363,7 +363,13 @@ typedef struct mb_model_stats {
   char shape_note[MB_ERROR_MESSAGE_SIZE];
   int n_unsupported;     /* operators the reference interpreter lacks */
   char *unsupported_ops; /* "domain:op, ..." or "" */
-  void *storage_;        /* internal */
+  /* Pre-quantised (QDQ, QOperator, integer or dynamic quantisation
+   * operators that quantise activations): bench judges every conversion
+   * of it by the cosine criterion. quantization: what was found, "QDQ: 12
+   * QuantizeLinear, 12 DequantizeLinear; ...", "" when nothing. */
+  int quantized;
+  char quantization[256];
+  void *storage_; /* internal */
 } mb_model_stats;
 
 /* Analyses the model: metadata, op histogram, parameters and FLOPs for the
@@ -409,6 +415,29 @@ typedef enum mb_precision {
       MB_PRECISION_COUNT
 } mb_precision;
 const char *mb_precision_name(mb_precision precision);
+
+/* How a result's outputs were judged against the reference: TOLERANCE,
+ * every value within rtol/atol (fp32 conversions of a float model);
+ * COSINE, the reduced-precision criterion, 1 - cosine of every output
+ * within max_error (fp16, bf16 and int8 conversions, and every conversion
+ * of a pre-quantised model: runtimes round differently from the reference
+ * at its quantisation boundaries). UNKNOWN: not recorded (reports from
+ * before the field; readers then go by the conversion's precision).
+ * X(NAME, "name") */
+#define MB_ACCURACY_CRITERION_LIST(X)                                          \
+  X(UNKNOWN, "unknown")                                                        \
+  X(TOLERANCE, "rtol_atol")                                                    \
+  X(COSINE, "cosine")
+typedef enum mb_accuracy_criterion {
+#define MB_X(name, str) MB_ACCURACY_##name,
+  MB_ACCURACY_CRITERION_LIST(MB_X)
+#undef MB_X
+      MB_ACCURACY_CRITERION_COUNT
+} mb_accuracy_criterion;
+/* "rtol_atol", "cosine", "unknown"; "invalid" out of range. */
+const char *mb_accuracy_criterion_name(mb_accuracy_criterion criterion);
+/* The criterion named `name`; -1 when none. */
+int mb_accuracy_criterion_from_name(const char *name);
 
 /* The width of an int8 conversion's weights (its int8 form). x86 CPUs
  * without VNNI or AMX multiply uint8 activations by int8 weights with
@@ -835,6 +864,10 @@ typedef struct mb_bench_result {
   double task_accuracy;
   int64_t task_rows;
   int inaccurate; /* reduced precision beyond max_error (see config) */
+  /* How the outputs were judged: COSINE for reduced precisions and for
+   * every conversion of a pre-quantised model (report->model_quantized),
+   * TOLERANCE otherwise; UNKNOWN when not recorded. */
+  mb_accuracy_criterion accuracy_criterion;
   /* Hybrid conversions at a reduced precision: the share of the model's
    * FLOPs whose segments ran at that precision (the rest fell back to
    * fp32 or the reference interpreter), 0..1; < 0 when not applicable or
@@ -906,7 +939,12 @@ typedef struct mb_bench_report {
   int n_labels;
   const char **labels;
   char sweep_point[160]; /* config->sweep_point, "" when none */
-  void *storage_;        /* internal */
+  /* The model is pre-quantised (mb_model_stats.quantized): its results
+   * are judged by the cosine criterion. model_quantization: what was
+   * found, "" when nothing. */
+  int model_quantized;
+  char model_quantization[256];
+  void *storage_; /* internal */
 } mb_bench_report;
 
 /* Benchmarks the model under every requested conversion (each in its own
@@ -1097,9 +1135,11 @@ typedef struct mb_recommendations {
 } mb_recommendations;
 
 /* A result is accurate when its accuracy is known and within the
- * tolerance of its precision (fp32: every output within the run's
- * rtol/atol; reduced precisions: cosine >= 0.999 per output) and no
- * `inaccurate` flag is set. options may be NULL. */
+ * tolerance of its criterion (result->accuracy_criterion; TOLERANCE, fp32
+ * on a float model: every output within the run's rtol/atol; COSINE,
+ * reduced precisions and every conversion of a pre-quantised model:
+ * cosine >= 0.999 per output) and no `inaccurate` flag is set. options may be
+ * NULL. */
 void mb_bench_recommend(const mb_bench_report *report,
                         const mb_recommend_options *options,
                         mb_recommendations *out);

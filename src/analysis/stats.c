@@ -2,6 +2,7 @@
  *
  * Everything the stats point to lives in one arena (stats->storage_), so
  * they stay valid after the model is freed and are released in one call. */
+#include "analysis/quantization.h"
 #include "runtime/flops.h"
 
 #include <stdlib.h>
@@ -327,6 +328,8 @@ mb_status mb_model_analyze(const mb_model *model, const mb_shape_spec *spec,
   status = collect_nodes(&a, model->graph, shapes);
   if (status != MB_STATUS_OK)
     goto fail;
+  stats.quantized = mb__model_quantization(model, stats.quantization,
+                                           sizeof stats.quantization);
   free(shapes);
   *stats_out = stats;
   return MB_STATUS_OK;

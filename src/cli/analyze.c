@@ -112,6 +112,13 @@ static void print_text(const char *path, const mb_model_stats *s) {
   printf("unsupported  %s\n",
          s->n_unsupported ? SAFE(s->unsupported_ops, t1)
                           : "none (the reference interpreter runs every op)");
+  if (s->quantized)
+    printf("quantized    yes: %s (bench judges every conversion by cosine)\n",
+           SAFE(s->quantization, t1));
+  else if (s->quantization[0])
+    printf("quantized    no, weights only: %s\n", SAFE(s->quantization, t1));
+  else
+    printf("quantized    no\n");
 }
 
 static void json_value_infos(mb_json *j, const char *key, int n,
@@ -260,6 +267,9 @@ static void print_json(const char *path, const mb_model_stats *s,
       p++;
   }
   mb__json_array_end(&j);
+  mb__json_kv_bool(&j, "quantized", s->quantized != 0);
+  mb__json_key(&j, "quantization");
+  mb__json_string(&j, s->quantization[0] ? s->quantization : NULL);
   if (partition)
     print_partition_json(&j, partition);
   mb__json_object_end(&j);

@@ -54,6 +54,28 @@ const char *mb_precision_name(mb_precision precision) {
                                                   : "invalid";
 }
 
+static const char *const accuracy_criterion_names[] = {
+#define MB_X(name, str) str,
+    MB_ACCURACY_CRITERION_LIST(MB_X)
+#undef MB_X
+};
+_Static_assert(MB_ARRAY_COUNT(accuracy_criterion_names) ==
+                   MB_ACCURACY_CRITERION_COUNT,
+               "one name per accuracy criterion");
+
+const char *mb_accuracy_criterion_name(mb_accuracy_criterion criterion) {
+  return (unsigned)criterion < MB_ACCURACY_CRITERION_COUNT
+             ? accuracy_criterion_names[criterion]
+             : "invalid";
+}
+
+int mb_accuracy_criterion_from_name(const char *name) {
+  for (int i = 0; name && i < MB_ACCURACY_CRITERION_COUNT; i++)
+    if (strcmp(name, accuracy_criterion_names[i]) == 0)
+      return i;
+  return -1;
+}
+
 static const char *const int8_weights_names[] = {
 #define MB_X(name, str) str,
     MB_INT8_WEIGHTS_LIST(MB_X)
