@@ -207,6 +207,9 @@ typedef struct mb_bench_job {
    * the samples, in order; n_labels rows, or NULL. */
   int64_t *labels;
   int64_t n_labels;
+  /* The model is pre-quantised (analysis/quantization.h): every
+   * conversion's outputs are judged by the cosine criterion. */
+  bool model_quantized;
   mb_machine_info machine;
   /* When the parent kills this worker (mb__now() clock), 0 for never:
    * long searches (find-peak) stop in time. */

@@ -12,6 +12,7 @@
  * the result, reference outputs) on one, and the crash handler's backtrace
  * on the other. The parent polls both against the per-conversion timeout;
  * when it expires the worker's whole process group is killed. */
+#include "analysis/quantization.h"
 #include "bench/bench_internal.h"
 #include "bench/data.h"
 
@@ -1002,6 +1003,11 @@ static mb_status load_inputs(engine *e, const char *model_path, mb_error *err) {
            e->files.sha256);
   snprintf(report->model_name, sizeof report->model_name, "%s", e->files.name);
   report->model_formats = e->files.formats;
+  /* A pre-quantised model: every conversion is judged by the cosine
+   * criterion (the worker reads job->model_quantized). */
+  job->model_quantized = mb__model_quantization(
+      model, report->model_quantization, sizeof report->model_quantization);
+  report->model_quantized = job->model_quantized;
   if ((status = describe_source(e, arena, err)))
     return status;
 

@@ -189,6 +189,7 @@ void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
   mb__wire_put_f64(w, r->task_accuracy);
   mb__wire_put_i64(w, r->task_rows);
   mb__wire_put_u32(w, (uint32_t)r->inaccurate);
+  mb__wire_put_u32(w, (uint32_t)r->accuracy_criterion);
   mb__wire_put_u32(w, (uint32_t)(r->cache_hit + 1));
   mb__wire_put_f64(w, r->build_ms);
   mb__wire_put_u32(w, (uint32_t)(r->recompiles + 1));
@@ -252,6 +253,10 @@ mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
   r->task_accuracy = mb__wire_get_f64(w);
   r->task_rows = mb__wire_get_i64(w);
   r->inaccurate = (int)mb__wire_get_u32(w);
+  uint32_t criterion = mb__wire_get_u32(w);
+  r->accuracy_criterion = criterion < MB_ACCURACY_CRITERION_COUNT
+                              ? (mb_accuracy_criterion)criterion
+                              : MB_ACCURACY_UNKNOWN;
   r->cache_hit = (int)mb__wire_get_u32(w) - 1;
   r->build_ms = mb__wire_get_f64(w);
   r->recompiles = (int)mb__wire_get_u32(w) - 1;

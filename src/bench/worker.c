@@ -8,6 +8,7 @@
  * as soon as it exists, before releasing the session, so that a runtime
  * crashing or hanging in cleanup cannot lose the figures. The wire format
  * both ends of the pipe use is wire.c's. */
+#include "analysis/quantization.h"
 #include "bench/bench_internal.h"
 
 #include <errno.h>
@@ -263,12 +264,16 @@ static mb_status compare_sample(const mb_bench_job *job, int64_t k,
 }
 
 /* After every sample: the result's worst error over outputs, and a
- * warning per output beyond its bound (reduced precision: 1 - cosine over
- * max_error, which flags the result inaccurate; fp32: rtol/atol). */
+ * warning per output beyond its bound (the cosine criterion, for reduced
+ * precisions and every conversion of a pre-quantised model: 1 - cosine
+ * over max_error, which flags the result inaccurate; fp32 on a float
+ * model: rtol/atol). */
 static void judge_accuracy(const mb_bench_job *job,
                            const mb_conversion_def *def, int n_ref,
                            const int64_t *bad, mb_bench_result *result) {
-  bool reduced = def->precision != MB_PRECISION_FP32;
+  result->accuracy_criterion =
+      mb__accuracy_criterion(def->precision, job->model_quantized);
+  bool reduced = result->accuracy_criterion == MB_ACCURACY_COSINE;
   double max_error = job->config->max_error > 0 ? job->config->max_error : 1e-3;
   for (int i = 0; i < job->n_outputs; i++) {
     const mb_output_accuracy *acc = &result->accuracy[i];

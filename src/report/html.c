@@ -804,10 +804,16 @@ static void write_machine(FILE *f, const mb_bench_report *report) {
   factf(f, "timed phase", "at least %d iterations / %g s, at most %g s",
         c->min_iterations, c->min_seconds, c->max_seconds);
   factf(f, "timeout", "%g s per conversion", c->timeout_seconds);
-  factf(f, "accuracy tolerance",
-        "rtol %g, atol %g (fp32); cosine >= %g "
-        "(fp16, bf16, int8)",
-        c->rtol, c->atol, MB_REPORT_MIN_COSINE);
+  if (report->model_quantized)
+    factf(f, "accuracy tolerance",
+          "cosine >= %g for every conversion: the model is pre-quantised "
+          "(%s)",
+          MB_REPORT_MIN_COSINE, report->model_quantization);
+  else
+    factf(f, "accuracy tolerance",
+          "rtol %g, atol %g (fp32); cosine >= %g "
+          "(fp16, bf16, int8)",
+          c->rtol, c->atol, MB_REPORT_MIN_COSINE);
   factf(f, "seed", "%llu", (unsigned long long)c->seed);
   factf(f, "isolation", "%s",
         c->isolate ? "one process per conversion" : "in-process");

@@ -48,6 +48,8 @@ static void write_model(mb_json *j, const mb_bench_report *r) {
   kv_string_or_null(j, "sha256", r->model_sha256);
   kv_string_or_null(j, "script", r->model_script);
   kv_string_or_null(j, "location", r->model_location);
+  mb__json_kv_bool(j, "quantized", r->model_quantized != 0);
+  kv_string_or_null(j, "quantization", r->model_quantization);
   mb__json_key(j, "formats");
   mb__json_array_begin(j);
   for (int f = 0; f < MB_MODEL_FORMAT_COUNT; f++)
@@ -287,6 +289,10 @@ static void write_accuracy(mb_json *j, const mb_bench_result *r) {
   mb__json_kv_double(j, "max_rel_err", rel_err);
   mb__json_kv_double(j, "cosine", cosine);
   kv_measured(j, "top1_agreement", top1, top1 >= 0);
+  /* The worker's, else (a report read back from an older file) what the
+   * precision implies: what mb__report_is_accurate judged by. */
+  mb__json_kv_string(j, "criterion",
+                     mb_accuracy_criterion_name(mb__report_criterion(r)));
   mb__json_key(j, "outputs");
   mb__json_array_begin(j);
   for (int i = 0; i < r->n_outputs && r->accuracy; i++) {

@@ -2,8 +2,9 @@
  *
  * Only results that are ok and accurate take part (mb__report_is_accurate in
  * report_util.c has the rule: fp32 results must pass the worker's
- * elementwise rtol/atol check, reduced precisions need a cosine of at least
- * 0.999 on every output). Among those:
+ * elementwise rtol/atol check, reduced precisions and every conversion of
+ * a pre-quantised model need a cosine of at least 0.999 on every output).
+ * Among those:
  *   fastest_accurate  lowest median;
  *   fastest_exact     lowest median among fp32 ones (a conversion whose
  *                     precision nothing says counts as fp32);
@@ -79,8 +80,11 @@ static const char *accuracy_text(char *buf, size_t size,
   mb_precision precision = mb__report_precision(r, NULL);
   if (r->n_outputs <= 0 && mb__report_max_abs_err(r) < 0)
     snprintf(buf, size, "no outputs compared");
-  else if (precision == MB_PRECISION_FP32)
+  else if (mb__report_criterion(r) == MB_ACCURACY_TOLERANCE)
     snprintf(buf, size, "max abs error %.2g", mb__report_max_abs_err(r));
+  else if (precision == MB_PRECISION_FP32) /* a pre-quantised model */
+    snprintf(buf, size, "min cosine %.6f on the pre-quantised model",
+             mb__report_min_cosine(r));
   else
     snprintf(buf, size, "%s with min cosine %.6f", mb_precision_name(precision),
              mb__report_min_cosine(r));

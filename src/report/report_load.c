@@ -263,6 +263,20 @@ static mb_status read_accuracy(loader *l, const mb_json_value *obj,
     return status;
   if (max)
     r->max_abs_err = max->number;
+  /* The criterion (absent from older reports: UNKNOWN, judged by
+   * precision); a name this version does not know is an error. */
+  const mb_json_value *criterion =
+      member(l, acc, "criterion", MB_JSON_STRING, &status);
+  if (status)
+    return status;
+  if (criterion) {
+    int c = mb_accuracy_criterion_from_name(criterion->string);
+    if (c < 0)
+      return field_error(l, criterion,
+                         "%s: unknown accuracy \"criterion\" '%s'",
+                         r->conversion, criterion->string);
+    r->accuracy_criterion = (mb_accuracy_criterion)c;
+  }
   const mb_json_value *outputs =
       member(l, acc, "outputs", MB_JSON_ARRAY, &status);
   if (!outputs || outputs->count == 0)
@@ -411,6 +425,8 @@ static mb_status read_model(loader *l, const mb_json_value *root,
       F_TEXT(mb_bench_report, "sha256", model_sha256),
       F_TEXT(mb_bench_report, "script", model_script),
       F_TEXT(mb_bench_report, "location", model_location),
+      F_BOOL(mb_bench_report, "quantized", model_quantized, 0),
+      F_TEXT(mb_bench_report, "quantization", model_quantization),
   };
   mb_status status;
   const mb_json_value *model =

@@ -212,13 +212,23 @@ static bool has_warning(const mb_bench_result *r, const char *text,
  * mean the comparison itself broke down. Reduced precisions are expected
  * to miss fp32 tolerances, so they are judged by direction instead: the
  * cosine of every output. */
+mb_accuracy_criterion mb__report_criterion(const mb_bench_result *r) {
+  if (r->accuracy_criterion == MB_ACCURACY_TOLERANCE ||
+      r->accuracy_criterion == MB_ACCURACY_COSINE)
+    return r->accuracy_criterion;
+  return mb__report_precision(r, NULL) == MB_PRECISION_FP32
+             ? MB_ACCURACY_TOLERANCE
+             : MB_ACCURACY_COSINE;
+}
+
+/* The criterion is the worker's (mb__report_criterion): a pre-quantised
+ * model's fp32 conversions are judged by cosine too. */
 bool mb__report_is_accurate(const mb_bench_result *r) {
   if (r->status != MB_BENCH_OK || !r->has_accuracy)
     return false;
   if (has_warning(r, MB_REPORT_INACCURATE_PREFIX, true))
     return false;
-  mb_precision precision = mb__report_precision(r, NULL);
-  if (precision == MB_PRECISION_FP32) {
+  if (mb__report_criterion(r) == MB_ACCURACY_TOLERANCE) {
     if (isnan(mb__report_max_abs_err(r)))
       return false;
     return !has_warning(r, MB_REPORT_MISMATCH_WARNING, false);

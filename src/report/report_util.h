@@ -81,10 +81,17 @@ double mb__report_max_abs_err(const mb_bench_result *r);
  * is NaN. */
 double mb__report_min_cosine(const mb_bench_result *r);
 
+/* The criterion the result's outputs were judged by: the worker's
+ * (result->accuracy_criterion), else (a report from before the field) by
+ * precision: TOLERANCE for fp32, COSINE for reduced precisions. */
+mb_accuracy_criterion mb__report_criterion(const mb_bench_result *r);
+
 /* The accuracy rule of mb_bench_recommend (see recommend.c): status ok,
- * accuracy known, no `inaccurate` warning, and per precision fp32: no
- * output outside the run's rtol/atol (the worker's elementwise check) and
- * no NaN error; fp16/bf16/int8: every output's cosine >= 0.999. */
+ * accuracy known, no `inaccurate` warning, and per criterion
+ * (mb__report_criterion) TOLERANCE: no output outside the run's rtol/atol
+ * (the worker's elementwise check) and no NaN error; COSINE (fp16, bf16,
+ * int8, every conversion of a pre-quantised model): every output's cosine
+ * >= 0.999. */
 bool mb__report_is_accurate(const mb_bench_result *r);
 
 /* Fills order[0 .. n_results-1]: ok rows by median (ties keep request

@@ -220,6 +220,17 @@ static void print_header(const mb_bench_report *report, FILE *out) {
   fputs("inputs:  ", out);
   put_clipped(out, report->n_inputs ? line : "(none)", TABLE_WIDTH - 9);
   fputc('\n', out);
+  if (report->model_quantized) {
+    /* Why an fp32 conversion's accuracy reads as a cosine. */
+    char quant[TABLE_WIDTH * 4];
+    snprintf(quant, sizeof quant,
+             "pre-quantised, every conversion judged "
+             "by cosine (%s)",
+             report->model_quantization);
+    fputs("quant:   ", out);
+    put_clipped(out, quant, TABLE_WIDTH - 9);
+    fputc('\n', out);
+  }
 
   char machine[TABLE_WIDTH * 2];
   snprintf(machine, sizeof machine, "%s, %d cores%s%s",
