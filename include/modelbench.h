@@ -778,6 +778,27 @@ typedef struct mb_machine_info {
   double load_average; /* 1-minute, at the start of the run */
   char host[64];       /* the host name; "" unknown */
 } mb_machine_info;
+
+/* What besides the machine makes a run faster or slower, captured by the
+ * parent when a run starts, so that `compare` can say what changed between
+ * two runs (docs/json-schema.md, "environment"). A fact that cannot be read
+ * says why ("unknown: ..."). Runtime versions are each result's
+ * runtime_version. */
+typedef struct mb_environment {
+  int recorded;              /* 0: not captured (an older report) */
+  char cpu_flags_sha256[17]; /* 16 hex digits of the sha256 of
+                                /proc/cpuinfo's whole flags line; "" none */
+  char governor[128];        /* cpu0's scaling governor, or "unknown: why" */
+  char smt[128];             /* "on", "off", or "unknown: why" */
+  char kernel[256];          /* uname: release and version */
+  int cpus_allowed;          /* CPUs in the affinity mask; 0 unknown */
+  char blas[192];            /* OpenBLAS's build, openblas_get_config() */
+  /* The environment variables that change speed (OMP_*, MKL_*, ...,
+   * LD_PRELOAD), "NAME=value" verbatim, sorted by name. Owned by the
+   * report. */
+  int n_variables;
+  const char **variables;
+} mb_environment;
 /* One run of a find-peak search. */
 typedef struct mb_load_trial {
   double target_qps;   /* asked */
@@ -923,6 +944,7 @@ typedef struct mb_bench_report {
   mb_input_shape *inputs; /* concrete shapes used; names owned */
   mb_dtype *input_dtypes;
   mb_machine_info machine;
+  mb_environment environment;
   mb_bench_config config; /* effective settings; its pointers point into
                              the report and live as long as it; callbacks
                              are NULL */

@@ -804,6 +804,206 @@ TEST(json_report_loads_like_db_run) {
   return 0;
 }
 
+/* ---- environments ---- */
+
+/* Flattens the "environment" object JSON into entries in doc's arena. */
+static int parse_environment(const char *json, mb_json_doc **doc,
+                             mb_env_entry **entries, int *n, mb_error *err) {
+  if (mb__json_parse(json, strlen(json), "test", doc, err) != MB_STATUS_OK)
+    return -1;
+  return mb__environment_from_json((*doc)->arena, &(*doc)->root, "test",
+                                   entries, n, err) == MB_STATUS_OK
+             ? 0
+             : -1;
+}
+
+static const mb_env_difference *find_difference(const mb_env_difference *d,
+                                                int n, const char *key) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(d[i].key, key) == 0)
+      return &d[i];
+  return NULL;
+}
+
+/* Two environments: a variable set only in B, one only in A, one changed
+ * and one the same; facts changed, the same, or recorded on one side only
+ * (a runtime B did not use: not a difference). */
+TEST(environment_diff) {
+  static const char env_a[] =
+      "{\"cpu_model\": \"Test CPU\", \"isa\": [\"avx2\", \"fma\"],"
+      " \"governor\": \"performance\", \"smt\": \"on\","
+      " \"kernel\": \"6.1.0 #1\", \"cpus_allowed\": 4, \"threads\": 2,"
+      " \"libraries\": {\"openblas\": \"OpenBLAS 0.3.21\","
+      "   \"onnxruntime\": \"1.17.1\"},"
+      " \"variables\": {\"MKL_ENABLE_INSTRUCTIONS\": \"AVX2\","
+      "   \"OMP_NUM_THREADS\": \"2\", \"OMP_PROC_BIND\": \"close\"}}";
+  static const char env_b[] =
+      "{\"cpu_model\": \"Test CPU\", \"isa\": [\"avx2\", \"fma\"],"
+      " \"governor\": \"powersave\", \"smt\": \"on\","
+      " \"kernel\": \"6.1.0 #1\", \"cpus_allowed\": 4, \"threads\": 2,"
+      " \"libraries\": {\"openblas\": \"OpenBLAS 0.3.21\"},"
+      " \"variables\": {\"OMP_WAIT_POLICY\": \"passive\","
+      "   \"OMP_NUM_THREADS\": \"4\", \"OMP_PROC_BIND\": \"close\"}}";
+  mb_error err = {0};
+  mb_json_doc *doc_a = NULL, *doc_b = NULL;
+  mb_env_entry *a = NULL, *b = NULL;
+  mb_env_difference *d = NULL;
+  int na = 0, nb = 0, n = 0;
+  ASSERT_EQ(parse_environment(env_a, &doc_a, &a, &na, &err), 0);
+  ASSERT_EQ(parse_environment(env_b, &doc_b, &b, &nb, &err), 0);
+  ASSERT_EQ(na, 12);
+
+  /* The same environment twice: nothing differs. */
+  ASSERT_OK(mb__environment_diff(a, na, a, na, &d, &n, &err), &err);
+  ASSERT_EQ(n, 0);
+  ASSERT(d == NULL);
+
+  ASSERT_OK(mb__environment_diff(a, na, b, nb, &d, &n, &err), &err);
+  ASSERT_EQ(n, 4);
+  /* Variables first, by name. */
+  ASSERT_STR_EQ(d[0].key, "MKL_ENABLE_INSTRUCTIONS");
+  ASSERT_STR_EQ(d[0].a, "AVX2");
+  ASSERT(d[0].b == NULL && d[0].variable);
+  ASSERT_STR_EQ(d[1].key, "OMP_NUM_THREADS");
+  ASSERT_STR_EQ(d[1].a, "2");
+  ASSERT_STR_EQ(d[1].b, "4");
+  ASSERT_STR_EQ(d[2].key, "OMP_WAIT_POLICY");
+  ASSERT(d[2].a == NULL);
+  ASSERT_STR_EQ(d[2].b, "passive");
+  ASSERT_STR_EQ(d[3].key, "governor");
+  ASSERT_STR_EQ(d[3].a, "performance");
+  ASSERT_STR_EQ(d[3].b, "powersave");
+  ASSERT(!d[3].variable);
+  ASSERT(!find_difference(d, n, "OMP_PROC_BIND"));
+  ASSERT(!find_difference(d, n, "libraries.onnxruntime"));
+  ASSERT(!find_difference(d, n, "libraries.openblas"));
+  free(d);
+
+  /* The other way round: unset and set swap sides. */
+  ASSERT_OK(mb__environment_diff(b, nb, a, na, &d, &n, &err), &err);
+  ASSERT_EQ(n, 4);
+  const mb_env_difference *wait = find_difference(d, n, "OMP_WAIT_POLICY");
+  ASSERT(wait && wait->b == NULL);
+  ASSERT_STR_EQ(wait->a, "passive");
+  free(d);
+
+  /* A variable is never a fact of the same name, and a changed word of
+   * an array (isa) or a number (threads) shows. */
+  mb_json_doc *doc_c = NULL;
+  mb_env_entry *c = NULL;
+  int nc = 0;
+  ASSERT_EQ(parse_environment("{\"isa\": [\"avx2\"], \"threads\": 4,"
+                              " \"variables\": {\"governor\": \"x\"}}",
+                              &doc_c, &c, &nc, &err),
+            0);
+  ASSERT_OK(mb__environment_diff(a, na, c, nc, &d, &n, &err), &err);
+  ASSERT_EQ(n, 6); /* 3 of A's variables, governor set, isa, threads */
+  ASSERT_STR_EQ(find_difference(d, n, "isa")->b, "avx2");
+  ASSERT_STR_EQ(find_difference(d, n, "threads")->a, "2");
+  free(d);
+
+  /* A variable that is not a string is an error naming it. */
+  mb__json_doc_free(doc_c);
+  doc_c = NULL;
+  ASSERT_EQ(parse_environment("{\"variables\": {\"OMP_X\": 1}}", &doc_c, &c,
+                              &nc, &err),
+            -1);
+  ASSERT_CONTAINS(err.message, "OMP_X");
+  mb__json_doc_free(doc_c);
+  mb__json_doc_free(doc_a);
+  mb__json_doc_free(doc_b);
+  return 0;
+}
+
+static const mb_env_entry *find_entry(const mb_db_run *run, const char *key) {
+  for (int i = 0; i < run->n_environment; i++)
+    if (strcmp(run->environment[i].key, key) == 0)
+      return &run->environment[i];
+  return NULL;
+}
+
+/* A report's environment goes into the database and its JSON file and
+ * comes back alike; a report without one reads as not recorded; a
+ * database of schema version 1 is upgraded on open. */
+TEST(environment_stored_and_loaded) {
+  static fixture f;
+  mb_error err = {0};
+  char dir[64], path[128], json[160];
+  mb_db *db = NULL;
+  mb_db_run *from_db = NULL, *from_json = NULL;
+  ASSERT_EQ(open_temp_db(dir, sizeof dir, path, sizeof path, &db, &err), 0);
+  fixture_init(&f, "m.onnx", sha_a, 1.0);
+  snprintf(f.results[1].runtime, sizeof f.results[1].runtime, "onnxruntime");
+  snprintf(f.results[1].runtime_version, sizeof f.results[1].runtime_version,
+           "1.17.1");
+  int64_t id_old;
+  ASSERT_OK(mb__db_store_report(db, &f.report, NULL, 0, &id_old, &err), &err);
+  mb_environment *e = &f.report.environment;
+  const char *vars[] = {"OMP_NUM_THREADS=2", "OMP_WAIT_POLICY=passive"};
+  e->recorded = 1;
+  snprintf(e->governor, sizeof e->governor, "performance");
+  snprintf(e->smt, sizeof e->smt, "off");
+  snprintf(e->blas, sizeof e->blas, "OpenBLAS 0.3.21 Haswell");
+  e->cpus_allowed = 2;
+  e->variables = vars;
+  e->n_variables = 2;
+  int64_t id;
+  ASSERT_OK(mb__db_store_report(db, &f.report, NULL, 0, &id, &err), &err);
+  snprintf(json, sizeof json, "%s/report.json", dir);
+  ASSERT_OK(mb_bench_report_write_json(&f.report, json, &err), &err);
+  mb_db_run *runs[2];
+  ASSERT_OK(mb__db_load_run(db, id, &from_db, &err), &err);
+  ASSERT_OK(mb__run_load_json(json, &from_json, &err), &err);
+  runs[0] = from_db;
+  runs[1] = from_json;
+  for (int k = 0; k < 2; k++) {
+    const mb_db_run *run = runs[k];
+    ASSERT(run->environment_recorded);
+    const mb_env_entry *x = find_entry(run, "OMP_WAIT_POLICY");
+    ASSERT(x && x->variable);
+    ASSERT_STR_EQ(x->value, "passive");
+    ASSERT_STR_EQ(find_entry(run, "governor")->value, "performance");
+    ASSERT_STR_EQ(find_entry(run, "smt")->value, "off");
+    ASSERT_STR_EQ(find_entry(run, "cpus_allowed")->value, "2");
+    ASSERT_STR_EQ(find_entry(run, "cpu_model")->value, "Test CPU");
+    ASSERT_STR_EQ(find_entry(run, "libraries.openblas")->value,
+                  "OpenBLAS 0.3.21 Haswell");
+    ASSERT_STR_EQ(find_entry(run, "libraries.onnxruntime")->value, "1.17.1");
+    ASSERT(!find_entry(run, "kernel")); /* "" is unknown: null */
+  }
+  mb__db_run_free(from_db);
+  mb__db_run_free(from_json);
+  /* The run stored before the environment was set has none. */
+  ASSERT_OK(mb__db_load_run(db, id_old, &from_db, &err), &err);
+  ASSERT(!from_db->environment_recorded);
+  ASSERT_EQ(from_db->n_environment, 0);
+  mb__db_run_free(from_db);
+  mb__db_close(db);
+
+  /* Schema version 1 (no environment_json): upgraded on open, its runs
+   * read as not recorded, new ones stored with theirs. */
+  sqlite3 *raw = NULL;
+  ASSERT_EQ(sqlite3_open(path, &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw,
+                         "ALTER TABLE runs DROP COLUMN environment_json;"
+                         "PRAGMA user_version = 1",
+                         NULL, NULL, NULL),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  ASSERT_OK(mb__db_open(path, false, &db, &err), &err);
+  ASSERT_OK(mb__db_load_run(db, id, &from_db, &err), &err);
+  ASSERT(!from_db->environment_recorded);
+  mb__db_run_free(from_db);
+  ASSERT_OK(mb__db_store_report(db, &f.report, NULL, 0, &id, &err), &err);
+  ASSERT_OK(mb__db_load_run(db, id, &from_db, &err), &err);
+  ASSERT(from_db->environment_recorded);
+  ASSERT_STR_EQ(find_entry(from_db, "OMP_NUM_THREADS")->value, "2");
+  mb__db_run_free(from_db);
+  mb__db_close(db);
+  remove_tree(dir);
+  return 0;
+}
+
 TEST_MAIN(TEST_ENTRY(store_list_and_load), TEST_ENTRY(labels_checked),
           TEST_ENTRY(open_errors), TEST_ENTRY(cache_dir_resolution),
           TEST_ENTRY(record_report_in_cache_dir),
@@ -811,4 +1011,6 @@ TEST_MAIN(TEST_ENTRY(store_list_and_load), TEST_ENTRY(labels_checked),
           TEST_ENTRY(mann_whitney_known_values), TEST_ENTRY(bootstrap_interval),
           TEST_ENTRY(bootstrap_matches_plain_resampling),
           TEST_ENTRY(compare_samples_verdicts), TEST_ENTRY(compare_runs_rows),
-          TEST_ENTRY(json_report_loads_like_db_run))
+          TEST_ENTRY(json_report_loads_like_db_run),
+          TEST_ENTRY(environment_diff),
+          TEST_ENTRY(environment_stored_and_loaded))

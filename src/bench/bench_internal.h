@@ -94,6 +94,19 @@ void mb__run_logs_prune(const char *logs, int keep);
  * 0 or -1 (load average). Never fails. */
 void mb__machine_info(mb_machine_info *info);
 
+/* ---- environment (environment.c) ---- */
+
+/* Fills env with what besides the machine changes speed: CPU flags' hash,
+ * governor, SMT, kernel, affinity, OpenBLAS's build and the variables of
+ * environ that runtimes read (mb__environment_variable_matters), their
+ * strings in arena. A fact that cannot be read says why. Fails only when
+ * the arena is out of memory. */
+mb_status mb__environment_capture(mb_environment *env, mb_arena *arena,
+                                  mb_error *err);
+/* Whether an environment variable of this name changes how fast a run
+ * goes (OMP_*, MKL_*, ..., LD_PRELOAD): the prefix table of environment.c. */
+bool mb__environment_variable_matters(const char *name, size_t len);
+
 /* Peak resident set size of this process in MB since the last
  * mb__peak_rss_reset (VmHWM, or getrusage's ru_maxrss). */
 double mb__peak_rss_mb(void);

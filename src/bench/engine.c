@@ -1124,7 +1124,8 @@ mb_status mb_benchmark_model(const char *model_path,
   mb__machine_info(&report->machine);
   e.job.machine = report->machine;
 
-  if ((status = plan(&e, config, err)) ||
+  if ((status = mb__environment_capture(&report->environment, arena, err)) ||
+      (status = plan(&e, config, err)) ||
       (status = load_inputs(&e, model_path, err)) ||
       (status = load_labels(&e, err)) || (status = prepare_log_dir(&e, err)) ||
       (status = compute_reference(&e, err)))

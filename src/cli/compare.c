@@ -20,6 +20,13 @@ static const char compare_help[] =
     "Conversions in only one run are 'added' or 'removed'; one that did not\n"
     "run ok in either is 'failed'.\n"
     "\n"
+    "What besides the code may explain a change is printed above the table:\n"
+    "'environment differs: OMP_WAIT_POLICY: (unset) -> passive; governor:\n"
+    "...', from each run's recorded environment (CPU flags, governor, SMT,\n"
+    "kernel, threads, library versions and the variables that change speed:\n"
+    "OMP_*, MKL_*, ONEDNN_*, OPENBLAS_*, ...); a significant change then\n"
+    "reads 'slower, environment differs'.\n"
+    "\n"
     "RUN_A and RUN_B are each a JSON report ('modelbench bench --json FILE')\n"
     "or the id of a run in the results database ('modelbench history').\n"
     "\n"
@@ -89,6 +96,39 @@ static void print_run_line(const char *name, const mb_db_run *run) {
   printf("\n");
 }
 
+/* What differs between the runs' environments, for the printers. */
+typedef struct env_diff {
+  mb_env_difference *list; /* malloc'd; NULL when none */
+  int n;
+} env_diff;
+
+/* "environment differs: OMP_WAIT_POLICY: (unset) -> passive; governor:
+ * performance -> powersave", or which run has none recorded. */
+static void print_environment(const mb_db_run *a, const mb_db_run *b,
+                              const env_diff *d) {
+  if (!a->environment_recorded || !b->environment_recorded) {
+    printf("environment: not recorded in %s (a run of an older modelbench); "
+           "what else changed is unknown\n",
+           !a->environment_recorded && !b->environment_recorded ? "A or B"
+           : !a->environment_recorded                           ? "A"
+                                                                : "B");
+    return;
+  }
+  if (d->n == 0)
+    return;
+  fputs("environment differs: ", stdout);
+  for (int i = 0; i < d->n; i++) {
+    const mb_env_difference *x = &d->list[i];
+    fputs(i ? "; " : "", stdout);
+    mb__term_put(stdout, x->key);
+    fputs(": ", stdout);
+    mb__term_put(stdout, x->a ? x->a : "(unset)");
+    fputs(" -> ", stdout);
+    mb__term_put(stdout, x->b ? x->b : "(unset)");
+  }
+  printf("\n");
+}
+
 static bool different_models(const mb_db_run *a, const mb_db_run *b) {
   return a->model_sha256 && b->model_sha256 &&
          strcmp(a->model_sha256, b->model_sha256) != 0;
@@ -120,9 +160,15 @@ static const char *fmt_p(double p, char *buf, size_t size) {
   return buf;
 }
 
-/* "failed (B: timeout)", "failed (A: error, B: error)". */
-static const char *verdict_text(const mb_compare_row *row, char *buf,
-                                size_t size) {
+/* "failed (B: timeout)", "failed (A: error, B: error)", "slower,
+ * environment differs". */
+static const char *verdict_text(const mb_compare_row *row, bool env_differs,
+                                char *buf, size_t size) {
+  if (row->significant && env_differs) {
+    snprintf(buf, size, "%s, environment differs",
+             mb__compare_verdict_name(row->verdict));
+    return buf;
+  }
   if (row->verdict != MB_COMPARE_FAILED)
     return mb__compare_verdict_name(row->verdict);
   bool bad_a = row->a->status != MB_BENCH_OK,
@@ -136,7 +182,7 @@ static const char *verdict_text(const mb_compare_row *row, char *buf,
 
 static void print_text(const mb_db_run *a, const mb_db_run *b,
                        const mb_compare_options *options,
-                       const mb_compare_row *rows, int n) {
+                       const mb_compare_row *rows, int n, const env_diff *d) {
   char ci_title[32];
   int name_w = 10;
   print_run_line("A", a);
@@ -145,6 +191,7 @@ static void print_text(const mb_db_run *a, const mb_db_run *b,
     printf("note: A and B benchmarked different models (sha256 %.12s vs "
            "%.12s)\n",
            a->model_sha256, b->model_sha256);
+  print_environment(a, b, d);
   printf("\n");
   for (int i = 0; i < n; i++)
     name_w = MB_MAX(name_w, (int)strlen(rows[i].conversion));
@@ -165,7 +212,8 @@ static void print_text(const mb_db_run *a, const mb_db_run *b,
            fmt_ms(r->median_a_ms, ma, sizeof ma),
            fmt_ms(r->median_b_ms, mb, sizeof mb),
            fmt_pct(r->change_pct, change, sizeof change), ci,
-           fmt_p(r->p_value, p, sizeof p), verdict_text(r, v, sizeof v));
+           fmt_p(r->p_value, p, sizeof p),
+           verdict_text(r, d->n > 0, v, sizeof v));
   }
 }
 
@@ -187,7 +235,7 @@ static void json_run(mb_json *j, const char *key, const mb_db_run *run) {
 
 static void print_json(const mb_db_run *a, const mb_db_run *b,
                        const mb_compare_options *options,
-                       const mb_compare_row *rows, int n) {
+                       const mb_compare_row *rows, int n, const env_diff *d) {
   mb_json j;
   mb__json_init(&j, stdout, true);
   mb__json_object_begin(&j);
@@ -202,6 +250,22 @@ static void print_json(const mb_db_run *a, const mb_db_run *b,
     mb__json_double(&j, options->fail_on_regression_pct);
   else
     mb__json_null(&j);
+  mb__json_key(&j, "environment_recorded");
+  mb__json_object_begin(&j);
+  mb__json_kv_bool(&j, "a", a->environment_recorded);
+  mb__json_kv_bool(&j, "b", b->environment_recorded);
+  mb__json_object_end(&j);
+  mb__json_key(&j, "environment_differences");
+  mb__json_array_begin(&j);
+  for (int i = 0; i < d->n; i++) {
+    mb__json_object_begin(&j);
+    mb__json_kv_string(&j, "key", d->list[i].key);
+    mb__json_kv_string(&j, "a", d->list[i].a);
+    mb__json_kv_string(&j, "b", d->list[i].b);
+    mb__json_kv_bool(&j, "variable", d->list[i].variable);
+    mb__json_object_end(&j);
+  }
+  mb__json_array_end(&j);
   mb__json_key(&j, "conversions");
   mb__json_array_begin(&j);
   for (int i = 0; i < n; i++) {
@@ -235,9 +299,20 @@ static void print_json(const mb_db_run *a, const mb_db_run *b,
   mb__json_object_end(&j); /* the writer ends the document with \n */
 }
 
-/* Names each regression on stderr; returns how many. */
+/* Names each regression on stderr, and the keys of the environment that
+ * differ beside it; returns how many. */
 static int report_regressions(const mb_compare_options *options,
-                              const mb_compare_row *rows, int n, bool json) {
+                              const mb_compare_row *rows, int n, bool json,
+                              const env_diff *d) {
+  char keys[512] = "";
+  size_t used = 0;
+  for (int i = 0; i < d->n && used < sizeof keys; i++) {
+    int w = snprintf(keys + used, sizeof keys - used, "%s%s",
+                     i ? ", " : " (the environment differs: ", d->list[i].key);
+    used += w > 0 ? (size_t)w : 0;
+  }
+  if (d->n > 0 && used < sizeof keys)
+    snprintf(keys + used, sizeof keys - used, ")");
   int count = 0;
   for (int i = 0; i < n; i++) {
     const mb_compare_row *r = &rows[i];
@@ -247,10 +322,10 @@ static int report_regressions(const mb_compare_options *options,
     mb__cli_error(NULL,
                   "regression: %s is %.1f%% slower (median %.3f -> %.3f ms, "
                   "%g%% CI [%+.1f%%, %+.1f%%], p = %.3g), above the %g%% "
-                  "allowed",
+                  "allowed%s",
                   r->conversion, r->change_pct, r->median_a_ms, r->median_b_ms,
                   100.0 * (1 - options->alpha), r->ci_low_pct, r->ci_high_pct,
-                  r->p_value, options->fail_on_regression_pct);
+                  r->p_value, options->fail_on_regression_pct, keys);
   }
   if (!count && options->fail_on_regression_pct >= 0 && !json)
     printf("\nno regression above %g%%\n", options->fail_on_regression_pct);
@@ -274,6 +349,7 @@ int mb__cli_compare(int argc, char **argv) {
   mb_db *db = NULL;
   mb_db_run *run_a = NULL, *run_b = NULL;
   mb_compare_row *rows = NULL;
+  env_diff diff = {NULL, 0};
   mb_error err;
   memset(&err, 0, sizeof err);
   mb__compare_options_init(&opts);
@@ -322,14 +398,24 @@ int mb__cli_compare(int argc, char **argv) {
     rc = mb__cli_fail(NULL, &err);
     goto done;
   }
+  /* A run without a recorded environment has nothing to compare: its
+   * variables are unknown, not unset. */
+  if (run_a->environment_recorded && run_b->environment_recorded &&
+      mb__environment_diff(run_a->environment, run_a->n_environment,
+                           run_b->environment, run_b->n_environment, &diff.list,
+                           &diff.n, &err) != MB_STATUS_OK) {
+    rc = mb__cli_fail(NULL, &err);
+    goto done;
+  }
   if (json)
-    print_json(run_a, run_b, &opts, rows, n_rows);
+    print_json(run_a, run_b, &opts, rows, n_rows, &diff);
   else
-    print_text(run_a, run_b, &opts, rows, n_rows);
-  if (report_regressions(&opts, rows, n_rows, json) > 0)
+    print_text(run_a, run_b, &opts, rows, n_rows, &diff);
+  if (report_regressions(&opts, rows, n_rows, json, &diff) > 0)
     rc = MB_EXIT_FAILURE;
 
 done:
+  free(diff.list);
   free(rows);
   mb__db_run_free(run_a);
   mb__db_run_free(run_b);

@@ -312,6 +312,15 @@ mb_status mb__run_load_json(const char *path, mb_db_run **run_out,
       ((status = get_string(&l, model, "path", &run->model_path)) ||
        (status = get_string(&l, model, "sha256", &run->model_sha256))))
     goto done;
+  const mb_json_value *environment = mb__json_find(root, "environment");
+  if (environment && environment->type != MB_JSON_NULL) {
+    status =
+        mb__environment_from_json(run->arena, environment, path,
+                                  &run->environment, &run->n_environment, err);
+    if (status)
+      goto done;
+    run->environment_recorded = true;
+  }
   run->results =
       mb__arena_alloc(run->arena, sizeof *run->results * (results->count + 1));
   if (!run->results) {

@@ -10,6 +10,7 @@
 #include "db/results_db.h"
 #include "core/cache_dir.h"
 #include "core/files.h"
+#include "core/json_parse.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -96,6 +97,9 @@ static const char *const migrations[] = {
     " iterations INTEGER NOT NULL,"
     " samples BLOB,"
     " PRIMARY KEY (run_id, position));",
+    /* 1 -> 2: what besides the machine changes speed (the report's
+     * "environment"), for compare's "environment differs". */
+    "ALTER TABLE runs ADD COLUMN environment_json TEXT;",
 };
 _Static_assert(MB_ARRAY_COUNT(migrations) == MB_DB_SCHEMA_VERSION,
                "one migration per schema version");
@@ -479,9 +483,10 @@ static mb_status check_labels(const char *const *labels, int n_labels,
 
 static const char insert_run_sql[] =
     "INSERT INTO runs (time_utc, tool_version, model_path, model_abspath, "
-    "model_sha256, inputs, cpu_model, machine_json, config_json) VALUES "
+    "model_sha256, inputs, cpu_model, machine_json, config_json, "
+    "environment_json) VALUES "
     "(?1, ?2, ?3, ?4, ?5, ?6, ?7, json_extract(?8, '$.machine'), "
-    "json_extract(?8, '$.config'))";
+    "json_extract(?8, '$.config'), json_extract(?8, '$.environment'))";
 
 mb_status mb__db_store_report(mb_db *db, const mb_bench_report *report,
                               const char *const *labels, int n_labels,
@@ -829,7 +834,7 @@ fail:
 
 static const char run_sql[] =
     "SELECT time_utc, tool_version, model_path, model_sha256, inputs, "
-    "config_json FROM runs WHERE id = ?1";
+    "config_json, environment_json FROM runs WHERE id = ?1";
 
 static const char results_sql[] =
     "SELECT conversion, conversion_id, status, error, device, runtime, "
@@ -915,6 +920,25 @@ done:
   return status;
 }
 
+/* The stored "environment" object (NULL: a run stored without one). */
+static mb_status load_environment(mb_db_run *run, const char *json,
+                                  const char *db_path, mb_error *err) {
+  mb_json_doc *doc = NULL;
+  char source[PATH_MAX + 64];
+  if (!json)
+    return MB_STATUS_OK;
+  snprintf(source, sizeof source, "%s: run %lld environment", db_path,
+           (long long)run->id);
+  mb_status status = mb__json_parse(json, strlen(json), source, &doc, err);
+  if (!status)
+    status =
+        mb__environment_from_json(run->arena, &doc->root, source,
+                                  &run->environment, &run->n_environment, err);
+  run->environment_recorded = status == MB_STATUS_OK;
+  mb__json_doc_free(doc);
+  return status;
+}
+
 mb_status mb__db_load_run(mb_db *db, int64_t id, mb_db_run **run_out,
                           mb_error *err) {
   sqlite3_stmt *st = NULL, *labels_st = NULL;
@@ -951,8 +975,12 @@ mb_status mb__db_load_run(mb_db *db, int64_t id, mb_db_run **run_out,
   run->model_sha256 = column_text(a, st, 3);
   run->inputs = column_text(a, st, 4);
   run->config_json = column_text(a, st, 5);
+  status = load_environment(run, (const char *)sqlite3_column_text(st, 6),
+                            db->path, err);
   sqlite3_finalize(st);
   st = NULL;
+  if (status)
+    goto fail;
   if (!run->source) {
     status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
                        "results database: out of memory");

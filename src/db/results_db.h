@@ -8,9 +8,10 @@
  * user_version and created or upgraded on open; a database written by a
  * newer modelbench is refused rather than misread.
  *
- * Tables (schema version 1):
+ * Tables (schema version 2; version 1 lacked runs.environment_json):
  *   runs(id, time_utc, tool_version, model_path, model_abspath,
- *        model_sha256, inputs, cpu_model, machine_json, config_json)
+ *        model_sha256, inputs, cpu_model, machine_json, config_json,
+ *        environment_json)
  *   run_labels(run_id, key, value)
  *   results(run_id, position, conversion, conversion_id, status, error,
  *           device, runtime, runtime_version, median_ms, mean_ms, p90_ms,
@@ -22,11 +23,12 @@
 #define MB_DB_RESULTS_DB_H
 
 #include "core/internal.h"
+#include "db/environment.h"
 
 /* File name of the database inside the cache folder. */
 #define MB_DB_FILE_NAME "results.db"
 /* The schema version this build writes (PRAGMA user_version). */
-#define MB_DB_SCHEMA_VERSION 1
+#define MB_DB_SCHEMA_VERSION 2
 /* How long a writer waits for another one before giving up. */
 #define MB_DB_BUSY_TIMEOUT_MS 10000
 
@@ -59,6 +61,11 @@ typedef struct mb_db_run {
   const char *model_sha256; /* NULL when unknown */
   const char *inputs;       /* "x:float32[1,3,224,224] ...", or NULL */
   const char *config_json;  /* the report's "config" object, or NULL */
+  /* The report's "environment" flattened (db/environment.h); recorded is
+   * false for a run stored without one (an older modelbench). */
+  bool environment_recorded;
+  int n_environment;
+  mb_env_entry *environment;
   int n_labels;
   const char **labels; /* "key=value", sorted by key */
   int n_results;

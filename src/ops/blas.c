@@ -21,6 +21,11 @@ void mb__blas_set_threads(int threads) {
     openblas_set_num_threads(threads);
 }
 
+const char *mb__blas_build(void) {
+  const char *config = openblas_get_config();
+  return config ? config : "";
+}
+
 /* Plain loops for sizes that do not fit the 32-bit BLAS interface. */
 static void sgemm_naive(bool trans_a, bool trans_b, int64_t m, int64_t n,
                         int64_t k, float alpha, const float *a, int64_t lda,

@@ -257,6 +257,10 @@ void mb__transpose(void *dst, const void *src, size_t esize, int rank,
 /* OpenBLAS's own thread count; the interpreter keeps it at 1 and passes
  * its pool to mb__sgemm instead (see blas.c). */
 void mb__blas_set_threads(int threads);
+/* OpenBLAS's build as it says it ("OpenBLAS 0.3.21 DYNAMIC_ARCH ...
+ * Haswell MAX_THREADS=64"): version and the core its kernels chose.
+ * Static storage; never NULL. */
+const char *mb__blas_build(void);
 /* C[MxN] = alpha * op(A)[MxK] * op(B)[KxN] + beta * C, row-major. pool
  * (NULL: the calling thread only) splits large products by rows or columns
  * of C; rounding then varies with the thread count (see blas.c). */

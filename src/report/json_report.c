@@ -103,6 +103,60 @@ static void write_machine(mb_json *j, const mb_machine_info *m) {
   mb__json_object_end(j);
 }
 
+/* The versions of the libraries the run used: OpenBLAS's build, then each
+ * runtime's as its results say, once per runtime. */
+static void write_libraries(mb_json *j, const mb_bench_report *r) {
+  mb__json_key(j, "libraries");
+  mb__json_object_begin(j);
+  kv_string_or_null(j, "openblas", r->environment.blas);
+  for (int i = 0; i < r->n_results && r->results; i++) {
+    const mb_bench_result *x = &r->results[i];
+    bool seen = !x->runtime[0] || !x->runtime_version[0];
+    for (int k = 0; k < i && !seen; k++)
+      seen = strcmp(r->results[k].runtime, x->runtime) == 0 &&
+             r->results[k].runtime_version[0];
+    if (!seen)
+      mb__json_kv_string(j, x->runtime, x->runtime_version);
+  }
+  mb__json_object_end(j);
+}
+
+/* What besides the machine changes speed, in one object `compare` diffs
+ * key by key; null when the run did not capture it (an older report). */
+static void write_environment(mb_json *j, const mb_bench_report *r) {
+  const mb_environment *e = &r->environment;
+  mb__json_key(j, "environment");
+  if (!e->recorded) {
+    mb__json_null(j);
+    return;
+  }
+  mb__json_object_begin(j);
+  kv_string_or_null(j, "cpu_model", r->machine.cpu_model);
+  kv_string_or_null(j, "cpu_flags_sha256", e->cpu_flags_sha256);
+  mb__json_key(j, "isa");
+  write_words(j, r->machine.isa_flags);
+  kv_string_or_null(j, "governor", e->governor);
+  kv_string_or_null(j, "smt", e->smt);
+  kv_string_or_null(j, "kernel", e->kernel);
+  if (e->cpus_allowed > 0)
+    mb__json_kv_int(j, "cpus_allowed", e->cpus_allowed);
+  else
+    mb__json_kv_string(j, "cpus_allowed", NULL);
+  mb__json_kv_int(j, "threads", r->config.threads);
+  write_libraries(j, r);
+  mb__json_key(j, "variables");
+  mb__json_object_begin(j);
+  for (int i = 0; i < e->n_variables && e->variables; i++) {
+    const char *v = e->variables[i];
+    size_t name = strcspn(v, "=");
+    char key[256];
+    snprintf(key, sizeof key, "%.*s", (int)name, v);
+    mb__json_kv_string(j, key, v[name] ? v + name + 1 : "");
+  }
+  mb__json_object_end(j);
+  mb__json_object_end(j);
+}
+
 /* Where one result ran: enough to tell machines and their kinds apart. */
 static void write_result_machine(mb_json *j, const mb_machine_info *m) {
   mb__json_key(j, "machine");
@@ -533,6 +587,7 @@ static void write_report(mb_json *j, const mb_bench_report *r) {
                      r->tool_version[0] ? r->tool_version : MB_VERSION_STRING);
   write_model(j, r);
   write_machine(j, &r->machine);
+  write_environment(j, r);
   write_config(j, r);
   mb__json_key(j, "baseline");
   if (r->baseline_result >= 0 && r->baseline_result < r->n_results &&

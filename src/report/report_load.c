@@ -50,6 +50,14 @@ static const field machine_fields[] = {
     F_TEXT(mb_machine_info, "host", host),
 };
 
+static const field environment_fields[] = {
+    F_TEXT(mb_environment, "cpu_flags_sha256", cpu_flags_sha256),
+    F_TEXT(mb_environment, "governor", governor),
+    F_TEXT(mb_environment, "smt", smt),
+    F_TEXT(mb_environment, "kernel", kernel),
+    F_INT(mb_environment, "cpus_allowed", cpus_allowed, 0),
+};
+
 static const field latency_fields[] = {
     F_DOUBLE(mb_latency_stats, "mean", mean, NAN),
     F_DOUBLE(mb_latency_stats, "median", median, NAN),
@@ -210,6 +218,48 @@ static mb_status read_machine(loader *l, const mb_json_value *obj,
     used += (size_t)w;
   }
   return status;
+}
+
+/* "environment": its facts, OpenBLAS's build and the variables; the
+ * runtimes' versions under "libraries" are the results' own. */
+static mb_status read_environment(loader *l, const mb_json_value *obj,
+                                  mb_environment *e) {
+  mb_status status;
+  memset(e, 0, sizeof *e);
+  e->recorded = 1;
+  if ((status = read_fields(l, obj, environment_fields,
+                            MB_ARRAY_COUNT(environment_fields), e)))
+    return status;
+  const mb_json_value *libraries =
+      member(l, obj, "libraries", MB_JSON_OBJECT, &status);
+  const mb_json_value *blas =
+      status ? NULL : member(l, libraries, "openblas", MB_JSON_STRING, &status);
+  if (blas)
+    snprintf(e->blas, sizeof e->blas, "%s", blas->string);
+  const mb_json_value *vars =
+      status ? NULL : member(l, obj, "variables", MB_JSON_OBJECT, &status);
+  if (!vars || vars->count == 0)
+    return status;
+  const char **list = mb__arena_alloc(l->arena, sizeof *list * vars->count);
+  if (!list)
+    return oom(l);
+  for (size_t i = 0; i < vars->count; i++) {
+    const mb_json_member *m = &vars->members[i];
+    if (m->value.type != MB_JSON_STRING)
+      return field_error(l, &m->value,
+                         "environment.variables.%s: expected "
+                         "a string",
+                         m->key);
+    size_t size = strlen(m->key) + strlen(m->value.string) + 2;
+    char *text = mb__arena_alloc(l->arena, size);
+    if (!text)
+      return oom(l);
+    snprintf(text, size, "%s=%s", m->key, m->value.string);
+    list[i] = text;
+  }
+  e->variables = list;
+  e->n_variables = (int)vars->count;
+  return MB_STATUS_OK;
 }
 
 /* A JSON array of strings into malloc'd strings (warnings). */
@@ -635,6 +685,11 @@ static mb_status read_report(loader *l, const mb_json_value *root,
       member(l, root, "machine", MB_JSON_OBJECT, &status);
   if (status ||
       (machine && (status = read_machine(l, machine, &report->machine))))
+    goto fail;
+  const mb_json_value *environment =
+      member(l, root, "environment", MB_JSON_OBJECT, &status);
+  if (status || (environment && (status = read_environment(
+                                     l, environment, &report->environment))))
     goto fail;
   if (results->count > 0 &&
       !(report->results = calloc(results->count, sizeof *report->results))) {
