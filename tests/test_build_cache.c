@@ -19,6 +19,7 @@
 #include "db/results_db.h"
 #include "modelbench.h"
 #include "test.h"
+#include "test_files.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -38,36 +39,6 @@
 static int make_tmpdir(char *dir, size_t size) {
   snprintf(dir, size, "/tmp/mb_test_cache_XXXXXX");
   return mkdtemp(dir) ? 0 : -1;
-}
-
-static void remove_tree(const char *path) {
-  struct stat st;
-  if (lstat(path, &st) != 0)
-    return;
-  if (S_ISDIR(st.st_mode)) {
-    DIR *d = opendir(path);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-      char child[PATH_MAX];
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-        continue;
-      snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-      remove_tree(child);
-    }
-    if (d)
-      closedir(d);
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
-
-static int write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "wb");
-  if (!f)
-    return -1;
-  fputs(text, f);
-  return fclose(f);
 }
 
 static int read_text(const char *path, char *buf, size_t size) {
@@ -115,7 +86,7 @@ static int fixture_init(fixture *f) {
     return -1;
   snprintf(f->cache, sizeof f->cache, "%s/cache", f->dir);
   snprintf(f->model, sizeof f->model, "%s/net.onnx", f->dir);
-  if (write_text(f->model, "pretend this is an onnx model"))
+  if (test_write_text(f->model, "pretend this is an onnx model"))
     return -1;
   file_sha256(f->model, f->sha);
   f->key = (mb_build_key){
@@ -134,7 +105,7 @@ static int fixture_init(fixture *f) {
 }
 
 static void fixture_free(fixture *f) {
-  remove_tree(f->dir);
+  test_remove_tree(f->dir);
 }
 
 /* Opens key, and on a miss builds it: writes model.onnx with `content`,
@@ -152,7 +123,7 @@ static int build_ok(const char *cache, const mb_build_key *key,
     *hit_out = mb__build_hit(b);
   if (!mb__build_hit(b)) {
     if (!mb__build_path(b, "model.onnx", path, sizeof path) ||
-        write_text(path, content) ||
+        test_write_text(path, content) ||
         mb__build_add_artifact(b, "model.onnx", &err) ||
         mb__build_stage(b, "convert", 1.5, &err) ||
         mb__build_stage(b, "optimize", 2.0, &err) ||
@@ -241,7 +212,7 @@ TEST(miss_then_hit) {
   ASSERT_EQ(read_text(path, text, sizeof text), 0);
   ASSERT_CONTAINS(text, "\"status\": \"building\"");
   ASSERT(mb__build_path(b, "model.onnx", path, sizeof path));
-  ASSERT_EQ(write_text(path, "converted"), 0);
+  ASSERT_EQ(test_write_text(path, "converted"), 0);
   ASSERT_OK(mb__build_add_artifact(b, "model.onnx", &err), &err);
   ASSERT_OK(mb__build_add_artifact(b, "model.onnx", &err), &err);
   ASSERT_OK(mb__build_stage(b, "convert", 1.0, &err), &err);
@@ -408,7 +379,7 @@ TEST(key_part_changes) {
   /* The model path is not part of the key: a copy elsewhere hits. */
   char copy[PATH_MAX];
   snprintf(copy, sizeof copy, "%s/copy.onnx", f.dir);
-  ASSERT_EQ(write_text(copy, "pretend this is an onnx model"), 0);
+  ASSERT_EQ(test_write_text(copy, "pretend this is an onnx model"), 0);
   key = f.key;
   key.model_path = copy;
   char h1[65], h2[65];
@@ -492,7 +463,7 @@ TEST(crash_mid_build_never_claims_ok) {
     if (mb__build_open(f.cache, &f.key, MB_REBUILD_ALWAYS, &b, NULL))
       _exit(2);
     mb__build_path(b, "model.onnx", path, sizeof path);
-    write_text(path, "half writ");
+    test_write_text(path, "half writ");
     mb__build_add_artifact(b, "model.onnx", NULL);
     _exit(0); /* killed mid-build: no finish, no close */
   }
@@ -536,10 +507,10 @@ TEST(lean_and_missing_artifacts) {
   char sub[PATH_MAX];
   snprintf(sub, sizeof sub, "%s/sub", mb__build_folder(b));
   ASSERT_EQ(mkdir(sub, 0755), 0);
-  ASSERT_EQ(write_text(path, "0123456789"), 0);
+  ASSERT_EQ(test_write_text(path, "0123456789"), 0);
   ASSERT_OK(mb__build_add_artifact(b, "sub", &err), &err);
   snprintf(log, sizeof log, "%s/build.log", mb__build_folder(b));
-  ASSERT_EQ(write_text(log, "log lines"), 0);
+  ASSERT_EQ(test_write_text(log, "log lines"), 0);
   ASSERT_OK(mb__build_finish(b, MB_STATUS_OK, NULL, 1, &err), &err);
   ASSERT_EQ(mb__build_state(b)->artifacts[0].bytes, 10);
   ASSERT_OK(mb__build_lean(b, &err), &err);
@@ -590,7 +561,7 @@ TEST(symlinks_never_followed) {
   snprintf(outside, sizeof outside, "%s/outside", f.dir);
   snprintf(victim, sizeof victim, "%s/victim.txt", outside);
   ASSERT_EQ(mkdir(outside, 0700), 0);
-  ASSERT_EQ(write_text(victim, "keep me"), 0);
+  ASSERT_EQ(test_write_text(victim, "keep me"), 0);
   /* Two recorded builds whose artifact sits in "sub": one ok, one failed
    * (a failed build's artifacts are removed without being judged). */
   for (int failed = 0; failed < 2; failed++) {
@@ -601,7 +572,7 @@ TEST(symlinks_never_followed) {
     snprintf(sub, sizeof sub, "%s/sub", mb__build_folder(b));
     ASSERT_EQ(mkdir(sub, 0700), 0);
     ASSERT(mb__build_path(b, "sub/victim.txt", path, sizeof path));
-    ASSERT_EQ(write_text(path, "ours"), 0);
+    ASSERT_EQ(test_write_text(path, "ours"), 0);
     ASSERT_OK(mb__build_add_artifact(b, "sub/victim.txt", &err), &err);
     mb__build_finish(b, failed ? MB_STATUS_INTERNAL : MB_STATUS_OK, "boom", 1,
                      NULL);
@@ -648,7 +619,7 @@ TEST(symlinks_never_followed) {
   snprintf(fake, sizeof fake, "%s/b", outside);
   snprintf(keep, sizeof keep, "%s/keep.txt", fake);
   ASSERT_EQ(mkdir(fake, 0700), 0);
-  ASSERT_EQ(write_text(keep, "keep me too"), 0);
+  ASSERT_EQ(test_write_text(keep, "keep me too"), 0);
   ASSERT_EQ(symlink(outside, evil), 0);
   ASSERT_EQ(mb__build_remove(f.cache, "evil-000000000000/b", &err),
             MB_STATUS_IO);
@@ -820,9 +791,9 @@ TEST(fork_same_key_builds_once) {
                  : 2;
       } else {
         /* Slow enough that the others are waiting on the lock. */
-        write_text(path, "built");
+        test_write_text(path, "built");
         usleep(100 * 1000);
-        write_text(path, "built once");
+        test_write_text(path, "built once");
         rc = mb__build_add_artifact(b, "model.onnx", NULL) == MB_STATUS_OK &&
                      mb__build_finish(b, MB_STATUS_OK, NULL, 100, NULL) ==
                          MB_STATUS_OK
@@ -959,7 +930,7 @@ TEST(folder_removed_while_waiting) {
   usleep(100 * 1000); /* let the child wait on the lock (either way works) */
   char folder[PATH_MAX];
   snprintf(folder, sizeof folder, "%s", mb__build_folder(b));
-  remove_tree(folder);
+  test_remove_tree(folder);
   mb__build_close(b); /* its state write fails quietly: folder gone */
   int ws = 0;
   ASSERT_EQ(waitpid(pid, &ws, 0), pid);
@@ -1005,13 +976,13 @@ TEST(list_stale_and_orphans) {
   build_id(f.cache, &key, id_tmp, sizeof id_tmp);
   snprintf(path, sizeof path, "%s/builds/%s/state.json.tmp.99999", f.cache,
            id_tmp);
-  ASSERT_EQ(write_text(path, "{"), 0);
+  ASSERT_EQ(test_write_text(path, "{"), 0);
   /* A model that is then deleted, and one that is then changed. */
   char gone[PATH_MAX], changed[PATH_MAX], sha_gone[65], sha_changed[65];
   snprintf(gone, sizeof gone, "%s/gone.onnx", f.dir);
   snprintf(changed, sizeof changed, "%s/changed.onnx", f.dir);
-  ASSERT_EQ(write_text(gone, "model that goes away"), 0);
-  ASSERT_EQ(write_text(changed, "model that changes"), 0);
+  ASSERT_EQ(test_write_text(gone, "model that goes away"), 0);
+  ASSERT_EQ(test_write_text(changed, "model that changes"), 0);
   file_sha256(gone, sha_gone);
   file_sha256(changed, sha_changed);
   key = f.key;
@@ -1024,7 +995,7 @@ TEST(list_stale_and_orphans) {
   ASSERT_EQ(build_ok(f.cache, &key, "c", NULL), 0);
   build_id(f.cache, &key, id_changed, sizeof id_changed);
   ASSERT_EQ(unlink(gone), 0);
-  ASSERT_EQ(write_text(changed, "model that changed!"), 0);
+  ASSERT_EQ(test_write_text(changed, "model that changed!"), 0);
   /* Folders without a state, and with an unreadable one. */
   char nostate[PATH_MAX], badstate[PATH_MAX], empty_model[PATH_MAX];
   snprintf(nostate, sizeof nostate, "%s/builds/net-%.12s/X-000000000000",
@@ -1034,7 +1005,7 @@ TEST(list_stale_and_orphans) {
            f.cache, f.sha);
   ASSERT_EQ(mkdir(badstate, 0755), 0);
   snprintf(path, sizeof path, "%s/state.json", badstate);
-  ASSERT_EQ(write_text(path, "{\"format\": 1, \"status\": \"ok\""), 0);
+  ASSERT_EQ(test_write_text(path, "{\"format\": 1, \"status\": \"ok\""), 0);
   snprintf(empty_model, sizeof empty_model, "%s/builds/empty-000000000000",
            f.cache);
   ASSERT_EQ(mkdir(empty_model, 0755), 0);
@@ -1092,12 +1063,12 @@ TEST(list_stale_and_orphans) {
   mb__build_list_free(list);
 
   /* A model touched but with the same bytes is still the same model. */
-  ASSERT_EQ(write_text(changed, "model that changes"), 0);
+  ASSERT_EQ(test_write_text(changed, "model that changes"), 0);
   ASSERT_OK(mb__cache_list(f.cache, &list, &err), &err);
   info = find_info(list, id_changed);
   ASSERT(info && info->stale == MB_BUILD_STALE_NONE);
   mb__build_list_free(list);
-  ASSERT_EQ(write_text(changed, "model that changed!"), 0);
+  ASSERT_EQ(test_write_text(changed, "model that changed!"), 0);
 
   /* A build held by someone is in use, and not judged by its missing
    * state while it is being made. */
@@ -1253,7 +1224,7 @@ static int make_build(int argc, char **argv) {
   char path[PATH_MAX];
   if (mb__build_open(cache, &key, MB_REBUILD_ALWAYS, &b, &err) ||
       !mb__build_path(b, "model.onnx", path, sizeof path) ||
-      write_text(path, "converted model bytes") ||
+      test_write_text(path, "converted model bytes") ||
       mb__build_add_artifact(b, "model.onnx", &err) ||
       mb__build_stage(b, "convert", 12.5, &err) ||
       mb__build_finish(b, fail ? MB_STATUS_UNSUPPORTED : MB_STATUS_OK, fail,

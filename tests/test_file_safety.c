@@ -10,6 +10,7 @@
 #include "exec/exec.h"
 #include "report/report_util.h"
 #include "test.h"
+#include "test_files.h"
 
 #include <dirent.h>
 #include <limits.h>
@@ -22,36 +23,6 @@
 #endif
 
 static char g_dir[PATH_MAX];
-
-static void remove_tree(const char *path) {
-  struct stat st;
-  if (lstat(path, &st) != 0)
-    return;
-  if (S_ISDIR(st.st_mode)) {
-    DIR *d = opendir(path);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-      char child[PATH_MAX];
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-        continue;
-      snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-      remove_tree(child);
-    }
-    if (d)
-      closedir(d);
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
-
-static int write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "wb");
-  if (!f)
-    return -1;
-  fputs(text, f);
-  return fclose(f);
-}
 
 static void read_text(const char *path, char *buf, size_t size) {
   FILE *f = fopen(path, "rb");
@@ -87,7 +58,7 @@ TEST(planted_temp_symlink_not_followed) {
   snprintf(out, sizeof out, "%s/report.json", g_dir);
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out, (long)getpid());
   snprintf(victim, sizeof victim, "%s/victim.txt", g_dir);
-  ASSERT_EQ(write_text(victim, "keep me"), 0);
+  ASSERT_EQ(test_write_text(victim, "keep me"), 0);
   /* An existing target through the symlink... */
   ASSERT_EQ(symlink(victim, tmp), 0);
   ASSERT_OK(write_report(out, &err), &err);
@@ -139,7 +110,7 @@ static int fresh_modes(const char *name, unsigned dir_mode,
   snprintf(path, sizeof path, "%s/run.json", run->dir);
   ASSERT_EQ(mode_of(path), file_mode);
   snprintf(victim, sizeof victim, "%s/%s/victim.txt", g_dir, name);
-  ASSERT_EQ(write_text(victim, "keep me"), 0);
+  ASSERT_EQ(test_write_text(victim, "keep me"), 0);
   char tmp[PATH_MAX + 32];
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
   ASSERT_EQ(symlink(victim, tmp), 0);
@@ -176,6 +147,6 @@ int main(int argc, char **argv) {
   if (!mkdtemp(g_dir))
     return 1;
   int rc = mb_test_main(argc, argv, cases, MB_ARRAY_COUNT(cases));
-  remove_tree(g_dir);
+  test_remove_tree(g_dir);
   return rc;
 }

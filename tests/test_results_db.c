@@ -9,6 +9,7 @@
 #include "db/results_db.h"
 #include "modelbench.h"
 #include "test.h"
+#include "test_files.h"
 
 #include <dirent.h>
 #include <sqlite3.h>
@@ -109,26 +110,6 @@ static int make_tmpdir(char *dir, size_t size) {
 }
 
 /* Removes dir and everything in it (two levels are enough here). */
-static void remove_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-        continue;
-      char path[1024];
-      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-      struct stat st;
-      if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        remove_tree(path);
-      else
-        unlink(path);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
 static int open_temp_db(char *dir, size_t dir_size, char *path,
                         size_t path_size, mb_db **db, mb_error *err) {
   if (make_tmpdir(dir, dir_size) != 0)
@@ -267,7 +248,7 @@ TEST(store_list_and_load) {
   ASSERT_EQ(mb__db_load_run(db, 999, &run, &err), MB_STATUS_NOT_FOUND);
   ASSERT_CONTAINS(err.message, "no run 999");
   mb__db_close(db);
-  remove_tree(dir);
+  test_remove_tree(dir);
   return 0;
 }
 
@@ -301,7 +282,7 @@ TEST(labels_checked) {
   ASSERT_OK(mb__db_store_report(db, &f.report, empty_value, 1, NULL, &err),
             &err);
   mb__db_close(db);
-  remove_tree(dir);
+  test_remove_tree(dir);
   return 0;
 }
 
@@ -346,7 +327,7 @@ TEST(open_errors) {
   ASSERT_EQ(list->n_runs, 1);
   mb__db_run_list_free(list);
   mb__db_close(db);
-  remove_tree(dir);
+  test_remove_tree(dir);
   return 0;
 }
 
@@ -398,7 +379,7 @@ TEST(cache_dir_resolution) {
     setenv(MB_CACHE_DIR_ENV, saved_env, 1);
   free(saved_home);
   free(saved_env);
-  remove_tree(dir);
+  test_remove_tree(dir);
   return 0;
 }
 
@@ -418,7 +399,7 @@ TEST(record_report_in_cache_dir) {
   ASSERT_OK(mb__db_record_report(dir, &f.report, NULL, 0, &id, NULL, 0, &err),
             &err);
   ASSERT_EQ(id, 2);
-  remove_tree(dir);
+  test_remove_tree(dir);
   return 0;
 }
 
@@ -489,7 +470,7 @@ TEST(concurrent_writers) {
   }
   mb__db_run_list_free(list);
   mb__db_close(db);
-  remove_tree(dir);
+  test_remove_tree(dir);
   return 0;
 }
 
@@ -741,7 +722,7 @@ TEST(compare_runs_rows) {
   mb__db_run_free(a);
   mb__db_run_free(b);
   mb__db_close(db);
-  remove_tree(dir);
+  test_remove_tree(dir);
   return 0;
 }
 
@@ -800,7 +781,7 @@ TEST(json_report_loads_like_db_run) {
   ASSERT_CONTAINS(err.message, "samples_ms[1]");
   mb__db_run_free(from_db);
   mb__db_close(db);
-  remove_tree(dir);
+  test_remove_tree(dir);
   return 0;
 }
 
@@ -1000,7 +981,7 @@ TEST(environment_stored_and_loaded) {
   ASSERT_STR_EQ(find_entry(from_db, "OMP_NUM_THREADS")->value, "2");
   mb__db_run_free(from_db);
   mb__db_close(db);
-  remove_tree(dir);
+  test_remove_tree(dir);
   return 0;
 }
 
