@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The environment a run records and `compare` diffs: two bench runs of the
 # bundled MLP recorded into a temporary results database, the second with
-# OMP_WAIT_POLICY=passive; compare (by run id and by JSON file, text and
+# OMP_WAIT_POLICY=passive (its HTML and Markdown reports show the
+# variable); compare (by run id and by JSON file, text and
 # --json) says "environment differs: OMP_WAIT_POLICY: (unset) -> passive",
 # and two runs in the same environment say nothing. The JSON report's
 # "environment" object carries the facts and the variables verbatim. No
@@ -28,7 +29,7 @@ fast=(-c REFERENCE --warmup 1 --warmup-time 0 --min-iterations 5
 
 run 0 bench "$model" "${fast[@]}" --json "$tmp/a.json" || exit 1
 OMP_WAIT_POLICY=passive run 0 bench "$model" "${fast[@]}" \
-  --json "$tmp/b.json" || exit 1
+  --json "$tmp/b.json" --html "$tmp/b.html" --markdown "$tmp/b.md" || exit 1
 run 0 bench "$model" "${fast[@]}" --json "$tmp/c.json" || exit 1
 
 # The report's environment: facts (a string that says why when unknown)
@@ -49,6 +50,13 @@ assert b["variables"]["OMP_WAIT_POLICY"] == "passive", b["variables"]
 assert {k: v for k, v in b["variables"].items() if k != "OMP_WAIT_POLICY"} \
     == a["variables"], (a["variables"], b["variables"])
 ' "$tmp/a.json" "$tmp/b.json"
+
+# The HTML and Markdown reports show the environment too.
+expect_in "$tmp/b.html" "<h3>Environment</h3>" "HTML environment section"
+expect_in "$tmp/b.html" "<code>OMP_WAIT_POLICY=passive</code>" \
+  "HTML environment variable"
+expect_in "$tmp/b.md" "_Environment:_ kernel" "Markdown environment line"
+expect_in "$tmp/b.md" 'OMP\_WAIT\_POLICY=passive' "Markdown variable"
 
 want="environment differs: OMP_WAIT_POLICY: (unset) -> passive"
 # By run id from the results database (runs 1, 2, 3 of a fresh cache).

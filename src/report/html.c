@@ -833,6 +833,31 @@ static void write_machine(FILE *f, const mb_bench_report *report) {
   fputs("</dl>\n", f);
 }
 
+/* What besides the machine changes speed (report->environment): the
+ * facts `compare` diffs, so a reader of two pages can do the same. */
+static void write_environment(FILE *f, const mb_bench_report *report) {
+  const mb_environment *e = &report->environment;
+  if (!e->recorded)
+    return;
+  fputs("<h3>Environment</h3>\n<dl class=\"facts\">", f);
+  fact(f, "kernel", e->kernel);
+  fact(f, "SMT", e->smt);
+  fact(f, "governor (cpu0)", e->governor);
+  if (e->cpus_allowed > 0)
+    factf(f, "CPUs allowed", "%d", e->cpus_allowed);
+  fact(f, "CPU flags sha256", e->cpu_flags_sha256);
+  fact(f, "OpenBLAS", e->blas);
+  fputs("<dt>variables</dt><dd>", f);
+  if (e->n_variables <= 0 || !e->variables)
+    fputs("none of the ones that change speed is set", f);
+  for (int i = 0; i < e->n_variables && e->variables; i++) {
+    fputs(i ? ", <code>" : "<code>", f);
+    put_html(f, e->variables[i] ? e->variables[i] : "");
+    fputs("</code>", f);
+  }
+  fputs("</dd></dl>\n", f);
+}
+
 static void write_model_head(FILE *f, const mb_bench_report *report,
                              int model) {
   fprintf(f, "<section class=\"model\" id=\"model-%d\">\n<h2>", model);
@@ -917,6 +942,7 @@ static mb_status write_model(FILE *f, const mb_bench_report *report, int model,
     write_warnings(f, &view, order);
   }
   write_machine(f, &view);
+  write_environment(f, &view);
   fputs("</section>\n", f);
   free(order);
   return MB_STATUS_OK;

@@ -270,12 +270,35 @@ static void write_machine(FILE *f, const mb_bench_report *report) {
   fputs(".\n", f);
 }
 
+/* report->environment in one line: the facts `compare` diffs. */
+static void write_environment(FILE *f, const mb_bench_report *report) {
+  const mb_environment *e = &report->environment;
+  if (!e->recorded)
+    return;
+  char line[1024];
+  snprintf(line, sizeof line,
+           "kernel %s, SMT %s, governor %s, %d CPUs allowed, OpenBLAS %s",
+           e->kernel[0] ? e->kernel : "unknown", e->smt[0] ? e->smt : "unknown",
+           e->governor[0] ? e->governor : "unknown", e->cpus_allowed,
+           e->blas[0] ? e->blas : "unknown");
+  fputs("\n_Environment:_ ", f);
+  put_text(f, line);
+  fputs(e->n_variables > 0 && e->variables ? "; " : "; no speed variable set",
+        f);
+  for (int i = 0; i < e->n_variables && e->variables; i++) {
+    fputs(i ? ", " : "", f);
+    put_text(f, e->variables[i] ? e->variables[i] : "");
+  }
+  fputs(".\n", f);
+}
+
 static mb_status write_model(FILE *f, const mb_bench_report *report,
                              mb_error *err) {
   write_header(f, report);
   if (report->n_results <= 0 || !report->results) {
     fputs("No conversions were run.\n", f);
     write_machine(f, report);
+    write_environment(f, report);
     return MB_STATUS_OK;
   }
   int *order = malloc(sizeof *order * (size_t)report->n_results);
@@ -299,6 +322,7 @@ static mb_status write_model(FILE *f, const mb_bench_report *report,
   put_text(f, rec.summary);
   fputc('\n', f);
   write_machine(f, report);
+  write_environment(f, report);
   free(order);
   return MB_STATUS_OK;
 }
