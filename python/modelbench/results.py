@@ -106,7 +106,7 @@ class SweepResults(dict):
     def __str__(self) -> str:
         """Each point's results as display_all_results prints them, under
         the point."""
-        return "\n".join(f"Sweep point {point}:\n{results}" for point, results in self.items())
+        return "\n".join(f"Sweep point {_term(point)}:\n{results}" for point, results in self.items())
 
     __repr__ = __str__
 
@@ -180,6 +180,22 @@ def failures(results: Dict[str, Dict[str, Any]]) -> List[str]:
     return [n for n, r in results.items() if r.get("bench_status") in FAILED]
 
 
+def _term(value: Any, keep_newlines: bool = False) -> str:
+    """value as text safe to print to a terminal: characters that are not
+    printable (control characters, which can move the cursor or retitle the
+    window, line separators and the bidirectional controls that reorder
+    what is shown) escaped as \\xNN or \\uNNNN, as the CLI shows them.
+    Names, errors and tracebacks come from models and their code."""
+    out = []
+    for c in str(value):
+        if c.isprintable() or (keep_newlines and c == "\n"):
+            out.append(c)
+        else:
+            code = ord(c)
+            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
+    return "".join(out)
+
+
 def _fmt(value: Any, spec: str, unit: str = "") -> str:
     return "n/a" if value is None else f"{value:{spec}}{unit}"
 
@@ -187,9 +203,9 @@ def _fmt(value: Any, spec: str, unit: str = "") -> str:
 def _result_lines(name: str, r: Dict[str, Any], reference: Optional[str], include_errors: bool,
                   include_traceback_for_errors: bool) -> Iterator[str]:
     """The lines display_all_results shows of one conversion's result."""
-    yield f"{name} results:"
+    yield f"{_term(name)} results:"
     if r.get("status") == "success":
-        yield f"Device: {r.get('device')}"
+        yield f"Device: {_term(r.get('device'))}"
         yield f"Total elapsed time: {_fmt(r.get('total_elapsed_time'), '.4f')} seconds"
         yield ("Total inference time (model only): "
                f"{_fmt(r.get('total_inf_time'), '.4f')} seconds")
@@ -203,7 +219,7 @@ def _result_lines(name: str, r: Dict[str, Any], reference: Optional[str], includ
         acc = r.get("accuracy")
         if acc:
             top1 = acc.get("top1_agreement")
-            yield (f"Accuracy vs {reference or 'reference'}: cosine {_fmt(acc.get('cosine'), '.6f')}, "
+            yield (f"Accuracy vs {_term(reference or 'reference')}: cosine {_fmt(acc.get('cosine'), '.6f')}, "
                    f"max abs err {_fmt(acc.get('max_abs_err'), '.3g')}"
                    + (f", top-1 agreement {top1:.2%}" if top1 is not None else "")
                    + (" (inaccurate)" if r.get("inaccurate") else ""))
@@ -212,12 +228,12 @@ def _result_lines(name: str, r: Dict[str, Any], reference: Optional[str], includ
                    f"of {r.get('task_accuracy_rows')} samples")
         yield f"Peak memory: {_fmt(r.get('peak_rss_mb'), '.1f', ' MiB')}"
         for w in r.get("warnings") or []:
-            yield f"Warning: {w}"
+            yield f"Warning: {_term(w)}"
     else:
-        yield (f"Benchmarking failed ({r.get('bench_status')})"
-               + (f", error: {r.get('error')}" if include_errors else ""))
+        yield (f"Benchmarking failed ({_term(r.get('bench_status'))})"
+               + (f", error: {_term(r.get('error'))}" if include_errors else ""))
         if include_traceback_for_errors and r.get("traceback"):
-            yield r["traceback"]
+            yield _term(r["traceback"], keep_newlines=True)
 
 
 def _display_lines(all_results: Dict[str, Dict[str, Any]], include_errors: bool,
@@ -231,7 +247,7 @@ def _display_lines(all_results: Dict[str, Dict[str, Any]], include_errors: bool,
         yield "\n"
     summary = (getattr(all_results, "recommendation", None) or {}).get("summary")
     if summary:
-        yield f"Recommendation: {summary}"
+        yield f"Recommendation: {_term(summary)}"
 
 
 def display_all_results(

@@ -61,6 +61,25 @@ def test_print_result_is_its_part_of_the_display():
     assert repr(eager) == str(eager)
 
 
+def test_text_from_models_is_escaped_for_the_terminal():
+    """Names, errors, warnings and tracebacks come from models and their
+    code: escape sequences, line separators and bidirectional controls in
+    them are shown escaped, as the CLI shows them; a traceback keeps its
+    lines."""
+    report = json.loads(json.dumps(REPORT))
+    report["results"][0]["warnings"] = ["busy\x1b]0;owned\x07"]
+    report["results"][2]["error"] = "boom\x1b[2J\u202eevil"
+    report["results"][2]["backtrace"] = "Traceback...\n\x9b31mValueError: boom"
+    report["recommendation"]["summary"] = "deploy\u2028ORT_CPU"
+    text = str(from_report(report, None))
+    assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text
+    assert "\u202e" not in text and "\u2028" not in text
+    assert "Warning: busy\\x1b]0;owned\\x07" in text
+    assert "error: boom\\x1b[2J\\u202eevil" in text
+    assert "Traceback...\n\\u009b31mValueError: boom" in text
+    assert text.endswith("Recommendation: deploy\\u2028ORT_CPU")
+
+
 def test_sweep_results_print_each_point():
     sweep = SweepResults()
     sweep["batch=1"] = from_report(dict(REPORT, sweep_point="batch=1"), None)
