@@ -147,6 +147,14 @@ if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_LOAD:-1}" != 0 ]; then
   "$(dirname "$0")/load.sh" "$build"
 fi
 
+# Intervals and realistic figures of issue 30 (bench/realistic.sh):
+# --ci-target 2% on resnet_blocks, and ResNet-18's fresh-input and
+# cold-cache medians beside the steady one. MB_BENCH_REALISTIC=0 skips.
+if [ "${MB_BENCH_REALISTIC:-1}" != 0 ]; then
+  echo
+  "$(dirname "$0")/realistic.sh" "$build"
+fi
+
 # The Python front: PyTorch's conversions beside the engine's on ResNet-18,
 # the trained digits CNN with task accuracy, and the fidelity of the EAGER
 # median against a plain loop (bench/pytorch.py). MB_BENCH_PYTORCH=0 skips.

@@ -636,6 +636,16 @@ typedef struct mb_bench_config {
   double min_seconds;     /* default 2 */
   double max_seconds;     /* cap of the timed phase; default 30 */
   double timeout_seconds; /* per conversion, whole child; default 300 */
+  /* --ci-target: past the minimums, keep timing until the 95% interval of
+   * the median is within this share of it (0.02: +-2%) or max_seconds
+   * passes; the result's ci_target says which. 0 (default): off. */
+  double ci_target;
+  /* Realistic phases after the steady state, each beside it in the result
+   * (docs/json-schema.md, "realistic"): fresh_inputs times each iteration
+   * on a different sample of a pool larger than the last-level cache;
+   * cold_cache flushes that cache before each iteration. Default 0. */
+  int fresh_inputs;
+  int cold_cache;
   /* n_conversions entries or NULL: an entry > 0 replaces timeout_seconds
    * for the conversion at the same position. */
   const double *conversion_timeouts;
@@ -799,6 +809,24 @@ typedef struct mb_environment {
   int n_variables;
   const char **variables;
 } mb_environment;
+/* How a --ci-target run ended (result->ci_target). */
+typedef struct mb_ci_target_result {
+  double target;     /* asked (config ci_target); 0: not asked */
+  int met;           /* 1: stopped by the target; 0: by max_seconds */
+  double half_width; /* half the median's 95% interval / the median when
+                        the loop stopped; < 0 when too few samples */
+} mb_ci_target_result;
+
+/* A realistic phase (fresh inputs, cold cache) measured after the steady
+ * state: iterations 0 when it was not asked or did not run. */
+typedef struct mb_realistic_stats {
+  int64_t iterations;
+  double median_ms, p99_ms;
+  double gap;           /* median / the steady state's median - 1 */
+  int64_t pool_samples; /* fresh inputs: distinct input buffers cycled */
+  double pool_mb;       /* their size; the cold cache: the flushed buffer */
+} mb_realistic_stats;
+
 /* One run of a find-peak search. */
 typedef struct mb_load_trial {
   double target_qps;   /* asked */
@@ -866,6 +894,13 @@ typedef struct mb_bench_result {
   mb_output_accuracy *accuracy; /* n_outputs entries */
   double max_abs_err;           /* over all outputs; < 0 when unknown */
   double speedup_vs_baseline;   /* baseline median / this median; 0 unknown */
+  /* 95% intervals: of latency_ms.median (distribution-free, from order
+   * statistics) and of speedup_vs_baseline (bootstrap of the ratio of
+   * medians, both sample sets resampled, seeded); {0, 0} unknown. */
+  double median_ci_ms[2];
+  double speedup_ci[2];
+  mb_ci_target_result ci_target;
+  mb_realistic_stats fresh_inputs, cold_cache;
   int n_warnings;
   char **warnings;
   int64_t n_samples_ms;
@@ -1154,6 +1189,8 @@ typedef struct mb_recommendations {
   double prediction_error_pct; /* (measured - predicted) / predicted * 100
                                   of fastest_accurate; 0 when none given */
   char summary[512];           /* one paragraph for the console */
+  double headroom_ci[2];       /* headroom's bootstrap 95% interval; {0, 0}
+                                  unknown */
 } mb_recommendations;
 
 /* A result is accurate when its accuracy is known and within the

@@ -838,8 +838,12 @@ TEST(recommend_picks) {
   ASSERT_EQ(rec.default_option, I_ORT_CPU);
   ASSERT_NEAR(rec.headroom, 10.0 / 6.0, 1e-12);
   ASSERT_NEAR(rec.prediction_error_pct, 20.0, 1e-9);
-  ASSERT_CONTAINS(rec.summary, "Deploy BF16+ORT_CPU: 1.67x faster than the "
-                               "default ORT_CPU (6 ms vs 10 ms median)");
+  /* The headroom's bootstrap interval holds it and is said beside it. */
+  ASSERT(rec.headroom_ci[0] > 1 && rec.headroom_ci[0] < rec.headroom &&
+         rec.headroom < rec.headroom_ci[1]);
+  ASSERT_CONTAINS(rec.summary, "Deploy BF16+ORT_CPU: 1.67x [95% CI ");
+  ASSERT_CONTAINS(rec.summary, "] faster than the default ORT_CPU (6 ms vs "
+                               "10 ms median)");
   ASSERT_CONTAINS(rec.summary, "bf16 with min cosine 0.999500");
   ASSERT_CONTAINS(rec.summary, "Fastest exact (fp32): ORT_CPU at 10 ms.");
   ASSERT_CONTAINS(rec.summary, "Lowest peak memory: REFERENCE (90.0 MB).");

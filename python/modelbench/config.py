@@ -27,6 +27,18 @@ _FLOAT_KEYS = ("warmup_time", "min_time", "max_time", "timeout", "rtol", "atol",
                "max_error")
 
 
+def _is_ci_target(value: Union[float, str]) -> bool:
+    """0.02 or "2%" (bench's --ci-target takes both)."""
+    try:
+        if isinstance(value, str):
+            share = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+        else:
+            share = float(value)
+    except ValueError:
+        return False
+    return math.isfinite(share) and 0 < share < 1
+
+
 @dataclass
 class BenchmarkConfig:
     """Settings of :func:`modelbench.benchmark_model` (a dict with these keys works too).
@@ -54,6 +66,13 @@ class BenchmarkConfig:
             ceil(n_samples / batch_size) inferences after the warm-up; set either
             and modelbench's rules apply (at least min_iterations, default 20, and
             min_time seconds, default 2, capped at max_time).
+        ci_target: keep timing past the minimums until the median's 95% interval
+            is within this share of it (0.02 or "2%") or max_time passes; the
+            results say which (bench's ``--ci-target``). None: off.
+        fresh_inputs, cold_cache: after the steady state, also time a phase on a
+            fresh input buffer per iteration (a pool over the last-level cache)
+            and one with that cache flushed before each iteration; the results'
+            ``realistic`` holds them beside the steady figures.
         timeout: seconds after which a conversion's worker is killed.
         seed: seed of generated inputs and calibration data.
         opset: ONNX opset of the export (None: the highest the exporter has).
@@ -99,6 +118,9 @@ class BenchmarkConfig:
     min_iterations: Optional[int] = None
     min_time: Optional[float] = None
     max_time: float = 30.0
+    ci_target: Optional[Union[float, str]] = None
+    fresh_inputs: bool = False
+    cold_cache: bool = False
     timeout: float = 300.0
     seed: int = 0
     opset: Optional[int] = None
@@ -192,6 +214,10 @@ class BenchmarkConfig:
         for key in ("max_time", "timeout", "max_error"):
             if getattr(self, key) <= 0:
                 raise ConfigError(f"config key {key!r} must be > 0, got {getattr(self, key)}")
+        if self.ci_target is not None and not _is_ci_target(self.ci_target):
+            raise ConfigError(
+                "config key 'ci_target' must be a share above 0 and below 1 (0.02) or a "
+                f"percentage such as '2%', got {self.ci_target!r}")
         base, _, index = (self.device or "auto").partition(":")
         if base not in _DEVICES or (index and not (base == "cuda" and index.isdigit())):
             raise ConfigError(

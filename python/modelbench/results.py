@@ -215,7 +215,9 @@ def _result_lines(name: str, r: Dict[str, Any], reference: Optional[str], includ
         yield (f"Latency: median {_fmt(lat.get('median'), '.4f')} ms, "
                f"p90 {_fmt(lat.get('p90'), '.4f')} ms, p99 {_fmt(lat.get('p99'), '.4f')} ms, "
                f"cv {_fmt(lat.get('cv'), '.1%')}")
-        yield f"Speed-up vs baseline: {_fmt(r.get('speedup_vs_baseline'), '.2f', 'x')}"
+        ci = r.get("speedup_ci")
+        yield (f"Speed-up vs baseline: {_fmt(r.get('speedup_vs_baseline'), '.2f', 'x')}"
+               + (f" [95% CI {ci[0]:.2f}-{ci[1]:.2f}]" if ci else ""))
         acc = r.get("accuracy")
         if acc:
             top1 = acc.get("top1_agreement")

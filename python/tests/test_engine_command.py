@@ -98,6 +98,16 @@ def test_input_files_give_the_argv_of_before():
     assert _options(argv) == _options(FILES)
 
 
+def test_ci_target_and_realistic_phases_are_bench_options():
+    argv = _argv(BenchmarkConfig(ci_target="2%", fresh_inputs=True, cold_cache=True),
+                 json_path="r.json", device="cpu")
+    assert argv[argv.index("--ci-target") + 1] == "2%"
+    assert "--fresh-inputs" in argv and "--cold-cache" in argv
+    for bad in ("2", 0.0, "x%", 1.5):
+        with pytest.raises(ConfigError, match="ci_target"):
+            BenchmarkConfig(ci_target=bad)
+
+
 def test_several_models_and_the_load_command():
     argv = _argv(BenchmarkConfig(), models=["a.json", "b.json"], json_path="r.json",
                  device="cpu", command="load")

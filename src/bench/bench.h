@@ -26,6 +26,20 @@ mb_arena *mb__bench_report_arena(mb_bench_report *report);
  * leaves those pointers NULL and counts 0. */
 void mb__result_clear(mb_bench_result *result);
 
+/* ---- settings (config.c) ---- */
+
+/* Parses a --ci-target, "2%" or the share 0.02, into a share in (0, 1);
+ * errors name the text. */
+mb_status mb__ci_target_parse(const char *text, double *share_out,
+                              mb_error *err);
+
+/* Adds the speed-up of every ok result over `baseline` and its bootstrap
+ * 95% interval (speedup_vs_baseline, speedup_ci) from their samples;
+ * baseline may be NULL (no speed-ups). The engine and the executors' merge
+ * both call it, so saved and merged reports agree. */
+void mb__set_speedups(const mb_bench_result *baseline, mb_bench_result *results,
+                      int n_results);
+
 /* ---- load scenarios (load.c) ---- */
 
 /* Sessions a load run may serve queries with (--concurrency). */

@@ -325,6 +325,19 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
                       const mb_bench_job *job, const mb_progress_sink *progress,
                       mb_bench_result *result, mb_error *err);
 
+/* ---- realistic phases (realistic.c) ---- */
+
+/* The last-level cache of cpu0 in bytes, from sysfs; 32 MiB when unknown. */
+int64_t mb__llc_bytes(void);
+
+/* After mb__measure, on the same session: the fresh-inputs and cold-cache
+ * phases the config asks for (none: returns at once), filling
+ * result->fresh_inputs and result->cold_cache beside the steady state. */
+mb_status mb__measure_realistic(const mb_runtime *rt, void *session,
+                                const mb_bench_job *job,
+                                const mb_progress_sink *progress,
+                                mb_bench_result *result, mb_error *err);
+
 /* ---- load scenarios (load.c) ---- */
 
 /* find-peak bisects until the bracket is this close (share of the lower

@@ -210,6 +210,42 @@ static mb_status set_int8_weights(staged *s, const char *key,
   return MB_STATUS_OK;
 }
 
+mb_status mb__ci_target_parse(const char *text, double *share_out,
+                              mb_error *err) {
+  char *end = NULL;
+  double v = text ? strtod(text, &end) : NAN;
+  bool percent = end && *end == '%';
+  if (end && percent)
+    end++;
+  if (!text || end == text || !end || *end || !isfinite(v) || v <= 0 ||
+      v >= (percent ? 100 : 1))
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "ci target '%s': expected a share of the median such as "
+                     "2%% or 0.02 (above 0, below 100%%)",
+                     text ? text : "");
+  *share_out = percent ? v / 100 : v;
+  return MB_STATUS_OK;
+}
+
+/* 0.02 or "2%". */
+static mb_status set_ci_target(staged *s, const char *key,
+                               const mb_json_value *v, mb_error *err) {
+  char got[64], text[64];
+  if (v->type == MB_JSON_NUMBER)
+    snprintf(text, sizeof text, "%.17g", v->number);
+  else if (v->type == MB_JSON_STRING && v->string_len < sizeof text)
+    snprintf(text, sizeof text, "%s", v->string);
+  else
+    return key_error(s, v, err,
+                     "key '%s' must be a share such as \"2%%\" "
+                     "or 0.02, got %s",
+                     key, describe(v, got, sizeof got));
+  mb_error parse_err = {0};
+  if (mb__ci_target_parse(text, &s->config.ci_target, &parse_err))
+    return key_error(s, v, err, "key '%s': %s", key, parse_err.message);
+  return MB_STATUS_OK;
+}
+
 /* Strings the config keeps (paths): non-empty, no NUL inside. */
 static mb_status get_path(staged *s, const char *key, const mb_json_value *v,
                           const char **out, mb_error *err) {
@@ -501,6 +537,9 @@ static const config_key keys[] = {
      NULL},
     {"timeout", KEY_DOUBLE, FIELD(timeout_seconds), 0, true, NO_MAX, " seconds",
      NULL},
+    {"ci_target", KEY_CUSTOM, 0, 0, false, 0, "", set_ci_target},
+    {"fresh_inputs", KEY_BOOL, FIELD(fresh_inputs), 0, false, 0, "", NULL},
+    {"cold_cache", KEY_BOOL, FIELD(cold_cache), 0, false, 0, "", NULL},
     {"seed", KEY_CUSTOM, 0, 0, false, 0, "", set_seed},
     {"conversions", KEY_CUSTOM, 0, 0, false, 0, "", set_conversions},
     {"baseline", KEY_CUSTOM, 0, 0, false, 0, "", set_baseline},

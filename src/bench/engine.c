@@ -781,6 +781,16 @@ static mb_status validate_config(const mb_bench_config *c, mb_error *err) {
                        "config: %s must be >= %d (got %d)", ints[i].name,
                        ints[i].min, v);
   }
+  if (!(c->ci_target >= 0 && c->ci_target < 1))
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "config: ci_target must be a share in [0, 1) (got %g)",
+                     c->ci_target);
+  /* Without a cap a target that is never met would run into the
+   * conversion's timeout and lose the result. */
+  if (c->ci_target > 0 && !(c->max_seconds > 0))
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "config: ci_target %g needs a max_time (got 0: none)",
+                     c->ci_target);
   mb_status status = validate_load(&c->load, err);
   if (status)
     return status;
@@ -1058,11 +1068,37 @@ static mb_status load_inputs(engine *e, const char *model_path, mb_error *err) {
   return MB_STATUS_OK;
 }
 
+/* Resamples of the speed-up's bootstrap, and its seed: fixed, so that a
+ * report shows the same interval every time it is written. */
+#define MB_SPEEDUP_RESAMPLES 2000
+#define MB_SPEEDUP_SEED 0x7370656564757073ULL /* "speedups" */
+
 static void set_speedup(const mb_bench_result *baseline, mb_bench_result *r) {
   r->speedup_vs_baseline = 0.0;
-  if (baseline && baseline->status == MB_BENCH_OK && r->status == MB_BENCH_OK &&
-      r->latency_ms.median > 0.0)
-    r->speedup_vs_baseline = baseline->latency_ms.median / r->latency_ms.median;
+  r->speedup_ci[0] = r->speedup_ci[1] = 0.0;
+  if (!baseline || baseline->status != MB_BENCH_OK ||
+      r->status != MB_BENCH_OK || !(r->latency_ms.median > 0.0))
+    return;
+  r->speedup_vs_baseline = baseline->latency_ms.median / r->latency_ms.median;
+  /* Without samples (an older report) the interval stays unknown; so it
+   * does when a sample is not positive, which the bootstrap refuses. */
+  double lo, hi;
+  mb_error err = {0};
+  if (baseline->samples_ms && baseline->n_samples_ms > 0 && r->samples_ms &&
+      r->n_samples_ms > 0 &&
+      mb__bootstrap_median_ratio(baseline->samples_ms, baseline->n_samples_ms,
+                                 r->samples_ms, r->n_samples_ms,
+                                 MB_SPEEDUP_RESAMPLES, 0.95, MB_SPEEDUP_SEED,
+                                 &lo, &hi, &err) == MB_STATUS_OK) {
+    r->speedup_ci[0] = lo;
+    r->speedup_ci[1] = hi;
+  }
+}
+
+void mb__set_speedups(const mb_bench_result *baseline, mb_bench_result *results,
+                      int n_results) {
+  for (int i = 0; i < n_results; i++)
+    set_speedup(baseline, &results[i]);
 }
 
 static void engine_cleanup(engine *e) {

@@ -3,18 +3,28 @@
  * Only the runtime's run() sits between the two clock reads of an
  * iteration: inputs are tensors built before the loop, picked by index, and
  * everything else (storing the sample, deciding whether to stop, progress
- * messages, growing the sample array) happens outside the timed region. */
+ * messages, growing the sample array) happens outside the timed region.
+ *
+ * With --ci-target the loop goes on past the minimums until the median's
+ * 95% interval is within the target or --max-time passes. The interval is
+ * distribution-free (order statistics, core/stats.c), found by selection
+ * on a copy in O(n), and checked at most every MB_CI_CHECK_INTERVAL_S and
+ * only once the samples grew by a tenth, so that checking stays a small,
+ * untimed share of the loop. */
 #include "bench/bench_internal.h"
 
 #include "conversions/conversion.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
 
 /* Progress messages at most this often, so that a fast model's loop is not
  * slowed by writes to the pipe. */
 #define MB_PROGRESS_INTERVAL_S 0.1
+#define MB_CI_CHECK_INTERVAL_S 0.1
+#define MB_CI_CONFIDENCE 0.95
 
 static void report(const mb_progress_sink *progress, const char *phase,
                    int64_t iterations, double elapsed_s) {
@@ -72,6 +82,23 @@ static void sleep_s(double s) {
   }
 }
 
+/* Half the median's interval over the median, from x[0..n) (scratch: n
+ * doubles); -1 when there are too few samples for an interval. */
+static double relative_half_width(const double *x, int64_t n, double *scratch,
+                                  double *lo_out, double *hi_out) {
+  double lo, hi;
+  *lo_out = *hi_out = 0;
+  if (mb__median_ci(x, n, MB_CI_CONFIDENCE, scratch, &lo, &hi, NULL) ||
+      isnan(lo))
+    return -1;
+  double median = mb__median(x, n);
+  if (!(median > 0))
+    return -1;
+  *lo_out = lo;
+  *hi_out = hi;
+  return (hi - lo) / 2 / median;
+}
+
 mb_status mb__measure(const mb_runtime *rt, void *session,
                       const mb_bench_job *job, const mb_progress_sink *progress,
                       mb_bench_result *result, mb_error *err) {
@@ -94,18 +121,26 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
     min_iterations = 1;
   double max_seconds = c->max_seconds > 0.0 ? c->max_seconds : 1e300;
   int64_t cap = MB_MAX(min_iterations, 1024);
+  bool ci_asked = c->ci_target > 0;
   double *samples_ms = malloc(sizeof(double) * (size_t)cap);
-  if (!samples_ms)
-    return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
-                     "cannot allocate %lld latency samples", (long long)cap);
+  /* The interval's selection works on a copy: the samples keep their
+   * order. */
+  double *scratch = malloc(sizeof(double) * (size_t)cap);
+  if (!samples_ms || !scratch) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                       "cannot allocate %lld latency samples", (long long)cap);
+    goto fail;
+  }
 
   report(progress, "measure", 0, 0.0);
   int64_t n = 0;
   double inference_s = 0.0;
   double cpu_start = mb__cpu_time();
   long long faults_start = mb__minor_faults();
-  double start = mb__now(), last_report = start;
+  double start = mb__now(), last_report = start, last_check = start;
   double delay_s = test_delay_s(result->conversion_index);
+  int64_t checked_n = 0;
+  bool ci_met = false;
   for (;;) {
     const mb_tensor *const *inputs = sample_inputs(job, n);
     double before = mb__now();
@@ -121,18 +156,34 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
     samples_ms[n++] = seconds * 1e3;
     inference_s += seconds;
     double elapsed = after - start;
-    if ((n >= min_iterations && elapsed >= c->min_seconds) ||
-        elapsed >= max_seconds)
+    bool minimums = n >= min_iterations && elapsed >= c->min_seconds;
+    if (minimums && ci_asked &&
+        (checked_n == 0 || (after - last_check >= MB_CI_CHECK_INTERVAL_S &&
+                            n >= checked_n + checked_n / 10))) {
+      double lo, hi;
+      double half = relative_half_width(samples_ms, n, scratch, &lo, &hi);
+      checked_n = n;
+      last_check = mb__now();
+      if (half >= 0 && half <= c->ci_target) {
+        ci_met = true;
+        break;
+      }
+    }
+    if ((minimums && !ci_asked) || elapsed >= max_seconds)
       break;
     if (n == cap) {
       double *grown = realloc(samples_ms, sizeof(double) * (size_t)cap * 2);
-      if (!grown) {
+      if (grown)
+        samples_ms = grown;
+      double *grown_scratch =
+          grown ? realloc(scratch, sizeof(double) * (size_t)cap * 2) : NULL;
+      if (!grown || !grown_scratch) {
         status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
                            "cannot grow the latency samples past %lld",
                            (long long)cap);
         goto fail;
       }
-      samples_ms = grown;
+      scratch = grown_scratch;
       cap *= 2;
     }
     if (after - last_report >= MB_PROGRESS_INTERVAL_S) {
@@ -155,7 +206,28 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
                         : 0.0;
   report(progress, "measure", n, end - start);
   if ((status = mb__latency_stats(samples_ms, n, &result->latency_ms, err)))
-    return status;
+    goto fail_scratch;
+
+  double half =
+      relative_half_width(samples_ms, n, scratch, &result->median_ci_ms[0],
+                          &result->median_ci_ms[1]);
+  free(scratch);
+  scratch = NULL;
+  if (ci_asked) {
+    result->ci_target =
+        (mb_ci_target_result){c->ci_target, ci_met ? 1 : 0, half};
+    if (!ci_met && half >= 0)
+      mb__result_add_warning(result,
+                             "stopped at --max-time (%.3g s) with +-%.1f%%, "
+                             "asked %.1f%%",
+                             c->max_seconds, 100 * half, 100 * c->ci_target);
+    else if (!ci_met)
+      mb__result_add_warning(result,
+                             "stopped at --max-time (%.3g s) after %lld "
+                             "iterations, too few for an interval; asked "
+                             "+-%.1f%%",
+                             c->max_seconds, (long long)n, 100 * c->ci_target);
+  }
 
   /* Only a run that faults often pays for measuring what a fault costs. */
   if (faults_start >= 0 &&
@@ -177,5 +249,7 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
 
 fail:
   free(samples_ms);
+fail_scratch:
+  free(scratch);
   return status;
 }

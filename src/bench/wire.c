@@ -177,6 +177,46 @@ static void get_load(mb_wire *w, mb_load_stats *l) {
   }
 }
 
+/* The median's interval, --ci-target's outcome and the realistic phases:
+ * plain doubles and integers (the speed-up's interval is the parent's). */
+static void put_realistic(mb_wire *w, const mb_realistic_stats *s) {
+  mb__wire_put_i64(w, s->iterations);
+  mb__wire_put_f64(w, s->median_ms);
+  mb__wire_put_f64(w, s->p99_ms);
+  mb__wire_put_f64(w, s->gap);
+  mb__wire_put_i64(w, s->pool_samples);
+  mb__wire_put_f64(w, s->pool_mb);
+}
+
+static void get_realistic(mb_wire *w, mb_realistic_stats *s) {
+  s->iterations = mb__wire_get_i64(w);
+  s->median_ms = mb__wire_get_f64(w);
+  s->p99_ms = mb__wire_get_f64(w);
+  s->gap = mb__wire_get_f64(w);
+  s->pool_samples = mb__wire_get_i64(w);
+  s->pool_mb = mb__wire_get_f64(w);
+}
+
+static void put_measure_extras(mb_wire *w, const mb_bench_result *r) {
+  mb__wire_put_f64(w, r->median_ci_ms[0]);
+  mb__wire_put_f64(w, r->median_ci_ms[1]);
+  mb__wire_put_f64(w, r->ci_target.target);
+  mb__wire_put_u32(w, (uint32_t)r->ci_target.met);
+  mb__wire_put_f64(w, r->ci_target.half_width);
+  put_realistic(w, &r->fresh_inputs);
+  put_realistic(w, &r->cold_cache);
+}
+
+static void get_measure_extras(mb_wire *w, mb_bench_result *r) {
+  r->median_ci_ms[0] = mb__wire_get_f64(w);
+  r->median_ci_ms[1] = mb__wire_get_f64(w);
+  r->ci_target.target = mb__wire_get_f64(w);
+  r->ci_target.met = mb__wire_get_u32(w) != 0;
+  r->ci_target.half_width = mb__wire_get_f64(w);
+  get_realistic(w, &r->fresh_inputs);
+  get_realistic(w, &r->cold_cache);
+}
+
 void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
   mb__wire_put_u32(w, (uint32_t)r->conversion_index);
   mb__wire_put_u32(w, (uint32_t)r->conversion_id);
@@ -236,6 +276,7 @@ void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
     mb__wire_put_f64(w, r->segments[i].gflops);
   }
   put_load(w, &r->load);
+  put_measure_extras(w, r);
 }
 
 mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
@@ -342,6 +383,7 @@ mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
     w->failed = 1;
   }
   get_load(w, &r->load);
+  get_measure_extras(w, r);
   if (w->failed) {
     mb__result_clear(r);
     return mb__error(err, MB_STATUS_INTERNAL,

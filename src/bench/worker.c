@@ -797,6 +797,12 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
   double others_cores = mb__cpu_window_others(&timed);
   if (status)
     goto failed;
+  /* Realistic phases come after the steady state, outside its CPU window,
+   * on the session it warmed. */
+  if (job->config->load.scenario == MB_LOAD_NONE &&
+      (status =
+           mb__measure_realistic(p.rt, p.session, job, progress, result, &err)))
+    goto failed;
   note_recompiles(p.rt, p.session, result);
   report(progress, "accuracy");
   if ((status = check_accuracy(p.rt, p.session, job, p.def, result, &err)))

@@ -8,6 +8,7 @@
  * config file's "conversions") is unavailable here; 2 for usage errors. An
  * unavailable conversion of the default set is not a failure: the default
  * set is what we try, not what the user demanded. */
+#include "bench/bench.h"
 #include "cli/cli_common.h"
 #include "cli/exec_cli.h"
 #include "conversions/conversion.h"
@@ -69,6 +70,14 @@ static const char bench_help[] =
     "      --min-iterations N     minimum timed iterations (default 20)\n"
     "      --min-time S           minimum timed time (default 2)\n"
     "      --max-time S           cap of the timed phase (default 30)\n"
+    "      --ci-target P          past the minimums, time until the median's\n"
+    "                             95% interval is within P of it (2% or\n"
+    "                             0.02) or --max-time passes; says which\n"
+    "      --fresh-inputs         after the steady state, time a phase whose\n"
+    "                             every iteration reads a different input\n"
+    "                             buffer (a pool over the last-level cache)\n"
+    "      --cold-cache           ... and one with the last-level cache\n"
+    "                             flushed before each iteration\n"
     "      --timeout S            kill a conversion after S (default 300)\n"
     "      --timeout NAME=S       ... for one conversion only (repeatable)\n"
     "      --threads N            intra-op threads (default 1)\n"
@@ -183,6 +192,9 @@ enum {
   OPT_MIN_ITERATIONS,
   OPT_MIN_TIME,
   OPT_MAX_TIME,
+  OPT_CI_TARGET,
+  OPT_FRESH_INPUTS,
+  OPT_COLD_CACHE,
   OPT_TIMEOUT,
   OPT_SEED,
   OPT_SHAPE,
@@ -238,6 +250,9 @@ static const struct option options[] = {
     {"min-iterations", required_argument, NULL, OPT_MIN_ITERATIONS},
     {"min-time", required_argument, NULL, OPT_MIN_TIME},
     {"max-time", required_argument, NULL, OPT_MAX_TIME},
+    {"ci-target", required_argument, NULL, OPT_CI_TARGET},
+    {"fresh-inputs", no_argument, NULL, OPT_FRESH_INPUTS},
+    {"cold-cache", no_argument, NULL, OPT_COLD_CACHE},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"seed", required_argument, NULL, OPT_SEED},
     {"shape", required_argument, NULL, OPT_SHAPE},
@@ -495,6 +510,18 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     return parse_seconds("--min-time", arg, 0, false, &cfg->min_seconds);
   case OPT_MAX_TIME:
     return parse_seconds("--max-time", arg, 0, true, &cfg->max_seconds);
+  case OPT_CI_TARGET: {
+    mb_error err = {0};
+    if (mb__ci_target_parse(arg, &cfg->ci_target, &err))
+      return mb__cli_usage_error(cmd, "--ci-target: %s", err.message);
+    return MB_EXIT_OK;
+  }
+  case OPT_FRESH_INPUTS:
+    cfg->fresh_inputs = 1;
+    return MB_EXIT_OK;
+  case OPT_COLD_CACHE:
+    cfg->cold_cache = 1;
+    return MB_EXIT_OK;
   case OPT_TIMEOUT:
     return parse_timeout(b, arg);
   case OPT_SEED:

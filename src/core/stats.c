@@ -227,11 +227,17 @@ static double percentile_sorted(const double *sorted, int n, double q) {
   return sorted[lo] + (h - lo) * (sorted[lo + 1] - sorted[lo]);
 }
 
-mb_status mb__bootstrap_median_change(const double *a, int64_t na,
-                                      const double *b, int64_t nb,
-                                      int resamples, double confidence,
-                                      uint64_t seed, double *low_pct_out,
-                                      double *high_pct_out, mb_error *err) {
+/* What a bootstrap resample gives: the change of the median from a to b in
+ * percent, or the ratio of a's median to b's (a speed-up of b over a). */
+typedef enum bootstrap_statistic {
+  BOOTSTRAP_CHANGE_PCT,
+  BOOTSTRAP_RATIO,
+} bootstrap_statistic;
+
+static mb_status bootstrap(const double *a, int64_t na, const double *b,
+                           int64_t nb, int resamples, double confidence,
+                           uint64_t seed, bootstrap_statistic statistic,
+                           double *low_out, double *high_out, mb_error *err) {
   size_t bytes_a, bytes_b;
   mb_status status = MB_STATUS_OK;
   if (na < 1 || nb < 1 || !a || !b || resamples < 1 || !(confidence > 0) ||
@@ -246,8 +252,8 @@ mb_status mb__bootstrap_median_change(const double *a, int64_t na,
       !mb__mul_size((size_t)nb, sizeof(double), &bytes_b))
     return mb__error(err, MB_STATUS_OVERFLOW, "bootstrap: too many samples");
   double *sorted_a = malloc(bytes_a), *sorted_b = malloc(bytes_b);
-  double *changes = malloc(sizeof *changes * (size_t)resamples);
-  if (!sorted_a || !sorted_b || !changes) {
+  double *values = malloc(sizeof *values * (size_t)resamples);
+  if (!sorted_a || !sorted_b || !values) {
     status =
         mb__error(err, MB_STATUS_OUT_OF_MEMORY, "bootstrap: out of memory");
     goto done;
@@ -260,21 +266,115 @@ mb_status mb__bootstrap_median_change(const double *a, int64_t na,
   for (int r = 0; r < resamples; r++) {
     double ma = resampled_median(sorted_a, na, &state);
     double mb = resampled_median(sorted_b, nb, &state);
-    if (!(ma > 0)) {
-      status = mb__error(err, MB_STATUS_INVALID_ARGUMENT,
-                         "bootstrap: a resampled median of the first sample "
-                         "is %g; latencies must be positive",
-                         ma);
+    /* The ratio divides by b's median, the change by a's. */
+    double divisor = statistic == BOOTSTRAP_RATIO ? mb : ma;
+    if (!(divisor > 0)) {
+      status =
+          mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                    "bootstrap: a resampled median of the %s sample "
+                    "is %g; latencies must be positive",
+                    statistic == BOOTSTRAP_RATIO ? "second" : "first", divisor);
       goto done;
     }
-    changes[r] = 100.0 * (mb - ma) / ma;
+    values[r] = statistic == BOOTSTRAP_RATIO ? ma / mb : 100.0 * (mb - ma) / ma;
   }
-  qsort(changes, (size_t)resamples, sizeof *changes, compare_double);
-  *low_pct_out = percentile_sorted(changes, resamples, (1 - confidence) / 2);
-  *high_pct_out = percentile_sorted(changes, resamples, (1 + confidence) / 2);
+  qsort(values, (size_t)resamples, sizeof *values, compare_double);
+  *low_out = percentile_sorted(values, resamples, (1 - confidence) / 2);
+  *high_out = percentile_sorted(values, resamples, (1 + confidence) / 2);
 done:
   free(sorted_a);
   free(sorted_b);
-  free(changes);
+  free(values);
   return status;
+}
+
+mb_status mb__bootstrap_median_change(const double *a, int64_t na,
+                                      const double *b, int64_t nb,
+                                      int resamples, double confidence,
+                                      uint64_t seed, double *low_pct_out,
+                                      double *high_pct_out, mb_error *err) {
+  return bootstrap(a, na, b, nb, resamples, confidence, seed,
+                   BOOTSTRAP_CHANGE_PCT, low_pct_out, high_pct_out, err);
+}
+
+mb_status mb__bootstrap_median_ratio(const double *a, int64_t na,
+                                     const double *b, int64_t nb, int resamples,
+                                     double confidence, uint64_t seed,
+                                     double *low_out, double *high_out,
+                                     mb_error *err) {
+  return bootstrap(a, na, b, nb, resamples, confidence, seed, BOOTSTRAP_RATIO,
+                   low_out, high_out, err);
+}
+
+/* The z with P(|Z| <= z) = confidence for a standard normal Z, by
+ * bisection on erfc (60 halvings reach double precision). */
+static double normal_quantile_two_sided(double confidence) {
+  double lo = 0, hi = 40;
+  for (int i = 0; i < 60; i++) {
+    double mid = (lo + hi) / 2;
+    if (erfc(mid / sqrt(2.0)) > 1 - confidence)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+/* Up to this many samples the ranks come from the exact binomial
+ * distribution; above it the normal approximation is as good and O(1). */
+#define MB_MEDIAN_CI_EXACT_MAX 1000
+
+bool mb__median_ci_ranks(int64_t n, double confidence, int64_t *lo_rank_out,
+                         int64_t *hi_rank_out) {
+  if (n < 1 || !(confidence > 0) || !(confidence < 1))
+    return false;
+  double tail = (1 - confidence) / 2;
+  int64_t j = 0; /* 1-based lower rank; 0: none reaches the confidence */
+  if (n <= MB_MEDIAN_CI_EXACT_MAX) {
+    /* The interval [x_(j), x_(n-j+1)] misses the median with probability
+     * 2 P(B <= j - 1), B ~ Binomial(n, 1/2): take the largest j that keeps
+     * it within 1 - confidence. */
+    double cdf = 0, log_half_n = (double)n * log(0.5);
+    for (int64_t k = 0; k <= n / 2; k++) {
+      cdf += exp(lgamma((double)n + 1) - lgamma((double)k + 1) -
+                 lgamma((double)(n - k) + 1) + log_half_n);
+      if (cdf > tail * (1 + 1e-12))
+        break;
+      j = k + 1;
+    }
+  } else {
+    double z = normal_quantile_two_sided(confidence);
+    j = (int64_t)floor(((double)n - z * sqrt((double)n)) / 2);
+  }
+  if (j < 1)
+    return false;
+  *lo_rank_out = j - 1;
+  *hi_rank_out = n - j;
+  return true;
+}
+
+mb_status mb__median_ci(const double *x, int64_t n, double confidence,
+                        double *scratch, double *low_out, double *high_out,
+                        mb_error *err) {
+  int64_t lo_rank, hi_rank;
+  size_t bytes;
+  *low_out = *high_out = NAN;
+  if (!x || !mb__median_ci_ranks(n, confidence, &lo_rank, &hi_rank))
+    return MB_STATUS_OK;
+  if (!mb__mul_size((size_t)n, sizeof *x, &bytes))
+    return mb__error(err, MB_STATUS_OVERFLOW, "median interval: %lld samples",
+                     (long long)n);
+  double *copy = scratch ? scratch : malloc(bytes);
+  if (!copy)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                     "median interval: out of memory for %lld samples",
+                     (long long)n);
+  memcpy(copy, x, bytes);
+  /* Selection leaves everything above index hi_rank at or above it, so the
+   * lower rank is selected within the part below. */
+  *high_out = select_kth(copy, n, hi_rank);
+  *low_out = select_kth(copy, hi_rank + 1, lo_rank);
+  if (!scratch)
+    free(copy);
+  return MB_STATUS_OK;
 }

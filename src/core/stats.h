@@ -1,5 +1,6 @@
 /* Statistics over samples (stats.c): percentiles, the median, the
- * Mann-Whitney U test and a bootstrap interval of the median's change.
+ * Mann-Whitney U test, bootstrap intervals of the median's change and of a
+ * ratio of medians, and a distribution-free interval of the median.
  * Pure functions of arrays of doubles: the benchmark's latency figures and
  * the comparison of stored runs both use them. */
 #ifndef MB_CORE_STATS_H
@@ -40,5 +41,30 @@ mb_status mb__bootstrap_median_change(const double *a, int64_t na,
                                       int resamples, double confidence,
                                       uint64_t seed, double *low_pct_out,
                                       double *high_pct_out, mb_error *err);
+
+/* The same bootstrap for the ratio median(a*) / median(b*): with a the
+ * baseline's latencies and b a conversion's, an interval of its speed-up.
+ * median(b*) must stay positive. */
+mb_status mb__bootstrap_median_ratio(const double *a, int64_t na,
+                                     const double *b, int64_t nb, int resamples,
+                                     double confidence, uint64_t seed,
+                                     double *low_out, double *high_out,
+                                     mb_error *err);
+
+/* The 0-based ranks [lo, hi] of the sorted sample whose values bound a
+ * distribution-free interval of the median at `confidence`: the order
+ * statistics x_(j) and x_(n-j+1) with the largest j whose coverage
+ * 1 - 2 P(Binomial(n, 1/2) <= j - 1) is at least `confidence` (exact up to
+ * 1000 samples, the normal approximation above). False when n is too small
+ * for any pair to reach it (n < 6 at 95%). */
+bool mb__median_ci_ranks(int64_t n, double confidence, int64_t *lo_rank_out,
+                         int64_t *hi_rank_out);
+
+/* That interval over x (any order, left untouched) in O(n) by selection.
+ * scratch: n doubles the call may overwrite, or NULL to allocate. Both
+ * bounds are NAN when n is too small. x, scratch: borrowed. */
+mb_status mb__median_ci(const double *x, int64_t n, double confidence,
+                        double *scratch, double *low_out, double *high_out,
+                        mb_error *err);
 
 #endif /* MB_CORE_STATS_H */

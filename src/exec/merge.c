@@ -141,14 +141,7 @@ static void set_speedups(mb_bench_report *report, const char *baseline) {
   const mb_bench_result *base = report->baseline_result >= 0
                                     ? &report->results[report->baseline_result]
                                     : NULL;
-  for (int i = 0; i < report->n_results; i++) {
-    mb_bench_result *r = &report->results[i];
-    r->speedup_vs_baseline =
-        base && base->status == MB_BENCH_OK && r->status == MB_BENCH_OK &&
-                r->latency_ms.median > 0
-            ? base->latency_ms.median / r->latency_ms.median
-            : 0;
-  }
+  mb__set_speedups(base, report->results, report->n_results);
   report->config.baseline = report->baseline_result;
 }
 

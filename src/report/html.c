@@ -632,6 +632,11 @@ static void write_table_row(FILE *f, const mb_bench_report *report, int index,
   }
   char buf[64];
   mb__report_format_ms(buf, sizeof buf, r->latency_ms.median);
+  /* Half the median's 95% interval, as a share of it. */
+  if (r->median_ci_ms[0] > 0 && r->latency_ms.median > 0)
+    snprintf(buf + strlen(buf), sizeof buf - strlen(buf), " \u00b1%.1f%%",
+             100 * (r->median_ci_ms[1] - r->median_ci_ms[0]) / 2 /
+                 r->latency_ms.median);
   td(f, buf);
   mb__report_format_ms(buf, sizeof buf, r->latency_ms.p90);
   td(f, buf);
@@ -639,7 +644,11 @@ static void write_table_row(FILE *f, const mb_bench_report *report, int index,
   td(f, buf);
   mb__report_format_sps(buf, sizeof buf, r->throughput_sps);
   td(f, buf);
-  if (r->speedup_vs_baseline > 0 && isfinite(r->speedup_vs_baseline))
+  if (r->speedup_vs_baseline > 0 && isfinite(r->speedup_vs_baseline) &&
+      index != report->baseline_result && r->speedup_ci[0] > 0)
+    snprintf(buf, sizeof buf, "%.2fx [%.2f\u2013%.2f]", r->speedup_vs_baseline,
+             r->speedup_ci[0], r->speedup_ci[1]);
+  else if (r->speedup_vs_baseline > 0 && isfinite(r->speedup_vs_baseline))
     snprintf(buf, sizeof buf, "%.2fx", r->speedup_vs_baseline);
   else
     snprintf(buf, sizeof buf, "-");
@@ -689,6 +698,58 @@ static void write_table(FILE *f, const mb_bench_report *report, int model,
   fputs("</tr></thead>\n<tbody>\n", f);
   for (int k = 0; k < report->n_results; k++)
     write_table_row(f, report, order[k], rec);
+  fputs("</tbody>\n</table></div>\n", f);
+}
+
+/* The realistic phases beside the steady state (--fresh-inputs,
+ * --cold-cache), one row per conversion that ran them. */
+static void write_realistic(FILE *f, const mb_bench_report *report,
+                            const int *order) {
+  bool any = false;
+  for (int k = 0; k < report->n_results; k++) {
+    const mb_bench_result *r = &report->results[order[k]];
+    if (r->status == MB_BENCH_OK &&
+        (r->fresh_inputs.iterations > 0 || r->cold_cache.iterations > 0))
+      any = true;
+  }
+  if (!any)
+    return;
+  fputs("<h3>Realistic next to peak</h3>\n<p class=\"meta\">Medians of "
+        "phases run after the steady state; the gap is each over the steady "
+        "median.</p>\n<div class=\"wrap\"><table class=\"results\">\n"
+        "<thead><tr><th scope=\"col\">conversion</th><th scope=\"col\">"
+        "steady ms</th><th scope=\"col\">fresh inputs ms</th><th "
+        "scope=\"col\">gap</th><th scope=\"col\">pool</th><th "
+        "scope=\"col\">cold cache ms</th><th scope=\"col\">gap</th></tr>"
+        "</thead>\n<tbody>\n",
+        f);
+  for (int k = 0; k < report->n_results; k++) {
+    const mb_bench_result *r = &report->results[order[k]];
+    const mb_realistic_stats *phases[2] = {&r->fresh_inputs, &r->cold_cache};
+    if (r->status != MB_BENCH_OK ||
+        (phases[0]->iterations <= 0 && phases[1]->iterations <= 0))
+      continue;
+    char buf[64];
+    fputs("<tr>", f);
+    td(f, mb__report_name(r));
+    mb__report_format_ms(buf, sizeof buf, r->latency_ms.median);
+    td(f, buf);
+    for (int p = 0; p < 2; p++) {
+      const mb_realistic_stats *s = phases[p];
+      bool ran = s->iterations > 0;
+      if (ran)
+        mb__report_format_ms(buf, sizeof buf, s->median_ms);
+      td(f, ran ? buf : "-");
+      snprintf(buf, sizeof buf, "%+.1f%%", 100 * s->gap);
+      td(f, ran ? buf : "-");
+      if (p == 0) {
+        snprintf(buf, sizeof buf, "%lld samples, %.1f MB",
+                 (long long)s->pool_samples, s->pool_mb);
+        td(f, ran ? buf : "-");
+      }
+    }
+    fputs("</tr>\n", f);
+  }
   fputs("</tbody>\n</table></div>\n", f);
 }
 
@@ -803,6 +864,16 @@ static void write_machine(FILE *f, const mb_bench_report *report) {
         c->warmup_seconds);
   factf(f, "timed phase", "at least %d iterations / %g s, at most %g s",
         c->min_iterations, c->min_seconds, c->max_seconds);
+  if (c->ci_target > 0)
+    factf(f, "ci target",
+          "until the median's 95%% interval is within \u00b1%g%% (at most "
+          "%g s)",
+          100 * c->ci_target, c->max_seconds);
+  if (c->fresh_inputs || c->cold_cache)
+    factf(f, "realistic phases", "%s%s%s",
+          c->fresh_inputs ? "fresh inputs" : "",
+          c->fresh_inputs && c->cold_cache ? ", " : "",
+          c->cold_cache ? "cold cache" : "");
   factf(f, "timeout", "%g s per conversion", c->timeout_seconds);
   if (report->model_quantized)
     factf(f, "accuracy tolerance",
@@ -939,6 +1010,7 @@ static mb_status write_model(FILE *f, const mb_bench_report *report, int model,
     write_chart(f, &view, model, order, CHART_LATENCY, &rec);
     write_chart(f, &view, model, order, CHART_THROUGHPUT, &rec);
     write_table(f, &view, model, order, &rec);
+    write_realistic(f, &view, order);
     write_warnings(f, &view, order);
   }
   write_machine(f, &view);

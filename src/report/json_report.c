@@ -33,6 +33,19 @@ static void kv_measured(mb_json *j, const char *key, double v, bool known) {
   mb__json_kv_double(j, key, known ? v : NAN);
 }
 
+/* [lo, hi] of a 95% interval, or null when unknown ({0, 0}). */
+static void kv_interval(mb_json *j, const char *key, const double ci[2]) {
+  mb__json_key(j, key);
+  if (!(ci[0] > 0 && ci[1] >= ci[0])) {
+    mb__json_null(j);
+    return;
+  }
+  mb__json_array_begin(j);
+  mb__json_double(j, ci[0]);
+  mb__json_double(j, ci[1]);
+  mb__json_array_end(j);
+}
+
 static void write_shape(mb_json *j, int rank, const int64_t *dims) {
   mb__json_array_begin(j);
   for (int d = 0; d < rank && d < MB_MAX_RANK; d++)
@@ -213,6 +226,12 @@ static void write_config(mb_json *j, const mb_bench_report *r) {
   mb__json_kv_int(j, "min_iterations", c->min_iterations);
   mb__json_kv_double(j, "min_time", c->min_seconds);
   mb__json_kv_double(j, "max_time", c->max_seconds);
+  if (c->ci_target > 0)
+    mb__json_kv_double(j, "ci_target", c->ci_target);
+  else
+    mb__json_kv_string(j, "ci_target", NULL);
+  mb__json_kv_bool(j, "fresh_inputs", c->fresh_inputs);
+  mb__json_kv_bool(j, "cold_cache", c->cold_cache);
   mb__json_kv_double(j, "timeout", c->timeout_seconds);
   /* --timeout NAME=S overrides, by conversion name (position = result). */
   mb__json_key(j, "conversion_timeouts");
@@ -311,6 +330,54 @@ static void write_latency(mb_json *j, const mb_bench_result *r) {
   kv_measured(j, "p99", s->p99, known);
   kv_measured(j, "stddev", s->stddev, known);
   kv_measured(j, "cv", s->cv, known);
+  kv_interval(j, "median_ci", r->median_ci_ms);
+  mb__json_object_end(j);
+}
+
+/* --ci-target's outcome; null when it was not asked. */
+static void write_ci_target(mb_json *j, const mb_bench_result *r) {
+  const mb_ci_target_result *t = &r->ci_target;
+  mb__json_key(j, "ci_target");
+  if (!(t->target > 0) || r->iterations <= 0) {
+    mb__json_null(j);
+    return;
+  }
+  mb__json_object_begin(j);
+  mb__json_kv_double(j, "target", t->target);
+  mb__json_kv_bool(j, "met", t->met != 0);
+  kv_measured(j, "half_width", t->half_width, t->half_width >= 0);
+  mb__json_kv_string(j, "stopped_by", t->met ? "ci-target" : "max-time");
+  mb__json_object_end(j);
+}
+
+static void write_realistic_phase(mb_json *j, const char *key,
+                                  const mb_realistic_stats *s, bool pool) {
+  mb__json_key(j, key);
+  if (s->iterations <= 0) {
+    mb__json_null(j);
+    return;
+  }
+  mb__json_object_begin(j);
+  mb__json_kv_double(j, "median_ms", s->median_ms);
+  mb__json_kv_double(j, "p99_ms", s->p99_ms);
+  mb__json_kv_int(j, "iterations", s->iterations);
+  mb__json_kv_double(j, "gap", s->gap);
+  if (pool)
+    mb__json_kv_int(j, "pool_samples", s->pool_samples);
+  mb__json_kv_double(j, pool ? "pool_mb" : "flush_mb", s->pool_mb);
+  mb__json_object_end(j);
+}
+
+/* The realistic phases beside the steady state; null when none ran. */
+static void write_realistic(mb_json *j, const mb_bench_result *r) {
+  mb__json_key(j, "realistic");
+  if (r->fresh_inputs.iterations <= 0 && r->cold_cache.iterations <= 0) {
+    mb__json_null(j);
+    return;
+  }
+  mb__json_object_begin(j);
+  write_realistic_phase(j, "fresh_inputs", &r->fresh_inputs, true);
+  write_realistic_phase(j, "cold_cache", &r->cold_cache, false);
   mb__json_object_end(j);
 }
 
@@ -513,6 +580,9 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
   mb__json_kv_int(j, "task_accuracy_rows", r->task_rows);
   kv_measured(j, "speedup_vs_baseline", r->speedup_vs_baseline,
               r->speedup_vs_baseline > 0);
+  kv_interval(j, "speedup_ci", r->speedup_ci);
+  write_ci_target(j, r);
+  write_realistic(j, r);
   mb__json_key(j, "warnings");
   mb__json_array_begin(j);
   for (int i = 0; i < r->n_warnings && r->warnings; i++)
@@ -575,6 +645,7 @@ static void write_recommendation(mb_json *j, const mb_bench_report *r) {
                           : NULL);
   }
   kv_measured(j, "headroom", rec.headroom, rec.headroom > 0);
+  kv_interval(j, "headroom_ci", rec.headroom_ci);
   mb__json_kv_string(j, "summary", rec.summary);
   mb__json_object_end(j);
 }

@@ -124,10 +124,20 @@ static void write_row(FILE *f, const mb_bench_report *report, int index,
        err[48] = "-", mem[32] = "-";
   if (numbers) {
     mb__report_format_ms(median, sizeof median, r->latency_ms.median);
+    /* Half the median's 95% interval, as a share of it. */
+    if (r->median_ci_ms[0] > 0 && r->latency_ms.median > 0)
+      snprintf(median + strlen(median), sizeof median - strlen(median),
+               " +-%.1f%%",
+               100 * (r->median_ci_ms[1] - r->median_ci_ms[0]) / 2 /
+                   r->latency_ms.median);
     mb__report_format_ms(p90, sizeof p90, r->latency_ms.p90);
     mb__report_format_sps(sps, sizeof sps, r->throughput_sps);
     if (r->speedup_vs_baseline > 0 && isfinite(r->speedup_vs_baseline))
       snprintf(speedup, sizeof speedup, "%.2fx", r->speedup_vs_baseline);
+    if (index != report->baseline_result && r->speedup_vs_baseline > 0 &&
+        r->speedup_ci[0] > 0)
+      snprintf(speedup + strlen(speedup), sizeof speedup - strlen(speedup),
+               " [%.2f-%.2f]", r->speedup_ci[0], r->speedup_ci[1]);
     if (index == report->baseline_result)
       snprintf(speedup + strlen(speedup), sizeof speedup - strlen(speedup),
                "%s", r->speedup_vs_baseline > 0 ? " (base)" : "(base)");
@@ -191,6 +201,48 @@ static void write_load(FILE *f, const mb_bench_report *report,
       snprintf(
           line + n, sizeof line - (size_t)n, ", %s%s",
           l->valid ? "valid" : "INVALID: ", l->valid ? "" : l->invalid_reason);
+    fputs("- ", f);
+    put_code(f, r->conversion, false);
+    fputs(": ", f);
+    put_text(f, line);
+    fputc('\n', f);
+  }
+}
+
+/* The realistic phases beside the steady state, one line per conversion
+ * that ran them. */
+static void write_realistic(FILE *f, const mb_bench_report *report,
+                            const int *order) {
+  bool any = false;
+  for (int k = 0; k < report->n_results; k++) {
+    const mb_bench_result *r = &report->results[order[k]];
+    const mb_realistic_stats *fresh = &r->fresh_inputs, *cold = &r->cold_cache;
+    if (r->status != MB_BENCH_OK ||
+        (fresh->iterations <= 0 && cold->iterations <= 0))
+      continue;
+    if (!any)
+      fputs("\n**Realistic** (beside the steady state; the gap is the "
+            "median's over the steady median)\n\n",
+            f);
+    any = true;
+    char line[512], a[32], b[32];
+    int n = 0;
+    if (fresh->iterations > 0) {
+      mb__report_format_ms(a, sizeof a, fresh->median_ms);
+      mb__report_format_ms(b, sizeof b, fresh->p99_ms);
+      n = snprintf(line, sizeof line,
+                   "fresh inputs %s ms median (%+.1f%%), p99 %s ms, pool of "
+                   "%lld samples (%.1f MB)",
+                   a, 100 * fresh->gap, b, (long long)fresh->pool_samples,
+                   fresh->pool_mb);
+    }
+    if (cold->iterations > 0 && n >= 0 && (size_t)n < sizeof line) {
+      mb__report_format_ms(a, sizeof a, cold->median_ms);
+      mb__report_format_ms(b, sizeof b, cold->p99_ms);
+      snprintf(line + n, sizeof line - (size_t)n,
+               "%scold cache %s ms median (%+.1f%%), p99 %s ms", n ? "; " : "",
+               a, 100 * cold->gap, b);
+    }
     fputs("- ", f);
     put_code(f, r->conversion, false);
     fputs(": ", f);
@@ -267,6 +319,13 @@ static void write_machine(FILE *f, const mb_bench_report *report) {
            c->isolate ? "isolated" : "in-process");
   fputs(". _Settings:_ ", f);
   put_text(f, line);
+  if (c->ci_target > 0) {
+    snprintf(line, sizeof line,
+             ", until the median's 95%% interval is within +-%g%% (at most "
+             "%g s)",
+             100 * c->ci_target, c->max_seconds);
+    put_text(f, line);
+  }
   fputs(".\n", f);
 }
 
@@ -316,6 +375,7 @@ static mb_status write_model(FILE *f, const mb_bench_report *report,
   for (int k = 0; k < report->n_results; k++)
     write_row(f, report, order[k], &rec);
   write_load(f, report, order);
+  write_realistic(f, report, order);
   write_failures(f, report, order);
   write_warnings(f, report, order);
   fputs("\n**Recommendation:** ", f);

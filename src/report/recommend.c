@@ -14,6 +14,7 @@
  * accurate or not: ORT_CPU for an ONNX model, EAGER for a PyTorch model
  * (the module as written). The headroom says how much faster the
  * recommendation is than doing nothing special. Ties keep request order. */
+#include "core/stats.h"
 #include "report/report_util.h"
 
 #include <math.h>
@@ -21,6 +22,10 @@
 
 /* The runtime that runs everywhere. */
 #define PORTABLE_CONVERSION "ORT_CPU"
+/* The headroom's bootstrap: as many resamples as the speed-ups', seeded so
+ * the summary reads the same each time. */
+#define MB_HEADROOM_RESAMPLES 2000
+#define MB_HEADROOM_SEED 0x68656164726f6f6dULL /* "headroom" */
 
 /* The conversion people get when they do not choose. */
 static const char *default_conversion(const mb_bench_report *report) {
@@ -205,11 +210,15 @@ static void write_summary(const mb_bench_report *report,
         name, ms_text(a, sizeof a, median), acc);
   } else if (rec->default_option >= 0) {
     const mb_bench_result *def = &report->results[rec->default_option];
+    char ci[48] = "";
+    if (rec->headroom_ci[0] > 0)
+      snprintf(ci, sizeof ci, " [95%% CI %.2f-%.2f]", rec->headroom_ci[0],
+               rec->headroom_ci[1]);
     if (rec->headroom >= 1.0)
       say(s,
-          "Deploy %s: %.2fx faster than the default %s (%s ms vs %s ms "
+          "Deploy %s: %.2fx%s faster than the default %s (%s ms vs %s ms "
           "median), %s.",
-          name, rec->headroom, default_conversion(report),
+          name, rec->headroom, ci, default_conversion(report),
           ms_text(a, sizeof a, median),
           ms_text(b, sizeof b, def->latency_ms.median), acc);
     else
@@ -277,9 +286,22 @@ void mb_bench_recommend(const mb_bench_report *report,
 
   if (out->fastest_accurate >= 0) {
     double best = report->results[out->fastest_accurate].latency_ms.median;
-    if (out->default_option >= 0 && best > 0)
-      out->headroom =
-          report->results[out->default_option].latency_ms.median / best;
+    if (out->default_option >= 0 && best > 0) {
+      const mb_bench_result *def = &report->results[out->default_option];
+      const mb_bench_result *fast = &report->results[out->fastest_accurate];
+      out->headroom = def->latency_ms.median / best;
+      /* Its interval, resampling both as the speed-ups do. */
+      double lo, hi;
+      if (out->default_option != out->fastest_accurate && def->samples_ms &&
+          def->n_samples_ms > 0 && fast->samples_ms && fast->n_samples_ms > 0 &&
+          mb__bootstrap_median_ratio(
+              def->samples_ms, def->n_samples_ms, fast->samples_ms,
+              fast->n_samples_ms, MB_HEADROOM_RESAMPLES, 0.95, MB_HEADROOM_SEED,
+              &lo, &hi, NULL) == MB_STATUS_OK) {
+        out->headroom_ci[0] = lo;
+        out->headroom_ci[1] = hi;
+      }
+    }
     if (options && options->predicted_ms > 0 && isfinite(options->predicted_ms))
       out->prediction_error_pct =
           (best - options->predicted_ms) / options->predicted_ms * 100.0;

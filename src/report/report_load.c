@@ -99,6 +99,20 @@ static const field result_fields[] = {
     F_TEXT(mb_bench_result, "log", log_path),
 };
 
+static const field ci_target_fields[] = {
+    F_DOUBLE(mb_ci_target_result, "target", target, 0),
+    F_BOOL(mb_ci_target_result, "met", met, 0),
+    F_DOUBLE(mb_ci_target_result, "half_width", half_width, -1),
+};
+
+static const field realistic_fields[] = {
+    F_I64(mb_realistic_stats, "iterations", iterations),
+    F_DOUBLE(mb_realistic_stats, "median_ms", median_ms, 0),
+    F_DOUBLE(mb_realistic_stats, "p99_ms", p99_ms, 0),
+    F_DOUBLE(mb_realistic_stats, "gap", gap, 0),
+    F_I64(mb_realistic_stats, "pool_samples", pool_samples),
+};
+
 static const field output_fields[] = {
     F_TEXT(mb_output_accuracy, "name", name),
     F_DOUBLE(mb_output_accuracy, "max_abs_err", max_abs_err, NAN),
@@ -121,6 +135,9 @@ static const field config_fields[] = {
     F_INT(mb_bench_config, "min_iterations", min_iterations, 0),
     F_DOUBLE(mb_bench_config, "min_time", min_seconds, 0),
     F_DOUBLE(mb_bench_config, "max_time", max_seconds, 0),
+    F_DOUBLE(mb_bench_config, "ci_target", ci_target, 0),
+    F_BOOL(mb_bench_config, "fresh_inputs", fresh_inputs, 0),
+    F_BOOL(mb_bench_config, "cold_cache", cold_cache, 0),
     F_DOUBLE(mb_bench_config, "timeout", timeout_seconds, 0),
     F_DOUBLE(mb_bench_config, "rtol", rtol, 0),
     F_DOUBLE(mb_bench_config, "atol", atol, 0),
@@ -281,6 +298,64 @@ static mb_status read_warnings(loader *l, const mb_json_value *obj,
   return MB_STATUS_OK;
 }
 
+/* A 95% interval, [lo, hi]; {0, 0} when missing or null. */
+static mb_status read_interval(loader *l, const mb_json_value *obj,
+                               const char *key, double out[2]) {
+  mb_status status;
+  const mb_json_value *v = member(l, obj, key, MB_JSON_ARRAY, &status);
+  out[0] = out[1] = 0;
+  if (!v)
+    return status;
+  if (v->count != 2 || v->items[0].type != MB_JSON_NUMBER ||
+      v->items[1].type != MB_JSON_NUMBER)
+    return field_error(l, v, "\"%s\": expected [low, high]", key);
+  out[0] = v->items[0].number;
+  out[1] = v->items[1].number;
+  return MB_STATUS_OK;
+}
+
+/* "ci_target" and "realistic" (docs/json-schema.md): absent or null leave
+ * them unasked. */
+static mb_status read_measure_extras(loader *l, const mb_json_value *obj,
+                                     const mb_json_value *latency,
+                                     mb_bench_result *r) {
+  mb_status status;
+  if ((status = read_interval(l, latency, "median_ci", r->median_ci_ms)) ||
+      (status = read_interval(l, obj, "speedup_ci", r->speedup_ci)))
+    return status;
+  const mb_json_value *ci =
+      member(l, obj, "ci_target", MB_JSON_OBJECT, &status);
+  if (status || (ci && (status = read_fields(l, ci, ci_target_fields,
+                                             MB_ARRAY_COUNT(ci_target_fields),
+                                             &r->ci_target))))
+    return status;
+  const mb_json_value *realistic =
+      member(l, obj, "realistic", MB_JSON_OBJECT, &status);
+  static const struct {
+    const char *key, *size_key;
+    size_t offset;
+  } phases[] = {
+      {"fresh_inputs", "pool_mb", offsetof(mb_bench_result, fresh_inputs)},
+      {"cold_cache", "flush_mb", offsetof(mb_bench_result, cold_cache)},
+  };
+  for (size_t i = 0; !status && realistic && i < MB_ARRAY_COUNT(phases); i++) {
+    mb_realistic_stats *s =
+        (mb_realistic_stats *)((char *)r + phases[i].offset);
+    const mb_json_value *phase =
+        member(l, realistic, phases[i].key, MB_JSON_OBJECT, &status);
+    if (status || !phase)
+      continue;
+    const mb_json_value *size =
+        member(l, phase, phases[i].size_key, MB_JSON_NUMBER, &status);
+    if (!status)
+      status = read_fields(l, phase, realistic_fields,
+                           MB_ARRAY_COUNT(realistic_fields), s);
+    if (size)
+      s->pool_mb = size->number;
+  }
+  return status;
+}
+
 static mb_status read_samples(loader *l, const mb_json_value *obj,
                               mb_bench_result *r) {
   mb_status status;
@@ -410,7 +485,9 @@ static mb_status read_result(loader *l, const mb_json_value *obj,
                             MB_ARRAY_COUNT(latency_fields), &r->latency_ms)) ||
       (status = read_accuracy(l, obj, r)) ||
       (status = read_warnings(l, obj, r)) ||
-      (status = read_samples(l, obj, r)) || (status = read_segments(l, obj, r)))
+      (status = read_samples(l, obj, r)) ||
+      (status = read_segments(l, obj, r)) ||
+      (status = read_measure_extras(l, obj, latency, r)))
     return status;
   /* A null statistic of a measured result was not finite (a NaN CV); one
    * never measured keeps the engine's zeros. */

@@ -98,6 +98,8 @@ static void format_throughput(char *buf, size_t size, double sps) {
     snprintf(buf, size, "%.2e", sps);
 }
 
+/* "1.84x [1.79-1.90]": the speed-up and its 95% interval where known; the
+ * baseline's own is 1 by definition. */
 static void format_speedup(char *buf, size_t size,
                            const mb_bench_report *report, int index) {
   const mb_bench_result *r = &report->results[index];
@@ -105,8 +107,50 @@ static void format_speedup(char *buf, size_t size,
   bool base = index == report->baseline_result;
   if (!isfinite(s) || s <= 0)
     snprintf(buf, size, base ? "(base)" : "-");
+  else if (!base && r->speedup_ci[0] > 0)
+    snprintf(buf, size, "%.2fx [%.2f-%.2f]", s, r->speedup_ci[0],
+             r->speedup_ci[1]);
   else
     snprintf(buf, size, base ? "%.2fx (base)" : "%.2fx", s);
+}
+
+/* Half the median's 95% interval as a share of it: "1.3%". */
+static void format_median_ci(char *buf, size_t size, const mb_bench_result *r) {
+  double m = r->latency_ms.median;
+  if (r->median_ci_ms[0] > 0 && m > 0)
+    snprintf(buf, size, "%.1f%%",
+             100 * (r->median_ci_ms[1] - r->median_ci_ms[0]) / 2 / m);
+  else
+    snprintf(buf, size, "-");
+}
+
+/* The columns some runs add: what they need, over every result. */
+typedef struct columns {
+  int speedup_width; /* 13, wider with intervals */
+  bool median_ci;    /* the median's interval ("+-95%") */
+  bool fresh, cold;  /* realistic phases (--fresh-inputs, --cold-cache) */
+} columns;
+
+static columns table_columns(const mb_bench_report *report) {
+  columns c = {13, false, false, false};
+  for (int i = 0; i < report->n_results; i++) {
+    const mb_bench_result *r = &report->results[i];
+    if (r->speedup_ci[0] > 0)
+      c.speedup_width = 19;
+    c.median_ci |= r->median_ci_ms[0] > 0;
+    c.fresh |= r->fresh_inputs.iterations > 0;
+    c.cold |= r->cold_cache.iterations > 0;
+  }
+  return c;
+}
+
+/* A realistic phase's median and its gap to the steady state. */
+static void print_realistic(const mb_realistic_stats *s, FILE *out) {
+  char ms[32], gap[32] = "-";
+  format_ms(ms, sizeof ms, s->iterations > 0 ? s->median_ms : -1);
+  if (s->iterations > 0)
+    snprintf(gap, sizeof gap, "%+.1f%%", 100 * s->gap);
+  fprintf(out, " %9s %7s", ms, gap);
 }
 
 /* The largest absolute error over all outputs, or < 0 when unknown. */
@@ -255,6 +299,18 @@ static void print_header(const mb_bench_report *report, FILE *out) {
           c->threads, batch, c->warmup_iterations, c->warmup_seconds,
           c->min_iterations, c->min_seconds,
           c->isolate ? "isolated" : "in-process");
+  if (c->ci_target > 0)
+    fprintf(out,
+            "         until the median's 95%% interval is within +-%g%% "
+            "(at most %g s)\n",
+            100 * c->ci_target, c->max_seconds);
+  if (c->fresh_inputs || c->cold_cache)
+    fprintf(out,
+            "         beside the steady state:%s%s (gap: their median over "
+            "the steady one)\n",
+            c->fresh_inputs ? " fresh inputs" : "",
+            c->cold_cache ? (c->fresh_inputs ? ", cold cache" : " cold cache")
+                          : "");
   if (report->sweep_point[0])
     fprintf(out, "sweep point: %s\n", SAFE(report->sweep_point, safe));
   const mb_load_config *l = &c->load;
@@ -285,7 +341,8 @@ static bool has_task_accuracy(const mb_bench_report *report) {
 }
 
 static void print_row(const mb_bench_report *report, int index, bool fastest,
-                      int nw, int sw, bool color, FILE *out) {
+                      int nw, int sw, const columns *cols, bool color,
+                      FILE *out) {
   const mb_bench_result *r = &report->results[index];
   char safe[MB_TERM_TEXT_SIZE];
   const char *name = SAFE(r->conversion ? r->conversion : "?", safe);
@@ -314,16 +371,25 @@ static void print_row(const mb_bench_report *report, int index, bool fastest,
     fputc('\n', out);
     return;
   }
-  char median[32], p90[32], p99[32], sps[32], speedup[32], err[32], mem[32];
+  char median[32], ci[32], p90[32], p99[32], sps[32], speedup[48], err[32],
+      mem[32];
   format_ms(median, sizeof median, r->latency_ms.median);
+  format_median_ci(ci, sizeof ci, r);
   format_ms(p90, sizeof p90, r->latency_ms.p90);
   format_ms(p99, sizeof p99, r->latency_ms.p99);
   format_throughput(sps, sizeof sps, r->throughput_sps);
   format_speedup(speedup, sizeof speedup, report, index);
   format_error(err, sizeof err, max_abs_error(r));
   format_mb(mem, sizeof mem, r->peak_rss_mb);
-  fprintf(out, " %10s %9s %9s %11s %13s %11s %8s", median, p90, p99, sps,
+  fprintf(out, " %10s", median);
+  if (cols->median_ci)
+    fprintf(out, " %6s", ci);
+  fprintf(out, " %9s %9s %11s %*s %11s %8s", p90, p99, sps, cols->speedup_width,
           speedup, err, mem);
+  if (cols->fresh)
+    print_realistic(&r->fresh_inputs, out);
+  if (cols->cold)
+    print_realistic(&r->cold_cache, out);
   if (has_task_accuracy(report)) {
     if (r->task_rows > 0)
       fprintf(out, " %7.2f%%", 100.0 * r->task_accuracy);
@@ -528,6 +594,7 @@ void mb_bench_report_print_table(const mb_bench_report *report, void *out_,
   }
   sort_rows(report, order);
   int nw = name_width(report), sw = status_width(report);
+  columns cols = table_columns(report);
   /* The first row is the fastest when it is ok (ok rows sort first). */
   int fastest = is_ok(&report->results[order[0]]) &&
                         isfinite(report->results[order[0]].latency_ms.median)
@@ -538,15 +605,23 @@ void mb_bench_report_print_table(const mb_bench_report *report, void *out_,
     fputs(ANSI_BOLD, out);
   if (report->config.build_only) /* nothing measured: no number columns */
     fprintf(out, "  %-*s %-*s  %s\n", nw, "conversion", sw, "status", "build");
-  else
-    fprintf(out, "  %-*s %-*s %10s %9s %9s %11s %13s %11s %8s%s\n", nw,
-            "conversion", sw, "status", "median ms", "p90 ms", "p99 ms",
-            "samples/s", "speedup", "max abs err", "peak MB",
-            has_task_accuracy(report) ? " task acc" : "");
+  else {
+    fprintf(out, "  %-*s %-*s %10s", nw, "conversion", sw, "status",
+            "median ms");
+    if (cols.median_ci)
+      fprintf(out, " %6s", "+-95%");
+    fprintf(out, " %9s %9s %11s %*s %11s %8s", "p90 ms", "p99 ms", "samples/s",
+            cols.speedup_width, "speedup", "max abs err", "peak MB");
+    if (cols.fresh)
+      fprintf(out, " %9s %7s", "fresh ms", "gap");
+    if (cols.cold)
+      fprintf(out, " %9s %7s", "cold ms", "gap");
+    fprintf(out, "%s\n", has_task_accuracy(report) ? " task acc" : "");
+  }
   if (color)
     fputs(ANSI_RESET, out);
   for (int k = 0; k < report->n_results; k++)
-    print_row(report, order[k], order[k] == fastest, nw, sw, color, out);
+    print_row(report, order[k], order[k] == fastest, nw, sw, &cols, color, out);
   if (fastest >= 0)
     fprintf(out, "* fastest\n");
   print_load(report, order, nw, color, out);
