@@ -41,7 +41,7 @@ for r in report["results"]:
     name = r["conversion"]
     assert r["status"] == "ok", (name, r["status"], r["error"])
     lat = r["latency_ms"]
-    lo, hi = lat["median_ci"]
+    lo, hi = r["median_ci_ms"]
     assert lo <= lat["median"] <= hi, (name, lo, lat["median"], hi)
     ci = r["ci_target"]
     assert ci["target"] == 0.02, ci

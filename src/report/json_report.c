@@ -330,8 +330,9 @@ static void write_latency(mb_json *j, const mb_bench_result *r) {
   kv_measured(j, "p99", s->p99, known);
   kv_measured(j, "stddev", s->stddev, known);
   kv_measured(j, "cv", s->cv, known);
-  kv_interval(j, "median_ci", r->median_ci_ms);
   mb__json_object_end(j);
+  /* Beside latency_ms, whose values are all numbers. */
+  kv_interval(j, "median_ci_ms", r->median_ci_ms);
 }
 
 /* --ci-target's outcome; null when it was not asked. */

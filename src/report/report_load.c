@@ -317,10 +317,9 @@ static mb_status read_interval(loader *l, const mb_json_value *obj,
 /* "ci_target" and "realistic" (docs/json-schema.md): absent or null leave
  * them unasked. */
 static mb_status read_measure_extras(loader *l, const mb_json_value *obj,
-                                     const mb_json_value *latency,
                                      mb_bench_result *r) {
   mb_status status;
-  if ((status = read_interval(l, latency, "median_ci", r->median_ci_ms)) ||
+  if ((status = read_interval(l, obj, "median_ci_ms", r->median_ci_ms)) ||
       (status = read_interval(l, obj, "speedup_ci", r->speedup_ci)))
     return status;
   const mb_json_value *ci =
@@ -487,7 +486,7 @@ static mb_status read_result(loader *l, const mb_json_value *obj,
       (status = read_warnings(l, obj, r)) ||
       (status = read_samples(l, obj, r)) ||
       (status = read_segments(l, obj, r)) ||
-      (status = read_measure_extras(l, obj, latency, r)))
+      (status = read_measure_extras(l, obj, r)))
     return status;
   /* A null statistic of a measured result was not finite (a NaN CV); one
    * never measured keeps the engine's zeros. */
