@@ -692,41 +692,52 @@ static void write_table(FILE *f, const mb_bench_report *report, int model,
   fputs("</tbody>\n</table></div>\n", f);
 }
 
-/* Energy per inference (or why not) and cost per million inferences. */
+/* Energy per inference (or why not) and cost per million inferences; a
+ * reason every result shares is said once, not per row. */
 static void write_cost_energy(FILE *f, const mb_bench_report *report, int model,
                               const int *order) {
-  bool any_unavailable = false;
+  const char *common = mb__report_common_energy_reason(report);
+  bool cost = false;
   for (int i = 0; i < report->n_results; i++)
-    any_unavailable |= report->results[i].status == MB_BENCH_OK &&
-                       report->results[i].energy.unavailable[0];
-  if (!mb__report_any_cost_or_energy(report) && !any_unavailable)
+    cost |= report->results[i].cost_per_million > 0;
+  if (!mb__report_any_cost_or_energy(report) && !common)
     return;
-  fputs("<h3>Energy and cost</h3>\n", f);
+  fputs("<h3>Energy and cost</h3>\n<p class=\"meta\">", f);
   if (report->config.price_per_core_hour > 0)
     fprintf(f,
-            "<p class=\"meta\">Cost per million inferences at %g per "
-            "core-hour x threads x sessions, from the throughput. Energy: "
-            "RAPL package counters over the timed phase, which count "
-            "everything the package ran.</p>\n",
+            "Cost per million inferences at %g per core-hour x threads x "
+            "sessions, from the throughput. ",
             report->config.price_per_core_hour);
+  if (common) {
+    fputs("Energy per inference unavailable: ", f);
+    put_html(f, common);
+    fputs(".", f);
+  } else {
+    fputs("Energy: RAPL package counters over the timed phase, which count "
+          "everything the package ran.",
+          f);
+  }
+  fputs("</p>\n", f);
+  if (common && !cost)
+    return;
   fprintf(f,
           "<div class=\"wrap\"><table id=\"energy-%d\" class=\"results\">\n"
-          "<thead><tr><th scope=\"col\">conversion</th><th "
-          "scope=\"col\">energy per inference</th><th scope=\"col\">cost "
-          "per million</th></tr></thead>\n<tbody>\n",
-          model);
+          "<thead><tr><th scope=\"col\">conversion</th>%s<th "
+          "scope=\"col\">cost per million</th></tr></thead>\n<tbody>\n",
+          model, common ? "" : "<th scope=\"col\">energy per inference</th>");
   for (int k = 0; k < report->n_results; k++) {
     const mb_bench_result *r = &report->results[order[k]];
     if (r->status != MB_BENCH_OK)
       continue;
-    char energy[256], cost[32] = "-";
+    char energy[256], price[32] = "-";
     if (r->cost_per_million > 0)
-      snprintf(cost, sizeof cost, "%.4g", r->cost_per_million);
+      snprintf(price, sizeof price, "%.4g", r->cost_per_million);
     fputs("<tr><td><code>", f);
     put_html(f, mb__report_name(r));
     fputs("</code></td>", f);
-    td(f, mb__report_energy_text(r, energy, sizeof energy));
-    td(f, cost);
+    if (!common)
+      td(f, mb__report_energy_text(r, energy, sizeof energy));
+    td(f, price);
     fputs("</tr>\n", f);
   }
   fputs("</tbody>\n</table></div>\n", f);

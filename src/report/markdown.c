@@ -199,34 +199,45 @@ static void write_load(FILE *f, const mb_bench_report *report,
   }
 }
 
-/* Energy per inference (or why not) and cost per million inferences. */
+/* Energy per inference (or why not) and cost per million inferences; a
+ * reason every result shares is said once, not per row. */
 static void write_cost_energy(FILE *f, const mb_bench_report *report,
                               const int *order) {
-  bool any_unavailable = false;
+  const char *common = mb__report_common_energy_reason(report);
+  bool cost = false;
   for (int i = 0; i < report->n_results; i++)
-    any_unavailable |= report->results[i].status == MB_BENCH_OK &&
-                       report->results[i].energy.unavailable[0];
-  if (!mb__report_any_cost_or_energy(report) && !any_unavailable)
+    cost |= report->results[i].cost_per_million > 0;
+  if (!mb__report_any_cost_or_energy(report) && !common)
     return;
   fputs("\n**Energy and cost**", f);
   if (report->config.price_per_core_hour > 0)
     fprintf(f, " (cost at %g per core-hour x threads x sessions)",
             report->config.price_per_core_hour);
-  fputs("\n\n| conversion | energy per inference | cost per million |\n"
-        "| :--- | :--- | ---: |\n",
-        f);
+  fputs("\n\n", f);
+  if (common) {
+    fputs("Energy per inference unavailable: ", f);
+    put_text(f, common);
+    fputs("\n", f);
+    if (!cost)
+      return;
+    fputs("\n", f);
+  }
+  fprintf(f, "| conversion |%s cost per million |\n| :--- |%s ---: |\n",
+          common ? "" : " energy per inference |", common ? "" : " :--- |");
   for (int k = 0; k < report->n_results; k++) {
     const mb_bench_result *r = &report->results[order[k]];
     if (r->status != MB_BENCH_OK)
       continue;
-    char energy[256], cost[32] = "-";
+    char energy[256], price[32] = "-";
     if (r->cost_per_million > 0)
-      snprintf(cost, sizeof cost, "%.4g", r->cost_per_million);
+      snprintf(price, sizeof price, "%.4g", r->cost_per_million);
     fputs("| ", f);
     put_code(f, r->conversion, true);
-    fputs(" | ", f);
-    put_text(f, mb__report_energy_text(r, energy, sizeof energy));
-    fprintf(f, " | %s |\n", cost);
+    if (!common) {
+      fputs(" | ", f);
+      put_text(f, mb__report_energy_text(r, energy, sizeof energy));
+    }
+    fprintf(f, " | %s |\n", price);
   }
 }
 

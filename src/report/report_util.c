@@ -550,3 +550,17 @@ int mb__report_cheapest(const mb_bench_report *report) {
   }
   return best;
 }
+
+const char *mb__report_common_energy_reason(const mb_bench_report *report) {
+  const char *reason = NULL;
+  for (int i = 0; i < report->n_results && report->results; i++) {
+    const mb_bench_result *r = &report->results[i];
+    if (r->status != MB_BENCH_OK)
+      continue;
+    if (r->energy.available || !r->energy.unavailable[0] ||
+        (reason && strcmp(reason, r->energy.unavailable) != 0))
+      return NULL;
+    reason = r->energy.unavailable;
+  }
+  return reason;
+}

@@ -113,6 +113,9 @@ bool mb__report_any_cost_or_energy(const mb_bench_report *report);
 bool mb__report_any_cold(const mb_bench_report *report);
 const char *mb__report_energy_text(const mb_bench_result *r, char *buf,
                                    size_t size);
+/* The reason every ok result gives for having no energy figure, when they
+ * all give the same one (a machine without RAPL); NULL otherwise. */
+const char *mb__report_common_energy_reason(const mb_bench_report *report);
 /* The ok result with the lowest cost per million inferences among the
  * accurate ones (mb__report_is_accurate), or -1 when none has a cost. */
 int mb__report_cheapest(const mb_bench_report *report);
