@@ -32,6 +32,11 @@ run 0 bench "$model" "${fast[@]}" --cold --price-per-core-hour 0.05 \
   --html "$tmp/a.html" || exit 1
 cp "$tmp/out" "$tmp/a.txt"
 
+# The miss workers' logs go with the run's, as an ok conversion's do.
+checks=$((checks + 1))
+left=$(find "$MODELBENCH_CACHE_DIR" -name '*.cold-miss.log' | head -3)
+[ -z "$left" ] || fail "cold-miss logs left behind: $left"
+
 py "cold start, energy and cost in the JSON report" '
 import json, math, sys
 r = json.load(open(sys.argv[1]))

@@ -701,6 +701,16 @@ done:
 
 /* ---- cold start (config->cold) ---- */
 
+/* The miss worker's log beside the conversion's: NN-NAME.cold-miss.log for
+ * NN-NAME.log. False when log_path is "" or the name does not fit. */
+static bool miss_log_path(const char *log_path, char *buf, size_t size) {
+  size_t n = strlen(log_path);
+  if (n < 4 || strcmp(log_path + n - 4, ".log") != 0)
+    return false;
+  return snprintf(buf, size, "%.*s.cold-miss.log", (int)(n - 4), log_path) <
+         (int)size;
+}
+
 static void cold_miss_body(engine *e, void *arg, int fd) {
   conversion_arg *a = arg;
   mb_progress_sink sink = {progress_to_pipe, &fd};
@@ -724,9 +734,10 @@ static void cold_miss(engine *e, int position, mb_cold_start *miss) {
     mb_progress_sink sink = {progress_direct, e};
     mb__worker_cold_miss(&e->job, r.conversion_index, &sink, -1, &r);
   } else {
-    char log[sizeof r.log_path];
-    if (snprintf(log, sizeof log, "%s/%02d-%s.cold-miss.log", e->log_dir,
-                 position + 1, r.conversion) >= (int)sizeof log)
+    char log[sizeof r.log_path + 16];
+    if (snprintf(r.log_path, sizeof r.log_path, "%s/%02d-%s.log", e->log_dir,
+                 position + 1, r.conversion) >= (int)sizeof r.log_path ||
+        !miss_log_path(r.log_path, log, sizeof log))
       log[0] = '\0';
     conversion_arg arg = {&r};
     set_timeout(e, position);
@@ -1307,6 +1318,12 @@ static void remove_temp_logs(const mb_bench_report *report,
     if (r->log_path[0] && (unsigned)r->status < MB_BENCH_STATUS_COUNT &&
         !keep[r->status])
       unlink(r->log_path);
+    /* --cold's miss worker: its log goes too, unless the miss failed. */
+    char miss[sizeof r->log_path + 16];
+    if (r->cold.measured && r->cold.build_miss_ms >= 0 &&
+        (unsigned)r->status < MB_BENCH_STATUS_COUNT && !keep[r->status] &&
+        miss_log_path(r->log_path, miss, sizeof miss))
+      unlink(miss);
   }
   if (!storage->keep_reference_log &&
       snprintf(path, sizeof path, "%s/reference-outputs.log",

@@ -74,7 +74,7 @@ static mb_status warm_up(const mb_runtime *rt, void *session,
   int64_t done = 0;
   report(progress, "warmup", 0, 0.0);
   while (done < c->warmup_iterations || now - start < c->warmup_seconds) {
-    double before = now;
+    double before = mb__now();
     mb_status status = rt->run(session, sample_inputs(job, done + 1), err);
     if (status)
       return mb__error_prefix(err, status, "warm-up run %lld",
