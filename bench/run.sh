@@ -21,7 +21,9 @@
 # weights); MB_BENCH_INT8=0 skips it. Then bench/recurrent.sh (issue 13: a 2-layer bidirectional
 # LSTM and GRU on the reference, ORT_CPU and oneDNN's recurrent
 # primitives); MB_BENCH_RECURRENT=0 skips it. Then bench/load.sh (issue
-# 16: load scenarios and sweeps); MB_BENCH_LOAD=0 skips it.
+# 16: load scenarios and sweeps); MB_BENCH_LOAD=0 skips it. Then
+# bench/cold_energy.sh (issue 30: cold start, energy and cost on
+# ResNet-18); MB_BENCH_COLD=0 skips it.
 # Then the Python front (bench/pytorch.py): ResNet-18 under PyTorch's and
 # the engine's conversions, the digits CNN with task accuracy, EAGER's
 # fidelity against a plain loop, a function profile across batch sizes and
@@ -153,6 +155,12 @@ fi
 if [ "${MB_BENCH_REALISTIC:-1}" != 0 ]; then
   echo
   "$(dirname "$0")/realistic.sh" "$build"
+# What a first request and an inference cost (bench/cold_energy.sh, issue
+# 30): ResNet-18's cold start, energy and cost per tier-2 conversion.
+# MB_BENCH_COLD=0 skips.
+if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_COLD:-1}" != 0 ]; then
+  echo
+  "$(dirname "$0")/cold_energy.sh" "$build"
 fi
 
 # The Python front: PyTorch's conversions beside the engine's on ResNet-18,

@@ -728,6 +728,15 @@ typedef struct mb_bench_config {
   /* The sweep point this run is (--sweep: "batch=4 threads=2 seq=64"),
    * copied into the report; NULL when the run is no sweep's point. */
   const char *sweep_point;
+  /* Cold start (bench's --cold): before each conversion's run, a worker of
+   * its own builds it with the build cache rebuilt (the miss), then the
+   * run itself builds from the cache (the hit); result->cold holds both,
+   * the load, the first inference and the iterations to steady state.
+   * Default 0. */
+  int cold;
+  /* What a core costs per hour (--price-per-core-hour, any currency): each
+   * result then gets cost_per_million. <= 0 (default): no cost. */
+  double price_per_core_hour;
 } mb_bench_config;
 
 /* Fills every field with its default. */
@@ -870,6 +879,37 @@ typedef struct mb_load_stats {
   mb_load_trial *trials;
 } mb_load_stats;
 
+/* What a first request costs (config->cold; docs/json-schema.md,
+ * "cold_start"). Times in milliseconds; < 0 when not known, note says
+ * why. */
+typedef struct mb_cold_start {
+  int measured;         /* 0: not asked for, or the run did not get there */
+  double build_miss_ms; /* the build step with the cache rebuilt */
+  double build_hit_ms;  /* the build step again, from the cache */
+  double model_read_ms; /* the model file read and parsed, as a new
+                           process would */
+  double load_ms;       /* model_read_ms + session creation (the run's) */
+  double first_inference_ms;
+  /* Iterations (the first run, then warm-up, then timed) before latency
+   * settled: mb__steady_iterations' rule; -1 when it never did. */
+  int64_t iterations_to_steady;
+  double time_to_first_result_ms;      /* build_hit + load + first */
+  double time_to_first_result_miss_ms; /* build_miss + load + first */
+  char note[192];                      /* "" or why a figure is missing */
+} mb_cold_start;
+
+/* Energy of the timed phase from RAPL's package domains
+ * (/sys/class/powercap, or $MODELBENCH_POWERCAP_DIR): available 1 with the
+ * figures, else 0 and unavailable says why. Package energy counts
+ * everything that ran on the package, not only this worker. */
+typedef struct mb_energy {
+  int available;
+  double joules;               /* over the timed phase */
+  double joules_per_inference; /* joules / (iterations x batch) */
+  char domains[96];            /* "intel-rapl:0,intel-rapl:1" */
+  char unavailable[192];       /* why not, when !available */
+} mb_energy;
+
 /* The result of one conversion. Owned by its mb_bench_report. */
 typedef struct mb_bench_result {
   int conversion_index; /* registry index */
@@ -952,6 +992,12 @@ typedef struct mb_bench_result {
    * side. */
   mb_machine_info machine;
   mb_load_stats load; /* load scenarios (modelbench load) */
+  mb_cold_start cold; /* config->cold */
+  mb_energy energy;
+  /* config->price_per_core_hour x cores used (threads x sessions) x
+   * seconds per inference (from throughput_sps) / 3600 x 1e6: the price of
+   * a million inferences; < 0 without a price or a throughput. */
+  double cost_per_million;
 } mb_bench_result;
 
 /* One segment of a hybrid conversion: a maximal run of nodes on one

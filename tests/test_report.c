@@ -687,6 +687,26 @@ TEST(json_read_back) {
   f.results[1].precision_share = 0.83;
   f.results[1].segments = segments;
   f.results[1].n_segments = 2;
+  /* The cold start, energy (a figure, and why not) and cost come back. */
+  f.report.config.cold = 1;
+  f.report.config.price_per_core_hour = 0.05;
+  f.results[1].cold = (mb_cold_start){.measured = 1,
+                                      .build_miss_ms = 812.5,
+                                      .build_hit_ms = 3.25,
+                                      .model_read_ms = 1.5,
+                                      .load_ms = 41.5,
+                                      .first_inference_ms = 9.75,
+                                      .iterations_to_steady = 7,
+                                      .time_to_first_result_ms = 54.5,
+                                      .time_to_first_result_miss_ms = 863.75};
+  f.results[1].energy = (mb_energy){.available = 1,
+                                    .joules = 12.5,
+                                    .joules_per_inference = 0.125,
+                                    .domains = "intel-rapl:0"};
+  snprintf(f.results[0].energy.unavailable,
+           sizeof f.results[0].energy.unavailable,
+           "no /sys/class/powercap: this machine exposes no RAPL (a VM?)");
+  f.results[1].cost_per_million = 0.0625;
   /* A model a script ran: its script, location and labels come back. */
   static const char *labels[] = {"task=demo", "script=/s/demo.py"};
   snprintf(f.report.model_script, sizeof f.report.model_script, "/s/demo.py");
@@ -712,6 +732,18 @@ TEST(json_read_back) {
   int source_kept = strcmp(loaded[0]->model_location, "/s/demo.py:12") == 0 &&
                     loaded[0]->n_labels == 2 &&
                     strcmp(loaded[0]->labels[1], "script=/s/demo.py") == 0;
+  const mb_bench_result *back = loaded[0]->results;
+  int cold_kept = back[1].cold.measured &&
+                  back[1].cold.build_miss_ms == 812.5 &&
+                  back[1].cold.iterations_to_steady == 7 &&
+                  !back[0].cold.measured && loaded[0]->config.cold == 1;
+  int energy_kept = back[1].energy.available &&
+                    back[1].energy.joules_per_inference == 0.125 &&
+                    !back[0].energy.available &&
+                    strstr(back[0].energy.unavailable, "exposes no RAPL") &&
+                    back[1].cost_per_million == 0.0625 &&
+                    back[0].cost_per_million < 0 &&
+                    loaded[0]->config.price_per_core_hour == 0.05;
   mb__reports_free(loaded, n);
   void *a = NULL, *b = NULL;
   size_t na = 0, nb = 0;
@@ -727,6 +759,8 @@ TEST(json_read_back) {
   ASSERT(same);
   ASSERT(host_kept);
   ASSERT(source_kept);
+  ASSERT(cold_kept);
+  ASSERT(energy_kept);
   return 0;
 }
 

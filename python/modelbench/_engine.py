@@ -103,6 +103,8 @@ CONFIG_FLAGS = (
     Flag("record", "--no-record", _when_false),
     Flag("labels", "--label", _pairs),
     Flag("trust_code", "--trust-code", _when_true),
+    Flag("cold", "--cold", _when_true),
+    Flag("price_per_core_hour", "--price-per-core-hour", _optional),
 )
 
 #: BenchmarkConfig fields the engine never sees: the front acts on them

@@ -101,6 +101,13 @@ class BenchmarkConfig:
             ``--trust-code``); off by default. In-memory modules are the caller's
             own code and TorchScript files are data: they need no such trust.
         allow_pickle: deprecated name of trust_code (a DeprecationWarning).
+        cold: measure what a first request costs (bench's ``--cold``): each
+            result's ``cold_start`` holds the build with the cache rebuilt and
+            from it, the load, the first inference and the iterations to
+            steady state.
+        price_per_core_hour: what a core-hour costs (``--price-per-core-hour``):
+            each result's ``cost_per_million`` is then what a million
+            inferences cost on the cores it holds; None: no cost.
     """
 
     batch_size: int = 1
@@ -143,6 +150,8 @@ class BenchmarkConfig:
     trust_code: bool = False
     allow_pickle: bool = False
     tier: Optional[int] = None
+    cold: bool = False
+    price_per_core_hour: Optional[float] = None
 
     def __post_init__(self) -> None:
         self.device = _device_text(self.device)
@@ -233,6 +242,10 @@ class BenchmarkConfig:
             )
         if self.opset is not None and not 7 <= self.opset <= 17:
             raise ConfigError(f"config key 'opset' must be between 7 and 17, got {self.opset}")
+        if self.price_per_core_hour is not None and not self.price_per_core_hour > 0:
+            raise ConfigError(
+                f"config key 'price_per_core_hour' must be > 0, got {self.price_per_core_hour}"
+            )
         if self.calibration_samples is not None and self.calibration_samples < 1:
             raise ConfigError(
                 f"config key 'calibration_samples' must be >= 1, got {self.calibration_samples}"

@@ -132,6 +132,17 @@ def test_every_config_field_is_in_the_table_or_said_to_be_pythons():
     assert not set(in_table) & set(_engine.PYTHON_ONLY)
 
 
+def test_cold_and_price_reach_the_engine():
+    argv = _argv(BenchmarkConfig(cold=True, price_per_core_hour=0.05), json_path="r.json",
+                 device="cpu")
+    assert "--cold" in argv
+    assert argv[argv.index("--price-per-core-hour") + 1] == "0.05"
+    plain = _argv(BenchmarkConfig(), json_path="r.json", device="cpu")
+    assert "--cold" not in plain and "--price-per-core-hour" not in plain
+    with pytest.raises(ConfigError, match="price_per_core_hour"):
+        BenchmarkConfig(price_per_core_hour=0)
+
+
 def test_every_flag_of_the_table_is_one_of_bench():
     text = subprocess.run(_engine.command("bench", "--help"), capture_output=True, text=True,
                           env=_engine.environment(worker=False)).stdout

@@ -69,6 +69,52 @@ mb_status mb__result_add_stat_warnings(mb_bench_result *result,
 #define MB_WARN_FAULT_SHARE 0.05
 #define MB_WARN_OTHERS_SLACK 0.25
 
+/* ---- cold start (stats.c) ---- */
+
+/* Iterations before latency settled, from a run's latencies in order (the
+ * first run, the warm-up's, then the timed ones): the smallest s such that
+ * series[s] is within MB_STEADY_TOLERANCE of steady_ms (the timed phase's
+ * median) and so is the median of every window of MB_STEADY_WINDOW
+ * consecutive latencies starting at s or later. A lone slow iteration
+ * inside a window does not move its median; one at s does. -1 when no s
+ * fits (or n < MB_STEADY_WINDOW, or steady_ms <= 0). */
+#define MB_STEADY_WINDOW 5
+#define MB_STEADY_TOLERANCE 0.10
+/* Timed latencies the series keeps after the warm-up's: a late hiccup of a
+ * long run says nothing about warming up. */
+#define MB_STEADY_TIMED 100
+int64_t mb__steady_iterations(const double *series, int64_t n,
+                              double steady_ms);
+
+/* ---- energy and cost (energy.c) ---- */
+
+#define MB_ENERGY_MAX_DOMAINS 8
+/* RAPL package counters read at the start of a window. */
+typedef struct mb_energy_window {
+  int ok; /* 0: unavailable says why */
+  int n;
+  struct {
+    char zone[32]; /* first: the zones sort by name */
+    unsigned long long before_uj, range_uj;
+  } domains[MB_ENERGY_MAX_DOMAINS];
+  char unavailable[192];
+} mb_energy_window;
+/* Reads every package zone's energy_uj under /sys/class/powercap
+ * ($MODELBENCH_POWERCAP_DIR when set). */
+void mb__energy_start(mb_energy_window *w);
+/* Reads them again: *out gets the joules since the start and per
+ * inference (over `inferences`, iterations x batch), or why not. */
+void mb__energy_stop(const mb_energy_window *w, int64_t inferences,
+                     mb_energy *out);
+/* One counter's microjoules from before to after, once wrapped past range
+ * (max_energy_range_uj) to 0 when after < before. */
+double mb__energy_delta_uj(unsigned long long before, unsigned long long after,
+                           unsigned long long range);
+/* price x cores x (1 / throughput_sps) / 3600 x 1e6: what a million
+ * inferences cost; -1 without a price, a core or a throughput. */
+double mb__cost_per_million(double price_per_core_hour, int cores,
+                            double throughput_sps);
+
 /* ---- run log folders (run_logs.c) ---- */
 
 /* How many runs' log folders <cache>/logs keeps, and how long (seconds
@@ -366,6 +412,15 @@ mb_status mb__load_measure(const mb_runtime *rt, void *const *sessions,
                            mb_bench_result *result, mb_error *err);
 
 /* ---- the worker (worker.c) ---- */
+
+/* The cold start's miss (config->cold), before the conversion's run: the
+ * model file read and parsed (result->cold.model_read_ms), then the
+ * conversion built with the cache rebuilt and loaded (build_miss_ms: the
+ * build step's wall time; load_ms). Sends result like
+ * mb__worker_run_conversion; nothing is run. */
+void mb__worker_cold_miss(const mb_bench_job *job, int index,
+                          const mb_progress_sink *progress, int send_fd,
+                          mb_bench_result *result);
 
 /* Runs one conversion start to end in this process: availability, prepare,
  * measure, accuracy. Always fills result (status, error) and returns; never

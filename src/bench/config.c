@@ -563,6 +563,9 @@ static const config_key keys[] = {
      NULL},
     {"slo", KEY_CUSTOM, 0, 0, false, 0, "", set_slo},
     {"find_peak", KEY_BOOL, FIELD(load.find_peak), 0, false, 0, "", NULL},
+    {"cold", KEY_BOOL, FIELD(cold), 0, false, 0, "", NULL},
+    {"price_per_core_hour", KEY_DOUBLE, FIELD(price_per_core_hour), 0, false,
+     NO_MAX, "", NULL},
 };
 
 static mb_status unknown_key(const staged *s, const mb_json_member *m,

@@ -634,10 +634,22 @@ static void result_init(engine *e, int position, mb_bench_result *r) {
   r->build_ms = -1.0;
   r->machine = e->job.machine;
   r->precision_share = -1.0;
+  r->cost_per_million = -1.0;
+  r->cold.iterations_to_steady = -1;
 }
 
-static mb_status run_conversion(engine *e, int position, mb_bench_result *r,
-                                mb_error *err) {
+/* The per-conversion timeout of the worker at `position`. */
+static void set_timeout(engine *e, int position) {
+  e->timeout = e->config.timeout_seconds;
+  if (e->config.conversion_timeouts &&
+      e->config.conversion_timeouts[position] > 0.0)
+    e->timeout = e->config.conversion_timeouts[position];
+  /* The worker inherits it through fork. */
+  e->job.deadline = e->timeout > 0.0 ? mb__now() + e->timeout : 0.0;
+}
+
+static mb_status run_worker(engine *e, int position, mb_bench_result *r,
+                            mb_error *err) {
   mb_status status = MB_STATUS_OK;
   result_init(e, position, r);
   if (!e->config.isolate) {
@@ -654,12 +666,7 @@ static mb_status run_conversion(engine *e, int position, mb_bench_result *r,
   child_outcome out;
   memset(&out, 0, sizeof out);
   conversion_arg arg = {r};
-  e->timeout = e->config.timeout_seconds;
-  if (e->config.conversion_timeouts &&
-      e->config.conversion_timeouts[position] > 0.0)
-    e->timeout = e->config.conversion_timeouts[position];
-  /* The worker inherits it through fork. */
-  e->job.deadline = e->timeout > 0.0 ? mb__now() + e->timeout : 0.0;
+  set_timeout(e, position);
   if ((status = run_child(e, conversion_body, &arg, r->log_path, &out, err)))
     goto done;
   if (out.have_result) {
@@ -689,6 +696,124 @@ done:
   if (out.have_result)
     mb__result_clear(&out.result);
   free(out.backtrace);
+  return status;
+}
+
+/* ---- cold start (config->cold) ---- */
+
+/* The miss worker's log beside the conversion's: NN-NAME.cold-miss.log for
+ * NN-NAME.log. False when log_path is "" or the name does not fit. */
+static bool miss_log_path(const char *log_path, char *buf, size_t size) {
+  size_t n = strlen(log_path);
+  if (n < 4 || strcmp(log_path + n - 4, ".log") != 0)
+    return false;
+  return snprintf(buf, size, "%.*s.cold-miss.log", (int)(n - 4), log_path) <
+         (int)size;
+}
+
+static void cold_miss_body(engine *e, void *arg, int fd) {
+  conversion_arg *a = arg;
+  mb_progress_sink sink = {progress_to_pipe, &fd};
+  mb__worker_cold_miss(&e->job, a->result->conversion_index, &sink, fd,
+                       a->result);
+}
+
+/* The miss, in a worker of its own before the conversion's run (so that
+ * the run's build is the hit, in a process as fresh as the miss's):
+ * *miss gets build_miss_ms and model_read_ms, or note says why not. */
+static void cold_miss(engine *e, int position, mb_cold_start *miss) {
+  mb_bench_result r;
+  mb_error err = {MB_STATUS_OK, ""};
+  child_outcome out;
+  memset(&out, 0, sizeof out);
+  memset(miss, 0, sizeof *miss);
+  miss->build_miss_ms = miss->model_read_ms = -1.0;
+  result_init(e, position, &r);
+  progress(e, "cold miss", 0, 0.0);
+  if (!e->config.isolate) {
+    mb_progress_sink sink = {progress_direct, e};
+    mb__worker_cold_miss(&e->job, r.conversion_index, &sink, -1, &r);
+  } else {
+    char log[sizeof r.log_path + 16];
+    if (snprintf(r.log_path, sizeof r.log_path, "%s/%02d-%s.log", e->log_dir,
+                 position + 1, r.conversion) >= (int)sizeof r.log_path ||
+        !miss_log_path(r.log_path, log, sizeof log))
+      log[0] = '\0';
+    conversion_arg arg = {&r};
+    set_timeout(e, position);
+    if (run_child(e, cold_miss_body, &arg, log, &out, &err)) {
+      snprintf(miss->note, sizeof miss->note, "the miss did not run: %.160s",
+               err.message);
+      goto done;
+    }
+    if (!out.have_result) {
+      describe_end(e, &out, r.error, sizeof r.error);
+      snprintf(miss->note, sizeof miss->note, "the miss build failed: %.160s",
+               r.error);
+      goto done;
+    }
+    r.cold = out.result.cold;
+    r.status = out.result.status;
+    snprintf(r.error, sizeof r.error, "%s", out.result.error);
+  }
+  miss->build_miss_ms = r.cold.build_miss_ms;
+  miss->model_read_ms = r.cold.model_read_ms;
+  if (r.status != MB_BENCH_OK)
+    snprintf(miss->note, sizeof miss->note, "the miss build failed: %.160s",
+             r.error);
+done:
+  if (out.have_result)
+    mb__result_clear(&out.result);
+  free(out.backtrace);
+  mb__result_clear(&r);
+}
+
+/* The cold start of a finished run: the miss's figures, the run's own
+ * (its build step was the hit, its load and first inference, the
+ * iterations to steady state measure.c found) and the times to a first
+ * result they add up to. */
+static void cold_finish(const mb_cold_start *miss, mb_bench_result *r) {
+  mb_cold_start *c = &r->cold;
+  double hit_ms = c->build_hit_ms;
+  int64_t steady = c->iterations_to_steady;
+  memset(c, 0, sizeof *c);
+  if (r->status != MB_BENCH_OK && r->status != MB_BENCH_BUILT) {
+    c->iterations_to_steady = -1;
+    return;
+  }
+  c->measured = 1;
+  c->iterations_to_steady = steady;
+  c->build_miss_ms = miss->build_miss_ms;
+  c->model_read_ms = miss->model_read_ms;
+  snprintf(c->note, sizeof c->note, "%s", miss->note);
+  c->build_hit_ms = r->cache_hit == 1 ? hit_ms : -1.0;
+  if (r->cache_hit != 1 && !c->note[0])
+    snprintf(c->note, sizeof c->note, "%s",
+             r->cache_hit < 0 ? "no build cache (--no-cache, or trouble with "
+                                "it): every build is a miss"
+                              : "the run built again: the miss left no build "
+                                "to hit");
+  c->load_ms = r->load_ms + MB_MAX(c->model_read_ms, 0.0);
+  c->first_inference_ms = r->first_run_ms > 0.0 ? r->first_run_ms : -1.0;
+  bool first = c->first_inference_ms >= 0.0;
+  c->time_to_first_result_ms =
+      first && c->build_hit_ms >= 0.0
+          ? c->build_hit_ms + c->load_ms + c->first_inference_ms
+          : -1.0;
+  c->time_to_first_result_miss_ms =
+      first && c->build_miss_ms >= 0.0
+          ? c->build_miss_ms + c->load_ms + c->first_inference_ms
+          : -1.0;
+}
+
+static mb_status run_conversion(engine *e, int position, mb_bench_result *r,
+                                mb_error *err) {
+  mb_cold_start miss;
+  if (e->config.cold)
+    cold_miss(e, position, &miss);
+  mb_status status = run_worker(e, position, r, err);
+  if (e->config.cold && !status)
+    cold_finish(&miss, r);
   return status;
 }
 
@@ -1229,6 +1354,12 @@ static void remove_temp_logs(const mb_bench_report *report,
     if (r->log_path[0] && (unsigned)r->status < MB_BENCH_STATUS_COUNT &&
         !keep[r->status])
       unlink(r->log_path);
+    /* --cold's miss worker: its log goes too, unless the miss failed. */
+    char miss[sizeof r->log_path + 16];
+    if (r->cold.measured && r->cold.build_miss_ms >= 0 &&
+        (unsigned)r->status < MB_BENCH_STATUS_COUNT && !keep[r->status] &&
+        miss_log_path(r->log_path, miss, sizeof miss))
+      unlink(miss);
   }
   if (!storage->keep_reference_log &&
       snprintf(path, sizeof path, "%s/reference-outputs.log",

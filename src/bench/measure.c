@@ -37,22 +37,62 @@ static const mb_tensor *const *sample_inputs(const mb_bench_job *job,
   return (const mb_tensor *const *)job->samples[i % job->n_samples];
 }
 
+/* The latencies before the timed phase (the first run's, the warm-up's),
+ * kept for the cold start's iterations to steady state (config->cold). */
+typedef struct warm_series {
+  double *ms;
+  int64_t n, cap;
+} warm_series;
+
+/* Appends; a failed allocation drops the series (the figure becomes
+ * unknown), never the run. */
+static void series_add(warm_series *s, double ms) {
+  if (s->n == s->cap) {
+    int64_t cap = s->cap ? s->cap * 2 : 64;
+    double *grown = realloc(s->ms, sizeof(double) * (size_t)cap);
+    if (!grown) {
+      free(s->ms);
+      memset(s, 0, sizeof *s);
+      s->cap = -1; /* stays failed */
+      return;
+    }
+    s->ms = grown;
+    s->cap = cap;
+  }
+  if (s->cap > 0)
+    s->ms[s->n++] = ms;
+}
+
+/* The cold start's iterations to steady state: the first run, the
+ * warm-up and the first MB_STEADY_TIMED timed latencies, against the timed
+ * median. */
+static void note_steady(warm_series *s, const mb_bench_result *result) {
+  int64_t timed = MB_MIN(result->n_samples_ms, (int64_t)MB_STEADY_TIMED);
+  for (int64_t i = 0; i < timed && s->cap >= 0; i++)
+    series_add(s, result->samples_ms[i]);
+}
+
 /* Runs until both the count and the time are reached: the phase runs at
- * least `min_iterations` times and at least `min_seconds` long. */
+ * least `min_iterations` times and at least `min_seconds` long. series:
+ * NULL, or where each warm-up latency goes. */
 static mb_status warm_up(const mb_runtime *rt, void *session,
                          const mb_bench_job *job,
-                         const mb_progress_sink *progress, mb_error *err) {
+                         const mb_progress_sink *progress, warm_series *series,
+                         mb_error *err) {
   const mb_bench_config *c = job->config;
   double start = mb__now(), last_report = start, now = start;
   int64_t done = 0;
   report(progress, "warmup", 0, 0.0);
   while (done < c->warmup_iterations || now - start < c->warmup_seconds) {
+    double before = mb__now();
     mb_status status = rt->run(session, sample_inputs(job, done + 1), err);
     if (status)
       return mb__error_prefix(err, status, "warm-up run %lld",
                               (long long)done + 1);
     done++;
     now = mb__now();
+    if (series)
+      series_add(series, (now - before) * 1e3);
     if (now - last_report >= MB_PROGRESS_INTERVAL_S) {
       report(progress, "warmup", done, now - start);
       last_report = now;
@@ -104,6 +144,7 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
                       mb_bench_result *result, mb_error *err) {
   const mb_bench_config *c = job->config;
   mb_status status;
+  warm_series series = {0}, *cold = c->cold ? &series : NULL;
 
   double t0 = mb__now();
   status = rt->run(session, sample_inputs(job, 0), err);
@@ -111,9 +152,13 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
   if (status)
     return mb__error_prefix(err, status, "first run");
   result->first_run_ms = (t1 - t0) * 1e3;
+  if (cold)
+    series_add(cold, result->first_run_ms);
 
-  if ((status = warm_up(rt, session, job, progress, err)))
+  if ((status = warm_up(rt, session, job, progress, cold, err))) {
+    free(series.ms);
     return status;
+  }
 
   /* Every sample is used at least once. */
   int64_t min_iterations = MB_MAX((int64_t)c->min_iterations, job->n_samples);
@@ -137,6 +182,10 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
   double inference_s = 0.0;
   double cpu_start = mb__cpu_time();
   long long faults_start = mb__minor_faults();
+  /* The energy counters, read outside the timed region: the file reads
+   * take microseconds. */
+  mb_energy_window energy;
+  mb__energy_start(&energy);
   double start = mb__now(), last_report = start, last_check = start;
   double delay_s = test_delay_s(result->conversion_index);
   int64_t checked_n = 0;
@@ -192,6 +241,7 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
     }
   }
   double end = mb__now();
+  mb__energy_stop(&energy, n * job->batch_size, &result->energy);
   double cpu_s = mb__cpu_time() - cpu_start;
   long long faults_end = mb__minor_faults();
 
@@ -207,6 +257,15 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
   report(progress, "measure", n, end - start);
   if ((status = mb__latency_stats(samples_ms, n, &result->latency_ms, err)))
     goto fail_scratch;
+  if (cold) {
+    note_steady(cold, result);
+    result->cold.iterations_to_steady =
+        cold->cap < 0 ? -1
+                      : mb__steady_iterations(cold->ms, cold->n,
+                                              result->latency_ms.median);
+    free(series.ms);
+    series.ms = NULL;
+  }
 
   double half =
       relative_half_width(samples_ms, n, scratch, &result->median_ci_ms[0],
@@ -251,5 +310,6 @@ fail:
   free(samples_ms);
 fail_scratch:
   free(scratch);
+  free(series.ms);
   return status;
 }

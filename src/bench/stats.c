@@ -52,6 +52,31 @@ mb_status mb__latency_stats(const double *samples, int64_t n,
   return MB_STATUS_OK;
 }
 
+static bool near_steady(double ms, double steady_ms) {
+  return fabs(ms - steady_ms) <= MB_STEADY_TOLERANCE * steady_ms;
+}
+
+int64_t mb__steady_iterations(const double *series, int64_t n,
+                              double steady_ms) {
+  if (!(steady_ms > 0.0) || n < MB_STEADY_WINDOW)
+    return -1;
+  /* The last window whose median is off: every start up to it fails. */
+  int64_t first = 0;
+  for (int64_t k = n - MB_STEADY_WINDOW; k >= 0; k--) {
+    double window[MB_STEADY_WINDOW];
+    memcpy(window, series + k, sizeof window);
+    qsort(window, MB_STEADY_WINDOW, sizeof(double), compare_double);
+    if (!near_steady(window[MB_STEADY_WINDOW / 2], steady_ms)) {
+      first = k + 1;
+      break;
+    }
+  }
+  for (int64_t s = first; s <= n - MB_STEADY_WINDOW; s++)
+    if (near_steady(series[s], steady_ms))
+      return s;
+  return -1;
+}
+
 mb_status mb__result_add_warning(mb_bench_result *result, const char *fmt,
                                  ...) {
   char line[MB_ERROR_MESSAGE_SIZE];

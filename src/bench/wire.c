@@ -240,6 +240,10 @@ void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
   mb__wire_put_str(w, r->int8_form);
   mb__wire_put_f64(w, r->first_run_ms);
   mb__wire_put(w, &r->latency_ms, sizeof r->latency_ms); /* plain doubles */
+  /* Plain numbers and char arrays; both ends are the same binary. */
+  mb__wire_put(w, &r->cold, sizeof r->cold);
+  mb__wire_put(w, &r->energy, sizeof r->energy);
+  mb__wire_put_f64(w, r->cost_per_million);
   mb__wire_put_i64(w, r->iterations);
   mb__wire_put_u32(w, (uint32_t)r->batch_size);
   mb__wire_put_f64(w, r->throughput_sps);
@@ -308,6 +312,12 @@ mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
   mb__wire_get_str_buf(w, r->int8_form, sizeof r->int8_form);
   r->first_run_ms = mb__wire_get_f64(w);
   mb__wire_get(w, &r->latency_ms, sizeof r->latency_ms);
+  mb__wire_get(w, &r->cold, sizeof r->cold);
+  mb__wire_get(w, &r->energy, sizeof r->energy);
+  r->cold.note[sizeof r->cold.note - 1] = '\0';
+  r->energy.domains[sizeof r->energy.domains - 1] = '\0';
+  r->energy.unavailable[sizeof r->energy.unavailable - 1] = '\0';
+  r->cost_per_million = mb__wire_get_f64(w);
   r->iterations = mb__wire_get_i64(w);
   r->batch_size = (int)mb__wire_get_u32(w);
   r->throughput_sps = mb__wire_get_f64(w);

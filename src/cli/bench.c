@@ -86,6 +86,14 @@ static const char bench_help[] =
     "      --build-only           build (into the cache) and load each\n"
     "                             conversion, measure nothing; a later run\n"
     "                             starts from the cached builds\n"
+    "      --cold                 what a first request costs: each conversion\n"
+    "                             built with the cache rebuilt (miss), then\n"
+    "                             from it (hit), its load, first inference\n"
+    "                             and iterations to steady state; the table\n"
+    "                             shows these instead of the latencies\n"
+    "      --price-per-core-hour P  cost per million inferences from the\n"
+    "                             throughput: P x threads x sessions x\n"
+    "                             seconds per inference / 3600 x 1e6\n"
     "      --rtol X, --atol X     accuracy tolerance (default 1e-3, 1e-4)\n"
     "      --max-error X          reduced precision (fp16, bf16, int8): flag\n"
     "                             a conversion inaccurate when 1 - cosine\n"
@@ -221,6 +229,8 @@ enum {
   OPT_REBUILD,
   OPT_LEAN_CACHE,
   OPT_NO_CACHE,
+  OPT_COLD,
+  OPT_PRICE_PER_CORE_HOUR,
   OPT_CALIBRATION,
   OPT_CALIBRATION_LAST = OPT_CALIBRATION + MB_CLI_CALIB_COUNT - 1,
   OPT_MAX_ERROR,
@@ -279,6 +289,8 @@ static const struct option options[] = {
     {"rebuild", required_argument, NULL, OPT_REBUILD},
     {"lean-cache", no_argument, NULL, OPT_LEAN_CACHE},
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+    {"cold", no_argument, NULL, OPT_COLD},
+    {"price-per-core-hour", required_argument, NULL, OPT_PRICE_PER_CORE_HOUR},
     MB_CLI_CALIBRATION_OPTIONS(OPT_CALIBRATION),
     {"max-error", required_argument, NULL, OPT_MAX_ERROR},
     {"reference", required_argument, NULL, OPT_REFERENCE},
@@ -586,6 +598,12 @@ static int apply_option(bench_cli *b, int c, char *arg) {
   case OPT_NO_CACHE:
     cfg->build_cache = 0;
     return MB_EXIT_OK;
+  case OPT_COLD:
+    cfg->cold = 1;
+    return MB_EXIT_OK;
+  case OPT_PRICE_PER_CORE_HOUR:
+    return parse_seconds("--price-per-core-hour", arg, 0, true,
+                         &cfg->price_per_core_hour);
   case OPT_MAX_ERROR:
     return parse_seconds("--max-error", arg, 0, true, &cfg->max_error);
   case OPT_NO_RECORD:

@@ -45,6 +45,10 @@ static const char *const columns[] = {
     "sweep_point", "scenario", "concurrency", "target_qps", "achieved_qps",
     "load_valid", "invalid_reason", "slo_latency_ms", "slo_met",
     "over_slo_share", "queue_depth_mean", "peak_qps",
+    /* Energy and cost, then the cold start (--cold). */
+    "joules_per_inference", "cost_per_million", "cold_build_miss_ms",
+    "cold_build_hit_ms", "cold_load_ms", "cold_first_inference_ms",
+    "iterations_to_steady", "time_to_first_result_ms",
     /* then one "label:KEY" column per label key of any report */
 };
 
@@ -137,6 +141,41 @@ static void put_warnings(row_writer *w, const mb_bench_result *r) {
 }
 
 /* The sweep point and what a load run measured. */
+/* Energy (or why not), cost (or why not) and the cold start. */
+static void put_cost_energy_cold(row_writer *w, const mb_bench_result *r) {
+  bool ok = r->status == MB_BENCH_OK;
+  char why[256];
+  if (r->energy.available) {
+    put_number(w, r, r->energy.joules_per_inference, true);
+  } else if (ok && r->energy.unavailable[0]) {
+    snprintf(why, sizeof why, "n/a: %s", r->energy.unavailable);
+    put_field(w, why);
+  } else {
+    put_field(w, missing(r));
+  }
+  if (r->cost_per_million > 0)
+    put_number(w, r, r->cost_per_million, true);
+  else
+    put_field(w, ok ? "n/a: no --price-per-core-hour" : missing(r));
+  const mb_cold_start *c = &r->cold;
+  const double cold_ms[] = {c->build_miss_ms, c->build_hit_ms, c->load_ms,
+                            c->first_inference_ms};
+  const char *no_cold = ok ? "n/a: no --cold" : missing(r);
+  for (size_t i = 0; i < MB_ARRAY_COUNT(cold_ms); i++)
+    if (c->measured && cold_ms[i] >= 0)
+      put_number(w, r, cold_ms[i], true);
+    else
+      put_field(w, c->measured ? "n/a: unknown" : no_cold);
+  if (c->measured && c->iterations_to_steady >= 0)
+    put_int(w, c->iterations_to_steady);
+  else
+    put_field(w, c->measured ? "n/a: never settled" : no_cold);
+  if (c->measured && c->time_to_first_result_ms >= 0)
+    put_number(w, r, c->time_to_first_result_ms, true);
+  else
+    put_field(w, c->measured ? "n/a: unknown" : no_cold);
+}
+
 static void put_load(row_writer *w, const mb_bench_report *report,
                      const mb_bench_result *r) {
   const mb_load_stats *l = &r->load;
@@ -242,6 +281,7 @@ static void write_row(row_writer *w, const mb_bench_report *report, int index,
   put_field(w, report->model_script);
   put_field(w, report->model_location);
   put_load(w, report, r);
+  put_cost_energy_cold(w, r);
   for (int k = 0; k < n_label_keys; k++)
     put_field(w, mb__report_label(report, label_keys[k], label_keys_len[k]));
   end_row(w);

@@ -753,6 +753,108 @@ static void write_realistic(FILE *f, const mb_bench_report *report,
   fputs("</tbody>\n</table></div>\n", f);
 }
 
+/* Energy per inference (or why not) and cost per million inferences; a
+ * reason every result shares is said once, not per row. */
+static void write_cost_energy(FILE *f, const mb_bench_report *report, int model,
+                              const int *order) {
+  const char *common = mb__report_common_energy_reason(report);
+  bool cost = false;
+  for (int i = 0; i < report->n_results; i++)
+    cost |= report->results[i].cost_per_million > 0;
+  if (!mb__report_any_cost_or_energy(report) && !common)
+    return;
+  fputs("<h3>Energy and cost</h3>\n<p class=\"meta\">", f);
+  if (report->config.price_per_core_hour > 0)
+    fprintf(f,
+            "Cost per million inferences at %g per core-hour x threads x "
+            "sessions, from the throughput. ",
+            report->config.price_per_core_hour);
+  if (common) {
+    fputs("Energy per inference unavailable: ", f);
+    put_html(f, common);
+    fputs(".", f);
+  } else {
+    fputs("Energy: RAPL package counters over the timed phase, which count "
+          "everything the package ran.",
+          f);
+  }
+  fputs("</p>\n", f);
+  if (common && !cost)
+    return;
+  fprintf(f,
+          "<div class=\"wrap\"><table id=\"energy-%d\" class=\"results\">\n"
+          "<thead><tr><th scope=\"col\">conversion</th>%s<th "
+          "scope=\"col\">cost per million</th></tr></thead>\n<tbody>\n",
+          model, common ? "" : "<th scope=\"col\">energy per inference</th>");
+  for (int k = 0; k < report->n_results; k++) {
+    const mb_bench_result *r = &report->results[order[k]];
+    if (r->status != MB_BENCH_OK)
+      continue;
+    char energy[256], price[32] = "-";
+    if (r->cost_per_million > 0)
+      snprintf(price, sizeof price, "%.4g", r->cost_per_million);
+    fputs("<tr><td><code>", f);
+    put_html(f, mb__report_name(r));
+    fputs("</code></td>", f);
+    if (!common)
+      td(f, mb__report_energy_text(r, energy, sizeof energy));
+    td(f, price);
+    fputs("</tr>\n", f);
+  }
+  fputs("</tbody>\n</table></div>\n", f);
+}
+
+/* --cold: what a first request costs, one row per conversion. */
+static void write_cold(FILE *f, const mb_bench_report *report, int model,
+                       const int *order) {
+  static const char *const columns[] = {
+      "conversion",      "build miss ms",          "build hit ms",
+      "load ms",         "first inference ms",     "iterations to steady",
+      "first result ms", "first result (miss) ms", "note",
+  };
+  if (!mb__report_any_cold(report))
+    return;
+  fprintf(f,
+          "<h3>Cold start</h3>\n<p class=\"meta\">The build step with the "
+          "cache rebuilt (miss) and read back (hit); load: the model read "
+          "and the session made; iterations to steady: before the median of "
+          "every 5 consecutive latencies stays within 10%% of the timed "
+          "median; first result: build + load + first inference.</p>\n"
+          "<div class=\"wrap\"><table id=\"cold-%d\" "
+          "class=\"results\">\n<thead><tr>",
+          model);
+  for (size_t i = 0; i < MB_ARRAY_COUNT(columns); i++)
+    fprintf(f, "<th scope=\"col\">%s</th>", columns[i]);
+  fputs("</tr></thead>\n<tbody>\n", f);
+  for (int k = 0; k < report->n_results; k++) {
+    const mb_bench_result *r = &report->results[order[k]];
+    const mb_cold_start *c = &r->cold;
+    if (!c->measured)
+      continue;
+    const double ms[] = {c->build_miss_ms, c->build_hit_ms, c->load_ms,
+                         c->first_inference_ms};
+    char buf[32];
+    fputs("<tr><td><code>", f);
+    put_html(f, mb__report_name(r));
+    fputs("</code></td>", f);
+    for (size_t i = 0; i < MB_ARRAY_COUNT(ms); i++) {
+      mb__report_format_ms(buf, sizeof buf, ms[i]);
+      td(f, buf);
+    }
+    snprintf(buf, sizeof buf, "-");
+    if (c->iterations_to_steady >= 0)
+      snprintf(buf, sizeof buf, "%lld", (long long)c->iterations_to_steady);
+    td(f, buf);
+    mb__report_format_ms(buf, sizeof buf, c->time_to_first_result_ms);
+    td(f, buf);
+    mb__report_format_ms(buf, sizeof buf, c->time_to_first_result_miss_ms);
+    td(f, buf);
+    td(f, c->note);
+    fputs("</tr>\n", f);
+  }
+  fputs("</tbody>\n</table></div>\n", f);
+}
+
 /* ---- the rest of a model's section ---- */
 
 static void write_pick(FILE *f, const char *label,
@@ -795,6 +897,14 @@ static void write_recommendation(FILE *f, const mb_bench_report *report,
   if (rec->headroom > 0)
     fprintf(f, "<dt>headroom</dt><dd id=\"headroom-%d\">%.2fx</dd>", model,
             rec->headroom);
+  int cheapest = mb__report_cheapest(report);
+  if (cheapest >= 0) {
+    fprintf(f, "<dt>cheapest accurate</dt><dd id=\"cheapest-%d\"><code>",
+            model);
+    put_html(f, mb__report_name(&report->results[cheapest]));
+    fprintf(f, "</code> (%.4g per million inferences)</dd>",
+            report->results[cheapest].cost_per_million);
+  }
   fputs("</dl>\n</div>\n", f);
 }
 
@@ -1011,6 +1121,8 @@ static mb_status write_model(FILE *f, const mb_bench_report *report, int model,
     write_chart(f, &view, model, order, CHART_THROUGHPUT, &rec);
     write_table(f, &view, model, order, &rec);
     write_realistic(f, &view, order);
+    write_cost_energy(f, &view, model, order);
+    write_cold(f, &view, model, order);
     write_warnings(f, &view, order);
   }
   write_machine(f, &view);

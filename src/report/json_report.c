@@ -220,6 +220,9 @@ static void write_config(mb_json *j, const mb_bench_report *r) {
   mb__json_kv_bool(j, "isolate", c->isolate);
   mb__json_kv_bool(j, "fail_fast", c->fail_fast);
   mb__json_kv_bool(j, "build_only", c->build_only);
+  mb__json_kv_bool(j, "cold", c->cold);
+  kv_measured(j, "price_per_core_hour", c->price_per_core_hour,
+              c->price_per_core_hour > 0);
   mb__json_kv_int(j, "threads", c->threads);
   mb__json_kv_int(j, "warmup", c->warmup_iterations);
   mb__json_kv_double(j, "warmup_time", c->warmup_seconds);
@@ -517,6 +520,55 @@ static void write_load(mb_json *j, const mb_bench_result *r) {
   mb__json_object_end(j);
 }
 
+/* "cold_start": what a first request costs (--cold), null without. */
+static void write_cold(mb_json *j, const mb_bench_result *r) {
+  const mb_cold_start *c = &r->cold;
+  mb__json_key(j, "cold_start");
+  if (!c->measured) {
+    mb__json_null(j);
+    return;
+  }
+  mb__json_object_begin(j);
+  kv_measured(j, "build_miss_ms", c->build_miss_ms, c->build_miss_ms >= 0);
+  kv_measured(j, "build_hit_ms", c->build_hit_ms, c->build_hit_ms >= 0);
+  kv_measured(j, "model_read_ms", c->model_read_ms, c->model_read_ms >= 0);
+  kv_measured(j, "load_ms", c->load_ms, c->load_ms >= 0);
+  kv_measured(j, "first_inference_ms", c->first_inference_ms,
+              c->first_inference_ms >= 0);
+  mb__json_key(j, "iterations_to_steady");
+  if (c->iterations_to_steady >= 0)
+    mb__json_int(j, c->iterations_to_steady);
+  else
+    mb__json_null(j);
+  kv_measured(j, "time_to_first_result_ms", c->time_to_first_result_ms,
+              c->time_to_first_result_ms >= 0);
+  kv_measured(j, "time_to_first_result_miss_ms",
+              c->time_to_first_result_miss_ms,
+              c->time_to_first_result_miss_ms >= 0);
+  kv_string_or_null(j, "note", c->note);
+  mb__json_object_end(j);
+}
+
+/* "energy": the figures, or why there are none; null for a result that
+ * never reached a timed phase. */
+static void write_energy(mb_json *j, const mb_bench_result *r) {
+  const mb_energy *e = &r->energy;
+  mb__json_key(j, "energy");
+  if (!e->available && !e->unavailable[0]) {
+    mb__json_null(j);
+    return;
+  }
+  mb__json_object_begin(j);
+  if (e->available) {
+    mb__json_kv_double(j, "joules_per_inference", e->joules_per_inference);
+    mb__json_kv_double(j, "joules", e->joules);
+    kv_string_or_null(j, "domains", e->domains);
+  } else {
+    mb__json_kv_string(j, "unavailable", e->unavailable);
+  }
+  mb__json_object_end(j);
+}
+
 static void write_result(mb_json *j, const mb_bench_result *r) {
   bool ok = r->status == MB_BENCH_OK;
   bool timed = r->iterations > 0;
@@ -584,6 +636,10 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
   kv_interval(j, "speedup_ci", r->speedup_ci);
   write_ci_target(j, r);
   write_realistic(j, r);
+  write_cold(j, r);
+  write_energy(j, r);
+  kv_measured(j, "cost_per_million", r->cost_per_million,
+              r->cost_per_million > 0);
   mb__json_key(j, "warnings");
   mb__json_array_begin(j);
   for (int i = 0; i < r->n_warnings && r->warnings; i++)

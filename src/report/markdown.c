@@ -251,6 +251,84 @@ static void write_realistic(FILE *f, const mb_bench_report *report,
   }
 }
 
+/* Energy per inference (or why not) and cost per million inferences; a
+ * reason every result shares is said once, not per row. */
+static void write_cost_energy(FILE *f, const mb_bench_report *report,
+                              const int *order) {
+  const char *common = mb__report_common_energy_reason(report);
+  bool cost = false;
+  for (int i = 0; i < report->n_results; i++)
+    cost |= report->results[i].cost_per_million > 0;
+  if (!mb__report_any_cost_or_energy(report) && !common)
+    return;
+  fputs("\n**Energy and cost**", f);
+  if (report->config.price_per_core_hour > 0)
+    fprintf(f, " (cost at %g per core-hour x threads x sessions)",
+            report->config.price_per_core_hour);
+  fputs("\n\n", f);
+  if (common) {
+    fputs("Energy per inference unavailable: ", f);
+    put_text(f, common);
+    fputs("\n", f);
+    if (!cost)
+      return;
+    fputs("\n", f);
+  }
+  fprintf(f, "| conversion |%s cost per million |\n| :--- |%s ---: |\n",
+          common ? "" : " energy per inference |", common ? "" : " :--- |");
+  for (int k = 0; k < report->n_results; k++) {
+    const mb_bench_result *r = &report->results[order[k]];
+    if (r->status != MB_BENCH_OK)
+      continue;
+    char energy[256], price[32] = "-";
+    if (r->cost_per_million > 0)
+      snprintf(price, sizeof price, "%.4g", r->cost_per_million);
+    fputs("| ", f);
+    put_code(f, r->conversion, true);
+    if (!common) {
+      fputs(" | ", f);
+      put_text(f, mb__report_energy_text(r, energy, sizeof energy));
+    }
+    fprintf(f, " | %s |\n", price);
+  }
+}
+
+/* --cold: what a first request costs. */
+static void write_cold(FILE *f, const mb_bench_report *report,
+                       const int *order) {
+  if (!mb__report_any_cold(report))
+    return;
+  fputs("\n**Cold start** (ms; build with the cache rebuilt (miss) and "
+        "read back (hit); load: model read + session; steady: iterations "
+        "before latency settles)\n\n"
+        "| conversion | build miss | build hit | load | first inference | "
+        "to steady | first result | first result (miss) |\n"
+        "| :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        f);
+  for (int k = 0; k < report->n_results; k++) {
+    const mb_bench_result *r = &report->results[order[k]];
+    const mb_cold_start *c = &r->cold;
+    if (!c->measured)
+      continue;
+    char miss[32], hit[32], load[32], first[32], steady[32] = "-", ttfr[32],
+                                                 ttfr_miss[32];
+    mb__report_format_ms(miss, sizeof miss, c->build_miss_ms);
+    mb__report_format_ms(hit, sizeof hit, c->build_hit_ms);
+    mb__report_format_ms(load, sizeof load, c->load_ms);
+    mb__report_format_ms(first, sizeof first, c->first_inference_ms);
+    if (c->iterations_to_steady >= 0)
+      snprintf(steady, sizeof steady, "%lld",
+               (long long)c->iterations_to_steady);
+    mb__report_format_ms(ttfr, sizeof ttfr, c->time_to_first_result_ms);
+    mb__report_format_ms(ttfr_miss, sizeof ttfr_miss,
+                         c->time_to_first_result_miss_ms);
+    fputs("| ", f);
+    put_code(f, r->conversion, true);
+    fprintf(f, " | %s | %s | %s | %s | %s | %s | %s |\n", miss, hit, load,
+            first, steady, ttfr, ttfr_miss);
+  }
+}
+
 static void write_failures(FILE *f, const mb_bench_report *report,
                            const int *order) {
   bool any = false;
@@ -376,6 +454,8 @@ static mb_status write_model(FILE *f, const mb_bench_report *report,
     write_row(f, report, order[k], &rec);
   write_load(f, report, order);
   write_realistic(f, report, order);
+  write_cost_energy(f, report, order);
+  write_cold(f, report, order);
   write_failures(f, report, order);
   write_warnings(f, report, order);
   fputs("\n**Recommendation:** ", f);

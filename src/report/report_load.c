@@ -97,6 +97,28 @@ static const field result_fields[] = {
     F_I64(mb_bench_result, "task_accuracy_rows", task_rows),
     F_DOUBLE(mb_bench_result, "speedup_vs_baseline", speedup_vs_baseline, 0),
     F_TEXT(mb_bench_result, "log", log_path),
+    F_DOUBLE(mb_bench_result, "cost_per_million", cost_per_million, -1),
+};
+
+static const field cold_fields[] = {
+    F_DOUBLE(mb_cold_start, "build_miss_ms", build_miss_ms, -1),
+    F_DOUBLE(mb_cold_start, "build_hit_ms", build_hit_ms, -1),
+    F_DOUBLE(mb_cold_start, "model_read_ms", model_read_ms, -1),
+    F_DOUBLE(mb_cold_start, "load_ms", load_ms, -1),
+    F_DOUBLE(mb_cold_start, "first_inference_ms", first_inference_ms, -1),
+    F_I64(mb_cold_start, "iterations_to_steady", iterations_to_steady),
+    F_DOUBLE(mb_cold_start, "time_to_first_result_ms", time_to_first_result_ms,
+             -1),
+    F_DOUBLE(mb_cold_start, "time_to_first_result_miss_ms",
+             time_to_first_result_miss_ms, -1),
+    F_TEXT(mb_cold_start, "note", note),
+};
+
+static const field energy_fields[] = {
+    F_DOUBLE(mb_energy, "joules_per_inference", joules_per_inference, 0),
+    F_DOUBLE(mb_energy, "joules", joules, 0),
+    F_TEXT(mb_energy, "domains", domains),
+    F_TEXT(mb_energy, "unavailable", unavailable),
 };
 
 static const field ci_target_fields[] = {
@@ -129,6 +151,8 @@ static const field config_fields[] = {
     F_BOOL(mb_bench_config, "isolate", isolate, 1),
     F_BOOL(mb_bench_config, "fail_fast", fail_fast, 0),
     F_BOOL(mb_bench_config, "build_only", build_only, 0),
+    F_BOOL(mb_bench_config, "cold", cold, 0),
+    F_DOUBLE(mb_bench_config, "price_per_core_hour", price_per_core_hour, 0),
     F_INT(mb_bench_config, "threads", threads, 1),
     F_INT(mb_bench_config, "warmup", warmup_iterations, 0),
     F_DOUBLE(mb_bench_config, "warmup_time", warmup_seconds, 0),
@@ -438,6 +462,35 @@ static mb_status read_segments(loader *l, const mb_json_value *obj,
   return MB_STATUS_OK;
 }
 
+/* "cold_start" (null: not measured) and "energy" (null: never timed;
+ * joules_per_inference present: available). */
+static mb_status read_cold_energy(loader *l, const mb_json_value *obj,
+                                  mb_bench_result *r) {
+  mb_status status;
+  const mb_json_value *cold =
+      member(l, obj, "cold_start", MB_JSON_OBJECT, &status);
+  r->cold.iterations_to_steady = -1;
+  if (status ||
+      (cold && (status = read_fields(l, cold, cold_fields,
+                                     MB_ARRAY_COUNT(cold_fields), &r->cold))))
+    return status;
+  if (cold) {
+    r->cold.measured = 1;
+    const mb_json_value *steady = mb__json_find(cold, "iterations_to_steady");
+    if (!steady || steady->type == MB_JSON_NULL)
+      r->cold.iterations_to_steady = -1;
+  }
+  const mb_json_value *energy =
+      member(l, obj, "energy", MB_JSON_OBJECT, &status);
+  if (status || (energy && (status = read_fields(l, energy, energy_fields,
+                                                 MB_ARRAY_COUNT(energy_fields),
+                                                 &r->energy))))
+    return status;
+  r->energy.available =
+      energy && mb__json_find(energy, "joules_per_inference") != NULL;
+  return MB_STATUS_OK;
+}
+
 static mb_status read_result(loader *l, const mb_json_value *obj,
                              mb_bench_result *r) {
   mb_status status;
@@ -500,6 +553,8 @@ static mb_status read_result(loader *l, const mb_json_value *obj,
   if (form && form->type == MB_JSON_STRING &&
       mb_int8_weights_from_name(form->string) > 0)
     r->int8_weights = (mb_int8_weights)mb_int8_weights_from_name(form->string);
+  if ((status = read_cold_energy(l, obj, r)))
+    return status;
   const mb_json_value *bt =
       member(l, obj, "backtrace", MB_JSON_STRING, &status);
   if (bt && !(r->backtrace = mb__strdup(bt->string)))

@@ -509,3 +509,58 @@ int mb__report_workload_group(const mb_bench_report *const *reports, int n,
       sel[count++] = reports[k];
   return count;
 }
+
+bool mb__report_any_cost_or_energy(const mb_bench_report *report) {
+  for (int i = 0; i < report->n_results && report->results; i++) {
+    const mb_bench_result *r = &report->results[i];
+    if (r->cost_per_million > 0 || r->energy.available)
+      return true;
+  }
+  return false;
+}
+
+bool mb__report_any_cold(const mb_bench_report *report) {
+  for (int i = 0; i < report->n_results && report->results; i++)
+    if (report->results[i].cold.measured)
+      return true;
+  return false;
+}
+
+const char *mb__report_energy_text(const mb_bench_result *r, char *buf,
+                                   size_t size) {
+  if (r->energy.available)
+    snprintf(buf, size, "%.4g J", r->energy.joules_per_inference);
+  else if (r->energy.unavailable[0])
+    snprintf(buf, size, "n/a: %s", r->energy.unavailable);
+  else
+    snprintf(buf, size, "-");
+  return buf;
+}
+
+int mb__report_cheapest(const mb_bench_report *report) {
+  int best = -1;
+  for (int i = 0; i < report->n_results && report->results; i++) {
+    const mb_bench_result *r = &report->results[i];
+    if (r->status != MB_BENCH_OK || !(r->cost_per_million > 0) ||
+        !mb__report_is_accurate(r))
+      continue;
+    if (best < 0 ||
+        r->cost_per_million < report->results[best].cost_per_million)
+      best = i;
+  }
+  return best;
+}
+
+const char *mb__report_common_energy_reason(const mb_bench_report *report) {
+  const char *reason = NULL;
+  for (int i = 0; i < report->n_results && report->results; i++) {
+    const mb_bench_result *r = &report->results[i];
+    if (r->status != MB_BENCH_OK)
+      continue;
+    if (r->energy.available || !r->energy.unavailable[0] ||
+        (reason && strcmp(reason, r->energy.unavailable) != 0))
+      return NULL;
+    reason = r->energy.unavailable;
+  }
+  return reason;
+}

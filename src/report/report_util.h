@@ -106,6 +106,20 @@ void mb__report_sort_rows(const mb_bench_report *report, int *order);
  * (no machine recorded). Returns the number of kinds. */
 int mb__report_machine_kinds(const mb_bench_report *report, int *kind_out);
 
+/* Energy and cost (--price-per-core-hour) and the cold start (--cold):
+ * whether any result of the report has them, and a result's energy in
+ * words: "0.0123 J" or "n/a: why". buf: caller-owned; returns buf. */
+bool mb__report_any_cost_or_energy(const mb_bench_report *report);
+bool mb__report_any_cold(const mb_bench_report *report);
+const char *mb__report_energy_text(const mb_bench_result *r, char *buf,
+                                   size_t size);
+/* The reason every ok result gives for having no energy figure, when they
+ * all give the same one (a machine without RAPL); NULL otherwise. */
+const char *mb__report_common_energy_reason(const mb_bench_report *report);
+/* The ok result with the lowest cost per million inferences among the
+ * accurate ones (mb__report_is_accurate), or -1 when none has a cost. */
+int mb__report_cheapest(const mb_bench_report *report);
+
 /* Percentile p (0..100) of the samples, interpolating linearly between the
  * closest ranks (as src/bench/stats.c does). Non-finite samples are
  * ignored. False when no finite sample is left or memory runs out. */

@@ -340,6 +340,22 @@ static bool has_task_accuracy(const mb_bench_report *report) {
   return false;
 }
 
+/* Whether any result has a cost (a price was given) or an energy figure:
+ * each is then a column. */
+static bool has_cost(const mb_bench_report *report) {
+  for (int i = 0; i < report->n_results; i++)
+    if (report->results[i].cost_per_million > 0)
+      return true;
+  return false;
+}
+
+static bool has_energy(const mb_bench_report *report) {
+  for (int i = 0; i < report->n_results; i++)
+    if (report->results[i].energy.available)
+      return true;
+  return false;
+}
+
 static void print_row(const mb_bench_report *report, int index, bool fastest,
                       int nw, int sw, const columns *cols, bool color,
                       FILE *out) {
@@ -396,9 +412,109 @@ static void print_row(const mb_bench_report *report, int index, bool fastest,
     else
       fprintf(out, " %8s", "n/a");
   }
+  if (has_energy(report)) {
+    char joules[32] = "-";
+    if (r->energy.available)
+      snprintf(joules, sizeof joules, "%.4g", r->energy.joules_per_inference);
+    fprintf(out, " %9s", joules);
+  }
+  if (has_cost(report)) {
+    char cost[32] = "-";
+    if (r->cost_per_million > 0)
+      snprintf(cost, sizeof cost, "%.4g", r->cost_per_million);
+    fprintf(out, " %9s", cost);
+  }
   if (color && fastest)
     fputs(ANSI_RESET, out);
   fputc('\n', out);
+}
+
+/* Why there is no energy column (or why some rows lack a figure): each
+ * distinct reason once, with the conversions it holds for when they are
+ * not all. */
+static void print_energy_notes(const mb_bench_report *report, FILE *out) {
+  int ran = 0, without = 0;
+  for (int i = 0; i < report->n_results; i++) {
+    const mb_bench_result *r = &report->results[i];
+    ran += is_ok(r);
+    without += is_ok(r) && !r->energy.available && r->energy.unavailable[0];
+  }
+  for (int i = 0; i < report->n_results; i++) {
+    const mb_bench_result *r = &report->results[i];
+    if (!is_ok(r) || r->energy.available || !r->energy.unavailable[0])
+      continue;
+    bool first = true;
+    for (int k = 0; k < i && first; k++)
+      first = !(is_ok(&report->results[k]) &&
+                strcmp(report->results[k].energy.unavailable,
+                       r->energy.unavailable) == 0);
+    if (!first)
+      continue;
+    char line[TABLE_WIDTH * 4];
+    snprintf(line, sizeof line, "energy unavailable%s%s: %s",
+             without < ran ? " for " : "",
+             without < ran ? mb__report_name(r) : "", r->energy.unavailable);
+    put_clipped(out, line, TABLE_WIDTH);
+    fputc('\n', out);
+  }
+  if (has_energy(report))
+    fputs("J/inf: RAPL package energy of the timed phase per inference; it "
+          "counts everything the package ran\n",
+          out);
+}
+
+static void format_count(char *buf, size_t size, int64_t n) {
+  if (n < 0)
+    snprintf(buf, size, "-");
+  else
+    snprintf(buf, size, "%lld", (long long)n);
+}
+
+/* --cold: what a first request costs, one row per conversion that ran. */
+static void print_cold(const mb_bench_report *report, const int *order, int nw,
+                       bool color, FILE *out) {
+  bool any = false;
+  for (int i = 0; i < report->n_results; i++)
+    any |= report->results[i].cold.measured != 0;
+  if (!any)
+    return;
+  fputc('\n', out);
+  if (color)
+    fputs(ANSI_BOLD, out);
+  fprintf(out, "  %-*s %11s %11s %9s %11s %9s %13s %13s\n", nw, "cold start",
+          "build miss", "build hit", "load ms", "first inf", "to steady",
+          "1st result", "1st (miss)");
+  if (color)
+    fputs(ANSI_RESET, out);
+  for (int k = 0; k < report->n_results; k++) {
+    const mb_bench_result *r = &report->results[order[k]];
+    const mb_cold_start *c = &r->cold;
+    if (!c->measured)
+      continue;
+    char miss[32], hit[32], load[32], first[32], steady[32], ttfr[32],
+        ttfr_miss[32], safe[MB_TERM_TEXT_SIZE];
+    format_ms(miss, sizeof miss, c->build_miss_ms);
+    format_ms(hit, sizeof hit, c->build_hit_ms);
+    format_ms(load, sizeof load, c->load_ms);
+    format_ms(first, sizeof first, c->first_inference_ms);
+    format_count(steady, sizeof steady, c->iterations_to_steady);
+    format_ms(ttfr, sizeof ttfr, c->time_to_first_result_ms);
+    format_ms(ttfr_miss, sizeof ttfr_miss, c->time_to_first_result_miss_ms);
+    fprintf(out, "  %-*.*s %11s %11s %9s %11s %9s %13s %13s\n", nw, nw,
+            SAFE(r->conversion ? r->conversion : "?", safe), miss, hit, load,
+            first, steady, ttfr, ttfr_miss);
+    if (c->note[0]) {
+      char line[TABLE_WIDTH * 2];
+      snprintf(line, sizeof line, "  %-*s note: %s", nw, "", c->note);
+      put_clipped(out, line, TABLE_WIDTH);
+      fputc('\n', out);
+    }
+  }
+  fputs("  (ms; build: the build step, cache rebuilt (miss) or read back "
+        "(hit); load: model read + session; to steady: iterations before "
+        "the median of every 5 stays within 10% of the timed median; 1st "
+        "result: build + load + first inference)\n",
+        out);
 }
 
 /* The int8 form, where it is not the plain one: one line per form and
@@ -616,7 +732,9 @@ void mb_bench_report_print_table(const mb_bench_report *report, void *out_,
       fprintf(out, " %9s %7s", "fresh ms", "gap");
     if (cols.cold)
       fprintf(out, " %9s %7s", "cold ms", "gap");
-    fprintf(out, "%s\n", has_task_accuracy(report) ? " task acc" : "");
+    fprintf(out, "%s%s%s\n", has_task_accuracy(report) ? " task acc" : "",
+            has_energy(report) ? "     J/inf" : "",
+            has_cost(report) ? "    cost/M" : "");
   }
   if (color)
     fputs(ANSI_RESET, out);
@@ -624,6 +742,20 @@ void mb_bench_report_print_table(const mb_bench_report *report, void *out_,
     print_row(report, order[k], order[k] == fastest, nw, sw, &cols, color, out);
   if (fastest >= 0)
     fprintf(out, "* fastest\n");
+  if (has_cost(report)) {
+    fprintf(out,
+            "cost/M: a million inferences at %g per core-hour x threads x "
+            "sessions, from the throughput",
+            report->config.price_per_core_hour);
+    int cheapest = mb__report_cheapest(report);
+    if (cheapest >= 0)
+      fprintf(out, "; cheapest accurate: %s (%.4g)",
+              mb__report_name(&report->results[cheapest]),
+              report->results[cheapest].cost_per_million);
+    fputc('\n', out);
+  }
+  print_energy_notes(report, out);
+  print_cold(report, order, nw, color, out);
   print_load(report, order, nw, color, out);
   print_int8_forms(report, out);
   print_warnings(report, order, color, out);
