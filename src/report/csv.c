@@ -45,6 +45,9 @@ static const char *const columns[] = {
     "sweep_point", "scenario", "concurrency", "target_qps", "achieved_qps",
     "load_valid", "invalid_reason", "slo_latency_ms", "slo_met",
     "over_slo_share", "queue_depth_mean", "peak_qps",
+    /* The roofline (docs/json-schema.md, "roofline"). */
+    "achieved_gflops", "bytes_per_run", "arithmetic_intensity", "peak_gflops",
+    "peak_share", "bandwidth_share", "bound",
     /* then one "label:KEY" column per label key of any report */
 };
 
@@ -137,6 +140,25 @@ static void put_warnings(row_writer *w, const mb_bench_result *r) {
 }
 
 /* The sweep point and what a load run measured. */
+/* The roofline's cells: numbers, or why there are none. */
+static void put_roofline(row_writer *w, const mb_bench_result *r) {
+  const mb_roofline *f = &r->roofline;
+  bool known = f->bound != MB_ROOFLINE_UNKNOWN;
+  const char *why =
+      r->status != MB_BENCH_OK ? missing(r) : "n/a: no peaks or FLOPs";
+  bool bytes = known && f->bytes > 0;
+  const double cells[] = {f->gflops,      f->bytes,      f->intensity,
+                          f->peak_gflops, f->peak_share, f->bandwidth_share};
+  const bool have[] = {known, bytes, bytes, known, known, bytes};
+  for (size_t i = 0; i < MB_ARRAY_COUNT(cells); i++) {
+    if (have[i])
+      put_number(w, r, cells[i], true);
+    else
+      put_field(w, known ? "n/a: bytes unknown" : why);
+  }
+  put_field(w, known ? mb_roofline_bound_name(f->bound) : why);
+}
+
 static void put_load(row_writer *w, const mb_bench_report *report,
                      const mb_bench_result *r) {
   const mb_load_stats *l = &r->load;
@@ -242,6 +264,7 @@ static void write_row(row_writer *w, const mb_bench_report *report, int index,
   put_field(w, report->model_script);
   put_field(w, report->model_location);
   put_load(w, report, r);
+  put_roofline(w, r);
   for (int k = 0; k < n_label_keys; k++)
     put_field(w, mb__report_label(report, label_keys[k], label_keys_len[k]));
   end_row(w);
