@@ -9,6 +9,7 @@
 #include "report/report_util.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #define RL_WIDTH 760
 #define RL_HEIGHT 400
@@ -120,7 +121,7 @@ void mb__html_write_roofline(FILE *f, const mb_bench_report *report,
   write_axes(f, &a);
   /* The memory roof up to the highest ridge, then each compute roof from
    * its own ridge on. */
-  double ridge_top = top > 0 ? MB_MIN(x_max, hi_x) : x_max;
+  double ridge_top = 0;
   for (int k = 0; k < 3; k++)
     if (roofs[k].gflops > 0)
       ridge_top = MB_MAX(ridge_top, roofs[k].gflops / bw);
@@ -147,6 +148,10 @@ void mb__html_write_roofline(FILE *f, const mb_bench_report *report,
             rl_x(&a, ridge), y, rl_x(&a, x_max), y, rl_x(&a, x_max) + 6, y,
             roofs[k].precision, roofs[k].gflops, roofs[k].unit);
   }
+  /* Conversions of one precision share an intensity: their labels are
+   * moved down until they no longer overlap one placed before. */
+  double *label_at = malloc(sizeof *label_at * 2 * (size_t)n_placed);
+  int n_labels = 0;
   for (int i = 0; i < report->n_results; i++) {
     const mb_bench_result *r = &report->results[i];
     if (!placed(r))
@@ -154,6 +159,21 @@ void mb__html_write_roofline(FILE *f, const mb_bench_report *report,
     const mb_roofline *rl = &r->roofline;
     const char *name = mb__report_name(r);
     double x = rl_x(&a, rl->intensity), y = rl_y(&a, rl->gflops);
+    double label_y = y - 6;
+    for (int moved = 1; moved && label_at;) {
+      moved = 0;
+      for (int k = 0; k < n_labels; k++)
+        if (fabs(label_at[2 * k] - x) < 150 &&
+            fabs(label_at[2 * k + 1] - label_y) < 12) {
+          label_y = label_at[2 * k + 1] + 12;
+          moved = 1;
+        }
+    }
+    if (label_at) {
+      label_at[2 * n_labels] = x;
+      label_at[2 * n_labels + 1] = label_y;
+      n_labels++;
+    }
     fputs("<g class=\"row\" data-conversion=\"", f);
     mb__html_put_n(f, name, -1, false);
     fprintf(f, "\">\n<circle class=\"rpoint %s\" data-conversion=\"",
@@ -173,11 +193,12 @@ void mb__html_write_roofline(FILE *f, const mb_bench_report *report,
             "x=\"%.1f\" y=\"%.1f\">",
             rl->gflops, rl->intensity, 100.0 * rl->peak_share,
             rl->peak_precision, rl->peak_gflops,
-            mb_roofline_bound_name(rl->bound), x + 7, y - 6);
+            mb_roofline_bound_name(rl->bound), x + 7, label_y);
     if (mb__html_put_n(f, name, 24, false))
       fputs("\xe2\x80\xa6", f);
     fputs("</text>\n</g>\n", f);
   }
+  free(label_at);
   fprintf(f,
           "</svg>\n<figcaption>Roofs: this machine's peaks at %d thread%s "
           "(GEMM per precision, triad bandwidth; <code>modelbench "
