@@ -206,7 +206,10 @@ void mb__html_write_roofline(FILE *f, const mb_bench_report *report,
           "run over its median latency, against FLOPs per byte moved "
           "(weights, inputs, activations written and read once). "
           "Compute-bound: under a flat roof; memory-bound: under the slope; "
-          "overhead-bound: below %.0f%% of the roof above it.</figcaption>\n"
+          "overhead-bound: below %.0f%% of the roof above it.<br><span "
+          "class=\"legend\"><span class=\"swatch best\"></span>compute-bound"
+          "<span class=\"swatch\"></span>memory-bound<span class=\"swatch "
+          "inaccurate\"></span>overhead-bound</span></figcaption>\n"
           "</figure>\n",
           p->threads, p->threads == 1 ? "" : "s",
           100.0 * MB_ROOFLINE_OVERHEAD_SHARE);
