@@ -167,6 +167,8 @@ void mb__peaks_measure(int threads, mb_machine_peaks *peaks) {
   snprintf(peaks->cpu_model, sizeof peaks->cpu_model, "%s", machine.cpu_model);
   mb__cpu_flags_sha256(peaks->cpu_flags_sha256);
 
+  mb_cpu_window window;
+  mb__cpu_window_start(&window);
   peaks->fp32_gflops = best_sgemm_gflops(threads);
   snprintf(peaks->fp32_source, sizeof peaks->fp32_source, "openblas sgemm");
   mb_error err = {MB_STATUS_OK, ""};
@@ -195,6 +197,16 @@ void mb__peaks_measure(int threads, mb_machine_peaks *peaks) {
   }
   peaks->bandwidth_gbs = triad_gbs(threads);
   peaks->measured_at = (double)time(NULL);
+  /* Peaks taken while other processes held the cores are low: say so
+   * (the note is kept in the cache; --remeasure replaces it). */
+  double others = mb__cpu_window_others(&window);
+  if (machine.cores > 0 &&
+      others > machine.cores - threads + MB_WARN_OTHERS_SLACK)
+    snprintf(peaks->note, sizeof peaks->note,
+             "measured while other processes used %.1f of %d cores: these "
+             "peaks are low; measure again on an idle machine (modelbench "
+             "machine --remeasure)",
+             others, machine.cores);
   peaks->measured = peaks->fp32_gflops > 0.0 && peaks->bandwidth_gbs > 0.0;
   if (!peaks->measured)
     snprintf(peaks->note, sizeof peaks->note,

@@ -199,6 +199,10 @@ static void print_peaks(const mb_bench_report *report, FILE *out) {
           "(%d thread%s%s; modelbench machine)\n",
           p->fp32_gflops, int8, bf16, p->bandwidth_gbs, p->threads,
           p->threads == 1 ? "" : "s", p->from_cache ? ", cached" : "");
+  if (p->note[0]) {
+    char safe[MB_TERM_TEXT_SIZE];
+    fprintf(out, "         %s\n", SAFE(p->note, safe));
+  }
 }
 
 /* The header: what was measured, where, and how. */
