@@ -1018,8 +1018,14 @@ static void machine_peaks(engine *e) {
              e->config.roofline ? MB_NO_ROOFLINE_ENV "=1" : "--no-roofline");
     return;
   }
-  if (e->config.build_only || e->report->model_flops <= 0.0)
-    return; /* nothing to place on the roofline */
+  /* Nothing to place on the roofline: no seconds spent measuring. */
+  if (e->config.build_only || e->report->model_flops <= 0.0) {
+    snprintf(peaks->note, sizeof peaks->note, "not measured: %s",
+             e->config.build_only ? "--build-only measures nothing"
+                                  : "the model's FLOPs are not known (shapes "
+                                    "or operators without a FLOPs count)");
+    return;
+  }
   mb_error err = {MB_STATUS_OK, ""};
   if (mb__peaks_get(e->config.cache_dir, e->config.threads, false, peaks, &err))
     snprintf(peaks->note, sizeof peaks->note, "not measured: %.240s",
