@@ -20,8 +20,9 @@
 # skips it. Then bench/int8_forms.sh (issue 25: 7-bit, mixed and 8-bit int8
 # weights); MB_BENCH_INT8=0 skips it. Then bench/recurrent.sh (issue 13: a 2-layer bidirectional
 # LSTM and GRU on the reference, ORT_CPU and oneDNN's recurrent
-# primitives); MB_BENCH_RECURRENT=0 skips it. Then bench/load.sh (issue
-# 16: load scenarios and sweeps); MB_BENCH_LOAD=0 skips it. Then
+# primitives); MB_BENCH_RECURRENT=0 skips it. Then bench/roofline.sh
+# (issue 30: the roofline); MB_BENCH_ROOFLINE=0 skips it. Then bench/load.sh
+# (issue 16: load scenarios and sweeps); MB_BENCH_LOAD=0 skips it. Then
 # bench/cold_energy.sh (issue 30: cold start, energy and cost on
 # ResNet-18); MB_BENCH_COLD=0 skips it.
 # Then the Python front (bench/pytorch.py): ResNet-18 under PyTorch's and
@@ -139,6 +140,14 @@ fi
 if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_RECURRENT:-1}" != 0 ]; then
   echo
   "$(dirname "$0")/recurrent.sh" "$build"
+fi
+
+# The roofline of issue 30 (bench/roofline.sh): the machine's peaks, and
+# ResNet-18 and a transformer encoder placed against them per tier-2
+# conversion. MB_BENCH_ROOFLINE=0 skips.
+if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_ROOFLINE:-1}" != 0 ]; then
+  echo
+  "$(dirname "$0")/roofline.sh" "$build"
 fi
 
 # The serving questions of issue 16 (bench/load.sh): ResNet-18's peak QPS

@@ -369,6 +369,10 @@ typedef struct mb_model_stats {
    * QuantizeLinear, 12 DequantizeLinear; ...", "" when nothing. */
   int quantized;
   char quantization[256];
+  /* Bytes of the inputs at their concrete shapes, and of every value a
+   * node writes (outputs included) at its inferred shape; < 0 when a shape
+   * is unknown. */
+  double input_bytes, activation_bytes;
   void *storage_; /* internal */
 } mb_model_stats;
 
@@ -737,6 +741,10 @@ typedef struct mb_bench_config {
   /* What a core costs per hour (--price-per-core-hour, any currency): each
    * result then gets cost_per_million. <= 0 (default): no cost. */
   double price_per_core_hour;
+  /* This machine's peaks (measured once per thread count and cached, a
+   * few seconds) and each result's roofline: 1 (default) or 0 (bench
+   * --no-roofline, $MODELBENCH_NO_ROOFLINE=1). */
+  int roofline;
 } mb_bench_config;
 
 /* Fills every field with its default. */
@@ -835,6 +843,63 @@ typedef struct mb_realistic_stats {
   int64_t pool_samples; /* fresh inputs: distinct input buffers cycled */
   double pool_mb;       /* their size; the cold cache: the flushed buffer */
 } mb_realistic_stats;
+/* This machine's peaks (`modelbench machine`): what its GEMM kernels and
+ * memory reach at a thread count, measured once in a child process and
+ * cached in the cache folder (docs/json-schema.md, "peaks"). A figure of 0
+ * was not measured; its note says why. */
+typedef struct mb_machine_peaks {
+  int measured; /* 0: none (bench --no-roofline, an older report, a failure:
+                   note says which) */
+  int threads;
+  double fp32_gflops;   /* the best of OpenBLAS sgemm and oneDNN's matmul */
+  char fp32_source[32]; /* "openblas sgemm", "onednn matmul" */
+  double int8_gops;     /* oneDNN u8 x s8 -> s32 matmul */
+  char int8_note[160];  /* why int8_gops is 0; "" when measured */
+  double bf16_gflops;   /* oneDNN bf16 matmul, CPUs with avx512_bf16/amx */
+  char bf16_note[160];  /* "not supported by this CPU: no ..." */
+  double bandwidth_gbs; /* STREAM-triad-like, arrays far beyond the LLC */
+  char cpu_model[128];  /* the cache key: model, flags' hash, threads */
+  char cpu_flags_sha256[17];
+  double measured_at; /* Unix time of the measurement */
+  int from_cache;     /* read from the cache, not measured now */
+  char note[256];
+} mb_machine_peaks;
+
+/* What bounds a result, by the roofline model (docs/json-schema.md,
+ * "roofline"). X(NAME, "name") */
+#define MB_ROOFLINE_BOUND_LIST(X)                                              \
+  X(UNKNOWN, "unknown")                                                        \
+  X(COMPUTE, "compute-bound")                                                  \
+  X(MEMORY, "memory-bound")                                                    \
+  X(OVERHEAD, "overhead-bound")
+typedef enum mb_roofline_bound {
+#define MB_X(name, str) MB_ROOFLINE_##name,
+  MB_ROOFLINE_BOUND_LIST(MB_X)
+#undef MB_X
+      MB_ROOFLINE_BOUND_COUNT
+} mb_roofline_bound;
+const char *mb_roofline_bound_name(mb_roofline_bound bound);
+
+/* One result on this machine's roofline: achieved = the model's FLOPs per
+ * run (the batch included) / median latency; attainable = min(compute
+ * peak, intensity x bandwidth). bound: COMPUTE or MEMORY by the roof that
+ * limits attainable, OVERHEAD when achieved is below
+ * MB_ROOFLINE_OVERHEAD_SHARE of attainable (time goes elsewhere:
+ * dispatch, layout changes, unfused or unvectorised kernels); UNKNOWN
+ * (every figure 0) when FLOPs, peaks or the latency are missing. */
+#define MB_ROOFLINE_OVERHEAD_SHARE 0.25
+typedef struct mb_roofline {
+  mb_roofline_bound bound;
+  double gflops;            /* achieved */
+  double bytes;             /* estimated bytes moved per run */
+  double intensity;         /* FLOPs per byte */
+  double peak_gflops;       /* the compute roof of the result's precision */
+  char peak_precision[32];  /* "fp32", "int8", "int8 90% + fp32" */
+  double bandwidth_gbs;     /* the memory roof */
+  double attainable_gflops; /* min(peak, intensity x bandwidth) */
+  double peak_share;        /* gflops / peak_gflops */
+  double bandwidth_share;   /* (bytes / latency) / bandwidth */
+} mb_roofline;
 
 /* One run of a find-peak search. */
 typedef struct mb_load_trial {
@@ -998,6 +1063,8 @@ typedef struct mb_bench_result {
    * seconds per inference (from throughput_sps) / 3600 x 1e6: the price of
    * a million inferences; < 0 without a price or a throughput. */
   double cost_per_million;
+  mb_load_stats load;   /* load scenarios (modelbench load) */
+  mb_roofline roofline; /* against report->peaks; UNKNOWN when none */
 } mb_bench_result;
 
 /* One segment of a hybrid conversion: a maximal run of nodes on one
@@ -1047,6 +1114,15 @@ typedef struct mb_bench_report {
    * found, "" when nothing. */
   int model_quantized;
   char model_quantization[256];
+  /* The roofline's figures (config->roofline): this machine's peaks at
+   * the run's threads, and the model's FLOPs per run (the batch included;
+   * < 0 unknown) and bytes: weights (initializers), inputs and outputs,
+   * and activations (every value a node writes, outputs included, at its
+   * inferred shape), each counted once; a run moves weights + inputs +
+   * 2 x activations (written once, read once). */
+  mb_machine_peaks peaks;
+  double model_flops;
+  double model_weight_bytes, model_input_bytes, model_activation_bytes;
   void *storage_; /* internal */
 } mb_bench_report;
 

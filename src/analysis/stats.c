@@ -302,6 +302,51 @@ static mb_status collect_output_shapes(analysis *a, const mb_graph *g,
   return MB_STATUS_OK;
 }
 
+/* Bytes of a shape, < 0 when unknown. */
+static double shape_bytes(mb_dtype dtype, int rank, const int64_t *dims) {
+  size_t size = mb_dtype_size(dtype);
+  if (size == 0 || rank < 0)
+    return -1.0;
+  double bytes = (double)size;
+  for (int d = 0; d < rank; d++) {
+    if (dims[d] < 0)
+      return -1.0;
+    bytes *= (double)dims[d];
+  }
+  return bytes;
+}
+
+/* The roofline's bytes (mb_model_stats.input_bytes, activation_bytes):
+ * the inputs at their resolved shapes, every node output at its inferred
+ * shape; -1 when any is unknown. */
+static void collect_bytes(mb_model_stats *s, const mb_graph *g,
+                          const mb_shape_info *shapes) {
+  s->input_bytes = s->activation_bytes = -1.0;
+  if (!shapes || !s->input_shapes)
+    return;
+  double in = 0.0, act = 0.0;
+  for (int i = 0; i < s->n_inputs; i++) {
+    double b = shape_bytes(s->inputs[i].dtype, s->input_shapes[i].rank,
+                           s->input_shapes[i].dims);
+    if (b < 0)
+      return;
+    in += b;
+  }
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_outputs; k++) {
+      int v = g->nodes[i].outputs[k];
+      if (v < 0 || v >= g->n_values)
+        continue;
+      const mb_shape_info *si = &shapes[v];
+      double b = si->known ? shape_bytes(si->dtype, si->rank, si->dims) : -1.0;
+      if (b < 0)
+        return;
+      act += b;
+    }
+  s->input_bytes = in;
+  s->activation_bytes = act;
+}
+
 mb_status mb_model_analyze(const mb_model *model, const mb_shape_spec *spec,
                            mb_model_stats *stats_out, mb_error *err) {
   mb_model_stats stats;
@@ -328,6 +373,7 @@ mb_status mb_model_analyze(const mb_model *model, const mb_shape_spec *spec,
   status = collect_nodes(&a, model->graph, shapes);
   if (status != MB_STATUS_OK)
     goto fail;
+  collect_bytes(&stats, model->graph, shapes);
   stats.quantized = mb__model_quantization(model, stats.quantization,
                                            sizeof stats.quantization);
   free(shapes);

@@ -50,4 +50,48 @@ void mb__set_speedups(const mb_bench_result *baseline, mb_bench_result *results,
 mb_status mb__slo_parse(const char *text, double *percentile_out,
                         double *ms_out, mb_error *err);
 
+/* ---- the roofline (peaks.c, roofline.c) ---- */
+
+/* $MODELBENCH_NO_ROOFLINE=1 turns the roofline off like --no-roofline. */
+#define MB_NO_ROOFLINE_ENV "MODELBENCH_NO_ROOFLINE"
+
+/* This machine's peaks at `threads` (mb_machine_peaks): read from
+ * <cache>/machine/peaks-<flags hash>-t<threads>.json when its key (CPU
+ * model, flags' hash, threads) matches and `remeasure` is false, else
+ * measured in a child process (a few seconds) and written there
+ * atomically (0600). A missing, corrupt or mismatched file is measured
+ * again, never an error. cache_dir: NULL for the default folder. Fails
+ * only when nothing could be measured (fork, out of memory); writing the
+ * cache failing leaves a note and succeeds. */
+mb_status mb__peaks_get(const char *cache_dir, int threads, bool remeasure,
+                        mb_machine_peaks *peaks_out, mb_error *err);
+/* Measures the peaks in this process (what the child of mb__peaks_get
+ * runs). */
+void mb__peaks_measure(int threads, mb_machine_peaks *peaks);
+/* The peaks' JSON object (the cache file, reports' "peaks"), and back:
+ * reading fails with MB_STATUS_PARSE naming the key at fault. */
+struct mb_json;
+struct mb_json_value;
+void mb__peaks_write_json(struct mb_json *j, const mb_machine_peaks *peaks);
+mb_status mb__peaks_read_json(const struct mb_json_value *v, const char *path,
+                              mb_machine_peaks *peaks, mb_error *err);
+
+/* The roofline of one result (mb_roofline): flops per run (the batch
+ * included), bytes moved per run, median latency in ms, and the
+ * precision the result ran at with the share of FLOPs at that precision
+ * (< 0: all of them; the rest ran in fp32), against peaks. Pure: every
+ * figure comes from the arguments. */
+void mb__roofline_compute(double flops, double bytes, double median_ms,
+                          mb_precision precision, double precision_share,
+                          const mb_machine_peaks *peaks, mb_roofline *out);
+/* Bytes a run moves at `precision`: the share of weights at that
+ * precision (precision_share, < 0 all) at its width (int8 1 byte,
+ * fp16/bf16 2) unless the model is pre-quantised, the rest as stored;
+ * inputs once; activations twice (written, then read) as stored; < 0
+ * when any part is unknown. */
+double mb__roofline_bytes(const mb_bench_report *report, mb_precision precision,
+                          double precision_share);
+/* Fills result->roofline from the report's peaks and model figures. */
+void mb__roofline_fill(const mb_bench_report *report, mb_bench_result *result);
+
 #endif /* MB_BENCH_BENCH_H */

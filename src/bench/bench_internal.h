@@ -149,6 +149,8 @@ void mb__machine_info(mb_machine_info *info);
  * the arena is out of memory. */
 mb_status mb__environment_capture(mb_environment *env, mb_arena *arena,
                                   mb_error *err);
+/* 16 hex digits of the sha256 of /proc/cpuinfo's flags line; "" none. */
+void mb__cpu_flags_sha256(char out[17]);
 /* Whether an environment variable of this name changes how fast a run
  * goes (OMP_*, MKL_*, ..., LD_PRELOAD): the prefix table of environment.c. */
 bool mb__environment_variable_matters(const char *name, size_t len);

@@ -22,6 +22,7 @@ void mb_bench_config_init(mb_bench_config *config) {
   config->fail_fast = 0;
   config->build_only = 0;
   config->threads = 1;
+  config->roofline = 1;
   config->warmup_iterations = 5;
   config->warmup_seconds = 0.5;
   config->min_iterations = 20;
@@ -524,6 +525,7 @@ static const config_key keys[] = {
      0, "", NULL},
     {"isolate", KEY_BOOL, FIELD(isolate), 0, false, 0, "", NULL},
     {"fail_fast", KEY_BOOL, FIELD(fail_fast), 0, false, 0, "", NULL},
+    {"roofline", KEY_BOOL, FIELD(roofline), 0, false, 0, "", NULL},
     {"build_only", KEY_BOOL, FIELD(build_only), 0, false, 0, "", NULL},
     {"threads", KEY_INT, FIELD(threads), 1, false, 1024, "", NULL},
     {"warmup", KEY_INT, FIELD(warmup_iterations), 0, false, 1 << 30, "", NULL},

@@ -1116,6 +1116,57 @@ static mb_status describe_source(engine *e, mb_arena *arena, mb_error *err) {
   return MB_STATUS_OK;
 }
 
+/* The roofline's model figures (report->model_flops, ...) from the
+ * analysis at the run's concrete input shapes; unknown (-1) when shapes
+ * do not resolve. Fails only on OOM. */
+static mb_status model_figures(engine *e, mb_error *err) {
+  mb_bench_report *report = e->report;
+  report->model_flops = report->model_weight_bytes = -1.0;
+  report->model_input_bytes = report->model_activation_bytes = -1.0;
+  if (!e->config.roofline || e->config.build_only || !e->job.model)
+    return MB_STATUS_OK;
+  mb_shape_spec spec = {1, report->n_inputs, report->inputs, 0, NULL};
+  mb_model_stats stats;
+  mb_error local = {MB_STATUS_OK, ""};
+  mb_status status = mb_model_analyze(e->job.model, &spec, &stats, &local);
+  if (status == MB_STATUS_OUT_OF_MEMORY)
+    return mb__error(err, status, "%s", local.message);
+  if (status)
+    return MB_STATUS_OK; /* no figures: the roofline stays unknown */
+  if (stats.total_flops > 0 && stats.unknown_flops_nodes == 0)
+    report->model_flops = stats.total_flops;
+  report->model_weight_bytes = (double)stats.param_bytes;
+  report->model_input_bytes = stats.input_bytes;
+  report->model_activation_bytes = stats.activation_bytes;
+  mb_model_stats_free(&stats);
+  return MB_STATUS_OK;
+}
+
+/* This machine's peaks at the run's threads (peaks.c: the cache, else a
+ * child measures them). Never fails the run: without peaks every
+ * roofline is unknown and peaks.note says why. */
+static void machine_peaks(engine *e) {
+  mb_machine_peaks *peaks = &e->report->peaks;
+  const char *off = getenv(MB_NO_ROOFLINE_ENV);
+  if (!e->config.roofline || (off && strcmp(off, "1") == 0)) {
+    snprintf(peaks->note, sizeof peaks->note, "not measured: %s",
+             e->config.roofline ? MB_NO_ROOFLINE_ENV "=1" : "--no-roofline");
+    return;
+  }
+  /* Nothing to place on the roofline: no seconds spent measuring. */
+  if (e->config.build_only || e->report->model_flops <= 0.0) {
+    snprintf(peaks->note, sizeof peaks->note, "not measured: %s",
+             e->config.build_only ? "--build-only measures nothing"
+                                  : "the model's FLOPs are not known (shapes "
+                                    "or operators without a FLOPs count)");
+    return;
+  }
+  mb_error err = {MB_STATUS_OK, ""};
+  if (mb__peaks_get(e->config.cache_dir, e->config.threads, false, peaks, &err))
+    snprintf(peaks->note, sizeof peaks->note, "not measured: %.240s",
+             err.message);
+}
+
 /* Loads the model and materialises every input sample. */
 static mb_status load_inputs(engine *e, const char *model_path, mb_error *err) {
   mb_bench_job *job = &e->job;
@@ -1186,6 +1237,8 @@ static mb_status load_inputs(engine *e, const char *model_path, mb_error *err) {
       return mb__error_prefix(err, status, "input sample %lld", (long long)s);
   }
   report->config.n_samples = (int)job->n_samples;
+  if ((status = model_figures(e, err)))
+    return status;
   /* The source keeps its own copy of every sample: drop it before the
    * workers inherit (and count) the parent's memory. */
   mb__input_source_close(e->source);
@@ -1291,6 +1344,7 @@ mb_status mb_benchmark_model(const char *model_path,
       (status = load_labels(&e, err)) || (status = prepare_log_dir(&e, err)) ||
       (status = compute_reference(&e, err)))
     goto fail;
+  machine_peaks(&e);
 
   int n = e.config.n_conversions;
   report->results = calloc((size_t)n, sizeof *report->results);
@@ -1322,6 +1376,7 @@ mb_status mb_benchmark_model(const char *model_path,
     report->n_results = i + 1;
     if (e.config.baseline <= i)
       set_speedup(&report->results[e.config.baseline], r);
+    mb__roofline_fill(report, r);
     progress(&e, "done", r->iterations, r->elapsed_seconds);
     if (e.config.on_result)
       e.config.on_result(e.config.user, r);

@@ -138,11 +138,11 @@ static void capture_smt(mb_environment *env) {
 /* sha256 of the value of /proc/cpuinfo's first "flags" (x86) or
  * "Features" (arm64) line: every flag, not only those machine.isa_flags
  * names, so a hidden or added one shows. */
-static void capture_cpu_flags(mb_environment *env) {
+void mb__cpu_flags_sha256(char out[17]) {
   FILE *f = fopen("/proc/cpuinfo", "r");
   char *line = NULL;
   size_t cap = 0;
-  env->cpu_flags_sha256[0] = '\0';
+  out[0] = '\0';
   while (f && getline(&line, &cap, f) > 0) {
     size_t key = strcspn(line, " \t:");
     if (!((key == 5 && strncmp(line, "flags", 5) == 0) ||
@@ -160,7 +160,7 @@ static void capture_cpu_flags(mb_environment *env) {
     mb__sha256_update(&sha, value, strlen(value));
     mb__sha256_final(&sha, digest);
     mb__sha256_hex(digest, hex);
-    snprintf(env->cpu_flags_sha256, sizeof env->cpu_flags_sha256, "%.16s", hex);
+    snprintf(out, 17, "%.16s", hex);
     break;
   }
   free(line);
@@ -172,7 +172,7 @@ mb_status mb__environment_capture(mb_environment *env, mb_arena *arena,
                                   mb_error *err) {
   memset(env, 0, sizeof *env);
   env->recorded = 1;
-  capture_cpu_flags(env);
+  mb__cpu_flags_sha256(env->cpu_flags_sha256);
   capture_governor(env);
   capture_smt(env);
   struct utsname u;

@@ -55,6 +55,11 @@ static const char bench_help[] =
     "      --no-fallback          hybrid conversions (XNNPACK, ONEDNN) fail\n"
     "                             when a node must run on the reference\n"
     "                             interpreter, listing those nodes\n"
+    "      --no-roofline          do not measure this machine's peaks (a few\n"
+    "                             seconds, once per thread count: 'modelbench\n"
+    "                             machine') nor place results against them\n"
+    "                             (% peak, bound); also "
+    "MODELBENCH_NO_ROOFLINE=1\n"
     "      --baseline NAME        speedups are relative to NAME (default:\n"
     "                             the first conversion)\n"
     "      --reference NAME       accuracy against NAME's outputs (default:\n"
@@ -217,6 +222,7 @@ enum {
   OPT_ATOL,
   OPT_TIER,
   OPT_NO_FALLBACK,
+  OPT_NO_ROOFLINE,
   OPT_TRUST_CODE,
   OPT_CSV,
   OPT_MARKDOWN,
@@ -277,6 +283,7 @@ static const struct option options[] = {
     {"atol", required_argument, NULL, OPT_ATOL},
     {"tier", required_argument, NULL, OPT_TIER},
     {"no-fallback", no_argument, NULL, OPT_NO_FALLBACK},
+    {"no-roofline", no_argument, NULL, OPT_NO_ROOFLINE},
     {"trust-code", no_argument, NULL, OPT_TRUST_CODE},
     {"csv", required_argument, NULL, OPT_CSV},
     {"markdown", required_argument, NULL, OPT_MARKDOWN},
@@ -571,6 +578,9 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     return parse_int("--tier", arg, 1, 3, &b->tier);
   case OPT_NO_FALLBACK:
     cfg->no_fallback = 1;
+    return MB_EXIT_OK;
+  case OPT_NO_ROOFLINE:
+    cfg->roofline = 0;
     return MB_EXIT_OK;
   case OPT_TRUST_CODE:
     cfg->trust_code = 1;

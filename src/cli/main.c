@@ -40,6 +40,8 @@ static const mb_cli_command commands[] = {
      mb__cli_jobs},
     {"script", "find the models a Python script runs and benchmark them",
      mb__cli_script},
+    {"machine", "measure this machine's peaks: GEMM per precision, bandwidth",
+     mb__cli_machine},
     {"version", "print modelbench's version", cli_version},
 };
 

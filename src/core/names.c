@@ -54,6 +54,19 @@ const char *mb_precision_name(mb_precision precision) {
                                                   : "invalid";
 }
 
+static const char *const roofline_bound_names[] = {
+#define MB_X(name, str) str,
+    MB_ROOFLINE_BOUND_LIST(MB_X)
+#undef MB_X
+};
+_Static_assert(MB_ARRAY_COUNT(roofline_bound_names) == MB_ROOFLINE_BOUND_COUNT,
+               "roofline_bound_names");
+
+const char *mb_roofline_bound_name(mb_roofline_bound bound) {
+  return (unsigned)bound < MB_ROOFLINE_BOUND_COUNT ? roofline_bound_names[bound]
+                                                   : "invalid";
+}
+
 static const char *const accuracy_criterion_names[] = {
 #define MB_X(name, str) str,
     MB_ACCURACY_CRITERION_LIST(MB_X)

@@ -49,6 +49,9 @@ static const char *const columns[] = {
     "joules_per_inference", "cost_per_million", "cold_build_miss_ms",
     "cold_build_hit_ms", "cold_load_ms", "cold_first_inference_ms",
     "iterations_to_steady", "time_to_first_result_ms",
+    /* The roofline (docs/json-schema.md, "roofline"). */
+    "achieved_gflops", "bytes_per_run", "arithmetic_intensity", "peak_gflops",
+    "peak_share", "bandwidth_share", "bound",
     /* then one "label:KEY" column per label key of any report */
 };
 
@@ -176,6 +179,25 @@ static void put_cost_energy_cold(row_writer *w, const mb_bench_result *r) {
     put_field(w, c->measured ? "n/a: unknown" : no_cold);
 }
 
+/* The roofline's cells: numbers, or why there are none. */
+static void put_roofline(row_writer *w, const mb_bench_result *r) {
+  const mb_roofline *f = &r->roofline;
+  bool known = f->bound != MB_ROOFLINE_UNKNOWN;
+  const char *why =
+      r->status != MB_BENCH_OK ? missing(r) : "n/a: no peaks or FLOPs";
+  bool bytes = known && f->bytes > 0;
+  const double cells[] = {f->gflops,      f->bytes,      f->intensity,
+                          f->peak_gflops, f->peak_share, f->bandwidth_share};
+  const bool have[] = {known, bytes, bytes, known, known, bytes};
+  for (size_t i = 0; i < MB_ARRAY_COUNT(cells); i++) {
+    if (have[i])
+      put_number(w, r, cells[i], true);
+    else
+      put_field(w, known ? "n/a: bytes unknown" : why);
+  }
+  put_field(w, known ? mb_roofline_bound_name(f->bound) : why);
+}
+
 static void put_load(row_writer *w, const mb_bench_report *report,
                      const mb_bench_result *r) {
   const mb_load_stats *l = &r->load;
@@ -282,6 +304,7 @@ static void write_row(row_writer *w, const mb_bench_report *report, int index,
   put_field(w, report->model_location);
   put_load(w, report, r);
   put_cost_energy_cold(w, r);
+  put_roofline(w, r);
   for (int k = 0; k < n_label_keys; k++)
     put_field(w, mb__report_label(report, label_keys[k], label_keys_len[k]));
   end_row(w);

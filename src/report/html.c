@@ -181,7 +181,14 @@ static const char page_style[] =
     "dl.facts{display:grid;grid-template-columns:max-content auto;gap:2px "
     "14px;font-size:13px}dl.facts dt{color:var(--muted)}"
     "dl.facts dd{margin:0}\n"
-    ".wrap{overflow-x:auto}\n";
+    ".wrap{overflow-x:auto}\n"
+    "svg .roof{stroke:var(--fg);stroke-width:2}"
+    "svg .roof.int8{stroke:var(--best)}svg .roof.bf16{stroke:var(--bar)}"
+    "svg .roof.memory{stroke:var(--muted)}\n"
+    "svg .rpoint{stroke:var(--bg);stroke-width:1;fill:var(--bar)}"
+    "svg .rpoint.compute{fill:var(--best)}svg .rpoint.overhead{fill:"
+    "var(--bad)}\nsvg text.roof-label,svg text.point-label{font-size:11px}"
+    "\n";
 
 /* Hover: a bar and its table row light up together. Data comes from the
  * attributes; conversion names are compared as strings, never put into a
@@ -548,6 +555,7 @@ static const char *const table_columns[] = {
     "conversion", "runtime",  "precision",     "status",   "median ms",
     "p90 ms",     "p99 ms",   "samples/s",     "speed-up", "max abs err",
     "min cosine", "accurate", "task accuracy", "load ms",  "peak MB",
+    "% peak",     "bound",
 };
 /* The columns after status: a failed row puts its error across them. */
 #define TABLE_NUMBER_COLUMNS ((int)MB_ARRAY_COUNT(table_columns) - 4)
@@ -684,6 +692,15 @@ static void write_table_row(FILE *f, const mb_bench_report *report, int index,
   else
     snprintf(buf, sizeof buf, "-");
   td(f, buf);
+  /* The roofline: the share of the precision's peak, and the bound. */
+  if (r->roofline.bound != MB_ROOFLINE_UNKNOWN)
+    snprintf(buf, sizeof buf, "%.1f%%", 100.0 * r->roofline.peak_share);
+  else
+    snprintf(buf, sizeof buf, "-");
+  td(f, buf);
+  td(f, r->roofline.bound != MB_ROOFLINE_UNKNOWN
+            ? mb_roofline_bound_name(r->roofline.bound)
+            : "-");
   fputs("</tr>\n", f);
 }
 
@@ -1119,6 +1136,7 @@ static mb_status write_model(FILE *f, const mb_bench_report *report, int model,
   } else {
     write_chart(f, &view, model, order, CHART_LATENCY, &rec);
     write_chart(f, &view, model, order, CHART_THROUGHPUT, &rec);
+    mb__html_write_roofline(f, &view, model);
     write_table(f, &view, model, order, &rec);
     write_realistic(f, &view, order);
     write_cost_energy(f, &view, model, order);

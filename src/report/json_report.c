@@ -6,6 +6,7 @@
  * to a temporary name beside the target and renamed over it, so a reader
  * (or a run killed half-way) only ever sees a complete report; `modelbench
  * bench` rewrites it after each conversion. */
+#include "bench/bench.h"
 #include "conversions/conversion.h"
 #include "core/json_write.h"
 #include "report/report_util.h"
@@ -63,6 +64,14 @@ static void write_model(mb_json *j, const mb_bench_report *r) {
   kv_string_or_null(j, "location", r->model_location);
   mb__json_kv_bool(j, "quantized", r->model_quantized != 0);
   kv_string_or_null(j, "quantization", r->model_quantization);
+  /* The roofline's figures per run (the batch included); null unknown. */
+  kv_measured(j, "flops", r->model_flops, r->model_flops > 0);
+  kv_measured(j, "weight_bytes", r->model_weight_bytes,
+              r->model_weight_bytes >= 0);
+  kv_measured(j, "input_bytes", r->model_input_bytes,
+              r->model_input_bytes >= 0);
+  kv_measured(j, "activation_bytes", r->model_activation_bytes,
+              r->model_activation_bytes >= 0);
   mb__json_key(j, "formats");
   mb__json_array_begin(j);
   for (int f = 0; f < MB_MODEL_FORMAT_COUNT; f++)
@@ -219,6 +228,7 @@ static void write_config(mb_json *j, const mb_bench_report *r) {
   mb__json_kv_bool(j, "allow_device_override", c->allow_device_override);
   mb__json_kv_bool(j, "isolate", c->isolate);
   mb__json_kv_bool(j, "fail_fast", c->fail_fast);
+  mb__json_kv_bool(j, "roofline", c->roofline);
   mb__json_kv_bool(j, "build_only", c->build_only);
   mb__json_kv_bool(j, "cold", c->cold);
   kv_measured(j, "price_per_core_hour", c->price_per_core_hour,
@@ -569,6 +579,27 @@ static void write_energy(mb_json *j, const mb_bench_result *r) {
   mb__json_object_end(j);
 }
 
+/* The result on this machine's roofline; null when unknown. */
+static void write_roofline(mb_json *j, const mb_roofline *f) {
+  mb__json_key(j, "roofline");
+  if (f->bound == MB_ROOFLINE_UNKNOWN) {
+    mb__json_null(j);
+    return;
+  }
+  mb__json_object_begin(j);
+  mb__json_kv_string(j, "bound", mb_roofline_bound_name(f->bound));
+  mb__json_kv_double(j, "gflops", f->gflops);
+  kv_measured(j, "bytes", f->bytes, f->bytes > 0);
+  kv_measured(j, "intensity", f->intensity, f->bytes > 0);
+  mb__json_kv_double(j, "peak_gflops", f->peak_gflops);
+  mb__json_kv_string(j, "peak_precision", f->peak_precision);
+  mb__json_kv_double(j, "bandwidth_gbs", f->bandwidth_gbs);
+  mb__json_kv_double(j, "attainable_gflops", f->attainable_gflops);
+  mb__json_kv_double(j, "peak_share", f->peak_share);
+  kv_measured(j, "bandwidth_share", f->bandwidth_share, f->bytes > 0);
+  mb__json_object_end(j);
+}
+
 static void write_result(mb_json *j, const mb_bench_result *r) {
   bool ok = r->status == MB_BENCH_OK;
   bool timed = r->iterations > 0;
@@ -674,6 +705,7 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
     mb__json_array_end(j);
   }
   write_load(j, r);
+  write_roofline(j, &r->roofline);
   mb__json_object_end(j);
 }
 
@@ -716,6 +748,8 @@ static void write_report(mb_json *j, const mb_bench_report *r) {
   write_model(j, r);
   write_machine(j, &r->machine);
   write_environment(j, r);
+  mb__json_key(j, "peaks");
+  mb__peaks_write_json(j, &r->peaks);
   write_config(j, r);
   mb__json_key(j, "baseline");
   if (r->baseline_result >= 0 && r->baseline_result < r->n_results &&

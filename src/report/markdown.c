@@ -114,6 +114,25 @@ static void write_header(FILE *f, const mb_bench_report *report) {
   }
   if (report->model_sha256[0] || report->n_inputs > 0)
     fputs("\n\n", f);
+  const mb_machine_peaks *p = &report->peaks;
+  if (p->measured) {
+    fprintf(f, "Peaks at %d thread%s: fp32 %.1f GFLOP/s", p->threads,
+            p->threads == 1 ? "" : "s", p->fp32_gflops);
+    if (p->int8_gops > 0)
+      fprintf(f, ", int8 %.1f GOP/s", p->int8_gops);
+    if (p->bf16_gflops > 0)
+      fprintf(f, ", bf16 %.1f GFLOP/s", p->bf16_gflops);
+    fprintf(f, ", memory %.1f GB/s.\n\n", p->bandwidth_gbs);
+  }
+}
+
+/* Whether any result is placed on the roofline: the % peak and bound
+ * columns, as the console's. */
+static bool has_roofline(const mb_bench_report *report) {
+  for (int i = 0; i < report->n_results; i++)
+    if (report->results[i].roofline.bound != MB_ROOFLINE_UNKNOWN)
+      return true;
+  return false;
 }
 
 static void write_row(FILE *f, const mb_bench_report *report, int index,
@@ -158,9 +177,18 @@ static void write_row(FILE *f, const mb_bench_report *report, int index,
   put_code(f, r->conversion, true);
   if (best)
     fputs("**", f);
+  char share[24] = "-";
+  const char *bound = "-";
+  if (r->roofline.bound != MB_ROOFLINE_UNKNOWN) {
+    snprintf(share, sizeof share, "%.1f%%", 100.0 * r->roofline.peak_share);
+    bound = mb_roofline_bound_name(r->roofline.bound);
+  }
   /* The numbers are ours and need no escaping (no '|' in them). */
-  fprintf(f, " | %s | %s | %s | %s | %s | %s | %s |\n",
+  fprintf(f, " | %s | %s | %s | %s | %s | %s | %s |",
           mb_bench_status_name(r->status), median, p90, sps, speedup, err, mem);
+  if (has_roofline(report))
+    fprintf(f, " %s | %s |", share, bound);
+  fputc('\n', f);
 }
 
 /* What each load run measured, one line per conversion. */
@@ -446,10 +474,13 @@ static mb_status write_model(FILE *f, const mb_bench_report *report,
   mb_recommendations rec;
   mb_bench_recommend(report, NULL, &rec);
 
-  fputs("| conversion | status | median ms | p90 ms | samples/s | speed-up | "
-        "max abs err | peak MB |\n",
-        f);
-  fputs("| :--- | :--- | ---: | ---: | ---: | ---: | ---: | ---: |\n", f);
+  bool roofline = has_roofline(report);
+  fprintf(f,
+          "| conversion | status | median ms | p90 ms | samples/s | speed-up | "
+          "max abs err | peak MB |%s\n",
+          roofline ? " % peak | bound |" : "");
+  fprintf(f, "| :--- | :--- | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
+          roofline ? " ---: | :--- |" : "");
   for (int k = 0; k < report->n_results; k++)
     write_row(f, report, order[k], &rec);
   write_load(f, report, order);

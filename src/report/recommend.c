@@ -241,6 +241,17 @@ static void write_summary(const mb_bench_report *report,
         why);
   }
 
+  /* Where the pick stands against this machine: how much of its
+   * precision's peak it reaches, and what bounds it. */
+  const mb_roofline *rl = &best->roofline;
+  if (rl->bound != MB_ROOFLINE_UNKNOWN)
+    say(s, " %s: %s ms, %.*f%% of this machine's %s peak, %s%s.", name,
+        ms_text(a, sizeof a, median), rl->peak_share < 0.1 ? 1 : 0,
+        100.0 * rl->peak_share, rl->peak_precision,
+        mb_roofline_bound_name(rl->bound),
+        rl->bound == MB_ROOFLINE_OVERHEAD
+            ? " (its time goes neither to arithmetic nor to memory traffic)"
+            : "");
   if (rec->fastest_exact >= 0 && rec->fastest_exact != rec->fastest_accurate) {
     const mb_bench_result *r = &report->results[rec->fastest_exact];
     say(s, " Fastest exact (fp32): %s at %s ms.", mb__report_name(r),

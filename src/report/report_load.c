@@ -150,6 +150,7 @@ static const field config_fields[] = {
     F_BOOL(mb_bench_config, "allow_device_override", allow_device_override, 0),
     F_BOOL(mb_bench_config, "isolate", isolate, 1),
     F_BOOL(mb_bench_config, "fail_fast", fail_fast, 0),
+    F_BOOL(mb_bench_config, "roofline", roofline, 0),
     F_BOOL(mb_bench_config, "build_only", build_only, 0),
     F_BOOL(mb_bench_config, "cold", cold, 0),
     F_DOUBLE(mb_bench_config, "price_per_core_hour", price_per_core_hour, 0),
@@ -491,6 +492,41 @@ static mb_status read_cold_energy(loader *l, const mb_json_value *obj,
   return MB_STATUS_OK;
 }
 
+/* "roofline": null (unknown) or the result on the machine's roofline. */
+static mb_status read_roofline(loader *l, const mb_json_value *obj,
+                               mb_roofline *f) {
+  static const field roofline_fields[] = {
+      F_DOUBLE(mb_roofline, "gflops", gflops, 0),
+      F_DOUBLE(mb_roofline, "bytes", bytes, 0),
+      F_DOUBLE(mb_roofline, "intensity", intensity, 0),
+      F_DOUBLE(mb_roofline, "peak_gflops", peak_gflops, 0),
+      F_TEXT(mb_roofline, "peak_precision", peak_precision),
+      F_DOUBLE(mb_roofline, "bandwidth_gbs", bandwidth_gbs, 0),
+      F_DOUBLE(mb_roofline, "attainable_gflops", attainable_gflops, 0),
+      F_DOUBLE(mb_roofline, "peak_share", peak_share, 0),
+      F_DOUBLE(mb_roofline, "bandwidth_share", bandwidth_share, 0),
+  };
+  mb_status status;
+  memset(f, 0, sizeof *f);
+  const mb_json_value *v = member(l, obj, "roofline", MB_JSON_OBJECT, &status);
+  if (!v)
+    return status;
+  const mb_json_value *bound = member(l, v, "bound", MB_JSON_STRING, &status);
+  if (status)
+    return status;
+  for (int b = 0; bound && b < MB_ROOFLINE_BOUND_COUNT; b++)
+    if (strcmp(bound->string, mb_roofline_bound_name((mb_roofline_bound)b)) ==
+        0)
+      f->bound = (mb_roofline_bound)b;
+  if (bound && f->bound == MB_ROOFLINE_UNKNOWN &&
+      strcmp(bound->string, "unknown") != 0)
+    return field_error(l, bound,
+                       "roofline.bound: '%s' is not compute-bound, "
+                       "memory-bound, overhead-bound or unknown",
+                       bound->string);
+  return read_fields(l, v, roofline_fields, MB_ARRAY_COUNT(roofline_fields), f);
+}
+
 static mb_status read_result(loader *l, const mb_json_value *obj,
                              mb_bench_result *r) {
   mb_status status;
@@ -539,7 +575,8 @@ static mb_status read_result(loader *l, const mb_json_value *obj,
       (status = read_warnings(l, obj, r)) ||
       (status = read_samples(l, obj, r)) ||
       (status = read_segments(l, obj, r)) ||
-      (status = read_measure_extras(l, obj, r)))
+      (status = read_measure_extras(l, obj, r)) ||
+      (status = read_roofline(l, obj, &r->roofline)))
     return status;
   /* A null statistic of a measured result was not finite (a NaN CV); one
    * never measured keeps the engine's zeros. */
@@ -608,6 +645,10 @@ static mb_status read_model(loader *l, const mb_json_value *root,
       F_TEXT(mb_bench_report, "location", model_location),
       F_BOOL(mb_bench_report, "quantized", model_quantized, 0),
       F_TEXT(mb_bench_report, "quantization", model_quantization),
+      F_DOUBLE(mb_bench_report, "flops", model_flops, -1),
+      F_DOUBLE(mb_bench_report, "weight_bytes", model_weight_bytes, -1),
+      F_DOUBLE(mb_bench_report, "input_bytes", model_input_bytes, -1),
+      F_DOUBLE(mb_bench_report, "activation_bytes", model_activation_bytes, -1),
   };
   mb_status status;
   const mb_json_value *model =
@@ -821,6 +862,11 @@ static mb_status read_report(loader *l, const mb_json_value *root,
       member(l, root, "environment", MB_JSON_OBJECT, &status);
   if (status || (environment && (status = read_environment(
                                      l, environment, &report->environment))))
+    goto fail;
+  const mb_json_value *peaks =
+      member(l, root, "peaks", MB_JSON_OBJECT, &status);
+  if (status || (peaks && (status = mb__peaks_read_json(
+                               peaks, l->path, &report->peaks, l->err))))
     goto fail;
   if (results->count > 0 &&
       !(report->results = calloc(results->count, sizeof *report->results))) {

@@ -186,6 +186,11 @@ extern const char mb__html_sweep_style[];
 void mb__html_write_sweep(FILE *f, const mb_bench_report *const *reports, int n,
                           int m);
 
+/* The roofline chart of one model's section (html_roofline.c): its
+ * peaks' roofs and a point per result placed on them, or a line saying
+ * why there is none. */
+void mb__html_write_roofline(FILE *f, const mb_bench_report *report, int model);
+
 /* Whether two reports measure the same workload: the same model and the
  * same symbolic dimensions (--dim, dim: sweeps); batch, threads and load
  * settings may differ (they are what a recommendation chooses). */

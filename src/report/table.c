@@ -228,6 +228,27 @@ static int status_width(const mb_bench_report *report) {
   return w;
 }
 
+/* This machine's roofs, when results were placed against them. */
+static void print_peaks(const mb_bench_report *report, FILE *out) {
+  const mb_machine_peaks *p = &report->peaks;
+  if (!p->measured)
+    return;
+  char int8[48] = "int8 n/a", bf16[48] = "bf16 n/a";
+  if (p->int8_gops > 0)
+    snprintf(int8, sizeof int8, "int8 %.0f GOP/s", p->int8_gops);
+  if (p->bf16_gflops > 0)
+    snprintf(bf16, sizeof bf16, "bf16 %.0f GFLOP/s", p->bf16_gflops);
+  fprintf(out,
+          "peaks:   fp32 %.0f GFLOP/s, %s, %s, memory %.1f GB/s "
+          "(%d thread%s%s; modelbench machine)\n",
+          p->fp32_gflops, int8, bf16, p->bandwidth_gbs, p->threads,
+          p->threads == 1 ? "" : "s", p->from_cache ? ", cached" : "");
+  if (p->note[0]) {
+    char safe[MB_TERM_TEXT_SIZE];
+    fprintf(out, "         %s\n", SAFE(p->note, safe));
+  }
+}
+
 /* The header: what was measured, where, and how. */
 static void print_header(const mb_bench_report *report, FILE *out) {
   const mb_bench_config *c = &report->config;
@@ -327,6 +348,7 @@ static void print_header(const mb_bench_report *report, FILE *out) {
     fprintf(out, ", at least %lld queries / %g s\n", (long long)l->min_queries,
             l->min_duration);
   }
+  print_peaks(report, out);
   /* Accuracy is against the reference interpreter unless said here. */
   if (report->reference[0] && strcmp(report->reference, "interpreter") != 0)
     fprintf(out, "accuracy against: %s\n", SAFE(report->reference, safe));
@@ -349,11 +371,26 @@ static bool has_cost(const mb_bench_report *report) {
   return false;
 }
 
+/* Whether any result is placed on the roofline (the % peak column). */
+static bool has_roofline(const mb_bench_report *report) {
+  for (int i = 0; i < report->n_results; i++)
+    if (report->results[i].roofline.bound != MB_ROOFLINE_UNKNOWN)
+      return true;
+  return false;
+}
+
 static bool has_energy(const mb_bench_report *report) {
   for (int i = 0; i < report->n_results; i++)
     if (report->results[i].energy.available)
       return true;
   return false;
+}
+
+/* The bound without "-bound", for the column. */
+static const char *bound_word(mb_roofline_bound bound) {
+  static const char *const words[] = {"-", "compute", "memory", "overhead"};
+  _Static_assert(MB_ARRAY_COUNT(words) == MB_ROOFLINE_BOUND_COUNT, "words");
+  return (unsigned)bound < MB_ROOFLINE_BOUND_COUNT ? words[bound] : "-";
 }
 
 static void print_row(const mb_bench_report *report, int index, bool fastest,
@@ -411,6 +448,14 @@ static void print_row(const mb_bench_report *report, int index, bool fastest,
       fprintf(out, " %7.2f%%", 100.0 * r->task_accuracy);
     else
       fprintf(out, " %8s", "n/a");
+  }
+  if (has_roofline(report)) {
+    char share[16] = "-";
+    if (r->roofline.bound != MB_ROOFLINE_UNKNOWN)
+      snprintf(share, sizeof share, "%.*f%%",
+               r->roofline.peak_share < 0.1 ? 1 : 0,
+               100.0 * r->roofline.peak_share);
+    fprintf(out, " %7s %-8s", share, bound_word(r->roofline.bound));
   }
   if (has_energy(report)) {
     char joules[32] = "-";
@@ -732,7 +777,8 @@ void mb_bench_report_print_table(const mb_bench_report *report, void *out_,
       fprintf(out, " %9s %7s", "fresh ms", "gap");
     if (cols.cold)
       fprintf(out, " %9s %7s", "cold ms", "gap");
-    fprintf(out, "%s%s%s\n", has_task_accuracy(report) ? " task acc" : "",
+    fprintf(out, "%s%s%s%s\n", has_task_accuracy(report) ? " task acc" : "",
+            has_roofline(report) ? "  % peak bound   " : "",
             has_energy(report) ? "     J/inf" : "",
             has_cost(report) ? "    cost/M" : "");
   }
