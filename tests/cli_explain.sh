@@ -51,6 +51,10 @@ for r in rows:
     assert 0 <= r["a_fallback_ms"] <= r["a_ms"] + 1e-9, r
     assert 0 <= r["b_fallback_ms"] <= r["b_ms"] + 1e-9, r
 assert not a["hybrid"] and a["fallback_ms"] == 0, a
+nodes = d["nodes"]
+assert nodes and all(n["name"] for n in nodes), nodes
+diffs = [abs(n["difference_ms"]) for n in nodes]
+assert diffs == sorted(diffs, reverse=True), diffs
 if sys.argv[4] == "hybrid":
     assert b["hybrid"] and b["reference_segments"] > 0, b
     fb = sum(f["ms"] for f in d["fallbacks"] if f["side"] == "b")
@@ -76,7 +80,9 @@ for conv in XNNPACK ONEDNN; do
     "${fast[@]}" --json; then
     check_json "$tmp/out" REFERENCE "$conv" "$hybrid"
   fi
-  if run 0 explain "$models/small_cnn.onnx" REFERENCE "$conv" "${fast[@]}"; then
+  if run 0 explain "$models/small_cnn.onnx" REFERENCE "$conv" "${fast[@]}" \
+    --top 3; then
+    expect_in "$tmp/out" "Nodes that differ most (3 of " "explain text nodes"
     expect_in "$tmp/out" " than REFERENCE: " "explain text verdict"
     expect_in "$tmp/out" "Time per op type" "explain text table"
     expect_in "$tmp/out" "Conv " "explain text Conv row"
@@ -139,6 +145,7 @@ usage_error_line "unexpected argument 'X'" explain "$m" REFERENCE REFERENCE X
 usage_error_line "--profiles needs A.json and B.json" explain --profiles a
 usage_error_line "--iterations" explain "$m" REFERENCE REFERENCE \
   --iterations 0
+usage_error_line "--top: '-1'" explain "$m" REFERENCE REFERENCE --top -1
 echo '{"conversion": "A", "iterations": 1, "segments": [], "nodes": []}' \
   >"$tmp/bad.json"
 run 1 explain --profiles "$tmp/bad.json" "$tmp/bad.json" &&

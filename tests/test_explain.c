@@ -199,7 +199,7 @@ TEST(fallback_detected_only_in_hybrid) {
   size_t size = 0;
   FILE *f = open_memstream(&text, &size);
   ASSERT(f);
-  mb__explain_print(&e, "m.onnx", f);
+  mb__explain_print(&e, "m.onnx", 2, f);
   fclose(f);
   ASSERT_CONTAINS(text, "ONEDNN: LayerNormalization fell back to the "
                         "reference: 0.300 ms, 30.0% of ONEDNN's time");
@@ -280,6 +280,38 @@ TEST(unsplit_engine_segments_get_a_row) {
   return 0;
 }
 
+TEST(nodes_matched_by_name) {
+  fixture a, b;
+  mb_explain e;
+  mb_error err;
+  reference_side(&a);
+  hybrid_side(&b);
+  ASSERT_OK(mb__explain_profiles(&a.profile, &b.profile, &e, &err), &err);
+  /* conv1 -0.95, conv2 -0.65, relu1 -0.45, ln 0; the unnamed reorder is
+   * not a node. */
+  ASSERT_EQ(e.n_nodes, 4);
+  ASSERT_STR_EQ(e.nodes[0].name, "conv1");
+  ASSERT_NEAR(e.nodes[0].ms[0], 1.2, 1e-12);
+  ASSERT_NEAR(e.nodes[0].ms[1], 0.25, 1e-12);
+  ASSERT_NEAR(e.nodes[0].difference_ms, -0.95, 1e-12);
+  ASSERT_STR_EQ(e.nodes[1].name, "conv2");
+  ASSERT_STR_EQ(e.nodes[2].name, "relu1");
+  ASSERT_STR_EQ(e.nodes[3].name, "ln");
+  ASSERT_STR_EQ(e.nodes[3].op_type, "LayerNormalization");
+  char *text = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  ASSERT(f);
+  mb__explain_print(&e, NULL, 2, f);
+  fclose(f);
+  ASSERT_CONTAINS(text, "Nodes that differ most (2 of 4, matched by name)");
+  ASSERT_CONTAINS(text, "conv2");
+  ASSERT(!strstr(text, "relu1 "));
+  free(text);
+  mb__explain_clear(&e);
+  return 0;
+}
+
 TEST(non_positive_total_is_an_error) {
   fixture a, b;
   mb_explain e;
@@ -351,6 +383,11 @@ TEST(explain_json_parses_and_sums) {
   ASSERT_STR_EQ(mb__json_find(&fb->items[0], "op_type")->string,
                 "LayerNormalization");
   ASSERT_NEAR(mb__json_find(&fb->items[0], "share_of_total")->number, 0.3,
+              1e-9);
+  const mb_json_value *nodes = mb__json_find(root, "nodes");
+  ASSERT(nodes && nodes->count == 4);
+  ASSERT_STR_EQ(mb__json_find(&nodes->items[0], "name")->string, "conv1");
+  ASSERT_NEAR(mb__json_find(&nodes->items[0], "difference_ms")->number, -0.95,
               1e-9);
   mb__json_doc_free(doc);
   return 0;
@@ -424,6 +461,7 @@ TEST_MAIN(TEST_ENTRY(rows_sum_to_totals),
           TEST_ENTRY(fallback_detected_only_in_hybrid),
           TEST_ENTRY(runtime_names_fold_into_onnx_ops),
           TEST_ENTRY(unsplit_engine_segments_get_a_row),
+          TEST_ENTRY(nodes_matched_by_name),
           TEST_ENTRY(non_positive_total_is_an_error),
           TEST_ENTRY(explain_json_parses_and_sums),
           TEST_ENTRY(saved_profile_read_back),

@@ -24,7 +24,8 @@ static const char explain_help[] =
     "segments without per-node times a row per runtime, and the time no\n"
     "entry covers the 'runtime overhead' row, so each side's rows sum to\n"
     "its total. Then the nodes a hybrid conversion left to the reference\n"
-    "interpreter, the inserted work and the segment boundaries.\n"
+    "interpreter, the inserted work and the segment boundaries, and the\n"
+    "nodes whose times differ most, matched by name.\n"
     "\n"
     "Options:\n"
     "      --profiles             compare two saved 'profile --json' files\n"
@@ -42,6 +43,8 @@ static const char explain_help[] =
     "      --timeout S            kill a profiling pass after S seconds\n"
     "                             (default 300)\n"
     "      --no-isolate           profile in this process\n"
+    "      --top N                nodes to show, those whose times differ\n"
+    "                             most (default 10; 0: all)\n"
     "      --json                 print JSON instead of text\n"
     "                             (docs/json-schema.md, \"explain\")\n"
     "  -h, --help                 show this help\n"
@@ -62,6 +65,7 @@ enum {
   OPT_JSON,
   OPT_INPUTS,
   OPT_PROFILES,
+  OPT_TOP,
   OPT_CALIBRATION,
   OPT_CALIBRATION_LAST = OPT_CALIBRATION + MB_CLI_CALIB_COUNT - 1,
 };
@@ -121,6 +125,7 @@ static int check_conversion(const char *cmd, const char *which,
 int mb__cli_explain(int argc, char **argv) {
   static const struct option options[] = {
       {"profiles", no_argument, NULL, OPT_PROFILES},
+      {"top", required_argument, NULL, OPT_TOP},
       {"iterations", required_argument, NULL, OPT_ITERATIONS},
       {"warmup", required_argument, NULL, OPT_WARMUP},
       {"threads", required_argument, NULL, OPT_THREADS},
@@ -144,7 +149,7 @@ int mb__cli_explain(int argc, char **argv) {
   mb_explain explain;
   mb_error err;
   bool json = false, saved = false;
-  int rc = MB_EXIT_OK, c, seed = 0;
+  int rc = MB_EXIT_OK, c, seed = 0, top = 10;
   memset(&shapes, 0, sizeof shapes);
   memset(&err, 0, sizeof err);
   memset(&explain, 0, sizeof explain);
@@ -155,6 +160,9 @@ int mb__cli_explain(int argc, char **argv) {
     switch (c) {
     case OPT_PROFILES:
       saved = true;
+      break;
+    case OPT_TOP:
+      rc = parse_int(cmd, "--top", optarg, 0, 1000000, &top);
       break;
     case OPT_ITERATIONS:
       rc = parse_int(cmd, "--iterations", optarg, 1, 1000000,
@@ -267,7 +275,7 @@ int mb__cli_explain(int argc, char **argv) {
     mb__json_init(&j, stdout, true);
     mb__explain_write_json(&explain, model, &j);
   } else {
-    mb__explain_print(&explain, model, stdout);
+    mb__explain_print(&explain, model, top, stdout);
   }
   if (fflush(stdout) != 0) {
     mb__cli_error(NULL, "cannot write output");

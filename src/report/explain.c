@@ -83,6 +83,20 @@ static bool is_reference(const char *runtime) {
   return strcmp(runtime, "reference") == 0;
 }
 
+/* Room for one more of count elements: 16 at first, doubling when count
+ * reaches a power of two from there, so no capacity field is needed.
+ * false when out of memory. */
+static bool grow(void **array, int count, size_t elem) {
+  if (count && (count < 16 || (count & (count - 1))))
+    return true;
+  size_t cap = count ? (size_t)count * 2 : 16;
+  void *p = realloc(*array, cap * elem);
+  if (!p)
+    return false;
+  *array = p;
+  return true;
+}
+
 /* The row for (op_type, kind), appended when new; NULL when out of
  * memory. Rows are few (op types), so a linear search is enough. */
 static mb_explain_row *row_for(mb_explain *e, const char *op_type,
@@ -90,14 +104,8 @@ static mb_explain_row *row_for(mb_explain *e, const char *op_type,
   for (int i = 0; i < e->n_rows; i++)
     if (e->rows[i].kind == kind && strcmp(e->rows[i].op_type, op_type) == 0)
       return &e->rows[i];
-  /* Capacity doubles at powers of two, as in runtime/profile.c. */
-  if (!(e->n_rows & (e->n_rows - 1))) {
-    size_t cap = e->n_rows ? (size_t)e->n_rows * 2 : 16;
-    mb_explain_row *p = realloc(e->rows, cap * sizeof *p);
-    if (!p)
-      return NULL;
-    e->rows = p;
-  }
+  if (!grow((void **)&e->rows, e->n_rows, sizeof *e->rows))
+    return NULL;
   mb_explain_row *row = &e->rows[e->n_rows++];
   memset(row, 0, sizeof *row);
   snprintf(row->op_type, sizeof row->op_type, "%s", op_type);
@@ -120,6 +128,30 @@ static void add_variant(mb_explain_row *row, const char *name) {
     return;
   snprintf(row->variants + len, sizeof row->variants - len, "%s%s",
            len ? ", " : "", name);
+}
+
+/* The node entry of that name, appended when new; NULL when out of
+ * memory. */
+static mb_explain_node *node_for(mb_explain *e, const char *name,
+                                 const char *op_type) {
+  for (int i = 0; i < e->n_nodes; i++)
+    if (strcmp(e->nodes[i].name, name) == 0)
+      return &e->nodes[i];
+  if (!grow((void **)&e->nodes, e->n_nodes, sizeof *e->nodes))
+    return NULL;
+  mb_explain_node *n = &e->nodes[e->n_nodes++];
+  memset(n, 0, sizeof *n);
+  snprintf(n->name, sizeof n->name, "%s", name);
+  snprintf(n->op_type, sizeof n->op_type, "%s", op_type);
+  return n;
+}
+
+static int by_node_difference(const void *x, const void *y) {
+  const mb_explain_node *a = x, *b = y;
+  double da = fabs(a->difference_ms), db = fabs(b->difference_ms);
+  if (da != db)
+    return da < db ? 1 : -1;
+  return strcmp(a->name, b->name);
 }
 
 /* The segments' time of one runtime and how many nodes it reported. */
@@ -177,6 +209,12 @@ static mb_status add_side(mb_explain *e, int s, const mb_profile *p,
     }
     if (kind == MB_EXPLAIN_INSERTED)
       side->inserted_ms += n->mean_ms;
+    if (n->name[0]) {
+      mb_explain_node *en = node_for(e, n->name, op_type);
+      if (!en)
+        return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
+      en->ms[s] += n->mean_ms;
+    }
     attributed += n->mean_ms;
     for (int r = 0; r < n_runtimes; r++)
       if (strcmp(runtimes[r].name, n->runtime) == 0)
@@ -309,6 +347,11 @@ mb_status mb__explain_profiles(const mb_profile *a, const mb_profile *b,
     r->share = shared ? r->difference_ms / out->difference_ms : 0.0;
   }
   qsort(out->rows, (size_t)out->n_rows, sizeof *out->rows, by_contribution);
+  for (int i = 0; i < out->n_nodes; i++)
+    out->nodes[i].difference_ms = out->nodes[i].ms[1] - out->nodes[i].ms[0];
+  if (out->n_nodes > 1)
+    qsort(out->nodes, (size_t)out->n_nodes, sizeof *out->nodes,
+          by_node_difference);
   verdict(out);
   return MB_STATUS_OK;
 fail:
@@ -320,8 +363,10 @@ void mb__explain_clear(mb_explain *e) {
   if (!e)
     return;
   free(e->rows);
+  free(e->nodes);
   e->rows = NULL;
-  e->n_rows = 0;
+  e->nodes = NULL;
+  e->n_rows = e->n_nodes = 0;
 }
 
 /* ---- text ---- */
@@ -337,7 +382,8 @@ static void print_side(FILE *f, char letter, const mb_explain_side *s) {
   fputc('\n', f);
 }
 
-void mb__explain_print(const mb_explain *e, const char *model, void *out) {
+void mb__explain_print(const mb_explain *e, const char *model, int top_nodes,
+                       void *out) {
   FILE *f = out;
   const mb_explain_side *a = &e->side[0], *b = &e->side[1];
   fprintf(f, "%s\n\n", e->verdict);
@@ -403,6 +449,18 @@ void mb__explain_print(const mb_explain *e, const char *model, void *out) {
     if (!side->hybrid && side->fallback_ms == 0 && side->inserted_ms == 0)
       fprintf(f, "  %s: none\n", side->conversion);
   }
+  int shown = top_nodes > 0 ? MB_MIN(top_nodes, e->n_nodes) : e->n_nodes;
+  fprintf(f, "\nNodes that differ most (%d of %d, matched by name)\n", shown,
+          e->n_nodes);
+  fprintf(f, "  %-40s %-20s %10s %10s %10s\n", "name", "op type", "A ms",
+          "B ms", "B - A");
+  for (int i = 0; i < shown; i++) {
+    const mb_explain_node *n = &e->nodes[i];
+    fprintf(f, "  %-40s %-20s %10.3f %10.3f %+10.3f\n", n->name, n->op_type,
+            n->ms[0], n->ms[1], n->difference_ms);
+  }
+  if (e->n_nodes == 0)
+    fprintf(f, "  (none)\n");
   for (int s = 0; s < 2; s++)
     if (e->side[s].note[0])
       fprintf(f, "\nnote (%s): %s\n", e->side[s].conversion, e->side[s].note);
@@ -483,6 +541,19 @@ void mb__explain_write_json(const mb_explain *e, const char *model,
                          r->fallback_ms[s] / e->side[s].total_ms);
       mb__json_object_end(j);
     }
+  mb__json_array_end(j);
+  mb__json_key(j, "nodes");
+  mb__json_array_begin(j);
+  for (int i = 0; i < e->n_nodes; i++) {
+    const mb_explain_node *n = &e->nodes[i];
+    mb__json_object_begin(j);
+    mb__json_kv_string(j, "name", n->name);
+    mb__json_kv_string(j, "op_type", n->op_type);
+    mb__json_kv_double(j, "a_ms", n->ms[0]);
+    mb__json_kv_double(j, "b_ms", n->ms[1]);
+    mb__json_kv_double(j, "difference_ms", n->difference_ms);
+    mb__json_object_end(j);
+  }
   mb__json_array_end(j);
   mb__json_object_end(j);
 }

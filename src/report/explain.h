@@ -63,13 +63,26 @@ typedef struct mb_explain_side {
   char note[256];  /* the profile's note */
 } mb_explain_side;
 
+/* One ONNX node matched by name across the two profiles (oneDNN names a
+ * fused group by its first node, ORT by its own node names, so a node of
+ * one side may have no counterpart: its time there is 0). Entries without
+ * a name (inserted steps) are left out. */
+typedef struct mb_explain_node {
+  char name[128];
+  char op_type[64]; /* as in the rows */
+  double ms[2];
+  double difference_ms; /* ms[1] - ms[0] */
+} mb_explain_node;
+
 typedef struct mb_explain {
   mb_explain_side side[2]; /* A, B */
   double speedup;          /* A's total over B's: > 1 when B is faster */
   double difference_ms;    /* B's total minus A's */
   int n_rows;
   mb_explain_row *rows; /* by share of the difference, largest first */
-  char verdict[640];    /* one line: ratio, main contributor, fallback */
+  int n_nodes;
+  mb_explain_node *nodes; /* largest absolute difference first */
+  char verdict[640];      /* one line: ratio, main contributor, fallback */
 } mb_explain;
 
 /* Compares profile b with profile a (both borrowed; their totals must be
@@ -81,9 +94,11 @@ mb_status mb__explain_profiles(const mb_profile *a, const mb_profile *b,
 void mb__explain_clear(mb_explain *e);
 
 /* The verdict line, the sides, the table per op type with a total row,
- * then the fallbacks, inserted work and segment boundaries. out: a FILE*.
- * model: printed when not NULL. */
-void mb__explain_print(const mb_explain *e, const char *model, void *out);
+ * the fallbacks, inserted work and segment boundaries, then the top_nodes
+ * nodes whose times differ most (0: all). out: a FILE*. model: printed
+ * when not NULL. */
+void mb__explain_print(const mb_explain *e, const char *model, int top_nodes,
+                       void *out);
 /* The same as one JSON object (docs/json-schema.md, "explain"). model may
  * be NULL (written as null). */
 void mb__explain_write_json(const mb_explain *e, const char *model, mb_json *j);
