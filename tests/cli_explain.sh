@@ -139,12 +139,21 @@ run 1 explain "$m" REFERENCE EAGER &&
 # A failed profiling pass names the side and the conversion.
 run 1 explain "$tmp/missing.onnx" REFERENCE REFERENCE &&
   one_line_error "profiling A (REFERENCE)" "explain failed pass"
+# A symbolic dimension without a size fails the pass; --dim gives it.
+run 1 explain "$models/seq_encoder.onnx" REFERENCE REFERENCE "${fast[@]}" &&
+  one_line_error "profiling A (REFERENCE): input 'input': dim 1 ('seq')" \
+    "explain symbolic dim"
+run 0 explain "$models/seq_encoder.onnx" REFERENCE REFERENCE "${fast[@]}" \
+  --dim seq=8 &&
+  expect_in "$tmp/out" "REFERENCE is " "explain --dim"
 usage_error_line "missing MODEL, A and B" explain
 usage_error_line "missing the conversions A and B" explain "$m" REFERENCE
 usage_error_line "unexpected argument 'X'" explain "$m" REFERENCE REFERENCE X
 usage_error_line "--profiles needs A.json and B.json" explain --profiles a
 usage_error_line "--iterations" explain "$m" REFERENCE REFERENCE \
   --iterations 0
+usage_error_line "--dim 'seq': expected NAME=N" explain "$m" REFERENCE \
+  REFERENCE --dim seq
 usage_error_line "--top: '-1'" explain "$m" REFERENCE REFERENCE --top -1
 echo '{"conversion": "A", "iterations": 1, "segments": [], "nodes": []}' \
   >"$tmp/bad.json"

@@ -35,6 +35,8 @@ static const char explain_help[] =
     "      --threads N            intra-op threads (default 1)\n"
     "      --batch-size N         size of a dynamic first dim (default 1)\n"
     "      --shape NAME=D0,D1,..  shape of input NAME (repeatable)\n"
+    "      --dim NAME=N           size of symbolic dimension NAME in every\n"
+    "                             input (repeatable)\n"
     "      --seed N               seed of generated inputs (default 0)\n"
     "      --inputs DIR           real inputs (as in 'bench'; sample 0)\n"
     "      --calibration-samples N, --calibration-inputs DIR,\n"
@@ -65,6 +67,7 @@ enum {
   OPT_JSON,
   OPT_INPUTS,
   OPT_PROFILES,
+  OPT_DIM,
   OPT_TOP,
   OPT_CALIBRATION,
   OPT_CALIBRATION_LAST = OPT_CALIBRATION + MB_CLI_CALIB_COUNT - 1,
@@ -79,6 +82,30 @@ static int parse_int(const char *cmd, const char *flag, const char *arg,
                                "%lld]",
                                flag, arg, (long long)min, (long long)max);
   *out = (int)v;
+  return MB_EXIT_OK;
+}
+
+enum { MAX_DIMS = 16 };
+
+/* "--dim NAME=N" into dims (names point into argv; the last one of a name
+ * wins). */
+static int add_dim(const char *cmd, char *arg, mb_dim_value *dims,
+                   int *n_dims) {
+  char *eq = strchr(arg, '=');
+  int64_t v;
+  if (!eq || eq == arg || !mb__cli_parse_i64(eq + 1, 0, INT64_MAX, &v))
+    return mb__cli_usage_error(
+        cmd, "--dim '%s': expected NAME=N (a symbolic dimension's size)", arg);
+  *eq = '\0';
+  for (int i = 0; i < *n_dims; i++)
+    if (strcmp(dims[i].name, arg) == 0) {
+      dims[i].value = v;
+      return MB_EXIT_OK;
+    }
+  if (*n_dims == MAX_DIMS)
+    return mb__cli_usage_error(cmd, "--dim '%s': more than %d dimensions", arg,
+                               MAX_DIMS);
+  dims[(*n_dims)++] = (mb_dim_value){arg, v};
   return MB_EXIT_OK;
 }
 
@@ -126,6 +153,7 @@ int mb__cli_explain(int argc, char **argv) {
   static const struct option options[] = {
       {"profiles", no_argument, NULL, OPT_PROFILES},
       {"top", required_argument, NULL, OPT_TOP},
+      {"dim", required_argument, NULL, OPT_DIM},
       {"iterations", required_argument, NULL, OPT_ITERATIONS},
       {"warmup", required_argument, NULL, OPT_WARMUP},
       {"threads", required_argument, NULL, OPT_THREADS},
@@ -144,6 +172,8 @@ int mb__cli_explain(int argc, char **argv) {
   const char *model = NULL;
   char saved_model[2][1024];
   mb_cli_shapes shapes;
+  mb_dim_value dims[MAX_DIMS];
+  int n_dims = 0;
   mb_bench_config config;
   mb_profile *profiles[2] = {NULL, NULL};
   mb_explain explain;
@@ -160,6 +190,9 @@ int mb__cli_explain(int argc, char **argv) {
     switch (c) {
     case OPT_PROFILES:
       saved = true;
+      break;
+    case OPT_DIM:
+      rc = add_dim(cmd, optarg, dims, &n_dims);
       break;
     case OPT_TOP:
       rc = parse_int(cmd, "--top", optarg, 0, 1000000, &top);
@@ -254,6 +287,8 @@ int mb__cli_explain(int argc, char **argv) {
       if ((rc = check_conversion(cmd, s ? "B" : "A", argv[optind + 1 + s])))
         goto done;
     config.shapes = shapes.spec;
+    config.shapes.n_dims = n_dims;
+    config.shapes.dims = n_dims ? dims : NULL;
     if (shapes.spec.batch_size > 0)
       config.batch_size = (int)shapes.spec.batch_size;
     for (int s = 0; s < 2; s++) {
