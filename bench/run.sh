@@ -22,6 +22,8 @@
 # LSTM and GRU on the reference, ORT_CPU and oneDNN's recurrent
 # primitives); MB_BENCH_RECURRENT=0 skips it. Then bench/load.sh (issue
 # 16: load scenarios and sweeps); MB_BENCH_LOAD=0 skips it.
+# Then bench/explain.sh (issue 30: `explain` on ResNet-18 and a
+# transformer encoder); MB_BENCH_EXPLAIN=0 skips it.
 # Then the Python front (bench/pytorch.py): ResNet-18 under PyTorch's and
 # the engine's conversions, the digits CNN with task accuracy, EAGER's
 # fidelity against a plain loop, a function profile across batch sizes and
@@ -145,6 +147,13 @@ fi
 if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_LOAD:-1}" != 0 ]; then
   echo
   "$(dirname "$0")/load.sh" "$build"
+fi
+
+# Where one conversion's time goes against another's (bench/explain.sh,
+# issue 30 item 6). MB_BENCH_EXPLAIN=0 skips.
+if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_EXPLAIN:-1}" != 0 ]; then
+  echo
+  "$(dirname "$0")/explain.sh" "$build"
 fi
 
 # The Python front: PyTorch's conversions beside the engine's on ResNet-18,
