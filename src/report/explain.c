@@ -452,11 +452,11 @@ void mb__explain_print(const mb_explain *e, const char *model, int top_nodes,
   int shown = top_nodes > 0 ? MB_MIN(top_nodes, e->n_nodes) : e->n_nodes;
   fprintf(f, "\nNodes that differ most (%d of %d, matched by name)\n", shown,
           e->n_nodes);
-  fprintf(f, "  %-40s %-20s %10s %10s %10s\n", "name", "op type", "A ms",
+  fprintf(f, "  %-48s %-20s %10s %10s %10s\n", "name", "op type", "A ms",
           "B ms", "B - A");
   for (int i = 0; i < shown; i++) {
     const mb_explain_node *n = &e->nodes[i];
-    fprintf(f, "  %-40s %-20s %10.3f %10.3f %+10.3f\n", n->name, n->op_type,
+    fprintf(f, "  %-48s %-20s %10.3f %10.3f %+10.3f\n", n->name, n->op_type,
             n->ms[0], n->ms[1], n->difference_ms);
   }
   if (e->n_nodes == 0)
