@@ -300,6 +300,28 @@ static void verdict(mb_explain *e) {
                               saved, total, what);
     }
   }
+  /* Op types one side runs as nodes of their own and the other does not
+   * (fused into a neighbour, folded, or never needed): on small models
+   * they can be most of the difference. Unsplit segments hide which op
+   * types an engine ran, so then nothing is said. */
+  double only_share = 0.0;
+  int only_count = 0, only_side = 0;
+  for (int i = 0; i < e->n_rows; i++) {
+    const mb_explain_row *o = &e->rows[i];
+    if (o->kind == MB_EXPLAIN_OP && o->share > 0 &&
+        (o->ms[0] > 0) != (o->ms[1] > 0)) {
+      only_share += o->share;
+      only_count++;
+      only_side = o->ms[1] > 0;
+    }
+  }
+  if (only_count >= 2 && only_share >= 0.2 && !unsplit[0] && !unsplit[1] &&
+      len < cap)
+    len += (size_t)snprintf(v + len, cap - len,
+                            "; %.0f%% of it from %d op types only %s runs as "
+                            "nodes of their own",
+                            100.0 * only_share, only_count,
+                            e->side[only_side].conversion);
   for (int s = 0; s < 2 && len < cap; s++)
     if (unsplit[s] && unsplit[s] != r)
       len += (size_t)snprintf(
