@@ -23,8 +23,9 @@
 # primitives); MB_BENCH_RECURRENT=0 skips it. Then bench/roofline.sh
 # (issue 30: the roofline); MB_BENCH_ROOFLINE=0 skips it. Then bench/load.sh
 # (issue 16: load scenarios and sweeps); MB_BENCH_LOAD=0 skips it. Then
-# bench/cold_energy.sh (issue 30: cold start, energy and cost on
-# ResNet-18); MB_BENCH_COLD=0 skips it.
+# bench/realistic.sh, bench/cold_energy.sh and bench/explain.sh (issue 30:
+# intervals and realistic figures, cold start, energy and cost, explain);
+# MB_BENCH_REALISTIC=0, MB_BENCH_COLD=0 and MB_BENCH_EXPLAIN=0 skip them.
 # Then the Python front (bench/pytorch.py): ResNet-18 under PyTorch's and
 # the engine's conversions, the digits CNN with task accuracy, EAGER's
 # fidelity against a plain loop, a function profile across batch sizes and
@@ -164,12 +165,21 @@ fi
 if [ "${MB_BENCH_REALISTIC:-1}" != 0 ]; then
   echo
   "$(dirname "$0")/realistic.sh" "$build"
+fi
+
 # What a first request and an inference cost (bench/cold_energy.sh, issue
 # 30): ResNet-18's cold start, energy and cost per tier-2 conversion.
 # MB_BENCH_COLD=0 skips.
 if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_COLD:-1}" != 0 ]; then
   echo
   "$(dirname "$0")/cold_energy.sh" "$build"
+fi
+
+# Where one conversion's time goes against another's (bench/explain.sh,
+# issue 30 item 6). MB_BENCH_EXPLAIN=0 skips.
+if [ "${MB_BENCH_RUNTIMES:-1}" != 0 ] && [ "${MB_BENCH_EXPLAIN:-1}" != 0 ]; then
+  echo
+  "$(dirname "$0")/explain.sh" "$build"
 fi
 
 # The Python front: PyTorch's conversions beside the engine's on ResNet-18,

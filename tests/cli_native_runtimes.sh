@@ -158,6 +158,8 @@ assert [n["mean_ms"] for n in nodes] == sorted((n["mean_ms"] for n in nodes),
                                                reverse=True), nodes
 assert abs(sum(n["share"] for n in nodes) - 1) < 1e-6, nodes
 assert any(n["runtime"] == "reference" for n in nodes) or engine == "onednn"
+# entries of the engine count the profiled runs only, not the warm-up
+assert all(n["runs"] == 5 for n in nodes if n["runtime"] == engine), nodes
 # oneDNN names the kernel of each node line: its implementation and types
 if engine == "onednn":
     mm = [n for n in nodes if n["op_type"] in ("MatMul", "Gemm")]

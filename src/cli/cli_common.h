@@ -27,6 +27,7 @@ int mb__cli_list_ops(int argc, char **argv);
 int mb__cli_bench(int argc, char **argv);
 int mb__cli_list(int argc, char **argv);
 int mb__cli_profile(int argc, char **argv);
+int mb__cli_explain(int argc, char **argv);
 int mb__cli_history(int argc, char **argv);
 int mb__cli_compare(int argc, char **argv);
 int mb__cli_cache(int argc, char **argv);

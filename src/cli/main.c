@@ -28,6 +28,8 @@ static const mb_cli_command commands[] = {
      mb__cli_list},
     {"profile", "time one conversion per segment and per node",
      mb__cli_profile},
+    {"explain", "compare two conversions' profiles: where the time goes",
+     mb__cli_explain},
     {"history", "list the benchmark runs recorded in the results database",
      mb__cli_history},
     {"compare", "compare two runs: per-conversion change and significance",

@@ -115,6 +115,10 @@ typedef struct mb_engine {
    * compile, for segments compiled with options->profile. Fills at most
    * `max` entries, returns how many there are (may exceed max). */
   int (*node_profile)(void *compiled, mb_engine_node_time *out, int max);
+  /* Optional, with node_profile: zeroes those times, so a profile counts
+   * the runs after the warm-up only (a primitive's first run includes its
+   * JIT compilation). */
+  void (*node_profile_reset)(void *compiled);
   void (*release)(void *compiled);
   /* Optional (NULL: W8 and "cannot saturate"): the runtime hook of the
    * same name (runtime.h): the int8 form its int8 products want on this

@@ -832,6 +832,15 @@ static void hybrid_profile_reset(void *session, int level) {
   hs->profile_level = level;
   hs->profile_runs = 0;
   memset(hs->group_ms, 0, (size_t)hs->hg.n_groups * sizeof *hs->group_ms);
+  /* The engine's per-node times restart too: until then they held the
+   * warm-up, whose first run compiles each primitive. */
+  for (int gi = 0, si = 0; gi < hs->hg.n_groups; gi++) {
+    if (!hs->hg.groups[gi].native)
+      continue;
+    void *compiled = hs->segments[si++].compiled;
+    if (hs->engine->node_profile_reset)
+      hs->engine->node_profile_reset(compiled);
+  }
   mb__session_set_profiling(hs->ref, level >= 2, NULL);
 }
 

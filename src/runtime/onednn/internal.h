@@ -395,6 +395,7 @@ void mb__dn_prof_compact(dn_segment *s);
 mb_status mb__dn_run(void *compiled, const mb_tensor *const *inputs,
                      mb_tensor *const *outputs, mb_error *err);
 int mb__dn_node_profile(void *compiled, mb_engine_node_time *out, int max);
+void mb__dn_node_profile_reset(void *compiled);
 
 /* support.c */
 extern const mb_engine_limits mb__dn_limits;

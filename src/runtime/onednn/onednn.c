@@ -361,6 +361,7 @@ const mb_engine mb__engine_onednn = {
     .compile = dn_compile,
     .run = mb__dn_run,
     .node_profile = mb__dn_node_profile,
+    .node_profile_reset = mb__dn_node_profile_reset,
     .release = mb__dn_release,
     .log_compile = dn_log_compile,
     .int8_weights = dn_int8_weights,

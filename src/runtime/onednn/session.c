@@ -195,4 +195,12 @@ int mb__dn_node_profile(void *compiled, mb_engine_node_time *out, int max) {
   return s->n_prof;
 }
 
+void mb__dn_node_profile_reset(void *compiled) {
+  dn_segment *s = compiled;
+  for (int i = 0; i < s->n_prof; i++) {
+    s->prof[i].total_ms = 0.0;
+    s->prof[i].runs = 0;
+  }
+}
+
 #endif /* MB_HAVE_DNNL */
