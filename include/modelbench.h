@@ -1063,7 +1063,6 @@ typedef struct mb_bench_result {
    * seconds per inference (from throughput_sps) / 3600 x 1e6: the price of
    * a million inferences; < 0 without a price or a throughput. */
   double cost_per_million;
-  mb_load_stats load;   /* load scenarios (modelbench load) */
   mb_roofline roofline; /* against report->peaks; UNKNOWN when none */
 } mb_bench_result;
 
