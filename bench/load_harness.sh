@@ -7,7 +7,8 @@
 # binary, e.g. an older one, on the same model and settings.)
 # 1. The capacity: 1 / the median latency of a single-stream run.
 # 2. MB_LOAD_HARNESS_RUNS (default 3) server runs at MB_LOAD_HARNESS_SHARE
-#    (default 0.3) of it, MB_LOAD_HARNESS_DURATION (default 10) s each.
+#    (default 0.3) of it, MB_LOAD_HARNESS_DURATION (default 10) s each
+#    (MB_LOAD_HARNESS_QPS sets the rate instead, to compare two binaries).
 #    Per run: the p99 latency; the ideal queue's p99 on the run's own
 #    arrivals and service times (ideal_p99_ms, when the binary reports it);
 #    an M/D/1 queue's p99 at the same rate with the median service time
@@ -41,13 +42,14 @@ echo "  $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | se
 
 "$bin" load "$model" -c ORT_CPU --scenario single-stream --threads 1 \
   --min-duration 5 --no-record --json "$out/single.json" >"$out/single.log" 2>&1
-qps=$("$python" - "$out/single.json" "$share" <<'EOF'
+qps=${MB_LOAD_HARNESS_QPS:-}
+[ -n "$qps" ] || qps=$("$python" - "$out/single.json" "$share" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
 print("%.1f" % (float(sys.argv[2]) * 1e3 / r["latency_ms"]["median"]))
 EOF
 )
-echo "  capacity from single-stream: $("$python" -c "import json; m=json.load(open('$out/single.json'))['results'][0]['latency_ms']['median']; print('%.4f ms median, %.0f QPS' % (m, 1e3 / m))"); server runs at $share of it: $qps QPS, ${duration} s each"
+echo "  capacity from single-stream: $("$python" -c "import json; m=json.load(open('$out/single.json'))['results'][0]['latency_ms']['median']; print('%.4f ms median, %.0f QPS' % (m, 1e3 / m))"); server runs at $qps QPS${MB_LOAD_HARNESS_QPS:+ (MB_LOAD_HARNESS_QPS)}, ${duration} s each"
 printf "  %-4s %8s %9s %9s %7s %9s %7s %11s %10s %6s\n" run "p99 ms" "ideal ms" "p99/ideal" \
   "p99/S" "M/D/1 ms" "S ms" "lateness us" "hand-off us" excess
 for i in $(seq 1 "$runs"); do

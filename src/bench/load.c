@@ -38,13 +38,14 @@
  * margin before that, then spins on the generator's counter, so the
  * hand-off costs a cache line, not a wake-up. The cost is CPU: up to
  * LOAD_SPIN_MARGIN_S of spinning per query each for the generator and an
- * idle session, 12% of one core each at 600 QPS; the generator spins only
- * while a session waits for the query. A session still waiting
- * LOAD_SPIN_LIMIT_S after its query was due (the generator descheduled) falls
- * back to short sleeps, counted. Each run reports the generator's lateness and
- * the hand-off delay apart from the latency, and the p99 an ideal FIFO queue
- * would give with the same arrivals and the run's own service times; a run
- * whose p99 exceeds that by more than the harness explains is flagged. */
+ * idle session, 12% of one core each at 600 QPS; where no CPU is spare
+ * for it, the generator spins only while a session waits for the query. A
+ * session still waiting LOAD_SPIN_LIMIT_S after its query was due (the
+ * generator descheduled) falls back to short sleeps, counted. Each run reports
+ * the generator's lateness and the hand-off delay apart from the latency, and
+ * the p99 an ideal FIFO queue would give with the same arrivals and the run's
+ * own service times; a run whose p99 exceeds that by more than the harness
+ * explains is flagged. */
 #include "bench/bench_internal.h"
 
 #include <errno.h>
@@ -53,6 +54,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 /* How often the main thread reports progress while the sessions work. */
 #define LOAD_PROGRESS_INTERVAL_S 0.2
@@ -241,6 +243,7 @@ typedef struct load_run {
    * in seconds from t0 (written before `issued` is released). */
   atomic_llong issued;
   double *issued_at;
+  bool spin_always;  /* a spare CPU for the generator: see wait_until_due */
   atomic_llong done; /* queries completed, for progress */
   atomic_int stop;   /* a failure or max_seconds: take no more */
   atomic_int running;
@@ -299,11 +302,12 @@ static inline void cpu_relax(void) {
 }
 
 /* The generator's wait for query i's arrival: sleeps until
- * LOAD_SPIN_MARGIN_S before it (in slices), then spins to it while a
- * session waits for the query. While none does (every session busy with
- * earlier queries: this one will queue anyway), it takes short sleeps
- * instead, leaving the CPU to the sessions near a small machine's peak; a
- * session freed meanwhile waits for the query, and that wait shows as the
+ * LOAD_SPIN_MARGIN_S before it (in slices), then spins to it. Where the
+ * sessions' threads and the generator outnumber the CPUs, it spins only
+ * while a session waits for the query; while none does (every session busy
+ * with earlier queries: this one will queue anyway) it takes short sleeps,
+ * leaving the CPU to the sessions near a small machine's peak; a session
+ * freed meanwhile waits for the query, and that wait shows as the
  * generator's lateness. False when the run stopped meanwhile. */
 static bool wait_until_due(load_run *run, int64_t i) {
   double due = run->t0 + run->arrivals[i];
@@ -315,7 +319,8 @@ static bool wait_until_due(load_run *run, int64_t i) {
       return true;
     if (now < due - LOAD_SPIN_MARGIN_S)
       sleep_until(MB_MIN(due - LOAD_SPIN_MARGIN_S, now + LOAD_SLEEP_SLICE_S));
-    else if (atomic_load_explicit(&run->next, memory_order_relaxed) <= i)
+    else if (!run->spin_always &&
+             atomic_load_explicit(&run->next, memory_order_relaxed) <= i)
       sleep_until(MB_MIN(due, now + LOAD_FALLBACK_SLEEP_S));
     else
       cpu_relax();
@@ -762,6 +767,8 @@ static mb_status run_once(const mb_runtime *rt, void *const *sessions,
   }
   pthread_t generator;
   bool generating = false;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  run.spin_always = (long)n_servers * MB_MAX(c->threads, 1) + 1 <= cpus;
   if (run.arrivals && !atomic_load(&run.stop)) {
     generating = pthread_create(&generator, NULL, generate, &run) == 0;
     if (!generating) {
