@@ -64,10 +64,12 @@
 #define LOAD_SPIN_MARGIN_S 200e-6
 /* Sleeps are cut into slices of at most this, so a stop is seen soon. */
 #define LOAD_SLEEP_SLICE_S 0.05
-/* A session spinning this long past its query's arrival (the generator
- * descheduled) falls back to sleeps of LOAD_FALLBACK_SLEEP_S; the generator
- * takes such sleeps instead of spinning while no session waits. */
-#define LOAD_SPIN_LIMIT_S 2e-3
+/* A session spinning this long past its query's arrival falls back to
+ * sleeps of LOAD_FALLBACK_SLEEP_S: a generator with a CPU issues within a
+ * microsecond, so it was descheduled, and on a machine short of CPUs the
+ * spinning session would keep it off one. The generator takes such sleeps
+ * instead of spinning while no session waits, where no CPU is spare. */
+#define LOAD_SPIN_LIMIT_S 50e-6
 #define LOAD_FALLBACK_SLEEP_S 50e-6
 /* A run's p99 may exceed the ideal queue's by what the harness explains
  * (lateness p99 + hand-off p99) plus this share of the ideal p99. */
