@@ -404,8 +404,8 @@ static void *serve(void *arg) {
   double free_s = 0; /* when this session became free, from t0 */
   int64_t i;
   while (take_query(run, &i)) {
-    if (run->arrivals && !await_issue(s, i))
-      break;
+    /* Room for the record before the wait, its pages touched, so that no
+     * allocation or page fault sits in the hand-off. */
     if (s->n_records == s->cap) {
       int64_t cap = s->cap ? s->cap * 2 : 4096;
       query_record *grown = realloc(s->records, sizeof *grown * (size_t)cap);
@@ -415,9 +415,12 @@ static void *serve(void *arg) {
         run_fail(run, MB_STATUS_OUT_OF_MEMORY, &err);
         break;
       }
+      memset(grown + s->cap, 0, sizeof *grown * (size_t)(cap - s->cap));
       s->records = grown;
       s->cap = cap;
     }
+    if (run->arrivals && !await_issue(s, i))
+      break;
     const mb_tensor *const *inputs =
         (const mb_tensor *const *)job->samples[i % job->n_samples];
     double start = mb__now();
@@ -732,12 +735,16 @@ static mb_status run_once(const mb_runtime *rt, void *const *sessions,
     }
     run.arrivals = arrivals;
     run.n = n;
-    if (!(run.issued_at = calloc((size_t)n, sizeof *run.issued_at))) {
+    /* Written now, so that the generator's stores do not fault a page in
+     * between an issue's clock read and its release. */
+    if (!(run.issued_at = malloc(sizeof *run.issued_at * (size_t)n))) {
       free(arrivals);
       return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
                        "cannot allocate the issue times of %lld queries",
                        (long long)n);
     }
+    for (int64_t i = 0; i < n; i++)
+      run.issued_at[i] = NAN; /* not issued */
   } else if (scenario == MB_LOAD_OFFLINE && lc->qps > 0) {
     /* LoadGen sizes the offline query set from the expected rate. */
     run.n = MB_MAX(lc->min_queries,
