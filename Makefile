@@ -11,7 +11,7 @@ JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 RUN_MODEL  ?= $(BUILD)/models/resnet_blocks.onnx
 
-.PHONY: all deps build run test test-unit test-asan test-fuzz fuzz-build bench fuzz format clean install
+.PHONY: all deps build run test test-unit test-asan test-fuzz fuzz-build bench bench-load-harness fuzz format clean install
 
 all: build
 
@@ -63,6 +63,12 @@ test-asan:
 
 bench: build
 	bench/run.sh $(BUILD)
+
+# The server scenario's harness against an ideal queue (issue 30 item 8):
+# resnet_blocks under ORT_CPU at 30% load, p99 vs the ideal p99, the
+# generator's lateness and the hand-off delay.
+bench-load-harness: build
+	bench/load_harness.sh $(BUILD)
 
 # Every fuzz target (clang, libFuzzer, ASan+UBSan), built as `make test`
 # builds them, so a target that stops building fails the suite.

@@ -910,6 +910,12 @@ typedef struct mb_load_trial {
   int slo_met;
 } mb_load_trial;
 
+/* A delay the load harness itself adds, over a server run's queries, in
+ * microseconds. */
+typedef struct mb_load_delay_us {
+  double p50, p99, max;
+} mb_load_delay_us;
+
 /* What a load run measured (result->load); scenario NONE for bench's
  * timed loop. latency_ms of the result then holds each query's latency
  * from its scheduled arrival (server: queueing included), samples_ms those
@@ -937,6 +943,23 @@ typedef struct mb_load_stats {
   double slo_latency_ms;
   int slo_met;
   double over_slo_share;
+  /* server: what the harness added, apart from the latency. The
+   * generator's lateness: when a query was issued minus its scheduled
+   * arrival. The hand-off delay: when a session started running it minus
+   * the later of its issue and the moment that session became free.
+   * idle_sleeps: waits of an idle session that slept in the kernel (its
+   * query far ahead; it wakes before the query is due); spin_fallbacks:
+   * waits that spun past the spin limit and fell back to short sleeps. */
+  mb_load_delay_us generator_lateness_us;
+  mb_load_delay_us handoff_us;
+  int64_t idle_sleeps, spin_fallbacks;
+  /* server: the latency p99 (ms) of an ideal FIFO queue with
+   * `concurrency` servers on the run's own arrivals and measured service
+   * times; harness_excess 1 when the run's p99 exceeds it by more than the
+   * harness explains (generator lateness p99 + hand-off p99 + 10%), with
+   * a warning giving the figures. */
+  double ideal_p99_ms;
+  int harness_excess;
   /* find-peak: the highest QPS whose run met the SLO and was valid (0
    * when none did); every run of the search in order. trials: owned. */
   double peak_qps;

@@ -27,6 +27,9 @@ if run 0 load "$mlp" -c REFERENCE --scenario server --qps 40 "${short[@]}" \
   --csv "$tmp/server.csv" --markdown "$tmp/server.md"; then
   expect_in "$tmp/out" "load:    server, concurrency 1, 40 QPS" "settings line"
   expect_in "$tmp/out" "queue mean/max" "load table"
+  expect_in "$tmp/out" "(ideal queue " "ideal queue beside the p99"
+  expect_in "$tmp/out" "; generator lateness p99 " "generator lateness"
+  expect_in "$tmp/out" " us; hand-off p99 " "hand-off delay"
   expect_in "$tmp/out" "Within the SLO p99 <= 500 ms" "SLO recommendation"
   py "server JSON" '
 import json, sys
@@ -52,6 +55,18 @@ lat = r["latency_ms"]
 # Latency counts from the scheduled arrival: never below the service time.
 assert lat["p99"] >= lat["median"] >= l["service_ms"]["min"] > 0, (lat, l)
 assert r["iterations"] == l["queries"] - l["unserved"], r
+# What the harness added, apart from the latency; the ideal queue on the
+# arrivals and service times of the run (one session: never slower than the
+# run, never faster than a service).
+for key in ("generator_lateness_us", "handoff_us"):
+    d = l[key]
+    assert set(d) == {"p50", "p99", "max"}, (key, d)
+    assert 0 <= d["p50"] <= d["p99"] <= d["max"], (key, d)
+assert l["service_ms"]["min"] <= l["ideal_p99_ms"] <= lat["max"], l
+assert l["ideal_p99_ms"] <= lat["p99"] * (1 + 1e-9), (l, lat)
+assert isinstance(l["harness_excess"], bool), l
+assert l["harness_excess"] == any("ideal queue" in w for w in r["warnings"]), r
+assert l["idle_sleeps"] >= 0 and l["spin_fallbacks"] >= 0, l
 ' "$tmp/server.json"
   py "server CSV" '
 import csv, sys
@@ -87,6 +102,8 @@ l = r["load"]
 assert l["scenario"] == "offline" and l["concurrency"] == 2, l
 assert l["samples_per_query"] == 2 and r["batch_size"] == 2, (l, r)
 assert l["target_qps"] is None and l["queue_depth"] is None, l
+assert l["generator_lateness_us"] is None and l["handoff_us"] is None, l
+assert l["ideal_p99_ms"] is None and l["harness_excess"] is None, l
 assert r["throughput_sps"] > 0, r
 ' "$tmp/offline.json"
 fi

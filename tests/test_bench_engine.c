@@ -347,6 +347,14 @@ TEST(result_survives_the_wire) {
   r.n_warnings = 2;
   r.backtrace = "frame 0\nframe 1\n";
   snprintf(r.log_path, sizeof r.log_path, "/tmp/x.log");
+  r.load.scenario = MB_LOAD_SERVER;
+  r.load.generator_lateness_us = (mb_load_delay_us){0.5, 3.25, 12};
+  r.load.handoff_us = (mb_load_delay_us){0.25, 1.5, 40};
+  r.load.idle_sleeps = 900;
+  r.load.spin_fallbacks = 2;
+  r.load.ideal_p99_ms = 3.75;
+  r.load.harness_excess = 1;
+  r.load.slo_met = -1;
 
   mb_wire w = {0};
   mb__wire_put_result(&w, &r);
@@ -366,6 +374,14 @@ TEST(result_survives_the_wire) {
   ASSERT_STR_EQ(back.warnings[1], "second");
   ASSERT_STR_EQ(back.backtrace, "frame 0\nframe 1\n");
   ASSERT_STR_EQ(back.log_path, "/tmp/x.log");
+  ASSERT_EQ(back.load.scenario, MB_LOAD_SERVER);
+  ASSERT_NEAR(back.load.generator_lateness_us.p99, 3.25, 0);
+  ASSERT_NEAR(back.load.handoff_us.max, 40, 0);
+  ASSERT_EQ(back.load.idle_sleeps, 900);
+  ASSERT_EQ(back.load.spin_fallbacks, 2);
+  ASSERT_NEAR(back.load.ideal_p99_ms, 3.75, 0);
+  ASSERT_EQ(back.load.harness_excess, 1);
+  ASSERT_EQ(back.load.slo_met, -1);
   mb__result_clear(&back);
 
   /* Every truncation of the message is rejected, never read past. */

@@ -10,7 +10,11 @@
  *     (achieved QPS below the schedule's), which proves latency counts
  *     from the scheduled arrival;
  *   - find-peak lands within 10% of the ideal server's peak under the SLO;
- *   - a run cut short by --max-time is INVALID with the reason. */
+ *   - a run cut short by --max-time is INVALID with the reason;
+ *   - the ideal queue (mb__load_ideal_queue) and the harness's delays on
+ *     hand-computed cases, and a server run's harness figures' invariants
+ *     (the measured queue never beats the ideal one on its own service
+ *     times). */
 #include "bench/bench_internal.h"
 #include "test.h"
 
@@ -258,6 +262,80 @@ TEST(slo_parse) {
   return 0;
 }
 
+/* The ideal FIFO queue on hand-computed cases: arrivals 0, 1, 1.5, 5 with
+ * services 2, 1, 1, 0.5. */
+TEST(ideal_queue) {
+  static const double arrivals[] = {0, 1, 1.5, 5}, service[] = {2, 1, 1, 0.5};
+  double latency[4];
+  mb_error err;
+  /* One server (Lindley): starts 0, 2, 3, 5; ends 2, 3, 4, 5.5. */
+  ASSERT_OK(mb__load_ideal_queue(arrivals, service, 4, 1, latency, &err), &err);
+  static const double one[] = {2, 2, 2.5, 0.5};
+  for (int i = 0; i < 4; i++)
+    ASSERT_NEAR(latency[i], one[i], 1e-12);
+  /* Two servers: q1 takes the idle second server at its arrival; q2 the
+   * first free at 2 (both are: the first); q3 finds both free. */
+  ASSERT_OK(mb__load_ideal_queue(arrivals, service, 4, 2, latency, &err), &err);
+  static const double two[] = {2, 1, 1.5, 0.5};
+  for (int i = 0; i < 4; i++)
+    ASSERT_NEAR(latency[i], two[i], 1e-12);
+  /* As many servers as queries: nobody waits, latency is service. */
+  ASSERT_OK(mb__load_ideal_queue(arrivals, service, 4, 4, latency, &err), &err);
+  for (int i = 0; i < 4; i++)
+    ASSERT_NEAR(latency[i], service[i], 1e-12);
+  /* Three queries at once on two servers of 1: the third waits one. */
+  static const double same[] = {3, 3, 3}, unit[] = {1, 1, 1};
+  ASSERT_OK(mb__load_ideal_queue(same, unit, 3, 2, latency, &err), &err);
+  ASSERT(latency[0] == 1 && latency[1] == 1 && latency[2] == 2);
+  ASSERT_OK(mb__load_ideal_queue(same, unit, 0, 1, latency, &err), &err);
+  ASSERT_EQ(mb__load_ideal_queue(same, unit, 3, 0, latency, &err),
+            MB_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(err.message, "servers must be >= 1");
+  return 0;
+}
+
+/* The harness's delays and their summary. */
+TEST(harness_delays) {
+  /* Lateness: issued minus arrival, never negative. */
+  ASSERT_NEAR(mb__load_lateness(1.0, 1.000002), 2e-6, 1e-12);
+  ASSERT_EQ(mb__load_lateness(1.0, 0.9), 0.0);
+  /* Hand-off: from the later of the issue and the session's free time. */
+  ASSERT_NEAR(mb__load_handoff(1.0, 1.5, 1.5001), 1e-4, 1e-12);
+  ASSERT_NEAR(mb__load_handoff(2.0, 1.5, 2.00001), 1e-5, 1e-12);
+  ASSERT_NEAR(mb__load_handoff(2.0, 1.5, 2.0), 0.0, 1e-12);
+  /* p50, p99 (numpy's linear: 4 + 0.96 * (5 - 4)), max; sorted in place. */
+  double v[] = {5, 1, 3, 2, 4};
+  mb_load_delay_us d;
+  mb__load_delay_summary(v, 5, &d);
+  ASSERT_NEAR(d.p50, 3, 1e-12);
+  ASSERT_NEAR(d.p99, 4.96, 1e-12);
+  ASSERT_NEAR(d.max, 5, 1e-12);
+  ASSERT(v[0] == 1 && v[4] == 5);
+  d.p50 = d.p99 = d.max = 7;
+  mb__load_delay_summary(v, 0, &d);
+  ASSERT(d.p50 == 0 && d.p99 == 0 && d.max == 0);
+  return 0;
+}
+
+/* A server run's harness figures: present, ordered, and the ideal queue on
+ * the run's own service times never slower than the run (one session: each
+ * query's measured latency is at least its ideal one). */
+static int check_harness_figures(const mb_bench_result *r) {
+  const mb_load_stats *l = &r->load;
+  const mb_load_delay_us *d[] = {&l->generator_lateness_us, &l->handoff_us};
+  for (int k = 0; k < 2; k++)
+    ASSERT(d[k]->p50 >= 0 && d[k]->p99 >= d[k]->p50 && d[k]->max >= d[k]->p99);
+  ASSERT(l->ideal_p99_ms >= l->service_ms.min);
+  ASSERT(l->ideal_p99_ms <= r->latency_ms.p99 * (1 + 1e-9));
+  ASSERT(l->idle_sleeps >= 0 && l->spin_fallbacks >= 0);
+  /* The flag and its warning go together. */
+  bool warned = false;
+  for (int i = 0; i < r->n_warnings; i++)
+    warned |= strstr(r->warnings[i], "ideal queue") != NULL;
+  ASSERT_EQ(warned, l->harness_excess != 0);
+  return 0;
+}
+
 /* Runs c and returns its one result's copy in *r (the report kept in
  * *report_out for the caller to free). */
 static int run_load(const mb_bench_config *c, mb_bench_report **report_out) {
@@ -328,6 +406,10 @@ TEST(server_light_load) {
     ASSERT(r->latency_ms.min >= SERVICE_MS * 0.99);
     ASSERT(r->latency_ms.p99 >= SERVICE_MS);
     ASSERT(l->service_ms.median >= SERVICE_MS * 0.99);
+    if (check_harness_figures(r))
+      return 1;
+    /* At 30% load most waits are long: the session sleeps then spins. */
+    ASSERT(l->idle_sleeps > 0);
     near = light_load_near_ideal(&c, qps, r, late);
   }
   ASSERT(near);
@@ -355,6 +437,8 @@ TEST(server_overload_grows) {
   ASSERT_EQ(l->slo_met, 0);
   ASSERT(l->over_slo_share > 0.2);
   ASSERT(l->queue_depth_max >= 10);
+  if (check_harness_figures(r))
+    return 1;
   /* Latency counts from the scheduled arrival: it grows along the run
    * (a server timing from when it took a query would show S throughout). */
   int64_t n = r->n_samples_ms, tenth = n / 10;
@@ -595,6 +679,8 @@ int main(int argc, char **argv) {
   static const mb_test_case cases[] = {
       TEST_ENTRY(poisson_schedule),
       TEST_ENTRY(slo_parse),
+      TEST_ENTRY(ideal_queue),
+      TEST_ENTRY(harness_delays),
       TEST_ENTRY(server_light_load),
       TEST_ENTRY(server_overload_grows),
       TEST_ENTRY(find_peak_within_ten_percent),

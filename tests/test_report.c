@@ -714,6 +714,36 @@ TEST(json_read_back) {
            "/s/demo.py:12");
   f.report.labels = labels;
   f.report.n_labels = 2;
+  /* A server run with find-peak: every load figure comes back, the
+   * harness's delays and the ideal queue's p99 included. */
+  mb_load_trial trials[2] = {{100, 99.5, 4.25, 1, 1}, {200, 150, 30.5, 0, 0}};
+  mb_load_stats *l = &f.results[1].load;
+  *l = (mb_load_stats){.scenario = MB_LOAD_SERVER,
+                       .concurrency = 2,
+                       .target_qps = 100,
+                       .scheduled_qps = 101.5,
+                       .achieved_qps = 99.5,
+                       .queries = 1000,
+                       .unserved = 1,
+                       .samples_per_query = 1,
+                       .duration_s = 10.25,
+                       .valid = 0,
+                       .invalid_reason = "1 of 1000 queries not served",
+                       .queue_depth_mean = 0.25,
+                       .queue_depth_max = 3,
+                       .service_ms = {1.5, 1.25, 1, 3, 2, 2.25, 2.5, 0, 0},
+                       .slo_latency_ms = 4.25,
+                       .slo_met = 1,
+                       .over_slo_share = 0.005,
+                       .generator_lateness_us = {0.5, 3.25, 12},
+                       .handoff_us = {0.25, 1.5, 40},
+                       .idle_sleeps = 900,
+                       .spin_fallbacks = 2,
+                       .ideal_p99_ms = 3.75,
+                       .harness_excess = 1,
+                       .peak_qps = 100,
+                       .n_trials = 2,
+                       .trials = trials};
   /* The reader finds the registry's rows by name, as the writer would. */
   for (int i = 0; i < N_RESULTS; i++)
     mb_conversion_find(f.results[i].conversion, &f.results[i].conversion_index,
@@ -729,6 +759,12 @@ TEST(json_read_back) {
   ASSERT_EQ(n, 1);
   ASSERT_OK(mb_bench_report_write_json(loaded[0], second, &err), &err);
   int host_kept = strcmp(loaded[0]->results[1].machine.host, "node7") == 0;
+  const mb_load_stats *back = &loaded[0]->results[1].load;
+  int load_kept = back->scenario == MB_LOAD_SERVER &&
+                  back->handoff_us.max == 40 && back->ideal_p99_ms == 3.75 &&
+                  back->harness_excess == 1 && back->n_trials == 2 &&
+                  back->trials[1].latency_ms == 30.5 &&
+                  back->spin_fallbacks == 2;
   int source_kept = strcmp(loaded[0]->model_location, "/s/demo.py:12") == 0 &&
                     loaded[0]->n_labels == 2 &&
                     strcmp(loaded[0]->labels[1], "script=/s/demo.py") == 0;
@@ -761,6 +797,7 @@ TEST(json_read_back) {
   ASSERT(source_kept);
   ASSERT(cold_kept);
   ASSERT(energy_kept);
+  ASSERT(load_kept);
   return 0;
 }
 

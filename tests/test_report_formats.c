@@ -514,6 +514,9 @@ TEST(load_run_columns_and_lines) {
   l->slo_met = 0;
   l->over_slo_share = 0.25;
   l->queue_depth_mean = 3.5;
+  l->ideal_p99_ms = 1.75;
+  l->generator_lateness_us.p99 = 0.5;
+  l->handoff_us.p99 = 2.5;
   const mb_bench_report *reports[] = {&f.report};
 
   char *text = write_and_read(FORMAT_CSV, reports, 1);
@@ -560,7 +563,9 @@ TEST(load_run_columns_and_lines) {
               strstr(text, "**Load** (server") &&
               strstr(text, "achieved 120 QPS") &&
               strstr(text, "SLO p99 \\<= 20 ms missed (25.0% over)") &&
-              strstr(text, "INVALID: achieved 120 QPS");
+              strstr(text, "INVALID: achieved 120 QPS") &&
+              strstr(text, "(ideal queue 1.75 ms), generator lateness p99 "
+                           "0.5 us, hand-off p99 2.5 us");
   if (!md_ok)
     fprintf(stderr, "%s", text);
   free(text);

@@ -403,6 +403,26 @@ mb_status mb__load_schedule(uint64_t seed, double qps, double min_duration,
                             double **arrivals_out, int64_t *n_out,
                             mb_error *err);
 
+/* The ideal FIFO queue: query i arrives at arrivals[i] (ascending) and
+ * takes service[i]; `servers` servers, each query to the one free
+ * earliest (Lindley's recursion for one server). latency_out[i]: its start
+ * (the later of its arrival and that server's free time) plus its service
+ * minus its arrival, in the inputs' unit. All arrays n entries; borrowed.
+ * Fails with MB_STATUS_INVALID_ARGUMENT for servers < 1, or
+ * MB_STATUS_OUT_OF_MEMORY. */
+mb_status mb__load_ideal_queue(const double *arrivals, const double *service,
+                               int64_t n, int servers, double *latency_out,
+                               mb_error *err);
+
+/* p50, p99 and max of values[0..n) (sorted in place); zeros when n <= 0. */
+void mb__load_delay_summary(double *values, int64_t n, mb_load_delay_us *out);
+
+/* The harness's delays of one query, in seconds: the generator's lateness
+ * (issued - arrival) and the hand-off (start - max(issued, free), free
+ * being when the session that ran it became free). */
+double mb__load_lateness(double arrival, double issued);
+double mb__load_handoff(double issued, double session_free, double start);
+
 /* First run, warm-up of every session, then the run (or the find-peak
  * search) of job->config->load on the n_sessions prepared sessions. Fills
  * result->load and, for the run (find-peak: the one proving the peak),

@@ -22,11 +22,30 @@
  * judged apart from validity.
  *
  * Threads pull: each takes the next query index from an atomic counter,
- * sleeps until that query's arrival, runs it and records when it started
+ * waits until that query is there, runs it and records when it started
  * and ended. Taking indices in order makes the service FIFO, so N sessions
  * form an N-server queue; latency, service time and queue depth come from
  * the recorded times afterwards. Only run() sits between a query's two
- * clock reads. */
+ * clock reads.
+ *
+ * A server run adds a generator thread, so that the harness adds (almost)
+ * nothing to the latency it charges to the model. The generator issues
+ * each query at its scheduled arrival: it sleeps in the kernel until
+ * LOAD_SPIN_MARGIN_S before it (a timer wake-up is late by 0.1 ms or more
+ * on a VM), then spins to the arrival, and publishes the query with its
+ * issue time. An idle session waits for its query awake: it knows when the
+ * query is due (the schedule is the harness's own), sleeps until the same
+ * margin before that, then spins on the generator's counter, so the
+ * hand-off costs a cache line, not a wake-up. The cost is CPU: up to
+ * LOAD_SPIN_MARGIN_S of spinning per query each for the generator and an
+ * idle session, 12% of one core each at 600 QPS; where no CPU is spare
+ * for it, the generator spins only while a session waits for the query. A
+ * session still waiting LOAD_SPIN_LIMIT_S after its query was due (the
+ * generator descheduled) falls back to short sleeps, counted. Each run reports
+ * the generator's lateness and the hand-off delay apart from the latency, and
+ * the p99 an ideal FIFO queue would give with the same arrivals and the run's
+ * own service times; a run whose p99 exceeds that by more than the harness
+ * explains is flagged. */
 #include "bench/bench_internal.h"
 
 #include <errno.h>
@@ -35,9 +54,26 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 /* How often the main thread reports progress while the sessions work. */
 #define LOAD_PROGRESS_INTERVAL_S 0.2
+/* Server: the generator and an idle session sleep until this long before a
+ * query's arrival and spin the rest (a timer wake-up's lateness on a VM is
+ * about 0.1 ms median, 0.15 ms p99). */
+#define LOAD_SPIN_MARGIN_S 200e-6
+/* Sleeps are cut into slices of at most this, so a stop is seen soon. */
+#define LOAD_SLEEP_SLICE_S 0.05
+/* A session spinning this long past its query's arrival falls back to
+ * sleeps of LOAD_FALLBACK_SLEEP_S: a generator with a CPU issues within a
+ * microsecond, so it was descheduled, and on a machine short of CPUs the
+ * spinning session would keep it off one. The generator takes such sleeps
+ * instead of spinning while no session waits, where no CPU is spare. */
+#define LOAD_SPIN_LIMIT_S 50e-6
+#define LOAD_FALLBACK_SLEEP_S 50e-6
+/* A run's p99 may exceed the ideal queue's by what the harness explains
+ * (lateness p99 + hand-off p99) plus this share of the ideal p99. */
+#define LOAD_EXCESS_TOLERANCE 0.10
 /* find-peak: each direction doubles or halves at most this often, and the
  * whole search runs at most this many trials. */
 #define FIND_PEAK_MAX_STEPS 12
@@ -179,7 +215,9 @@ mb_status mb__load_schedule(uint64_t seed, double qps, double min_duration,
 
 typedef struct query_record {
   int64_t index;
-  double start, end; /* seconds from the run's start */
+  /* Seconds from the run's start: when the session became free before
+   * this query (its previous end, or the start), started and ended it. */
+  double free, start, end;
 } query_record;
 
 struct load_run;
@@ -191,6 +229,7 @@ typedef struct server {
   pthread_t thread;
   query_record *records; /* grown by this thread only */
   int64_t n_records, cap;
+  int64_t idle_sleeps, spin_fallbacks; /* server: how waits went */
 } server;
 
 typedef struct load_run {
@@ -202,6 +241,11 @@ typedef struct load_run {
   double min_duration, max_seconds;
   double t0;
   atomic_llong next; /* the next query index to take */
+  /* Server: queries the generator has issued (0..issued-1), and when,
+   * in seconds from t0 (written before `issued` is released). */
+  atomic_llong issued;
+  double *issued_at;
+  bool spin_always;  /* a spare CPU for the generator: see wait_until_due */
   atomic_llong done; /* queries completed, for progress */
   atomic_int stop;   /* a failure or max_seconds: take no more */
   atomic_int running;
@@ -216,6 +260,10 @@ typedef struct run_outcome {
   double *latency_ms;       /* queries entries, from arrival, query order */
   mb_latency_stats latency; /* of latency_ms */
   mb_latency_stats service; /* of run() alone, served queries */
+  mb_load_delay_us lateness, handoff; /* server */
+  int64_t idle_sleeps, spin_fallbacks;
+  double ideal_p99_ms; /* server: the ideal queue's */
+  int harness_excess;
   double service_sum_s;
   double duration_s, achieved_qps, scheduled_qps, target_qps;
   double queue_mean;
@@ -241,6 +289,43 @@ static void sleep_until(double t) {
   }
   /* mb__now reads CLOCK_MONOTONIC too. */
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+}
+
+/* A spin-wait's pause: lets the sibling hyperthread run and saves power. */
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield" ::: "memory");
+#else
+  atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+/* The generator's wait for query i's arrival: sleeps until
+ * LOAD_SPIN_MARGIN_S before it (in slices), then spins to it. Where the
+ * sessions' threads and the generator outnumber the CPUs, it spins only
+ * while a session waits for the query; while none does (every session busy
+ * with earlier queries: this one will queue anyway) it takes short sleeps,
+ * leaving the CPU to the sessions near a small machine's peak; a session
+ * freed meanwhile waits for the query, and that wait shows as the
+ * generator's lateness. False when the run stopped meanwhile. */
+static bool wait_until_due(load_run *run, int64_t i) {
+  double due = run->t0 + run->arrivals[i];
+  for (;;) {
+    if (atomic_load_explicit(&run->stop, memory_order_relaxed))
+      return false;
+    double now = mb__now();
+    if (now >= due)
+      return true;
+    if (now < due - LOAD_SPIN_MARGIN_S)
+      sleep_until(MB_MIN(due - LOAD_SPIN_MARGIN_S, now + LOAD_SLEEP_SLICE_S));
+    else if (!run->spin_always &&
+             atomic_load_explicit(&run->next, memory_order_relaxed) <= i)
+      sleep_until(MB_MIN(due, now + LOAD_FALLBACK_SLEEP_S));
+    else
+      cpu_relax();
   }
 }
 
@@ -272,15 +357,55 @@ static bool take_query(load_run *run, int64_t *index_out) {
   return true;
 }
 
+/* Server: issues the queries at their arrivals, in order. */
+static void *generate(void *arg) {
+  load_run *run = arg;
+  for (int64_t i = 0; i < run->n; i++) {
+    if (!wait_until_due(run, i))
+      break;
+    run->issued_at[i] = mb__now() - run->t0;
+    atomic_store_explicit(&run->issued, i + 1, memory_order_release);
+  }
+  return NULL;
+}
+
+/* Server: waits, awake, until the generator has issued query i. False
+ * when the run stopped meanwhile. */
+static bool await_issue(server *s, int64_t i) {
+  load_run *run = s->run;
+  double due = run->t0 + run->arrivals[i];
+  bool slept = false, fell_back = false;
+  for (;;) {
+    if (atomic_load_explicit(&run->issued, memory_order_acquire) > i)
+      return true;
+    if (atomic_load_explicit(&run->stop, memory_order_relaxed))
+      return false;
+    double now = mb__now();
+    if (now < due - LOAD_SPIN_MARGIN_S) {
+      /* Far ahead: sleep in the kernel, up to the margin. */
+      s->idle_sleeps += !slept;
+      slept = true;
+      sleep_until(MB_MIN(due - LOAD_SPIN_MARGIN_S, now + LOAD_SLEEP_SLICE_S));
+    } else if (now > due + LOAD_SPIN_LIMIT_S) {
+      s->spin_fallbacks += !fell_back;
+      fell_back = true;
+      sleep_until(now + LOAD_FALLBACK_SLEEP_S);
+    } else {
+      cpu_relax();
+    }
+  }
+}
+
 static void *serve(void *arg) {
   server *s = arg;
   load_run *run = s->run;
   const mb_bench_job *job = run->job;
   mb_error err = {MB_STATUS_OK, ""};
+  double free_s = 0; /* when this session became free, from t0 */
   int64_t i;
   while (take_query(run, &i)) {
-    if (run->arrivals)
-      sleep_until(run->t0 + run->arrivals[i]);
+    /* Room for the record before the wait, its pages touched, so that no
+     * allocation or page fault sits in the hand-off. */
     if (s->n_records == s->cap) {
       int64_t cap = s->cap ? s->cap * 2 : 4096;
       query_record *grown = realloc(s->records, sizeof *grown * (size_t)cap);
@@ -290,9 +415,12 @@ static void *serve(void *arg) {
         run_fail(run, MB_STATUS_OUT_OF_MEMORY, &err);
         break;
       }
+      memset(grown + s->cap, 0, sizeof *grown * (size_t)(cap - s->cap));
       s->records = grown;
       s->cap = cap;
     }
+    if (run->arrivals && !await_issue(s, i))
+      break;
     const mb_tensor *const *inputs =
         (const mb_tensor *const *)job->samples[i % job->n_samples];
     double start = mb__now();
@@ -308,7 +436,8 @@ static void *serve(void *arg) {
       break;
     }
     s->records[s->n_records++] =
-        (query_record){i, start - run->t0, end - run->t0};
+        (query_record){i, free_s, start - run->t0, end - run->t0};
+    free_s = end - run->t0;
     atomic_fetch_add(&run->done, 1);
   }
   atomic_fetch_sub(&run->running, 1);
@@ -347,6 +476,102 @@ static void queue_depth(const double *arrivals, const double *start, int64_t n,
   free(sorted);
 }
 
+mb_status mb__load_ideal_queue(const double *arrivals, const double *service,
+                               int64_t n, int servers, double *latency_out,
+                               mb_error *err) {
+  if (servers < 1)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "ideal queue: servers must be >= 1 (got %d)", servers);
+  double *free_at = calloc((size_t)servers, sizeof *free_at);
+  if (!free_at)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                     "cannot simulate a queue of %d servers", servers);
+  for (int k = 0; k < servers; k++)
+    free_at[k] = -INFINITY;
+  for (int64_t i = 0; i < n; i++) {
+    int k = 0;
+    for (int j = 1; j < servers; j++)
+      if (free_at[j] < free_at[k])
+        k = j;
+    double start = MB_MAX(free_at[k], arrivals[i]);
+    free_at[k] = start + service[i];
+    latency_out[i] = free_at[k] - arrivals[i];
+  }
+  free(free_at);
+  return MB_STATUS_OK;
+}
+
+void mb__load_delay_summary(double *values, int64_t n, mb_load_delay_us *out) {
+  memset(out, 0, sizeof *out);
+  if (n <= 0)
+    return;
+  qsort(values, (size_t)n, sizeof *values, compare_double);
+  out->p50 = mb__percentile(values, n, 50);
+  out->p99 = mb__percentile(values, n, 99);
+  out->max = values[n - 1];
+}
+
+/* Both are >= 0 by construction (the generator issues at or after the
+ * arrival; a session starts after it saw the query and was free); the
+ * clamp keeps a clock's rounding out of the figures. */
+double mb__load_lateness(double arrival, double issued) {
+  return MB_MAX(issued - arrival, 0.0);
+}
+
+double mb__load_handoff(double issued, double session_free, double start) {
+  return MB_MAX(start - MB_MAX(issued, session_free), 0.0);
+}
+
+/* Server: the harness's delays, the ideal queue's p99 and whether the
+ * run's p99 exceeds it by more than the delays explain. `order`: the
+ * served queries' records by query index (NULL where unserved). */
+static mb_status harness_figures(const load_run *run,
+                                 const query_record *const *order, int64_t n,
+                                 int servers, run_outcome *o, mb_error *err) {
+  mb_status status = MB_STATUS_OK;
+  size_t size = sizeof(double) * (size_t)MB_MAX(n, 1);
+  double *late = malloc(size), *handoff = malloc(size);
+  double *arrival = malloc(size), *service = malloc(size);
+  double *ideal = malloc(size);
+  if (!late || !handoff || !arrival || !service || !ideal) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                       "cannot allocate the harness figures of %lld queries",
+                       (long long)n);
+    goto done;
+  }
+  int64_t m = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const query_record *q = order[i];
+    if (!q)
+      continue;
+    double issued = run->issued_at[i];
+    late[m] = mb__load_lateness(run->arrivals[i], issued) * 1e6;
+    handoff[m] = mb__load_handoff(issued, q->free, q->start) * 1e6;
+    arrival[m] = run->arrivals[i];
+    service[m] = q->end - q->start;
+    m++;
+  }
+  mb__load_delay_summary(late, m, &o->lateness);
+  mb__load_delay_summary(handoff, m, &o->handoff);
+  if (m == 0)
+    goto done;
+  if ((status = mb__load_ideal_queue(arrival, service, m, servers, ideal, err)))
+    goto done;
+  qsort(ideal, (size_t)m, sizeof *ideal, compare_double);
+  o->ideal_p99_ms = mb__percentile(ideal, m, 99) * 1e3;
+  double explained_ms = (o->lateness.p99 + o->handoff.p99) * 1e-3;
+  o->harness_excess =
+      o->latency.p99 >
+      o->ideal_p99_ms * (1.0 + LOAD_EXCESS_TOLERANCE) + explained_ms;
+done:
+  free(late);
+  free(handoff);
+  free(arrival);
+  free(service);
+  free(ideal);
+  return status;
+}
+
 /* Appends "; " and a reason to o->reason. */
 static void add_reason(run_outcome *o, const char *fmt, ...) MB_PRINTF(2, 3);
 static void add_reason(run_outcome *o, const char *fmt, ...) {
@@ -374,8 +599,9 @@ static mb_status summarise(const load_run *run, const server *servers,
   mb_status status = MB_STATUS_OK;
   double *start = malloc(sizeof *start * (size_t)MB_MAX(n, 1));
   double *service = malloc(sizeof *service * (size_t)MB_MAX(served, 1));
+  const query_record **order = calloc((size_t)MB_MAX(n, 1), sizeof *order);
   o->latency_ms = malloc(sizeof *o->latency_ms * (size_t)MB_MAX(n, 1));
-  if (!start || !service || !o->latency_ms) {
+  if (!start || !service || !order || !o->latency_ms) {
     status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
                        "cannot allocate the statistics of %lld queries",
                        (long long)n);
@@ -398,6 +624,7 @@ static mb_status summarise(const load_run *run, const server *servers,
        * them: their latency is their run. */
       double arrival = run->arrivals ? run->arrivals[q->index] : q->start;
       start[q->index] = q->start;
+      order[q->index] = q;
       o->latency_ms[q->index] = (q->end - arrival) * 1e3;
       service[k_service++] = (q->end - q->start) * 1e3;
       o->service_sum_s += q->end - q->start;
@@ -413,6 +640,14 @@ static mb_status summarise(const load_run *run, const server *servers,
   if (run->arrivals && n > 0 && run->arrivals[n - 1] > 0) {
     o->scheduled_qps = (double)n / run->arrivals[n - 1];
     queue_depth(run->arrivals, start, n, &o->queue_mean, &o->queue_max);
+  }
+  if (run->arrivals && run->issued_at) {
+    for (int k = 0; k < n_servers; k++) {
+      o->idle_sleeps += servers[k].idle_sleeps;
+      o->spin_fallbacks += servers[k].spin_fallbacks;
+    }
+    if ((status = harness_figures(run, order, n, n_servers, o, err)))
+      goto done;
   }
 
   o->valid = 1;
@@ -459,6 +694,7 @@ static mb_status summarise(const load_run *run, const server *servers,
 done:
   free(start);
   free(service);
+  free(order);
   return status;
 }
 
@@ -499,6 +735,16 @@ static mb_status run_once(const mb_runtime *rt, void *const *sessions,
     }
     run.arrivals = arrivals;
     run.n = n;
+    /* Written now, so that the generator's stores do not fault a page in
+     * between an issue's clock read and its release. */
+    if (!(run.issued_at = malloc(sizeof *run.issued_at * (size_t)n))) {
+      free(arrivals);
+      return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                       "cannot allocate the issue times of %lld queries",
+                       (long long)n);
+    }
+    for (int64_t i = 0; i < n; i++)
+      run.issued_at[i] = NAN; /* not issued */
   } else if (scenario == MB_LOAD_OFFLINE && lc->qps > 0) {
     /* LoadGen sizes the offline query set from the expected rate. */
     run.n = MB_MAX(lc->min_queries,
@@ -509,6 +755,7 @@ static mb_status run_once(const mb_runtime *rt, void *const *sessions,
   servers = calloc((size_t)n_servers, sizeof *servers);
   if (!servers) {
     free(arrivals);
+    free(run.issued_at);
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot start the sessions");
   }
   pthread_mutex_init(&run.lock, NULL);
@@ -527,6 +774,18 @@ static mb_status run_once(const mb_runtime *rt, void *const *sessions,
       break;
     }
   }
+  pthread_t generator;
+  bool generating = false;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  run.spin_always = (long)n_servers * MB_MAX(c->threads, 1) + 1 <= cpus;
+  if (run.arrivals && !atomic_load(&run.stop)) {
+    generating = pthread_create(&generator, NULL, generate, &run) == 0;
+    if (!generating) {
+      mb_error e;
+      mb__error(&e, MB_STATUS_INTERNAL, "cannot start the query generator");
+      run_fail(&run, MB_STATUS_INTERNAL, &e);
+    }
+  }
   double last = run.t0;
   while (atomic_load(&run.running) > 0) {
     struct timespec ts = {0, 20 * 1000000L};
@@ -541,6 +800,11 @@ static mb_status run_once(const mb_runtime *rt, void *const *sessions,
   for (int k = 0; k < started; k++)
     pthread_join(servers[k].thread, NULL);
   double stop_s = mb__now() - run.t0;
+  if (generating) {
+    /* Every query served or the run stopped: nothing left to issue. */
+    atomic_store(&run.stop, 1);
+    pthread_join(generator, NULL);
+  }
   if (run.status) {
     *err = run.err;
     status = run.status;
@@ -551,6 +815,7 @@ static mb_status run_once(const mb_runtime *rt, void *const *sessions,
     free(servers[k].records);
   free(servers);
   free(arrivals);
+  free(run.issued_at);
   pthread_mutex_destroy(&run.lock);
   if (status)
     outcome_free(o);
@@ -752,6 +1017,21 @@ static void fill_result(const mb_bench_job *job, mb_load_scenario scenario,
   load->queue_depth_mean = o->queue_mean;
   load->queue_depth_max = o->queue_max;
   load->service_ms = o->service;
+  load->generator_lateness_us = o->lateness;
+  load->handoff_us = o->handoff;
+  load->idle_sleeps = o->idle_sleeps;
+  load->spin_fallbacks = o->spin_fallbacks;
+  load->ideal_p99_ms = o->ideal_p99_ms;
+  load->harness_excess = o->harness_excess;
+  if (o->harness_excess)
+    mb__result_add_warning(
+        result,
+        "server run: p99 %.4g ms exceeds the ideal queue's %.4g ms (the same "
+        "arrivals and service times) by %.4g ms, more than the harness "
+        "explains (generator lateness p99 %.1f us + hand-off p99 %.1f us + "
+        "%g%%): the machine was busy or delays compounded in the queue",
+        o->latency.p99, o->ideal_p99_ms, o->latency.p99 - o->ideal_p99_ms,
+        o->lateness.p99, o->handoff.p99, LOAD_EXCESS_TOLERANCE * 100.0);
   load->slo_latency_ms = o->slo_latency_ms;
   load->slo_met = o->slo_met;
   load->over_slo_share = o->over_slo_share;

@@ -126,6 +126,13 @@ static void put_load(mb_wire *w, const mb_load_stats *l) {
   mb__wire_put_f64(w, l->slo_latency_ms);
   mb__wire_put_u32(w, (uint32_t)(l->slo_met + 1));
   mb__wire_put_f64(w, l->over_slo_share);
+  /* plain doubles, as service_ms */
+  mb__wire_put(w, &l->generator_lateness_us, sizeof l->generator_lateness_us);
+  mb__wire_put(w, &l->handoff_us, sizeof l->handoff_us);
+  mb__wire_put_i64(w, l->idle_sleeps);
+  mb__wire_put_i64(w, l->spin_fallbacks);
+  mb__wire_put_f64(w, l->ideal_p99_ms);
+  mb__wire_put_u32(w, (uint32_t)l->harness_excess);
   mb__wire_put_f64(w, l->peak_qps);
   mb__wire_put_u32(w, (uint32_t)(l->trials ? l->n_trials : 0));
   for (int i = 0; l->trials && i < l->n_trials; i++) {
@@ -157,6 +164,12 @@ static void get_load(mb_wire *w, mb_load_stats *l) {
   l->slo_latency_ms = mb__wire_get_f64(w);
   l->slo_met = (int)mb__wire_get_u32(w) - 1;
   l->over_slo_share = mb__wire_get_f64(w);
+  mb__wire_get(w, &l->generator_lateness_us, sizeof l->generator_lateness_us);
+  mb__wire_get(w, &l->handoff_us, sizeof l->handoff_us);
+  l->idle_sleeps = mb__wire_get_i64(w);
+  l->spin_fallbacks = mb__wire_get_i64(w);
+  l->ideal_p99_ms = mb__wire_get_f64(w);
+  l->harness_excess = (int)mb__wire_get_u32(w) != 0;
   l->peak_qps = mb__wire_get_f64(w);
   uint32_t n = mb__wire_get_u32(w);
   /* Each trial takes 32 bytes, which bounds a corrupt count. */

@@ -459,6 +459,21 @@ static void write_stats(mb_json *j, const char *key, const mb_latency_stats *s,
   mb__json_object_end(j);
 }
 
+/* A delay the harness added: {"p50", "p99", "max"} in us, or null. */
+static void write_delay(mb_json *j, const char *key, const mb_load_delay_us *d,
+                        bool known) {
+  mb__json_key(j, key);
+  if (!known) {
+    mb__json_null(j);
+    return;
+  }
+  mb__json_object_begin(j);
+  mb__json_kv_double(j, "p50", d->p50);
+  mb__json_kv_double(j, "p99", d->p99);
+  mb__json_kv_double(j, "max", d->max);
+  mb__json_object_end(j);
+}
+
 /* What a load run measured; null for bench's timed loop. */
 static void write_load(mb_json *j, const mb_bench_result *r) {
   const mb_load_stats *l = &r->load;
@@ -496,6 +511,25 @@ static void write_load(mb_json *j, const mb_bench_result *r) {
     mb__json_null(j);
   }
   write_stats(j, "service_ms", &l->service_ms, ran);
+  write_delay(j, "generator_lateness_us", &l->generator_lateness_us,
+              server && ran);
+  write_delay(j, "handoff_us", &l->handoff_us, server && ran);
+  kv_measured(j, "ideal_p99_ms", l->ideal_p99_ms, server && ran);
+  mb__json_key(j, "harness_excess");
+  if (server && ran)
+    mb__json_bool(j, l->harness_excess != 0);
+  else
+    mb__json_null(j);
+  mb__json_key(j, "idle_sleeps");
+  if (server && ran)
+    mb__json_int(j, l->idle_sleeps);
+  else
+    mb__json_null(j);
+  mb__json_key(j, "spin_fallbacks");
+  if (server && ran)
+    mb__json_int(j, l->spin_fallbacks);
+  else
+    mb__json_null(j);
   mb__json_key(j, "slo");
   if (l->slo_met >= 0) {
     mb__json_object_begin(j);

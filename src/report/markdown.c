@@ -208,7 +208,7 @@ static void write_load(FILE *f, const mb_bench_report *report,
               "arrival)\n\n",
               mb_load_scenario_name(l->scenario));
     any = true;
-    char line[512];
+    char line[1024];
     int n = snprintf(line, sizeof line, "concurrency %d, ", l->concurrency);
     if (l->scenario == MB_LOAD_SERVER && n > 0)
       n += snprintf(line + n, sizeof line - (size_t)n, "target %.4g QPS, ",
@@ -217,6 +217,13 @@ static void write_load(FILE *f, const mb_bench_report *report,
       n += snprintf(line + n, sizeof line - (size_t)n,
                     "achieved %.4g QPS, p99 %.4g ms", l->achieved_qps,
                     r->latency_ms.p99);
+    if (l->scenario == MB_LOAD_SERVER && n > 0)
+      n += snprintf(line + n, sizeof line - (size_t)n,
+                    " (ideal queue %.4g ms%s), generator lateness p99 %.1f "
+                    "us, hand-off p99 %.1f us",
+                    l->ideal_p99_ms,
+                    l->harness_excess ? ", exceeded: see warnings" : "",
+                    l->generator_lateness_us.p99, l->handoff_us.p99);
     if (l->slo_met >= 0 && n > 0)
       n += snprintf(line + n, sizeof line - (size_t)n,
                     ", SLO p%g <= %g ms %s (%.1f%% over)", c->slo_percentile,

@@ -135,6 +135,49 @@ static const field realistic_fields[] = {
     F_I64(mb_realistic_stats, "pool_samples", pool_samples),
 };
 
+/* "load" (json_report.c's write_load); its objects below. */
+static const field load_fields[] = {
+    F_INT(mb_load_stats, "concurrency", concurrency, 0),
+    F_DOUBLE(mb_load_stats, "target_qps", target_qps, 0),
+    F_DOUBLE(mb_load_stats, "scheduled_qps", scheduled_qps, 0),
+    F_DOUBLE(mb_load_stats, "achieved_qps", achieved_qps, 0),
+    F_I64(mb_load_stats, "queries", queries),
+    F_I64(mb_load_stats, "unserved", unserved),
+    F_INT(mb_load_stats, "samples_per_query", samples_per_query, 0),
+    F_DOUBLE(mb_load_stats, "duration_s", duration_s, 0),
+    F_BOOL(mb_load_stats, "valid", valid, 0),
+    F_TEXT(mb_load_stats, "invalid_reason", invalid_reason),
+    F_DOUBLE(mb_load_stats, "ideal_p99_ms", ideal_p99_ms, 0),
+    F_BOOL(mb_load_stats, "harness_excess", harness_excess, 0),
+    F_I64(mb_load_stats, "idle_sleeps", idle_sleeps),
+    F_I64(mb_load_stats, "spin_fallbacks", spin_fallbacks),
+};
+
+static const field queue_depth_fields[] = {
+    F_DOUBLE(mb_load_stats, "mean", queue_depth_mean, 0),
+    F_I64(mb_load_stats, "max", queue_depth_max),
+};
+
+static const field slo_fields[] = {
+    F_DOUBLE(mb_load_stats, "latency_ms", slo_latency_ms, 0),
+    F_BOOL(mb_load_stats, "met", slo_met, -1),
+    F_DOUBLE(mb_load_stats, "over_share", over_slo_share, 0),
+};
+
+static const field delay_fields[] = {
+    F_DOUBLE(mb_load_delay_us, "p50", p50, 0),
+    F_DOUBLE(mb_load_delay_us, "p99", p99, 0),
+    F_DOUBLE(mb_load_delay_us, "max", max, 0),
+};
+
+static const field trial_fields[] = {
+    F_DOUBLE(mb_load_trial, "target_qps", target_qps, 0),
+    F_DOUBLE(mb_load_trial, "achieved_qps", achieved_qps, 0),
+    F_DOUBLE(mb_load_trial, "latency_ms", latency_ms, 0),
+    F_BOOL(mb_load_trial, "valid", valid, 0),
+    F_BOOL(mb_load_trial, "slo_met", slo_met, 0),
+};
+
 static const field output_fields[] = {
     F_TEXT(mb_output_accuracy, "name", name),
     F_DOUBLE(mb_output_accuracy, "max_abs_err", max_abs_err, NAN),
@@ -380,6 +423,81 @@ static mb_status read_measure_extras(loader *l, const mb_json_value *obj,
   return status;
 }
 
+/* "load": null for bench's timed loop (scenario NONE). */
+static mb_status read_load(loader *l, const mb_json_value *obj,
+                           mb_load_stats *load) {
+  mb_status status;
+  const mb_json_value *v = member(l, obj, "load", MB_JSON_OBJECT, &status);
+  if (!v)
+    return status;
+  const mb_json_value *scenario =
+      member(l, v, "scenario", MB_JSON_STRING, &status);
+  if (status)
+    return status;
+  mb_error ignored;
+  if (!scenario ||
+      mb_load_scenario_parse(scenario->string, &load->scenario, &ignored))
+    return field_error(l, scenario ? scenario : v,
+                       "load: unknown \"scenario\" '%s'",
+                       scenario ? scenario->string : "(none)");
+  load->slo_met = -1;
+  const mb_json_value *queue =
+      member(l, v, "queue_depth", MB_JSON_OBJECT, &status);
+  const mb_json_value *service =
+      status ? NULL : member(l, v, "service_ms", MB_JSON_OBJECT, &status);
+  const mb_json_value *lateness =
+      status ? NULL
+             : member(l, v, "generator_lateness_us", MB_JSON_OBJECT, &status);
+  const mb_json_value *handoff =
+      status ? NULL : member(l, v, "handoff_us", MB_JSON_OBJECT, &status);
+  const mb_json_value *slo =
+      status ? NULL : member(l, v, "slo", MB_JSON_OBJECT, &status);
+  const mb_json_value *peak =
+      status ? NULL : member(l, v, "find_peak", MB_JSON_OBJECT, &status);
+  const mb_json_value *trials =
+      status ? NULL : member(l, peak, "trials", MB_JSON_ARRAY, &status);
+  if (status ||
+      (status =
+           read_fields(l, v, load_fields, MB_ARRAY_COUNT(load_fields), load)) ||
+      (queue &&
+       (status = read_fields(l, queue, queue_depth_fields,
+                             MB_ARRAY_COUNT(queue_depth_fields), load))) ||
+      (service && (status = read_fields(l, service, latency_fields,
+                                        MB_ARRAY_COUNT(latency_fields),
+                                        &load->service_ms))) ||
+      (lateness && (status = read_fields(l, lateness, delay_fields,
+                                         MB_ARRAY_COUNT(delay_fields),
+                                         &load->generator_lateness_us))) ||
+      (handoff && (status = read_fields(l, handoff, delay_fields,
+                                        MB_ARRAY_COUNT(delay_fields),
+                                        &load->handoff_us))) ||
+      (slo && (status = read_fields(l, slo, slo_fields,
+                                    MB_ARRAY_COUNT(slo_fields), load))))
+    return status;
+  if (peak) {
+    const mb_json_value *p =
+        member(l, peak, "peak_qps", MB_JSON_NUMBER, &status);
+    if (status)
+      return status;
+    load->peak_qps = p ? p->number : 0;
+  }
+  if (!trials || trials->count == 0)
+    return MB_STATUS_OK;
+  if (!(load->trials = calloc(trials->count, sizeof *load->trials)))
+    return oom(l);
+  for (size_t i = 0; i < trials->count; i++) {
+    if (trials->items[i].type != MB_JSON_OBJECT)
+      return field_error(l, &trials->items[i],
+                         "load.find_peak.trials: expected objects");
+    if ((status = read_fields(l, &trials->items[i], trial_fields,
+                              MB_ARRAY_COUNT(trial_fields),
+                              &load->trials[load->n_trials])))
+      return status;
+    load->n_trials++;
+  }
+  return MB_STATUS_OK;
+}
+
 static mb_status read_samples(loader *l, const mb_json_value *obj,
                               mb_bench_result *r) {
   mb_status status;
@@ -576,7 +694,9 @@ static mb_status read_result(loader *l, const mb_json_value *obj,
       (status = read_samples(l, obj, r)) ||
       (status = read_segments(l, obj, r)) ||
       (status = read_measure_extras(l, obj, r)) ||
-      (status = read_roofline(l, obj, &r->roofline)))
+      (status = read_roofline(l, obj, &r->roofline)) ||
+
+      (status = read_load(l, obj, &r->load)))
     return status;
   /* A null statistic of a measured result was not finite (a NaN CV); one
    * never measured keeps the engine's zeros. */
