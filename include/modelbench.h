@@ -703,6 +703,15 @@ typedef struct mb_bench_config {
    * W8); W8, W7 or MIXED forces it. Part of the build key and of each
    * result. */
   mb_int8_weights int8_weights;
+  /* Per-node precision of the int8 conversions (INT8_DYNAMIC+...,
+   * INT8_STATIC+...): the names of nodes (as in the model) left in float32
+   * while the rest is quantised; every engine running the quantised model
+   * or its parameters (ORT_CPU, XNNPACK, ONEDNN, REFERENCE) then runs them
+   * in float. A name the model lacks fails the run, naming it. Part of the
+   * build key as a set (order and repeats do not count) and of each int8
+   * result ("kept_float"). Borrowed; NULL when n_keep_float is 0. */
+  int n_keep_float;
+  const char *const *keep_float;
   /* Labels of the run, "key=value" each (bench's --label): the report
    * keeps them (with a model manifest's own labels) and `bench` stores them
    * with the run in the results database. Borrowed; may be NULL. */
