@@ -34,6 +34,7 @@ int mb__cli_convert(int argc, char **argv);
 int mb__cli_jobs(int argc, char **argv);
 int mb__cli_script(int argc, char **argv);
 int mb__cli_load(int argc, char **argv);
+int mb__cli_tune(int argc, char **argv);
 /* bench and load are one command with two faces: load runs the scenarios
  * (`cmd` names the command in messages, `help` is its --help text). */
 int mb__cli_bench_main(int argc, char **argv, const char *cmd, const char *help,
