@@ -468,13 +468,14 @@ static const char *conv_bn_relu6(builder *b, const char *x, int cin, int cout,
   return relu6(b, batchnorm(b, y, cout));
 }
 
-/* A model with one node int8 ruins and two it does not, for `tune`'s
- * per-node precision (tests/cli_tune.sh): a Div (never quantised) scales
- * input channel 0 by 1000, so the activation MatMul "sensitive_matmul"
- * reads spans a thousand times the other channels' range, and one uint8
- * scale for it leaves those channels no levels at all. Its weight row 0
- * is zero, so in float channel 0 does not count. The two Gemms after it
- * see ordinary activations and quantise well. */
+/* A model with one node int8 ruins and two it does not, for per-node
+ * precision (tests/cli_keep_float.sh, tests/cli_tune.sh): a Div (never
+ * quantised) scales channel 0 by 1000, so the activation the MatMul
+ * "sensitive_matmul" reads spans a thousand times the other channels'
+ * range, and one uint8 scale for it leaves those channels no levels at
+ * all. Its weight row 0 is zero, so in float channel 0 does not count.
+ * The Gemms before and after it see ordinary activations and quantise
+ * well. */
 static void build_sensitive_mlp(builder *b) {
   enum { WIDTH = 64 };
   int64_t in_dims[2] = {-1, WIDTH}, out_dims[2] = {-1, 10};
@@ -491,13 +492,15 @@ static void build_sensitive_mlp(builder *b) {
   ((float *)b->graph->values[di].initializer->data)[0] = 1e-3f;
   for (int j = 0; j < WIDTH; j++) /* channel 0 does not count in float */
     ((float *)b->graph->values[wi].initializer->data)[j] = 0.0f;
-  const char *scaled = OP(b, "Div", "input", divisor);
+  /* The sensitive node in the middle, so that a search that kept nodes
+   * in graph order would not find it by luck. */
+  const char *x = OP(b, "Relu", linear(b, "input", WIDTH, WIDTH, 2.0, NULL));
+  const char *scaled = OP(b, "Div", x, divisor);
   const char *ins[2] = {scaled, w}, *outs[1] = {"sensitive_out"};
   b->last_node = mb__graph_add_node(b->graph, "MatMul", "", "sensitive_matmul",
                                     2, ins, 1, outs, b->err);
   check_index(b, b->last_node);
-  const char *x = OP(b, "Relu", "sensitive_out");
-  x = OP(b, "Relu", linear(b, x, WIDTH, WIDTH, 2.0, NULL));
+  x = OP(b, "Relu", "sensitive_out");
   linear(b, x, WIDTH, 10, 1.0, "logits");
   add_output(b, "logits", 2, out_dims);
 }
