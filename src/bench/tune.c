@@ -29,6 +29,10 @@ typedef struct candidate {
   int threads;
   bool alive;
   int last_step; /* its latest uniform measurement, or -1 */
+  /* The lowest median of its rounds: what other processes take of the
+   * CPUs only ever adds latency, so one slow round on a busy machine does
+   * not drop a candidate that was fast before. */
+  double best_median_ms;
 } candidate;
 
 /* Steps and what the result does not show: the report each measured step
@@ -305,7 +309,7 @@ static mb_status make_candidates(tune *t, mb_error *err) {
   }
   for (int k = 0; k < n_threads; k++)
     for (int i = 0; i < n_conv; i++)
-      t->cands[t->n_cands++] = (candidate){list[i], threads[k], true, -1};
+      t->cands[t->n_cands++] = (candidate){list[i], threads[k], true, -1, -1};
   free(list);
   if (t->n_cands == 0)
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
@@ -364,7 +368,7 @@ static void halve(tune *t, int round) {
     return;
   for (int i = 0; i < t->n_cands; i++)
     if (t->cands[i].alive)
-      alive[n++] = (timed){&t->cands[i], cand_step(t, &t->cands[i])->median_ms};
+      alive[n++] = (timed){&t->cands[i], t->cands[i].best_median_ms};
   qsort(alive, (size_t)n, sizeof *alive, by_median);
   int keep = (n + 1) / 2;
   bool accurate_kept = false;
@@ -377,8 +381,8 @@ static void halve(tune *t, int round) {
       continue;
     }
     snprintf(s->dropped, sizeof s->dropped,
-             "in the slower half of round %d (median %.3f ms)", round,
-             s->median_ms);
+             "in the slower half of round %d (best median %.3f ms)", round,
+             alive[i].median_ms);
     alive[i].c->alive = false;
   }
   free(alive);
@@ -426,8 +430,13 @@ static mb_status uniform_rounds(tune *t, mb_error *err) {
                             NULL, seconds, steps, err)))
         goto done;
       for (int k = i, j = 0; k < t->n_cands && j < n; k++)
-        if (t->cands[k].alive && t->cands[k].threads == first->threads)
-          t->cands[k].last_step = steps[j++];
+        if (t->cands[k].alive && t->cands[k].threads == first->threads) {
+          candidate *c = &t->cands[k];
+          double m = t->res->steps[steps[j]].median_ms;
+          c->last_step = steps[j++];
+          if (m >= 0 && (c->best_median_ms < 0 || m < c->best_median_ms))
+            c->best_median_ms = m;
+        }
     }
     drop_losers(t);
     for (int i = 0; i < t->n_cands; i++)
