@@ -717,6 +717,15 @@ typedef struct mb_bench_config {
    * W8); W8, W7 or MIXED forces it. Part of the build key and of each
    * result. */
   mb_int8_weights int8_weights;
+  /* Per-node precision of the int8 conversions (INT8_DYNAMIC+...,
+   * INT8_STATIC+...): the names of nodes (as in the model) left in float32
+   * while the rest is quantised; every engine running the quantised model
+   * or its parameters (ORT_CPU, XNNPACK, ONEDNN, REFERENCE) then runs them
+   * in float. A name the model lacks fails the run, naming it. Part of the
+   * build key as a set (order and repeats do not count) and of each int8
+   * result ("kept_float"). Borrowed; NULL when n_keep_float is 0. */
+  int n_keep_float;
+  const char *const *keep_float;
   /* Labels of the run, "key=value" each (bench's --label): the report
    * keeps them (with a model manifest's own labels) and `bench` stores them
    * with the run in the results database. Borrowed; may be NULL. */
@@ -1162,6 +1171,111 @@ mb_status mb_benchmark_model(const char *model_path,
  * temporary log folder: logs of conversions that ended ok, unavailable or
  * skipped are deleted with the report, logs of failed ones are kept. */
 void mb_bench_report_free(mb_bench_report *report);
+
+/* ---- modelbench tune: the fastest configuration within an accuracy budget
+ * ---- */
+
+struct mb_tune_step;
+
+/* How tune searches (mb_tune). Initialise with mb_tune_config_init. */
+typedef struct mb_tune_config {
+  /* The settings every measurement starts from (inputs, calibration,
+   * max_error: the accuracy budget, seed, cache, timeouts). Its
+   * conversions (n_conversions > 0) are the candidates, else every
+   * available INT8_*, FP16/BF16 and fp32 ONNX conversion of the default
+   * set and tier 2 on this CPU; its threads, timing fields, keep_float,
+   * callbacks and load are set by the search. Borrowed. */
+  mb_bench_config bench;
+  int n_threads;      /* thread counts to try; 0: bench.threads */
+  const int *threads; /* borrowed */
+  /* Wall-clock budget of the whole search in seconds; <= 0: none. When it
+   * runs out the search stops and reports the best so far. */
+  double budget_seconds;
+  /* Latency SLO (--slo p99=20ms): a configuration whose latency at
+   * slo_percentile exceeds slo_ms cannot win. 0: none. */
+  double slo_percentile, slo_ms;
+  /* The first round of successive halving times each candidate this long
+   * (each later round twice as long); <= 0: 0.25 s. */
+  double round_seconds;
+  /* Called after each step of the search (for progress); may be NULL. */
+  void (*on_step)(void *user, const struct mb_tune_step *step);
+  void *user;
+} mb_tune_config;
+
+void mb_tune_config_init(mb_tune_config *config);
+
+/* One step of the search, as the search log (docs/json-schema.md, "The
+ * tune log") records it. Strings are owned by the mb_tune_result. */
+typedef struct mb_tune_step {
+  /* "uniform" (one conversion at one precision), "sensitivity" (the
+   * accuracy, estimated on the reference interpreter, with one node group
+   * kept in float), "mixed-estimate" (a kept-float set, estimated) or
+   * "mixed" (a kept-float set measured on the conversion's engine). */
+  const char *phase;
+  int round;              /* uniform: the successive-halving round, from 0 */
+  const char *conversion; /* static */
+  int threads;
+  int n_kept_float;
+  const char **kept_float;
+  /* The share of the model's FLOPs (Conv, MatMul, Gemm ...) the
+   * quantisable nodes left in int8 hold, 0..1; < 0 when not int8 or
+   * unknown. */
+  double int8_flops_share;
+  mb_bench_status status; /* of the measurement; OK for estimates */
+  double error;           /* max over outputs of 1 - cosine; < 0 unknown */
+  double cosine;          /* min over outputs; < -1 unknown */
+  int accurate;           /* error <= max_error (the result not inaccurate) */
+  double median_ms;       /* < 0 not measured (estimates) */
+  double slo_latency_ms;  /* at the SLO's percentile; < 0 no SLO */
+  double min_seconds;     /* the timed phase asked for */
+  /* Why the candidate went no further ("slower half of round 0", "fails
+   * the SLO", "inaccurate, no per-node precision for fp16"...); "" when it
+   * did. */
+  char dropped[256];
+  char error_message[256]; /* a failed measurement's error */
+} mb_tune_step;
+
+typedef struct mb_tune_result {
+  char model_path[1024];
+  double max_error;
+  double slo_percentile, slo_ms;
+  double wall_seconds;  /* the whole search */
+  int budget_exhausted; /* the search stopped on budget_seconds */
+  int found;            /* some configuration met max_error and the SLO */
+  int winner;           /* index into steps, -1 when none */
+  int closest;          /* when none: the most accurate measured step */
+  int fastest_uniform;  /* the fastest accurate uniform step, or -1 */
+  char summary[512];    /* one line: the winner, or why there is none */
+  int n_steps;
+  mb_tune_step *steps;
+  /* The winner's measurement (a bench report of that one configuration),
+   * to record in the results history; NULL when none. Owned. */
+  mb_bench_report *winner_report;
+  void *storage_; /* internal */
+} mb_tune_result;
+
+/* Searches conversions x threads for the fastest configuration whose
+ * accuracy is within config->bench.max_error (1 - cosine on every output
+ * against the reference) and, with an SLO, whose latency meets it:
+ * (1) the uniform candidates with successive halving (short runs for all,
+ * twice longer for the better half, ...); (2) for int8 candidates that are
+ * inaccurate but faster than the fastest accurate one, per-node precision:
+ * the sensitivity of each quantisable node (Conv, MatMul, Gemm), as the
+ * accuracy of the int8 model with that node alone kept in float
+ * (estimated on the reference interpreter with the same calibration),
+ * then the most sensitive nodes kept in float until the estimate meets the
+ * budget, then that configuration measured on its engine; (3) the winner.
+ * Runs workers like mb_benchmark_model. Returns MB_STATUS_OK when the
+ * search ran, also when nothing met the budget (result->found 0); fails on
+ * a bad model, config or inputs. model_path, config: borrowed.
+ * *result_out: release with mb_tune_result_free. */
+mb_status mb_tune(const char *model_path, const mb_tune_config *config,
+                  mb_tune_result **result_out, mb_error *err);
+void mb_tune_result_free(mb_tune_result *result);
+/* Writes the search log (docs/json-schema.md, "The tune log") to path,
+ * atomically. Fails with MB_STATUS_IO naming the path. */
+mb_status mb_tune_result_write_json(const mb_tune_result *result,
+                                    const char *path, mb_error *err);
 
 /* The precision a result ran at, for people: "fp32", or "fp16 (83% of
  * FLOPs)" when segments of a reduced-precision hybrid conversion fell back.

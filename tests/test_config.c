@@ -5,6 +5,7 @@
 /* nftw() for removing the temporary folders. */
 #define _XOPEN_SOURCE 700
 
+#include "bench/bench_internal.h"
 #include "bench/data.h"
 #include "conversions/conversion.h"
 #include "core/json_parse.h"
@@ -573,6 +574,53 @@ TEST(config_every_key) {
   return 0;
 }
 
+/* keep_float: an array or the CLI's comma-separated string, kept in the
+ * config's storage; and its build key is the set, not the list. */
+TEST(config_keep_float) {
+  const char *dir = fresh_dir();
+  const char *path = path_in(dir, "config.json");
+  mb_bench_config c;
+  void *storage = NULL;
+  mb_error err;
+  ASSERT_EQ(write_text(path, "{\"keep_float\": [\"conv_1\", \"/fc/Gemm\"]}"),
+            0);
+  mb_bench_config_init(&c);
+  ASSERT_OK(mb_bench_config_load_json(path, &c, &storage, &err), &err);
+  ASSERT_EQ(c.n_keep_float, 2);
+  ASSERT_STR_EQ(c.keep_float[0], "conv_1");
+  ASSERT_STR_EQ(c.keep_float[1], "/fc/Gemm");
+  ASSERT((const char *)c.keep_float >= (const char *)storage);
+  free(storage);
+  ASSERT_EQ(write_text(path, "{\"keep_float\": \"a,b,,c\"}"), 0);
+  mb_bench_config_init(&c);
+  ASSERT_OK(mb_bench_config_load_json(path, &c, &storage, &err), &err);
+  ASSERT_EQ(c.n_keep_float, 3);
+  ASSERT_STR_EQ(c.keep_float[2], "c");
+  free(storage);
+
+  /* The key: the same set in another order (or repeated) is the same
+   * build; another set is another. */
+  static const char *const ab[] = {"a", "b"}, *const ba[] = {"b", "a", "b"},
+                           *const ac[] = {"a", "c"};
+  char k_ab[64], k_ba[64], k_ac[64], k_none[64];
+  mb_bench_config_init(&c);
+  mb__keep_float_key(&c, k_none, sizeof k_none);
+  ASSERT_STR_EQ(k_none, "");
+  c.keep_float = ab;
+  c.n_keep_float = 2;
+  mb__keep_float_key(&c, k_ab, sizeof k_ab);
+  c.keep_float = ba;
+  c.n_keep_float = 3;
+  mb__keep_float_key(&c, k_ba, sizeof k_ba);
+  c.keep_float = ac;
+  c.n_keep_float = 2;
+  mb__keep_float_key(&c, k_ac, sizeof k_ac);
+  ASSERT_STR_EQ(k_ab, k_ba);
+  ASSERT(strcmp(k_ab, k_ac) != 0);
+  ASSERT_CONTAINS(k_ab, ";keep_float=2 ");
+  return 0;
+}
+
 TEST(config_errors_name_the_key) {
   static const struct {
     const char *text;
@@ -628,6 +676,12 @@ TEST(config_errors_name_the_key) {
        "key 'input_ranges': input 'ids' must have [LO, HI] with LO <= HI"},
       {"{\"input_ranges\": {\"ids\": [\"a\", 1]}}", "input 'ids' must have"},
       {"{\"inputs\": 3}", "key 'inputs' must be a string, got number 3"},
+      {"{\"keep_float\": 3}",
+       "key 'keep_float' must be an array of node names or a "
+       "comma-separated string, got number 3"},
+      {"{\"keep_float\": [\"conv_1\", 2]}",
+       "1:27: key 'keep_float': entry 1 must be a node name, got number 2"},
+      {"{\"keep_float\": [\"\"]}", "entry 0 must be a node name"},
       {"{\"log_dir\": \"\"}", "key 'log_dir' must be a non-empty path"},
       {"[1]", "config.json:1:1: a config file holds one JSON object, got "
               "array"},
@@ -1194,7 +1248,7 @@ TEST_MAIN(TEST_ENTRY(json_valid_document),
           TEST_ENTRY(enum_names), TEST_ENTRY(conversion_find),
           TEST_ENTRY(conversion_parse_list), TEST_ENTRY(conversion_register),
           TEST_ENTRY(config_defaults), TEST_ENTRY(config_every_key),
-          TEST_ENTRY(config_errors_name_the_key), TEST_ENTRY(npy_reader),
-          TEST_ENTRY(npy_writer_round_trip), TEST_ENTRY(inputs_generated),
-          TEST_ENTRY(inputs_test_sets), TEST_ENTRY(inputs_npy_folders),
-          TEST_ENTRY(inputs_loader))
+          TEST_ENTRY(config_keep_float), TEST_ENTRY(config_errors_name_the_key),
+          TEST_ENTRY(npy_reader), TEST_ENTRY(npy_writer_round_trip),
+          TEST_ENTRY(inputs_generated), TEST_ENTRY(inputs_test_sets),
+          TEST_ENTRY(inputs_npy_folders), TEST_ENTRY(inputs_loader))

@@ -468,6 +468,43 @@ static const char *conv_bn_relu6(builder *b, const char *x, int cin, int cout,
   return relu6(b, batchnorm(b, y, cout));
 }
 
+/* A model with one node int8 ruins and two it does not, for per-node
+ * precision (tests/cli_keep_float.sh, tests/cli_tune.sh): a Div (never
+ * quantised) scales channel 0 by 1000, so the activation the MatMul
+ * "sensitive_matmul" reads spans a thousand times the other channels'
+ * range, and one uint8 scale for it leaves those channels no levels at
+ * all. Its weight row 0 is zero, so in float channel 0 does not count.
+ * The Gemms before and after it see ordinary activations and quantise
+ * well. */
+static void build_sensitive_mlp(builder *b) {
+  enum { WIDTH = 64 };
+  int64_t in_dims[2] = {-1, WIDTH}, out_dims[2] = {-1, 10};
+  int64_t scale_dims[1] = {WIDTH}, w_dims[2] = {WIDTH, WIDTH};
+  add_input(b, "input", MB_DTYPE_FLOAT, 2, in_dims);
+  const char *divisor =
+      init_f32(b, "divisor", 1, scale_dims, FILL_CONST, 1.0, 0);
+  const char *w =
+      init_f32(b, "sensitive_w", 2, w_dims, FILL_NORMAL, sqrt(2.0 / WIDTH), 0);
+  if (failed(b))
+    return;
+  int di = mb__graph_find_value(b->graph, divisor);
+  int wi = mb__graph_find_value(b->graph, w);
+  ((float *)b->graph->values[di].initializer->data)[0] = 1e-3f;
+  for (int j = 0; j < WIDTH; j++) /* channel 0 does not count in float */
+    ((float *)b->graph->values[wi].initializer->data)[j] = 0.0f;
+  /* The sensitive node in the middle, so that a search that kept nodes
+   * in graph order would not find it by luck. */
+  const char *x = OP(b, "Relu", linear(b, "input", WIDTH, WIDTH, 2.0, NULL));
+  const char *scaled = OP(b, "Div", x, divisor);
+  const char *ins[2] = {scaled, w}, *outs[1] = {"sensitive_out"};
+  b->last_node = mb__graph_add_node(b->graph, "MatMul", "", "sensitive_matmul",
+                                    2, ins, 1, outs, b->err);
+  check_index(b, b->last_node);
+  x = OP(b, "Relu", "sensitive_out");
+  linear(b, x, WIDTH, 10, 1.0, "logits");
+  add_output(b, "logits", 2, out_dims);
+}
+
 /* torchvision.models.mobilenet_v2 (width 1.0, 224x224, 1000 classes). */
 static void build_mobilenetv2(builder *b) {
   int64_t in_dims[4] = {-1, 3, 224, 224}, out_dims[2] = {-1, 1000};
@@ -514,6 +551,7 @@ static const model_def models[] = {
     {"resnet_blocks.onnx", build_resnet_blocks, false},
     {"transformer_block.onnx", build_transformer_block, false},
     {"seq_encoder.onnx", build_seq_encoder, false},
+    {"sensitive_mlp.onnx", build_sensitive_mlp, false},
     {"resnet18.onnx", build_resnet18, true},
     {"mobilenetv2.onnx", build_mobilenetv2, true},
 };

@@ -350,6 +350,15 @@ void mb__calibration_batches_free(mb_tensor ***batches, int n, int n_inputs,
  * with them themselves. job->samples[0] gives the input
  * shapes; with config->inputs_dir or a loader, job->samples also serve as
  * calibration data. */
+/* config->keep_float as part of a build key (bench/build.c):
+ * ";keep_float=N sha256 H" over the sorted, distinct names, so that the same
+ * set in another order is the same build; "" when the list is empty. */
+void mb__keep_float_key(const mb_bench_config *config, char *out, size_t size);
+/* Fails with MB_STATUS_NOT_FOUND naming the first name of
+ * config->keep_float that no node of model has, with the nearest node
+ * names; MB_STATUS_INVALID_ARGUMENT for an empty name. */
+mb_status mb__keep_float_check(const mb_model *model,
+                               const mb_bench_config *config, mb_error *err);
 /* The int8 form of conversion def in this job (bench/build.c): W8, W7 or
  * MIXED (mb__int8_form for its runtime and config->int8_weights), with why
  * in reason; AUTO and "" when def does not quantise. reason may be NULL. */

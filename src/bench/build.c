@@ -287,6 +287,88 @@ void mb__calibration_batches_free(mb_tensor ***batches, int n, int n_inputs,
   free(batches);
 }
 
+static int compare_names(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void mb__keep_float_key(const mb_bench_config *c, char *out, size_t size) {
+  int n = c->keep_float ? MB_MAX(c->n_keep_float, 0) : 0;
+  const char **sorted = n ? malloc(sizeof *sorted * (size_t)n) : NULL;
+  out[0] = '\0';
+  if (!n || !sorted) {
+    /* Out of memory: the names in the given order, a key that may miss a
+     * build but never confuses two lists. */
+    if (n)
+      snprintf(out, size, ";keep_float=%d unsorted", n);
+    return;
+  }
+  memcpy(sorted, c->keep_float, sizeof *sorted * (size_t)n);
+  qsort(sorted, (size_t)n, sizeof *sorted, compare_names);
+  /* A set: the order and repeats of the list do not change the build. */
+  mb_sha256 ctx;
+  uint8_t digest[32];
+  char hex[65];
+  int distinct = 0;
+  mb__sha256_init(&ctx);
+  for (int i = 0; i < n; i++) {
+    if (i > 0 && strcmp(sorted[i], sorted[i - 1]) == 0)
+      continue;
+    distinct++;
+    mb__sha256_update(&ctx, sorted[i], strlen(sorted[i]) + 1);
+  }
+  mb__sha256_final(&ctx, digest);
+  mb__sha256_hex(digest, hex);
+  snprintf(out, size, ";keep_float=%d sha256 %.16s", distinct, hex);
+  free(sorted);
+}
+
+mb_status mb__keep_float_check(const mb_model *model, const mb_bench_config *c,
+                               mb_error *err) {
+  const mb_graph *g = model ? model->graph : NULL;
+  for (int k = 0; c->keep_float && k < c->n_keep_float; k++) {
+    const char *name = c->keep_float[k];
+    bool found = false;
+    if (!name || !name[0])
+      return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                       "--keep-float: an empty node name");
+    for (int i = 0; g && i < g->n_nodes && !found; i++)
+      found = g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0;
+    if (found)
+      continue;
+    /* The three nearest node names by edit distance, as conversion names
+     * are suggested. */
+    const char *best[3] = {NULL, NULL, NULL};
+    int dist[3] = {INT_MAX, INT_MAX, INT_MAX};
+    for (int i = 0; g && i < g->n_nodes; i++) {
+      const char *cand = g->nodes[i].name;
+      if (!cand || !cand[0])
+        continue;
+      int d = mb__edit_distance(name, cand);
+      for (int s = 0; s < 3; s++)
+        if (d < dist[s]) {
+          for (int t = 2; t > s; t--) {
+            dist[t] = dist[t - 1];
+            best[t] = best[t - 1];
+          }
+          dist[s] = d;
+          best[s] = cand;
+          break;
+        }
+    }
+    if (!best[0])
+      return mb__error(err, MB_STATUS_NOT_FOUND,
+                       "--keep-float: the model has no node named '%s' (it "
+                       "has no named nodes)",
+                       name);
+    return mb__error(err, MB_STATUS_NOT_FOUND,
+                     "--keep-float: the model has no node named '%s' (did "
+                     "you mean %s%s%s%s%s?)",
+                     name, best[0], best[1] ? ", " : "", best[1] ? best[1] : "",
+                     best[2] ? ", " : "", best[2] ? best[2] : "");
+  }
+  return MB_STATUS_OK;
+}
+
 mb_int8_weights mb__job_int8_form(const mb_bench_job *job,
                                   const mb_conversion_def *def, char *reason,
                                   size_t size) {
@@ -305,6 +387,12 @@ mb_int8_weights mb__job_int8_form(const mb_bench_job *job,
 static bool nncf_for(const mb_bench_job *job, const mb_conversion_def *def,
                      mb_nncf_tool *tool, char *why, size_t size) {
   memset(tool, 0, sizeof *tool);
+  if (job->config->n_keep_float > 0) {
+    snprintf(why, size,
+             "--keep-float is modelbench's calibration's alone (NNCF's "
+             "ignored scope is not wired in)");
+    return false;
+  }
   if (mb__job_int8_form(job, def, NULL, 0) == MB_INT8_WEIGHTS_MIXED) {
     snprintf(why, size,
              "NNCF has no mixed int8 form (--int8-weights mixed): 7-bit or "
@@ -336,6 +424,8 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
                          ? MB_QUANT_CALIBRATION_PERCENTILE
                          : MB_QUANT_CALIBRATION_MINMAX,
       .weights = mb__job_int8_form(job, def, NULL, 0),
+      .n_exclude = job->config->keep_float ? job->config->n_keep_float : 0,
+      .exclude = job->config->keep_float,
   };
   mb_pass_stats stats;
   mb_quant_stats qs;
@@ -564,9 +654,12 @@ static mb_status build_options(const mb_bench_job *job,
     snprintf(calib + used, sizeof calib - used, ";int8_weights=%s",
              mb_int8_weights_name(int8_weights));
   }
-  snprintf(opts, size, "opt_level=%s;precision=%s%s%s",
+  char kept[64] = "";
+  if (mb__conversion_quantizes(def))
+    mb__keep_float_key(c, kept, sizeof kept);
+  snprintf(opts, size, "opt_level=%s;precision=%s%s%s%s",
            opt_level_name(def->opt_level), mb_precision_name(def->precision),
-           rt->hybrid && c->no_fallback ? ";no_fallback" : "", calib);
+           rt->hybrid && c->no_fallback ? ";no_fallback" : "", calib, kept);
   return MB_STATUS_OK;
 }
 

@@ -53,6 +53,8 @@ typedef struct staged {
   mb_input_shape *shapes;
   mb_input_range *ranges;
   mb_dim_value *dims;
+  const char **keep_float;       /* into the document or keep_float_text */
+  char *keep_float_text;         /* the comma-separated form, split in place */
   const mb_json_value *baseline; /* resolved once conversions are known */
 } staged;
 
@@ -244,6 +246,58 @@ static mb_status set_ci_target(staged *s, const char *key,
   mb_error parse_err = {0};
   if (mb__ci_target_parse(text, &s->config.ci_target, &parse_err))
     return key_error(s, v, err, "key '%s': %s", key, parse_err.message);
+  return MB_STATUS_OK;
+}
+
+/* Nodes int8 conversions leave in float32: an array of node names or the
+ * CLI's comma-separated string. Whether the model has them is checked when
+ * the model is open. */
+static mb_status set_keep_float(staged *s, const char *key,
+                                const mb_json_value *v, mb_error *err) {
+  char got[64];
+  size_t n = 0, max = 0;
+  if (v->type == MB_JSON_STRING) {
+    free(s->keep_float_text);
+    if (!(s->keep_float_text = strdup(v->string)))
+      return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "%s: out of memory",
+                       s->path);
+    max = 1;
+    for (const char *c = v->string; *c; c++)
+      max += *c == ',';
+  } else if (v->type == MB_JSON_ARRAY) {
+    max = v->count;
+  } else {
+    return key_error(s, v, err,
+                     "key '%s' must be an array of node names or a "
+                     "comma-separated string, got %s",
+                     key, describe(v, got, sizeof got));
+  }
+  const char **names = malloc(sizeof *names * (max ? max : 1));
+  if (!names)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "%s: out of memory",
+                     s->path);
+  if (v->type == MB_JSON_STRING) {
+    char *save = NULL;
+    for (char *t = strtok_r(s->keep_float_text, ",", &save); t;
+         t = strtok_r(NULL, ",", &save))
+      names[n++] = t;
+  } else {
+    for (size_t i = 0; i < v->count; i++) {
+      const mb_json_value *item = &v->items[i];
+      if (item->type != MB_JSON_STRING || item->string_len == 0 ||
+          strlen(item->string) != item->string_len) {
+        free(names);
+        return key_error(s, item, err,
+                         "key '%s': entry %zu must be a node name, got %s", key,
+                         i, describe(item, got, sizeof got));
+      }
+      names[n++] = item->string;
+    }
+  }
+  free(s->keep_float);
+  s->keep_float = names;
+  s->config.keep_float = names;
+  s->config.n_keep_float = (int)n;
   return MB_STATUS_OK;
 }
 
@@ -550,6 +604,7 @@ static const config_key keys[] = {
     {"input_ranges", KEY_CUSTOM, 0, 0, false, 0, "", set_input_ranges},
     {"inputs", KEY_CUSTOM, 0, 0, false, 0, "", set_inputs},
     {"int8_weights", KEY_CUSTOM, 0, 0, false, 0, "", set_int8_weights},
+    {"keep_float", KEY_CUSTOM, 0, 0, false, 0, "", set_keep_float},
     {"rtol", KEY_DOUBLE, FIELD(rtol), 0, false, NO_MAX, "", NULL},
     {"atol", KEY_DOUBLE, FIELD(atol), 0, false, NO_MAX, "", NULL},
     {"log_dir", KEY_CUSTOM, 0, 0, false, 0, "", set_log_dir},
@@ -651,11 +706,15 @@ static mb_status pack(staged *s, const mb_bench_config *original,
   size_t n_ranges = s->ranges ? (size_t)c->n_ranges : 0;
   size_t n_conv = s->conversions ? (size_t)c->n_conversions : 0;
   size_t n_dims = s->dims ? (size_t)c->shapes.n_dims : 0;
-  size_t bytes = n_shapes * sizeof(mb_input_shape) +
+  size_t n_kept = s->keep_float ? (size_t)c->n_keep_float : 0;
+  size_t bytes = n_kept * sizeof(const char *) +
+                 n_shapes * sizeof(mb_input_shape) +
                  n_ranges * sizeof(mb_input_range) +
                  n_dims * sizeof(mb_dim_value) + n_conv * sizeof(int);
   for (size_t i = 0; i < n_dims; i++)
     bytes += string_size(s->dims[i].name);
+  for (size_t i = 0; i < n_kept; i++)
+    bytes += string_size(s->keep_float[i]);
   for (size_t i = 0; i < n_shapes; i++)
     bytes += string_size(s->shapes[i].name);
   for (size_t i = 0; i < n_ranges; i++)
@@ -671,6 +730,12 @@ static mb_status pack(staged *s, const mb_bench_config *original,
   if (!block)
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "%s: out of memory",
                      s->path);
+  const char **kept = NULL;
+  if (n_kept) {
+    kept = (const char **)(void *)cursor;
+    cursor += n_kept * sizeof *kept;
+    c->keep_float = kept;
+  }
   if (n_shapes) {
     mb_input_shape *shapes = (mb_input_shape *)(void *)cursor;
     memcpy(shapes, s->shapes, n_shapes * sizeof *shapes);
@@ -704,6 +769,8 @@ static mb_status pack(staged *s, const mb_bench_config *original,
   for (size_t i = 0; i < n_dims; i++)
     ((mb_dim_value *)(void *)c->shapes.dims)[i].name =
         pack_string(&cursor, s->dims[i].name);
+  for (size_t i = 0; i < n_kept; i++)
+    kept[i] = pack_string(&cursor, s->keep_float[i]);
   if (own_inputs)
     c->inputs_dir = pack_string(&cursor, c->inputs_dir);
   if (own_log_dir)
@@ -763,6 +830,8 @@ done:
   free(s.shapes);
   free(s.ranges);
   free(s.dims);
+  free(s.keep_float);
+  free(s.keep_float_text);
   mb__json_doc_free(doc);
   return status;
 }

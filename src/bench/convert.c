@@ -33,6 +33,8 @@ mb_status mb_convert_model_file(const char *model_path, const char *conversion,
   const mb_conversion_def *def = mb__conversion_def(index);
   if ((status = mb_model_load(model_path, &model, err)))
     return status;
+  if ((status = mb__keep_float_check(model, config, err)))
+    goto done;
   if (!def->steps || !def->steps[0]) {
     /* Nothing to convert: the model as it is. */
     if (!(status = mb__read_file(model_path, &bytes, &size, err)))

@@ -1046,6 +1046,19 @@ static mb_status plan(engine *e, const mb_bench_config *config, mb_error *err) {
     copy->shapes.dims = NULL;
   }
   copy->sweep_point = arena_strdup_or_null(arena, c->sweep_point);
+  copy->n_keep_float = 0;
+  copy->keep_float = NULL;
+  if (c->n_keep_float > 0 && c->keep_float) {
+    const char **kept =
+        mb__arena_alloc(arena, sizeof *kept * (size_t)c->n_keep_float);
+    if (!kept)
+      return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot plan the run");
+    for (int i = 0; i < c->n_keep_float; i++)
+      if (!(kept[i] = arena_strdup_or_null(arena, c->keep_float[i])))
+        return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot plan the run");
+    copy->keep_float = kept;
+    copy->n_keep_float = c->n_keep_float;
+  }
   snprintf(e->report->sweep_point, sizeof e->report->sweep_point, "%s",
            c->sweep_point ? c->sweep_point : "");
   return MB_STATUS_OK;
@@ -1194,6 +1207,8 @@ static mb_status load_inputs(engine *e, const char *model_path, mb_error *err) {
   job->model_quantized = mb__model_quantization(
       model, report->model_quantization, sizeof report->model_quantization);
   report->model_quantized = job->model_quantized;
+  if ((status = mb__keep_float_check(model, &e->config, err)))
+    return status;
   if ((status = describe_source(e, arena, err)))
     return status;
 

@@ -311,7 +311,8 @@ mb_status mb_profile_model(const char *model_path, const char *conversion,
         mb__model_files_missing(&files, job.def->format, why, sizeof why));
     goto done;
   }
-  if ((status = mb__input_source_open(files.model, config, &source, err)))
+  if ((status = mb__keep_float_check(files.model, config, err)) ||
+      (status = mb__input_source_open(files.model, config, &source, err)))
     goto done;
   n_inputs = mb_model_input_count(files.model);
   if (!(job.inputs = calloc((size_t)n_inputs + 1, sizeof *job.inputs))) {

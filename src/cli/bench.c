@@ -124,7 +124,8 @@ static const char bench_help[] =
     "      --int8-weights 7|8|auto  width of int8 weights (default auto:\n"
     "                             7 where the runtime's u8 x s8 products\n"
     "                             saturate, x86 without VNNI or AMX; else\n"
-    "                             8; 'modelbench list' says which)\n"
+    "                             8; 'modelbench list' says "
+    "which)\n" MB_CLI_KEEP_FLOAT_HELP
     "      --dim NAME=N           every symbolic dimension NAME (all inputs)\n"
     "                             is N: --dim seq=128 for ids and mask\n"
     "      --labels FILE.npy      integer class labels, one per input row:\n"
@@ -229,6 +230,7 @@ enum {
   OPT_HTML,
   OPT_PREDICTED_MS,
   OPT_LABEL,
+  OPT_KEEP_FLOAT,
   OPT_CACHE_DIR,
   OPT_NO_RECORD,
   OPT_RECURSIVE,
@@ -290,6 +292,7 @@ static const struct option options[] = {
     {"html", required_argument, NULL, OPT_HTML},
     {"predicted-ms", required_argument, NULL, OPT_PREDICTED_MS},
     {"label", required_argument, NULL, OPT_LABEL},
+    {"keep-float", required_argument, NULL, OPT_KEEP_FLOAT},
     {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
     {"no-record", no_argument, NULL, OPT_NO_RECORD},
     {"recursive", no_argument, NULL, OPT_RECURSIVE},
@@ -330,6 +333,7 @@ typedef struct bench_cli {
   int tier;            /* 0: not given */
   const char **labels; /* --label KEY=VALUE, pointing into argv */
   int n_labels;
+  mb_cli_keep_float keep_float; /* --keep-float */
   const char *baseline_name;
   int file_baseline_index;    /* the config file's baseline, or -1 */
   const char *reference_name; /* --reference */
@@ -630,6 +634,8 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     return MB_EXIT_OK;
   case OPT_LABEL:
     return add_label(b, arg);
+  case OPT_KEEP_FLOAT:
+    return mb__cli_add_keep_float(&b->keep_float, cmd, arg);
   default:
     if (c >= OPT_EXEC && c <= OPT_EXEC_LAST)
       return mb__cli_exec_option(&b->exec, cmd, c - OPT_EXEC, arg);
@@ -1181,6 +1187,10 @@ static int run(bench_cli *b) {
   b->config.user = b;
   b->config.labels = b->labels;
   b->config.n_labels = b->n_labels;
+  if (b->keep_float.n > 0) { /* replaces the config file's list */
+    b->config.keep_float = b->keep_float.names;
+    b->config.n_keep_float = b->keep_float.n;
+  }
   mb__log_set_level((mb_log_level)b->config.log_level);
   if (b->exec.executor) {
     /* The executors run plain bench tasks: sweeps, --dim and load
@@ -1243,6 +1253,7 @@ static void bench_free(bench_cli *b) {
   free(b->results);
   free(b->conversions);
   free(b->labels);
+  mb__cli_keep_float_free(&b->keep_float);
   free(b->named_timeouts);
   free(b->conversion_timeouts);
   free(b->merged_shapes);

@@ -408,6 +408,41 @@ int mb__cli_add_range(const char *cmd, const char *flag, char *arg,
   return MB_EXIT_OK;
 }
 
+int mb__cli_add_keep_float(mb_cli_keep_float *list, const char *cmd,
+                           const char *arg) {
+  char *copy = strdup(arg), **texts = NULL;
+  const char **names = NULL;
+  int n = 1;
+  for (const char *c = arg; *c; c++)
+    n += *c == ',';
+  if (copy)
+    texts = realloc(list->texts, sizeof *texts * (size_t)(list->n_texts + 1));
+  if (texts) {
+    list->texts = texts;
+    names = realloc(list->names, sizeof *names * (size_t)(list->n + n));
+  }
+  if (!names) {
+    free(copy);
+    mb__cli_error(NULL, "out of memory");
+    return MB_EXIT_FAILURE;
+  }
+  list->names = names;
+  list->texts[list->n_texts++] = copy;
+  char *save = NULL;
+  int before = list->n;
+  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+    list->names[list->n++] = t;
+  if (list->n == before)
+    return mb__cli_usage_error(cmd, "--keep-float: expected NODE[,NODE...]");
+  return MB_EXIT_OK;
+}
+
+void mb__cli_keep_float_free(mb_cli_keep_float *list) {
+  free(list->names);
+  mb__cli_free_names(list->texts, list->n_texts);
+  memset(list, 0, sizeof *list);
+}
+
 int mb__cli_calibration_option(const char *cmd, int which, const char *arg,
                                mb_bench_config *config) {
   static const char *const methods[] = {"minmax", "percentile"};

@@ -36,6 +36,7 @@ int mb__cli_jobs(int argc, char **argv);
 int mb__cli_script(int argc, char **argv);
 int mb__cli_load(int argc, char **argv);
 int mb__cli_machine(int argc, char **argv);
+int mb__cli_tune(int argc, char **argv);
 /* bench and load are one command with two faces: load runs the scenarios
  * (`cmd` names the command in messages, `help` is its --help text). */
 int mb__cli_bench_main(int argc, char **argv, const char *cmd, const char *help,
@@ -249,6 +250,25 @@ int mb__cli_report_show(const mb_cli_report_output *output,
  * code. */
 int mb__cli_reports_write(const mb_cli_report_output *output,
                           mb_bench_report *const *reports, int n);
+
+/* --keep-float NODE[,NODE...] (bench, convert, profile): the names given
+ * so far, pointing into `texts` (one copy of each option's value, split at
+ * commas). */
+typedef struct mb_cli_keep_float {
+  const char **names;
+  int n;
+  char **texts;
+  int n_texts;
+} mb_cli_keep_float;
+/* Adds arg's names. Returns an MB_EXIT_ code. */
+int mb__cli_add_keep_float(mb_cli_keep_float *list, const char *cmd,
+                           const char *arg);
+void mb__cli_keep_float_free(mb_cli_keep_float *list);
+#define MB_CLI_KEEP_FLOAT_HELP                                                 \
+  "      --keep-float NODE[,NODE...]  int8 conversions leave these nodes\n"    \
+  "                             (names as in the model) in float32\n"          \
+  "                             (repeatable; 'modelbench tune' finds\n"        \
+  "                             them)\n"
 
 /* Monotonic clock in seconds. */
 double mb__cli_now(void);

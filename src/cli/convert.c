@@ -27,7 +27,8 @@ static const char convert_help[] =
     "      --calibration-method M  minmax (default) or percentile\n"
     "      --calibration-inputs DIR  the same, the first N with\n"
     "                              --calibration-samples\n"
-    "      --int8-weights 7|8|auto width of int8 weights (as in 'bench')\n"
+    "      --int8-weights 7|8|auto width of int8 weights (as in "
+    "'bench')\n" MB_CLI_KEEP_FLOAT_HELP
     "      --seed N                seed of generated inputs (default 0)\n"
     "  -h, --help                  show this help\n"
     "\n"
@@ -40,6 +41,7 @@ enum {
   OPT_CALIBRATION_LAST = OPT_CALIBRATION + MB_CLI_CALIB_COUNT - 1,
   OPT_INPUTS,
   OPT_SEED,
+  OPT_KEEP_FLOAT,
 };
 
 int mb__cli_convert(int argc, char **argv) {
@@ -51,12 +53,14 @@ int mb__cli_convert(int argc, char **argv) {
       MB_CLI_CALIBRATION_OPTIONS(OPT_CALIBRATION),
       {"inputs", required_argument, NULL, OPT_INPUTS},
       {"seed", required_argument, NULL, OPT_SEED},
+      {"keep-float", required_argument, NULL, OPT_KEEP_FLOAT},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   const char *cmd = "convert";
   const char *conversion = NULL, *out = NULL;
   mb_cli_shapes shapes;
+  mb_cli_keep_float keep_float = {0};
   mb_bench_config config;
   mb_error err;
   char summary[512];
@@ -90,6 +94,11 @@ int mb__cli_convert(int argc, char **argv) {
                                  "integer",
                                  optarg);
       config.seed = (uint64_t)v;
+      break;
+    case OPT_KEEP_FLOAT:
+      rc = mb__cli_add_keep_float(&keep_float, cmd, optarg);
+      config.keep_float = keep_float.names;
+      config.n_keep_float = keep_float.n;
       break;
     case 'h':
       fputs(convert_help, stdout);
@@ -141,5 +150,6 @@ int mb__cli_convert(int argc, char **argv) {
   printf("wrote %s (%s)\n", out, summary);
 done:
   mb__cli_shapes_free(&shapes);
+  mb__cli_keep_float_free(&keep_float);
   return rc;
 }

@@ -38,6 +38,8 @@ static const mb_cli_command commands[] = {
      mb__cli_cache},
     {"convert", "write the model a conversion produces (FP16, INT8, ...)",
      mb__cli_convert},
+    {"tune", "find the fastest configuration within an accuracy budget",
+     mb__cli_tune},
     {"jobs", "follow and collect bench runs on Slurm or other machines",
      mb__cli_jobs},
     {"script", "find the models a Python script runs and benchmark them",

@@ -28,7 +28,8 @@ static const char profile_help[] =
     "      --inputs DIR           real inputs (as in 'bench'; sample 0)\n"
     "      --calibration-samples N, --calibration-inputs DIR,\n"
     "      --calibration-method M, --int8-weights 7|8|auto\n"
-    "                             int8 calibration and weights, as in 'bench'\n"
+    "                             int8 calibration and weights, as in "
+    "'bench'\n" MB_CLI_KEEP_FLOAT_HELP
     "      --no-fallback          fail when a node must run on the reference\n"
     "                             interpreter\n"
     "      --top N                nodes to show (default 20; 0: all)\n"
@@ -57,6 +58,7 @@ enum {
   OPT_INPUTS,
   OPT_CALIBRATION,
   OPT_CALIBRATION_LAST = OPT_CALIBRATION + MB_CLI_CALIB_COUNT - 1,
+  OPT_KEEP_FLOAT,
 };
 
 static void print_text(const char *path, const mb_profile *p, int top) {
@@ -166,12 +168,14 @@ int mb__cli_profile(int argc, char **argv) {
       {"json", no_argument, NULL, OPT_JSON},
       {"inputs", required_argument, NULL, OPT_INPUTS},
       MB_CLI_CALIBRATION_OPTIONS(OPT_CALIBRATION),
+      {"keep-float", required_argument, NULL, OPT_KEEP_FLOAT},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   const char *cmd = "profile";
   const char *conversion = NULL, *path;
   mb_cli_shapes shapes;
+  mb_cli_keep_float keep_float = {0};
   mb_bench_config config;
   mb_profile *profile = NULL;
   mb_error err;
@@ -239,6 +243,8 @@ int mb__cli_profile(int argc, char **argv) {
       if (c >= OPT_CALIBRATION && c <= OPT_CALIBRATION_LAST)
         rc = mb__cli_calibration_option(cmd, c - OPT_CALIBRATION, optarg,
                                         &config);
+      else if (c == OPT_KEEP_FLOAT)
+        rc = mb__cli_add_keep_float(&keep_float, cmd, optarg);
       else
         rc = mb__cli_bad_option(cmd, c, argv);
       break;
@@ -246,6 +252,8 @@ int mb__cli_profile(int argc, char **argv) {
     if (rc != MB_EXIT_OK)
       goto done;
   }
+  config.keep_float = keep_float.names;
+  config.n_keep_float = keep_float.n;
   if (optind >= argc) {
     rc = mb__cli_usage_error(cmd, "missing MODEL");
     goto done;
@@ -287,5 +295,6 @@ int mb__cli_profile(int argc, char **argv) {
 done:
   mb_profile_free(profile);
   mb__cli_shapes_free(&shapes);
+  mb__cli_keep_float_free(&keep_float);
   return rc;
 }

@@ -269,6 +269,11 @@ static void write_config(mb_json *j, const mb_bench_report *r) {
   /* "8", "7" or "mixed" when forced, "auto" when each runtime chose
    * (the results say what). */
   mb__json_kv_string(j, "int8_weights", mb_int8_weights_name(c->int8_weights));
+  mb__json_key(j, "keep_float");
+  mb__json_array_begin(j);
+  for (int i = 0; c->keep_float && i < c->n_keep_float; i++)
+    mb__json_string(j, c->keep_float[i]);
+  mb__json_array_end(j);
   /* The conversions that ran, in order: the results name them, which also
    * covers the default set (config.n_conversions == 0). */
   mb__json_key(j, "conversions");
@@ -634,7 +639,23 @@ static void write_roofline(mb_json *j, const mb_roofline *f) {
   mb__json_object_end(j);
 }
 
-static void write_result(mb_json *j, const mb_bench_result *r) {
+/* The nodes an int8 conversion left in float32 (config keep_float): a
+ * list for int8 results, empty when none was kept; null otherwise. */
+static void write_kept_float(mb_json *j, const mb_bench_config *c,
+                             const mb_bench_result *r) {
+  mb__json_key(j, "kept_float");
+  if (r->int8_weights == MB_INT8_WEIGHTS_AUTO) {
+    mb__json_null(j);
+    return;
+  }
+  mb__json_array_begin(j);
+  for (int i = 0; c->keep_float && i < c->n_keep_float; i++)
+    mb__json_string(j, c->keep_float[i]);
+  mb__json_array_end(j);
+}
+
+static void write_result(mb_json *j, const mb_bench_config *c,
+                         const mb_bench_result *r) {
   bool ok = r->status == MB_BENCH_OK;
   bool timed = r->iterations > 0;
   mb__json_object_begin(j);
@@ -665,6 +686,7 @@ static void write_result(mb_json *j, const mb_bench_result *r) {
                          ? mb_int8_weights_name(r->int8_weights)
                          : NULL);
   kv_string_or_null(j, "int8_form", r->int8_form);
+  write_kept_float(j, c, r);
   mb__json_kv_bool(j, "inaccurate", r->inaccurate != 0);
   mb__json_key(j, "cache_hit");
   if (r->cache_hit >= 0)
@@ -808,7 +830,7 @@ static void write_report(mb_json *j, const mb_bench_report *r) {
   mb__json_key(j, "results");
   mb__json_array_begin(j);
   for (int i = 0; i < r->n_results && r->results; i++)
-    write_result(j, &r->results[i]);
+    write_result(j, &r->config, &r->results[i]);
   mb__json_array_end(j);
   write_recommendation(j, r);
   mb__json_object_end(j);

@@ -1,0 +1,944 @@
+/* modelbench tune: the fastest configuration within an accuracy budget
+ * (mb_tune in modelbench.h).
+ *
+ * README: the files of tune (tune_internal.h).
+ *   tune.c           the search: uniform candidates with successive
+ *                    halving, per-node precision for int8, the winner
+ *   tune_estimate.c  an int8 model's accuracy with chosen nodes kept in
+ *                    float, estimated on the reference interpreter
+ *   tune_log.c       the search log (JSON)
+ *
+ * Every measurement is a bench run (mb_benchmark_model) of the candidates
+ * at one thread count, so workers, the build cache and accuracy against
+ * the reference are bench's own. */
+#include "bench/tune_internal.h"
+#include "core/stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_ROUND_SECONDS 0.25
+#define MAX_ROUNDS 4
+#define MAX_MIXED_CANDIDATES 3 /* inaccurate int8 candidates tried mixed */
+#define MAX_MIXED_MEASURES 3   /* engine measurements per such candidate */
+#define MAX_ESTIMATORS 4
+
+typedef struct candidate {
+  int conversion; /* registry index */
+  int threads;
+  bool alive;
+  int last_step; /* its latest uniform measurement, or -1 */
+  /* The lowest median of its rounds: what other processes take of the
+   * CPUs only ever adds latency, so one slow round on a busy machine does
+   * not drop a candidate that was fast before. */
+  double best_median_ms;
+} candidate;
+
+/* Steps and what the result does not show: the report each measured step
+ * came from (shared by the steps of one bench run) and whether a step is
+ * the latest word on a configuration still in the race. */
+typedef struct tune_storage {
+  mb_arena *arena;
+  int capacity;
+  mb_bench_report **reports; /* per step, or NULL */
+  int *report_result;        /* per step: index into its report */
+  bool *final;               /* per step */
+} tune_storage;
+
+typedef struct ranked {
+  const char *name;
+  double error; /* estimated with it alone in float */
+} ranked;
+
+typedef struct tune {
+  const mb_tune_config *cfg;
+  const char *model_path;
+  mb_bench_config base;
+  double max_error;
+  double deadline; /* mb__now() clock; 0: none */
+  double round_seconds;
+  mb_tune_result *res;
+  tune_storage *st;
+  candidate *cands;
+  int n_cands;
+  mb_tune_estimator *est[MAX_ESTIMATORS];
+  ranked *rank[MAX_ESTIMATORS]; /* per estimator, once ranked */
+  int n_est;
+} tune;
+
+void mb_tune_config_init(mb_tune_config *config) {
+  memset(config, 0, sizeof *config);
+  mb_bench_config_init(&config->bench);
+  config->bench.build_cache = 1;
+}
+
+static bool out_of_budget(const tune *t) {
+  return t->deadline > 0 && mb__now() >= t->deadline;
+}
+
+/* ---- steps ---- */
+
+static mb_tune_step *add_step(tune *t, const char *phase, int conversion,
+                              int threads, int n_keep, const char *const *keep,
+                              mb_error *err) {
+  mb_tune_result *res = t->res;
+  tune_storage *st = t->st;
+  if (res->n_steps == st->capacity) {
+    int cap = st->capacity ? st->capacity * 2 : 32;
+    mb_tune_step *steps = realloc(res->steps, sizeof *steps * (size_t)cap);
+    if (steps)
+      res->steps = steps;
+    mb_bench_report **reports =
+        steps ? realloc(st->reports, sizeof *reports * (size_t)cap) : NULL;
+    if (reports)
+      st->reports = reports;
+    int *index = reports
+                     ? realloc(st->report_result, sizeof *index * (size_t)cap)
+                     : NULL;
+    if (index)
+      st->report_result = index;
+    bool *final =
+        index ? realloc(st->final, sizeof *final * (size_t)cap) : NULL;
+    if (!final) {
+      mb__error(err, MB_STATUS_OUT_OF_MEMORY, "tune: steps");
+      return NULL;
+    }
+    st->final = final;
+    st->capacity = cap;
+  }
+  int i = res->n_steps;
+  mb_tune_step *s = &res->steps[i];
+  memset(s, 0, sizeof *s);
+  st->reports[i] = NULL;
+  st->report_result[i] = -1;
+  st->final[i] = false;
+  s->phase = phase;
+  s->conversion = mb__conversion_def(conversion)->name;
+  s->threads = threads;
+  s->int8_flops_share = -1;
+  s->status = MB_BENCH_OK;
+  s->error = -1;
+  s->cosine = -2;
+  s->median_ms = -1;
+  s->slo_latency_ms = -1;
+  if (n_keep > 0) {
+    const char **kept =
+        mb__arena_alloc(st->arena, sizeof *kept * (size_t)n_keep);
+    if (!kept) {
+      mb__error(err, MB_STATUS_OUT_OF_MEMORY, "tune: steps");
+      return NULL;
+    }
+    for (int k = 0; k < n_keep; k++)
+      if (!(kept[k] = mb__arena_strdup(st->arena, keep[k]))) {
+        mb__error(err, MB_STATUS_OUT_OF_MEMORY, "tune: steps");
+        return NULL;
+      }
+    s->kept_float = kept;
+    s->n_kept_float = n_keep;
+  }
+  res->n_steps++;
+  return s;
+}
+
+static void step_done(const tune *t, const mb_tune_step *s) {
+  if (t->cfg->on_step)
+    t->cfg->on_step(t->cfg->user, s);
+}
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The latency at the SLO's percentile over a result's timed iterations. */
+static double slo_latency(const tune *t, const mb_bench_result *r) {
+  if (t->cfg->slo_percentile <= 0 || r->n_samples_ms < 1 || !r->samples_ms)
+    return -1;
+  double *sorted = malloc(sizeof *sorted * (size_t)r->n_samples_ms);
+  if (!sorted)
+    return r->latency_ms.max;
+  memcpy(sorted, r->samples_ms, sizeof *sorted * (size_t)r->n_samples_ms);
+  qsort(sorted, (size_t)r->n_samples_ms, sizeof *sorted, compare_double);
+  double v = mb__percentile(sorted, r->n_samples_ms, t->cfg->slo_percentile);
+  free(sorted);
+  return v;
+}
+
+static bool slo_met(const tune *t, const mb_tune_step *s) {
+  return t->cfg->slo_percentile <= 0 ||
+         (s->slo_latency_ms >= 0 && s->slo_latency_ms <= t->cfg->slo_ms);
+}
+
+/* Fills a step from a bench result. */
+static void fill_from_result(tune *t, mb_tune_step *s,
+                             const mb_bench_result *r) {
+  s->status = r->status;
+  snprintf(s->error_message, sizeof s->error_message, "%.255s", r->error);
+  if (r->status != MB_BENCH_OK)
+    return;
+  s->median_ms = r->latency_ms.median;
+  s->slo_latency_ms = slo_latency(t, r);
+  if (r->has_accuracy && r->n_outputs > 0 && r->accuracy) {
+    double worst = 0, min_cos = 1;
+    for (int o = 0; o < r->n_outputs; o++) {
+      double c = r->accuracy[o].cosine;
+      double e = isfinite(c) ? 1.0 - c : 2.0;
+      worst = MB_MAX(worst, e);
+      min_cos = MB_MIN(min_cos, isfinite(c) ? c : -1);
+    }
+    s->error = worst;
+    s->cosine = min_cos;
+    s->accurate = worst <= t->max_error && !r->inaccurate;
+  }
+}
+
+/* ---- measuring ---- */
+
+/* One bench run of conversions (registry indices) at `threads`, with
+ * keep_float, timed for about `seconds` each; one step per result. The
+ * steps' indices go to step_out (n entries). */
+static mb_status measure(tune *t, const char *phase, int round,
+                         const int *conversions, int n, int threads, int n_keep,
+                         const char *const *keep, double seconds, int *step_out,
+                         mb_error *err) {
+  mb_bench_config c = t->base;
+  mb_bench_report *report = NULL;
+  c.conversions = conversions;
+  c.n_conversions = n;
+  c.baseline = 0;
+  c.threads = threads;
+  c.n_keep_float = n_keep;
+  c.keep_float = keep;
+  c.warmup_iterations = 2;
+  c.warmup_seconds = MB_MIN(seconds / 4, 0.2);
+  c.min_iterations = 5;
+  c.min_seconds = seconds;
+  c.max_seconds = seconds * 4 + 1;
+  c.build_only = 0;
+  c.fail_fast = 0;
+  c.conversion_timeouts = NULL;
+  if (t->deadline > 0) {
+    /* No single candidate runs far past the budget. */
+    double left = t->deadline - mb__now();
+    c.timeout_seconds = MB_MIN(c.timeout_seconds, MB_MAX(left, 0) + 30);
+  }
+  mb_status status = mb_benchmark_model(t->model_path, &c, &report, err);
+  if (status)
+    return status;
+  for (int i = 0; i < n; i++) {
+    mb_tune_step *s =
+        add_step(t, phase, conversions[i], threads, n_keep, keep, err);
+    if (!s) {
+      /* The report is shared by this run's steps: drop it from the steps
+       * that hold it before freeing it. */
+      for (int k = 0; k < t->res->n_steps; k++)
+        if (t->st->reports[k] == report)
+          t->st->reports[k] = NULL;
+      mb_bench_report_free(report);
+      return err ? err->status : MB_STATUS_OUT_OF_MEMORY;
+    }
+    int index = t->res->n_steps - 1;
+    s->round = round;
+    s->min_seconds = seconds;
+    if (i < report->n_results)
+      fill_from_result(t, s, &report->results[i]);
+    t->st->reports[index] = report;
+    t->st->report_result[index] = i;
+    step_out[i] = index;
+  }
+  return MB_STATUS_OK;
+}
+
+/* ---- candidates ---- */
+
+static bool is_int8(int conversion) {
+  return mb__conversion_quantizes(mb__conversion_def(conversion));
+}
+
+/* The default candidates: the ONNX conversions on the CPU of the default
+ * set and tier 2, and every int8 one, but the reference interpreter's (a
+ * correctness tool). */
+static int default_conversions(int *out, int max) {
+  int n = 0;
+  for (int i = 0; i < mb_conversion_count() && n < max; i++) {
+    const mb_conversion_def *d = mb__conversion_def(i);
+    if (d->format == MB_MODEL_FORMAT_ONNX && d->device == MB_DEVICE_CPU &&
+        strcmp(d->runtime, "reference") != 0 &&
+        (d->in_default_set || (d->tier > 0 && d->tier <= 2) ||
+         mb__conversion_quantizes(d)))
+      out[n++] = i;
+  }
+  return n;
+}
+
+static mb_status make_candidates(tune *t, mb_error *err) {
+  const mb_tune_config *cfg = t->cfg;
+  int max = mb_conversion_count();
+  int *list = malloc(sizeof *list * (size_t)(max + 1));
+  int n_conv = 0;
+  int default_threads = MB_MAX(cfg->bench.threads, 1);
+  int n_threads = cfg->n_threads > 0 && cfg->threads ? cfg->n_threads : 1;
+  const int *threads =
+      cfg->n_threads > 0 && cfg->threads ? cfg->threads : &default_threads;
+  if (!list)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "tune: candidates");
+  if (cfg->bench.n_conversions > 0 && cfg->bench.conversions) {
+    for (int i = 0; i < cfg->bench.n_conversions; i++) {
+      int c = cfg->bench.conversions[i];
+      if (c < 0 || c >= max) {
+        free(list);
+        return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                         "tune: conversion index %d is not in the registry", c);
+      }
+      list[n_conv++] = c;
+    }
+  } else {
+    n_conv = default_conversions(list, max);
+  }
+  for (int k = 0; k < n_threads; k++)
+    if (threads[k] < 1) {
+      free(list);
+      return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                       "tune: threads %d: expected >= 1", threads[k]);
+    }
+  t->cands = calloc((size_t)(n_conv * n_threads) + 1, sizeof *t->cands);
+  if (!t->cands) {
+    free(list);
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "tune: candidates");
+  }
+  for (int k = 0; k < n_threads; k++)
+    for (int i = 0; i < n_conv; i++)
+      t->cands[t->n_cands++] = (candidate){list[i], threads[k], true, -1, -1};
+  free(list);
+  if (t->n_cands == 0)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "tune: no conversion to try");
+  return MB_STATUS_OK;
+}
+
+static mb_tune_step *cand_step(const tune *t, const candidate *c) {
+  return c->last_step >= 0 ? &t->res->steps[c->last_step] : NULL;
+}
+
+/* Drops what cannot win after a round: failures, SLO misses, inaccurate
+ * conversions without per-node precision. */
+static void drop_losers(tune *t) {
+  for (int i = 0; i < t->n_cands; i++) {
+    candidate *c = &t->cands[i];
+    mb_tune_step *s = cand_step(t, c);
+    if (!c->alive || !s)
+      continue;
+    if (s->status != MB_BENCH_OK) {
+      snprintf(s->dropped, sizeof s->dropped, "%s%s%.200s",
+               mb_bench_status_name(s->status), s->error_message[0] ? ": " : "",
+               s->error_message);
+      c->alive = false;
+    } else if (!slo_met(t, s)) {
+      snprintf(s->dropped, sizeof s->dropped,
+               "misses the SLO: p%g %.3f ms > %.3f ms", t->cfg->slo_percentile,
+               s->slo_latency_ms, t->cfg->slo_ms);
+      c->alive = false;
+    } else if (!s->accurate && !is_int8(c->conversion)) {
+      snprintf(s->dropped, sizeof s->dropped,
+               "inaccurate (1 - cosine %.3g > %.3g); per-node precision is "
+               "for int8 conversions",
+               s->error, t->max_error);
+      c->alive = false;
+    }
+  }
+}
+
+typedef struct timed {
+  candidate *c;
+  double median_ms;
+} timed;
+
+static int by_median(const void *a, const void *b) {
+  const timed *x = a, *y = b;
+  return (x->median_ms > y->median_ms) - (x->median_ms < y->median_ms);
+}
+
+/* Keeps the faster half of the candidates alive (and the fastest accurate
+ * one, the configuration to beat). */
+static void halve(tune *t, int round) {
+  timed *alive = malloc(sizeof *alive * (size_t)t->n_cands);
+  int n = 0;
+  if (!alive)
+    return;
+  for (int i = 0; i < t->n_cands; i++)
+    if (t->cands[i].alive)
+      alive[n++] = (timed){&t->cands[i], t->cands[i].best_median_ms};
+  qsort(alive, (size_t)n, sizeof *alive, by_median);
+  int keep = (n + 1) / 2;
+  bool accurate_kept = false;
+  for (int i = 0; i < keep; i++)
+    accurate_kept |= cand_step(t, alive[i].c)->accurate;
+  for (int i = keep; i < n; i++) {
+    mb_tune_step *s = cand_step(t, alive[i].c);
+    if (!accurate_kept && s->accurate) {
+      accurate_kept = true;
+      continue;
+    }
+    snprintf(s->dropped, sizeof s->dropped,
+             "in the slower half of round %d (best median %.3f ms)", round,
+             alive[i].median_ms);
+    alive[i].c->alive = false;
+  }
+  free(alive);
+}
+
+static int count_alive(const tune *t) {
+  int n = 0;
+  for (int i = 0; i < t->n_cands; i++)
+    n += t->cands[i].alive;
+  return n;
+}
+
+/* Phase 1: every candidate briefly, then the better half for twice as
+ * long, until two are left (after at least one longer round). */
+static mb_status uniform_rounds(tune *t, mb_error *err) {
+  int *conv = malloc(sizeof *conv * (size_t)t->n_cands + 1);
+  int *steps = malloc(sizeof *steps * (size_t)t->n_cands + 1);
+  mb_status status = MB_STATUS_OK;
+  if (!conv || !steps) {
+    free(conv);
+    free(steps);
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "tune: rounds");
+  }
+  for (int round = 0; round < MAX_ROUNDS && !status; round++) {
+    double seconds = t->round_seconds * (double)(1 << round);
+    for (int i = 0; i < t->n_cands && !status; i++) {
+      candidate *first = &t->cands[i];
+      bool seen = false;
+      for (int k = 0; k < i; k++)
+        seen |= t->cands[k].threads == first->threads;
+      if (seen)
+        continue;
+      /* One bench run per thread count: its alive candidates. */
+      int n = 0;
+      for (int k = i; k < t->n_cands; k++)
+        if (t->cands[k].alive && t->cands[k].threads == first->threads)
+          conv[n++] = t->cands[k].conversion;
+      if (n == 0)
+        continue;
+      if (out_of_budget(t)) {
+        t->res->budget_exhausted = 1;
+        goto done;
+      }
+      if ((status = measure(t, "uniform", round, conv, n, first->threads, 0,
+                            NULL, seconds, steps, err)))
+        goto done;
+      for (int k = i, j = 0; k < t->n_cands && j < n; k++)
+        if (t->cands[k].alive && t->cands[k].threads == first->threads) {
+          candidate *c = &t->cands[k];
+          double m = t->res->steps[steps[j]].median_ms;
+          c->last_step = steps[j++];
+          if (m >= 0 && (c->best_median_ms < 0 || m < c->best_median_ms))
+            c->best_median_ms = m;
+        }
+    }
+    drop_losers(t);
+    for (int i = 0; i < t->n_cands; i++)
+      if (t->cands[i].last_step >= 0 &&
+          t->res->steps[t->cands[i].last_step].round == round)
+        step_done(t, &t->res->steps[t->cands[i].last_step]);
+    int alive = count_alive(t);
+    if (alive <= 1 || (alive <= 2 && round >= 1))
+      break;
+    if (alive > 2)
+      halve(t, round);
+  }
+done:
+  for (int i = 0; i < t->n_cands; i++)
+    if (t->cands[i].alive && t->cands[i].last_step >= 0)
+      t->st->final[t->cands[i].last_step] = true;
+  free(conv);
+  free(steps);
+  return status;
+}
+
+/* ---- per-node precision ---- */
+
+static mb_status estimator_for(tune *t, int conversion, int *index_out,
+                               mb_tune_estimator **out, mb_error *err) {
+  const mb_conversion_def *def = mb__conversion_def(conversion);
+  mb_bench_job job = {.config = &t->base};
+  mb_int8_weights weights = mb__job_int8_form(&job, def, NULL, 0);
+  for (int i = 0; i < t->n_est; i++)
+    if (mb__tune_estimator_matches(t->est[i], def, weights)) {
+      *out = t->est[i];
+      *index_out = i;
+      return MB_STATUS_OK;
+    }
+  if (t->n_est == MAX_ESTIMATORS)
+    return mb__error(err, MB_STATUS_INTERNAL, "tune: too many int8 forms");
+  mb_status status =
+      mb__tune_estimator_open(t->model_path, &t->base, def, out, err);
+  if (!status) {
+    *index_out = t->n_est;
+    t->est[t->n_est++] = *out;
+  }
+  return status;
+}
+
+static int by_error(const void *a, const void *b) {
+  const ranked *x = a, *y = b;
+  return (x->error > y->error) - (x->error < y->error);
+}
+
+/* One estimate as a step. */
+static mb_status estimate_step(tune *t, mb_tune_estimator *est,
+                               const char *phase, int conversion, int threads,
+                               int n_keep, const char *const *keep,
+                               double *error_out, mb_error *err) {
+  double error, cosine;
+  mb_status status = mb__tune_estimate(est, n_keep, keep, &error, &cosine, err);
+  if (status)
+    return status;
+  mb_tune_step *s = add_step(t, phase, conversion, threads, n_keep, keep, err);
+  if (!s)
+    return err ? err->status : MB_STATUS_OUT_OF_MEMORY;
+  s->error = error;
+  s->cosine = cosine;
+  s->accurate = error <= t->max_error;
+  s->int8_flops_share = mb__tune_estimator_int8_share(est, n_keep, keep);
+  *error_out = error;
+  step_done(t, s);
+  return MB_STATUS_OK;
+}
+
+/* The nodes of estimator e ranked by sensitivity: the int8 model with one
+ * node alone in float. Keeping one node in float (rather than quantising
+ * one alone) is what the search then does, and it shows a node that ruins
+ * the model at once: its estimate drops to the rest's error. Once per int8
+ * form: the candidates of one form share it. *rank_out: NULL when the
+ * budget ran out first. */
+static mb_status rank_nodes(tune *t, int e, const candidate *c,
+                            const ranked **rank_out, mb_error *err) {
+  mb_tune_estimator *est = t->est[e];
+  int n_groups = mb__tune_estimator_groups(est);
+  mb_status status = MB_STATUS_OK;
+  *rank_out = NULL;
+  if (t->rank[e]) {
+    *rank_out = t->rank[e];
+    return MB_STATUS_OK;
+  }
+  ranked *rank = calloc((size_t)n_groups + 1, sizeof *rank);
+  if (!rank)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "tune: ranking");
+  for (int g = 0; g < n_groups && !status; g++) {
+    if (out_of_budget(t)) {
+      t->res->budget_exhausted = 1;
+      free(rank);
+      return MB_STATUS_OK;
+    }
+    rank[g].name = mb__tune_estimator_group(est, g);
+    status = estimate_step(t, est, "sensitivity", c->conversion, c->threads, 1,
+                           &rank[g].name, &rank[g].error, err);
+  }
+  if (status) {
+    free(rank);
+    return status;
+  }
+  qsort(rank, (size_t)n_groups, sizeof *rank, by_error);
+  *rank_out = t->rank[e] = rank;
+  return MB_STATUS_OK;
+}
+
+/* Phase 2 for one inaccurate int8 candidate: keep the most sensitive nodes
+ * in float until the estimate meets half the budget (the engines round
+ * otherwise), one node at least left in int8 (all of them in float is no
+ * int8 configuration: the fp32 conversions stand for that), then measure
+ * on the engine, keeping more while it is inaccurate there. */
+static mb_status mixed_precision(tune *t, candidate *c, double seconds,
+                                 mb_error *err) {
+  mb_tune_estimator *est = NULL;
+  const ranked *rank = NULL;
+  int e = 0;
+  mb_status status = estimator_for(t, c->conversion, &e, &est, err);
+  if (status)
+    return status;
+  int n_groups = mb__tune_estimator_groups(est);
+  if (n_groups < 2) {
+    mb_tune_step *s = cand_step(t, c);
+    snprintf(s->dropped, sizeof s->dropped,
+             "inaccurate, with %d quantisable node%s: none to keep in float "
+             "while some stays int8",
+             n_groups, n_groups == 1 ? "" : "s");
+    return MB_STATUS_OK;
+  }
+  if ((status = rank_nodes(t, e, c, &rank, err)) || !rank)
+    return status;
+  const char **keep = calloc((size_t)n_groups + 1, sizeof *keep);
+  double error = 0;
+  if (!keep)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "tune: ranking");
+  for (int g = 0; g < n_groups; g++)
+    keep[g] = rank[g].name;
+  /* The fewest nodes whose estimate meets the target: doubling k, then
+   * bisecting between the last miss and the first hit (the error falls,
+   * roughly, as more nodes stay in float). */
+  double target = t->max_error * 0.5;
+  int lo = 0, hi = -1; /* lo misses (0: all int8 did), hi meets */
+  for (int k = 1; hi < 0 && !status; k = MB_MIN(k * 2, n_groups - 1)) {
+    if (out_of_budget(t)) {
+      t->res->budget_exhausted = 1;
+      goto done;
+    }
+    status = estimate_step(t, est, "mixed-estimate", c->conversion, c->threads,
+                           k, keep, &error, err);
+    if (status)
+      break;
+    if (error <= target)
+      hi = k;
+    else if (k == n_groups - 1)
+      break;
+    else
+      lo = k;
+  }
+  while (!status && hi > lo + 1) {
+    int k = lo + (hi - lo) / 2;
+    if (out_of_budget(t)) {
+      t->res->budget_exhausted = 1;
+      goto done;
+    }
+    status = estimate_step(t, est, "mixed-estimate", c->conversion, c->threads,
+                           k, keep, &error, err);
+    if (!status && error <= target)
+      hi = k;
+    else
+      lo = k;
+  }
+  if (status)
+    goto done;
+  if (hi < 0) {
+    mb_tune_step *last = &t->res->steps[t->res->n_steps - 1];
+    snprintf(last->dropped, sizeof last->dropped,
+             "with all but one quantisable node in float the estimate is "
+             "still 1 - cosine %.3g > %.3g",
+             error, target);
+    goto done;
+  }
+  int k = hi;
+  for (int tries = 0; tries < MAX_MIXED_MEASURES && k < n_groups; tries++) {
+    int index;
+    if (out_of_budget(t)) {
+      t->res->budget_exhausted = 1;
+      goto done;
+    }
+    if ((status = measure(t, "mixed", 0, &c->conversion, 1, c->threads, k, keep,
+                          seconds, &index, err)))
+      goto done;
+    mb_tune_step *s = &t->res->steps[index];
+    s->int8_flops_share = mb__tune_estimator_int8_share(est, k, keep);
+    if (s->status != MB_BENCH_OK) {
+      snprintf(s->dropped, sizeof s->dropped, "%s: %.200s",
+               mb_bench_status_name(s->status), s->error_message);
+      step_done(t, s);
+      goto done;
+    }
+    if (s->accurate && slo_met(t, s)) {
+      t->st->final[index] = true;
+      step_done(t, s);
+      goto done;
+    }
+    if (!slo_met(t, s)) {
+      snprintf(s->dropped, sizeof s->dropped,
+               "misses the SLO: p%g %.3f ms > %.3f ms", t->cfg->slo_percentile,
+               s->slo_latency_ms, t->cfg->slo_ms);
+      step_done(t, s);
+      goto done;
+    }
+    /* The engine's int8 is less accurate than the estimate: keep more. */
+    snprintf(s->dropped, sizeof s->dropped,
+             "inaccurate on the engine (1 - cosine %.3g > %.3g): keeping "
+             "more nodes in float",
+             s->error, t->max_error);
+    step_done(t, s);
+    k = MB_MIN(n_groups, k + MB_MAX(1, k / 2));
+  }
+done:
+  free(keep);
+  return status;
+}
+
+/* Phase 2: the inaccurate int8 candidates faster than the fastest accurate
+ * one, fastest first. */
+static mb_status mixed_rounds(tune *t, mb_error *err) {
+  const mb_tune_step *best = NULL;
+  double seconds = t->round_seconds;
+  for (int i = 0; i < t->n_cands; i++) {
+    const mb_tune_step *s = cand_step(t, &t->cands[i]);
+    if (s)
+      seconds = MB_MAX(seconds, s->min_seconds);
+    if (t->cands[i].alive && s && s->accurate &&
+        (!best || s->median_ms < best->median_ms))
+      best = s;
+  }
+  candidate *pool[MAX_MIXED_CANDIDATES];
+  int n = 0;
+  for (int i = 0; i < t->n_cands; i++) {
+    candidate *c = &t->cands[i];
+    const mb_tune_step *s = cand_step(t, c);
+    if (!c->alive || !s || s->accurate || !is_int8(c->conversion))
+      continue;
+    if (best && s->median_ms >= best->median_ms) {
+      snprintf(t->res->steps[c->last_step].dropped,
+               sizeof t->res->steps[0].dropped,
+               "inaccurate, and no faster than %s at %d threads (%.3f ms)",
+               best->conversion, best->threads, best->median_ms);
+      t->st->final[c->last_step] = false;
+      continue;
+    }
+    /* Insertion by median, the fastest first; the slowest beyond the
+     * cap are left. */
+    int at = n;
+    while (at > 0 && cand_step(t, pool[at - 1])->median_ms > s->median_ms)
+      at--;
+    if (at >= MAX_MIXED_CANDIDATES) {
+      snprintf(t->res->steps[c->last_step].dropped,
+               sizeof t->res->steps[0].dropped,
+               "inaccurate; %d faster int8 candidates were tried mixed",
+               MAX_MIXED_CANDIDATES);
+      continue;
+    }
+    if (n == MAX_MIXED_CANDIDATES) {
+      const mb_tune_step *out = cand_step(t, pool[n - 1]);
+      snprintf(t->res->steps[pool[n - 1]->last_step].dropped,
+               sizeof out->dropped,
+               "inaccurate; %d faster int8 candidates were tried mixed",
+               MAX_MIXED_CANDIDATES);
+      n--;
+    }
+    memmove(&pool[at + 1], &pool[at], sizeof *pool * (size_t)(n - at));
+    pool[at] = c;
+    n++;
+  }
+  for (int i = 0; i < n; i++) {
+    mb_tune_step *s = cand_step(t, pool[i]);
+    /* As it stands (all int8) it cannot win: it is inaccurate. */
+    t->st->final[pool[i]->last_step] = false;
+    snprintf(s->dropped, sizeof s->dropped,
+             "inaccurate (1 - cosine %.3g > %.3g): tried with per-node "
+             "precision",
+             s->error, t->max_error);
+    mb_status status = mixed_precision(t, pool[i], seconds, err);
+    if (status)
+      return status;
+    if (t->res->budget_exhausted)
+      break;
+  }
+  return MB_STATUS_OK;
+}
+
+/* ---- the winner ---- */
+
+static void fill_int8_shares(tune *t) {
+  for (int i = 0; i < t->res->n_steps; i++) {
+    mb_tune_step *s = &t->res->steps[i];
+    mb_error ignored;
+    int conversion;
+    if (s->int8_flops_share >= 0 ||
+        mb_conversion_find(s->conversion, &conversion, &ignored) ||
+        !is_int8(conversion))
+      continue;
+    const mb_conversion_def *def = mb__conversion_def(conversion);
+    mb_bench_job job = {.config = &t->base};
+    mb_int8_weights w = mb__job_int8_form(&job, def, NULL, 0);
+    for (int e = 0; e < t->n_est; e++)
+      if (mb__tune_estimator_matches(t->est[e], def, w))
+        s->int8_flops_share = mb__tune_estimator_int8_share(
+            t->est[e], s->n_kept_float, s->kept_float);
+  }
+}
+
+/* The winner's report, trimmed to its one result, is kept for the
+ * history; every other report is freed. */
+static void keep_winner_report(tune *t) {
+  tune_storage *st = t->st;
+  mb_bench_report *keep = NULL;
+  int w = t->res->winner;
+  if (w >= 0 && st->reports[w]) {
+    keep = st->reports[w];
+    int r = st->report_result[w];
+    for (int i = 0; i < keep->n_results; i++)
+      if (i != r)
+        mb__result_clear(&keep->results[i]);
+    if (r != 0)
+      keep->results[0] = keep->results[r];
+    keep->n_results = 1;
+    keep->baseline_result = 0;
+    keep->config.baseline = 0;
+    keep->config.n_conversions = 0; /* the result names it */
+    keep->config.conversions = NULL;
+    keep->results[0].speedup_vs_baseline = 1.0;
+    t->res->winner_report = keep;
+  }
+  for (int i = 0; i < t->res->n_steps; i++) {
+    mb_bench_report *r = st->reports[i];
+    if (!r)
+      continue;
+    for (int k = i; k < t->res->n_steps; k++)
+      if (st->reports[k] == r)
+        st->reports[k] = NULL;
+    if (r != keep)
+      mb_bench_report_free(r);
+  }
+}
+
+static void choose_winner(tune *t) {
+  mb_tune_result *res = t->res;
+  res->winner = res->closest = res->fastest_uniform = -1;
+  for (int i = 0; i < res->n_steps; i++) {
+    const mb_tune_step *s = &res->steps[i];
+    bool measured = s->median_ms >= 0 && s->status == MB_BENCH_OK;
+    if (measured && s->error >= 0 &&
+        (res->closest < 0 || s->error < res->steps[res->closest].error))
+      res->closest = i;
+    if (!t->st->final[i] || !measured || !s->accurate || !slo_met(t, s))
+      continue;
+    if (res->winner < 0 || s->median_ms < res->steps[res->winner].median_ms)
+      res->winner = i;
+    if (strcmp(s->phase, "uniform") == 0 &&
+        (res->fastest_uniform < 0 ||
+         s->median_ms < res->steps[res->fastest_uniform].median_ms))
+      res->fastest_uniform = i;
+  }
+  res->found = res->winner >= 0;
+  const char *budget = res->budget_exhausted ? " (the budget ran out: the "
+                                               "best so far)"
+                                             : "";
+  if (res->found) {
+    const mb_tune_step *w = &res->steps[res->winner];
+    snprintf(res->summary, sizeof res->summary,
+             "%s at %d threads%s: median %.3f ms, cosine %.6f%s", w->conversion,
+             w->threads, w->n_kept_float ? " with nodes kept in float" : "",
+             w->median_ms, w->cosine, budget);
+  } else if (res->closest >= 0) {
+    const mb_tune_step *c = &res->steps[res->closest];
+    /* The per-node estimates may have come closer than anything measured:
+     * say so, as an estimate. */
+    const mb_tune_step *e = NULL;
+    for (int i = 0; i < res->n_steps; i++)
+      if (strcmp(res->steps[i].phase, "mixed-estimate") == 0 &&
+          res->steps[i].error >= 0 && res->steps[i].error < c->error &&
+          (!e || res->steps[i].error < e->error))
+        e = &res->steps[i];
+    char estimate[160] = "";
+    if (e)
+      snprintf(estimate, sizeof estimate,
+               "; estimated on the reference interpreter, %s with %d nodes "
+               "in float comes to 1 - cosine %.3g",
+               e->conversion, e->n_kept_float, e->error);
+    snprintf(res->summary, sizeof res->summary,
+             "no configuration meets --max-error %g%s: the closest is %s at "
+             "%d threads%s (cosine %.6f, 1 - cosine %.3g)%s%s",
+             t->max_error, t->cfg->slo_percentile > 0 ? " within the SLO" : "",
+             c->conversion, c->threads,
+             c->n_kept_float ? " with nodes kept in float" : "", c->cosine,
+             c->error, estimate, budget);
+  } else {
+    snprintf(res->summary, sizeof res->summary,
+             "no configuration meets --max-error %g: none was measured%s",
+             t->max_error, budget);
+  }
+}
+
+mb_status mb_tune(const char *model_path, const mb_tune_config *config,
+                  mb_tune_result **result_out, mb_error *err) {
+  tune t;
+  mb_status status;
+  double t0 = mb__now();
+  memset(&t, 0, sizeof t);
+  if (!result_out)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT, "tune: no result_out");
+  *result_out = NULL;
+  if (!model_path || !config)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "tune: a model and a config are needed");
+  if (config->slo_percentile < 0 || config->slo_percentile > 100 ||
+      (config->slo_percentile > 0 && !(config->slo_ms > 0)))
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "tune: SLO p%g=%g ms: expected a percentile in (0, 100] "
+                     "and a latency > 0",
+                     config->slo_percentile, config->slo_ms);
+  t.cfg = config;
+  t.model_path = model_path;
+  t.base = config->bench;
+  t.base.on_progress = NULL;
+  t.base.on_result = NULL;
+  t.base.user = NULL;
+  t.base.n_keep_float = 0;
+  t.base.keep_float = NULL;
+  t.base.load.scenario = MB_LOAD_NONE;
+  t.max_error = config->bench.max_error > 0 ? config->bench.max_error : 1e-3;
+  t.base.max_error = t.max_error;
+  t.round_seconds =
+      config->round_seconds > 0 ? config->round_seconds : DEFAULT_ROUND_SECONDS;
+  t.deadline = config->budget_seconds > 0 ? t0 + config->budget_seconds : 0;
+  if (!(t.res = calloc(1, sizeof *t.res)) ||
+      !(t.st = calloc(1, sizeof *t.st)) ||
+      !(t.st->arena = mb__arena_create())) {
+    if (t.res)
+      free(t.st);
+    free(t.res);
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "tune: result");
+  }
+  t.res->storage_ = t.st;
+  t.res->winner = t.res->closest = t.res->fastest_uniform = -1;
+  snprintf(t.res->model_path, sizeof t.res->model_path, "%s", model_path);
+  t.res->max_error = t.max_error;
+  t.res->slo_percentile = config->slo_percentile;
+  t.res->slo_ms = config->slo_ms;
+  if ((status = make_candidates(&t, err)) || (status = uniform_rounds(&t, err)))
+    goto fail;
+  if (!t.res->budget_exhausted && (status = mixed_rounds(&t, err)))
+    goto fail;
+  /* Estimators (without calibration: shapes and FLOPs only) for the
+   * FLOPs share of the int8 forms that had none. */
+  for (int i = 0; i < t.n_cands; i++)
+    if (is_int8(t.cands[i].conversion) && t.cands[i].last_step >= 0 &&
+        t.res->steps[t.cands[i].last_step].status == MB_BENCH_OK) {
+      mb_tune_estimator *est;
+      mb_error ignored;
+      int e;
+      (void)estimator_for(&t, t.cands[i].conversion, &e, &est, &ignored);
+    }
+  fill_int8_shares(&t);
+  choose_winner(&t);
+  keep_winner_report(&t);
+  for (int i = 0; i < t.n_est; i++) {
+    mb__tune_estimator_close(t.est[i]);
+    free(t.rank[i]);
+  }
+  free(t.cands);
+  t.res->wall_seconds = mb__now() - t0;
+  *result_out = t.res;
+  return MB_STATUS_OK;
+fail:
+  for (int i = 0; i < t.n_est; i++) {
+    mb__tune_estimator_close(t.est[i]);
+    free(t.rank[i]);
+  }
+  free(t.cands);
+  keep_winner_report(&t); /* winner is -1: frees every report */
+  mb_tune_result_free(t.res);
+  return status;
+}
+
+void mb_tune_result_free(mb_tune_result *result) {
+  if (!result)
+    return;
+  tune_storage *st = result->storage_;
+  mb_bench_report_free(result->winner_report);
+  if (st) {
+    free(st->reports);
+    free(st->report_result);
+    free(st->final);
+    mb__arena_free(st->arena);
+    free(st);
+  }
+  free(result->steps);
+  free(result);
+}

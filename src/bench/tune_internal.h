@@ -1,0 +1,46 @@
+/* What the files of `modelbench tune` share (tune.c: the search;
+ * tune_estimate.c: per-node sensitivity on the reference interpreter;
+ * tune_log.c: the search log). Private to src/bench/. */
+#ifndef MB_BENCH_TUNE_INTERNAL_H
+#define MB_BENCH_TUNE_INTERNAL_H
+
+#include "bench/bench_internal.h"
+
+/* The int8 model of one quantisation form (static or dynamic, its int8
+ * weights), made again cheaply for any set of nodes kept in float: the
+ * float model is optimised and (static) calibrated once, as bench's build
+ * does, and each estimate quantises a copy and runs it on the reference
+ * interpreter over the evaluation samples, against the float model's
+ * outputs. An estimate, not the engine's accuracy: the engines' own int8
+ * kernels round and saturate differently, which is why tune measures the
+ * configuration it settles on on its engine. */
+typedef struct mb_tune_estimator mb_tune_estimator;
+
+/* model_path, config: borrowed, must outlive the estimator (config's
+ * inputs, calibration, seed and threads are used). def: the int8
+ * conversion whose form is estimated. */
+mb_status mb__tune_estimator_open(const char *model_path,
+                                  const mb_bench_config *config,
+                                  const mb_conversion_def *def,
+                                  mb_tune_estimator **out, mb_error *err);
+void mb__tune_estimator_close(mb_tune_estimator *est);
+/* Whether est estimates the form def quantises to (the same steps kind and
+ * int8 weights). */
+bool mb__tune_estimator_matches(const mb_tune_estimator *est,
+                                const mb_conversion_def *def,
+                                mb_int8_weights weights);
+/* The quantisable nodes (Conv, MatMul, Gemm with a name), in graph order,
+ * and their FLOPs (< 0 unknown). */
+int mb__tune_estimator_groups(const mb_tune_estimator *est);
+const char *mb__tune_estimator_group(const mb_tune_estimator *est, int i);
+/* The share of the model's FLOPs the quantisable nodes not in keep hold
+ * (what runs in int8), 0..1; < 0 when the FLOPs are unknown. */
+double mb__tune_estimator_int8_share(const mb_tune_estimator *est, int n_keep,
+                                     const char *const *keep);
+/* The int8 model with the nodes of keep in float: max over outputs and
+ * samples of 1 - cosine against the float model, and the min cosine. */
+mb_status mb__tune_estimate(mb_tune_estimator *est, int n_keep,
+                            const char *const *keep, double *error_out,
+                            double *cosine_out, mb_error *err);
+
+#endif
