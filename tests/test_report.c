@@ -759,12 +759,12 @@ TEST(json_read_back) {
   ASSERT_EQ(n, 1);
   ASSERT_OK(mb_bench_report_write_json(loaded[0], second, &err), &err);
   int host_kept = strcmp(loaded[0]->results[1].machine.host, "node7") == 0;
-  const mb_load_stats *back = &loaded[0]->results[1].load;
-  int load_kept = back->scenario == MB_LOAD_SERVER &&
-                  back->handoff_us.max == 40 && back->ideal_p99_ms == 3.75 &&
-                  back->harness_excess == 1 && back->n_trials == 2 &&
-                  back->trials[1].latency_ms == 30.5 &&
-                  back->spin_fallbacks == 2;
+  const mb_load_stats *load = &loaded[0]->results[1].load;
+  int load_kept = load->scenario == MB_LOAD_SERVER &&
+                  load->handoff_us.max == 40 && load->ideal_p99_ms == 3.75 &&
+                  load->harness_excess == 1 && load->n_trials == 2 &&
+                  load->trials[1].latency_ms == 30.5 &&
+                  load->spin_fallbacks == 2;
   int source_kept = strcmp(loaded[0]->model_location, "/s/demo.py:12") == 0 &&
                     loaded[0]->n_labels == 2 &&
                     strcmp(loaded[0]->labels[1], "script=/s/demo.py") == 0;

@@ -695,7 +695,6 @@ static mb_status read_result(loader *l, const mb_json_value *obj,
       (status = read_segments(l, obj, r)) ||
       (status = read_measure_extras(l, obj, r)) ||
       (status = read_roofline(l, obj, &r->roofline)) ||
-
       (status = read_load(l, obj, &r->load)))
     return status;
   /* A null statistic of a measured result was not finite (a NaN CV); one
