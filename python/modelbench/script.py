@@ -42,7 +42,10 @@ BENCH_VALUE_OPTIONS = (
     "--calibration-method", "--calibration-inputs", "--int8-weights", "--csv",
     "--markdown", "--html",
     "--predicted-ms", "--label", "--cache-dir", "--rebuild", "--log-dir", "--log-level",
-    "--config", "--slo",
+    "--config", "--slo", "--ci-target", "--price-per-core-hour",
+    # Node names: each of the script's models must have them (bench says
+    # which does not).
+    "--keep-float",
     # The executors' (docs/executors.md): the models' folders go where the
     # tasks can read them (see _run_parent).
     "--executor", "--split", "--partition", "--time-limit", "--mem", "--cpus-per-task",
@@ -55,6 +58,8 @@ BENCH_FLAGS = (
     # Accepted for bench's sake; the manifests a script run writes are
     # trusted anyway (the user named the script: its modules are theirs).
     "--trust-code",
+    # Issue 30's figures beside the steady state, and the roofline's opt-out.
+    "--cold", "--fresh-inputs", "--cold-cache", "--no-roofline",
 )
 #: bench's input options: a script's models run on the inputs the script gave them.
 REFUSED = ("--batch-size", "--shape", "--input-range", "--n-samples", "--inputs", "--labels",
