@@ -188,6 +188,11 @@ TEST(peaks_cache) {
   char *text = NULL;
   size_t n = 0;
   ASSERT_OK(mb__read_file(path, (void **)&text, &n, &err), &err);
+  /* mb__read_file's bytes end without a NUL. */
+  char *terminated = realloc(text, n + 1);
+  ASSERT(terminated != NULL);
+  text = terminated;
+  text[n] = '\0';
   char *model = strstr(text, "\"cpu_model\"");
   ASSERT(model != NULL);
   char *value = strchr(model + 11, '"');
