@@ -44,7 +44,7 @@ for r in rep["results"]:
         print("%-14s %s: %s" % (r["conversion"], r["status"], (r["error"] or "")[:70]))
         continue
     lat, ci = r["latency_ms"], r["ci_target"] or {}
-    lo, hi = lat["median_ci"] or (0, 0)
+    lo, hi = r["median_ci_ms"] or (0, 0)
     half = ci.get("half_width")
     stop = "%s +-%.1f%%" % ("target" if ci.get("met") else "max-time",
                             100 * half) if half is not None else "-"
