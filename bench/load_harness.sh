@@ -50,8 +50,8 @@ print("%.1f" % (float(sys.argv[2]) * 1e3 / r["latency_ms"]["median"]))
 EOF
 )
 echo "  capacity from single-stream: $("$python" -c "import json; m=json.load(open('$out/single.json'))['results'][0]['latency_ms']['median']; print('%.4f ms median, %.0f QPS' % (m, 1e3 / m))"); server runs at $qps QPS${MB_LOAD_HARNESS_QPS:+ (MB_LOAD_HARNESS_QPS)}, ${duration} s each"
-printf "  %-4s %8s %9s %9s %7s %9s %7s %11s %10s %6s\n" run "p99 ms" "ideal ms" "p99/ideal" \
-  "p99/S" "M/D/1 ms" "S ms" "lateness us" "hand-off us" excess
+printf "  %-4s %8s %9s %9s %7s %9s %7s %11s %10s %6s %8s %9s\n" run "p99 ms" "ideal ms" \
+  "p99/ideal" "p99/S" "M/D/1 ms" "S ms" "lateness us" "hand-off us" excess "steal ms" "spin"
 for i in $(seq 1 "$runs"); do
   json=$out/server_$i.json
   "$bin" load "$model" -c ORT_CPU --scenario server --qps "$qps" --threads 1 \
@@ -79,11 +79,16 @@ ideal = l.get("ideal_p99_ms")
 late = l.get("generator_lateness_us")
 hand = l.get("handoff_us")
 fmt = lambda v, f: f % v if isinstance(v, (int, float)) else "-"
-print("  %-4s %8.3f %9s %9s %7.2f %9.3f %7.3f %11s %10s %6s" % (
+spin = ("always" if l.get("spin_always") else
+        fmt(l.get("spin_margin_us"), "%.0f us"))
+print("  %-4s %8.3f %9s %9s %7.2f %9.3f %7.3f %11s %10s %6s %8s %9s" % (
     sys.argv[2], p99, fmt(ideal, "%.3f"),
     fmt(p99 / ideal if ideal else None, "%.3f"), p99 / s, md1, s,
     fmt(late and late["p99"], "%.1f"), fmt(hand and hand["p99"], "%.1f"),
-    {True: "yes", False: "no"}.get(l.get("harness_excess"), "-")))
+    {True: "yes", False: "no"}.get(l.get("harness_excess"), "-"),
+    fmt(l.get("steal_ms"), "%.0f"), spin))
 EOF
 done
-echo "  (p99/S: the p99 over the median service time; each run's JSON and log: $out/)"
+echo "  (p99/S: the p99 over the median service time; steal: CPU time the hypervisor"
+echo "  took during the run, 10 ms ticks; spin: 'always' when a CPU is spare for the"
+echo "  generator, else its learned margin; each run's JSON and log: $out/)"

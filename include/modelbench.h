@@ -958,10 +958,21 @@ typedef struct mb_load_stats {
    * the later of its issue and the moment that session became free.
    * idle_sleeps: waits of an idle session that slept in the kernel (its
    * query far ahead; it wakes before the query is due); spin_fallbacks:
-   * waits that spun past the spin limit and fell back to short sleeps. */
+   * waits that spun past the spin limit and fell back to short sleeps.
+   * spin_always: the CPUs were enough for every session's threads and
+   * the generator, which then spun throughout and never slept;
+   * spin_margin_us otherwise (NAN with spin_always): how long before each
+   * arrival the generator stopped sleeping and spun, learned from its own
+   * timer wake-ups' lateness. steal_ms: CPU time the hypervisor took
+   * from this machine's CPUs during the run (/proc/stat; 0 on bare
+   * metal, NAN when unknown): a stall of a spinning thread that no
+   * harness avoids. */
   mb_load_delay_us generator_lateness_us;
   mb_load_delay_us handoff_us;
   int64_t idle_sleeps, spin_fallbacks;
+  int spin_always;
+  double spin_margin_us;
+  double steal_ms;
   /* server: the latency p99 (ms) of an ideal FIFO queue with
    * `concurrency` servers on the run's own arrivals and measured service
    * times; harness_excess 1 when the run's p99 exceeds it by more than the

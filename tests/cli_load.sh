@@ -67,6 +67,15 @@ assert l["ideal_p99_ms"] <= lat["p99"] * (1 + 1e-9), (l, lat)
 assert isinstance(l["harness_excess"], bool), l
 assert l["harness_excess"] == any("ideal queue" in w for w in r["warnings"]), r
 assert l["idle_sleeps"] >= 0 and l["spin_fallbacks"] >= 0, l
+# Spinning throughout exactly when a CPU is spare for the generator (one
+# session of one thread here); else a learned margin within its bounds.
+import os
+assert l["spin_always"] == (2 <= len(os.sched_getaffinity(0))), l
+if l["spin_always"]:
+    assert l["spin_margin_us"] is None and l["idle_sleeps"] == 0, l
+else:
+    assert 50 <= l["spin_margin_us"] <= 250, l
+assert l["steal_ms"] is None or l["steal_ms"] >= 0, l
 ' "$tmp/server.json"
   py "server CSV" '
 import csv, sys
@@ -104,6 +113,8 @@ assert l["samples_per_query"] == 2 and r["batch_size"] == 2, (l, r)
 assert l["target_qps"] is None and l["queue_depth"] is None, l
 assert l["generator_lateness_us"] is None and l["handoff_us"] is None, l
 assert l["ideal_p99_ms"] is None and l["harness_excess"] is None, l
+assert l["spin_always"] is None and l["spin_margin_us"] is None, l
+assert l["steal_ms"] is None, l
 assert r["throughput_sps"] > 0, r
 ' "$tmp/offline.json"
 fi

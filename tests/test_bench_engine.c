@@ -352,6 +352,9 @@ TEST(result_survives_the_wire) {
   r.load.handoff_us = (mb_load_delay_us){0.25, 1.5, 40};
   r.load.idle_sleeps = 900;
   r.load.spin_fallbacks = 2;
+  r.load.spin_always = 1;
+  r.load.spin_margin_us = 230;
+  r.load.steal_ms = 40;
   r.load.ideal_p99_ms = 3.75;
   r.load.harness_excess = 1;
   r.load.slo_met = -1;
@@ -379,6 +382,9 @@ TEST(result_survives_the_wire) {
   ASSERT_NEAR(back.load.handoff_us.max, 40, 0);
   ASSERT_EQ(back.load.idle_sleeps, 900);
   ASSERT_EQ(back.load.spin_fallbacks, 2);
+  ASSERT_EQ(back.load.spin_always, 1);
+  ASSERT_NEAR(back.load.spin_margin_us, 230, 0);
+  ASSERT_NEAR(back.load.steal_ms, 40, 0);
   ASSERT_NEAR(back.load.ideal_p99_ms, 3.75, 0);
   ASSERT_EQ(back.load.harness_excess, 1);
   ASSERT_EQ(back.load.slo_met, -1);

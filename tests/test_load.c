@@ -320,7 +320,8 @@ TEST(harness_delays) {
 /* A server run's harness figures: present, ordered, and the ideal queue on
  * the run's own service times never slower than the run (one session: each
  * query's measured latency is at least its ideal one). */
-static int check_harness_figures(const mb_bench_result *r) {
+static int check_harness_figures(const mb_bench_config *c,
+                                 const mb_bench_result *r) {
   const mb_load_stats *l = &r->load;
   const mb_load_delay_us *d[] = {&l->generator_lateness_us, &l->handoff_us};
   for (int k = 0; k < 2; k++)
@@ -328,6 +329,18 @@ static int check_harness_figures(const mb_bench_result *r) {
   ASSERT(l->ideal_p99_ms >= l->service_ms.min);
   ASSERT(l->ideal_p99_ms <= r->latency_ms.p99 * (1 + 1e-9));
   ASSERT(l->idle_sleeps >= 0 && l->spin_fallbacks >= 0);
+  /* The threads spin throughout exactly when the CPUs are enough for every
+   * session's and the generator; else the generator's margin was learned
+   * within its bounds. */
+  long cpus = mb__cpus_allowed();
+  int threads = c->threads > 0 ? c->threads : 1;
+  ASSERT_EQ(l->spin_always, (long)l->concurrency * threads + 1 <= cpus);
+  if (l->spin_always)
+    ASSERT(isnan(l->spin_margin_us) && l->spin_fallbacks == 0 &&
+           l->idle_sleeps == 0);
+  else
+    ASSERT(l->spin_margin_us >= 50 && l->spin_margin_us <= 250);
+  ASSERT(isnan(l->steal_ms) || l->steal_ms >= 0);
   /* The flag and its warning go together. */
   bool warned = false;
   for (int i = 0; i < r->n_warnings; i++)
@@ -378,6 +391,31 @@ static bool light_load_near_ideal(const mb_bench_config *c, double qps,
          l->over_slo_share < 0.05;
 }
 
+/* The spin margin from a thread's wake-ups: the p99.5's bin edge plus the
+ * pad, bounded, and the initial margin until enough are known. */
+TEST(spin_margin) {
+  uint32_t late[LOAD_WAKE_BINS] = {0};
+  /* Too few: the initial 0.2 ms. */
+  late[0] = 63;
+  ASSERT_NEAR(mb__load_spin_margin(late, 63), 200e-6, 1e-12);
+  /* 1000 wake-ups: 990 within 10 us, 10 at 120-130 us. The p99.5 is among
+   * the late ones: 130 us + 50 us. */
+  late[0] = 990;
+  late[12] = 10;
+  ASSERT_NEAR(mb__load_spin_margin(late, 1000), 180e-6, 1e-12);
+  /* Only 4 late: the p99.5 is within the first bin, the margin its floor
+   * (10 us + 50 us = 60 us, above the 50 us minimum). */
+  late[0] = 996;
+  late[12] = 4;
+  ASSERT_NEAR(mb__load_spin_margin(late, 1000), 60e-6, 1e-12);
+  /* Wake-ups later than the histogram: the 0.25 ms cap. */
+  late[0] = 900;
+  late[12] = 0;
+  late[LOAD_WAKE_BINS - 1] = 100;
+  ASSERT_NEAR(mb__load_spin_margin(late, 1000), 250e-6, 1e-12);
+  return 0;
+}
+
 /* A stall of a busy machine (another test's browser, a compiler) only
  * ever makes latency worse: a run outside the ideal server's bounds is
  * tried again, up to three times; the exact invariants hold every time. */
@@ -406,13 +444,38 @@ TEST(server_light_load) {
     ASSERT(r->latency_ms.min >= SERVICE_MS * 0.99);
     ASSERT(r->latency_ms.p99 >= SERVICE_MS);
     ASSERT(l->service_ms.median >= SERVICE_MS * 0.99);
-    if (check_harness_figures(r))
+    if (check_harness_figures(&c, r))
       return 1;
-    /* At 30% load most waits are long: the session sleeps then spins. */
-    ASSERT(l->idle_sleeps > 0);
+    /* At 30% load most waits are long: the session sleeps then spins,
+     * unless a CPU is spare for it to spin throughout. */
+    ASSERT(l->spin_always || l->idle_sleeps > 0);
     near = light_load_near_ideal(&c, qps, r, late);
   }
   ASSERT(near);
+  mb_bench_report_free(report);
+  return 0;
+}
+
+/* CPUs short for spinning throughout (a session with as many threads as
+ * the machine has CPUs): the generator and the idle session sleep to a
+ * learned margin before each arrival, and the harness still issues the
+ * queries in order, each after its arrival. */
+TEST(server_learned_margin) {
+  mb_bench_config c;
+  mb_bench_report *report = NULL;
+  ASSERT_EQ(register_service(), 0);
+  double qps = 0.3 * 1e3 / SERVICE_MS;
+  load_config(&c, MB_LOAD_SERVER, qps, 1);
+  c.threads = MB_MIN(mb__cpus_allowed(), 256);
+  if (run_load(&c, &report))
+    return 1;
+  const mb_bench_result *r = &report->results[0];
+  const mb_load_stats *l = &r->load;
+  ASSERT_EQ(l->unserved, 0);
+  ASSERT(!l->spin_always);
+  if (check_harness_figures(&c, r))
+    return 1;
+  ASSERT(l->idle_sleeps > 0);
   mb_bench_report_free(report);
   return 0;
 }
@@ -437,7 +500,7 @@ TEST(server_overload_grows) {
   ASSERT_EQ(l->slo_met, 0);
   ASSERT(l->over_slo_share > 0.2);
   ASSERT(l->queue_depth_max >= 10);
-  if (check_harness_figures(r))
+  if (check_harness_figures(&c, r))
     return 1;
   /* Latency counts from the scheduled arrival: it grows along the run
    * (a server timing from when it took a query would show S throughout). */
@@ -681,7 +744,9 @@ int main(int argc, char **argv) {
       TEST_ENTRY(slo_parse),
       TEST_ENTRY(ideal_queue),
       TEST_ENTRY(harness_delays),
+      TEST_ENTRY(spin_margin),
       TEST_ENTRY(server_light_load),
+      TEST_ENTRY(server_learned_margin),
       TEST_ENTRY(server_overload_grows),
       TEST_ENTRY(find_peak_within_ten_percent),
       TEST_ENTRY(too_short_is_invalid),

@@ -739,6 +739,8 @@ TEST(json_read_back) {
                        .handoff_us = {0.25, 1.5, 40},
                        .idle_sleeps = 900,
                        .spin_fallbacks = 2,
+                       .spin_margin_us = 230,
+                       .steal_ms = 40,
                        .ideal_p99_ms = 3.75,
                        .harness_excess = 1,
                        .peak_qps = 100,
@@ -764,7 +766,8 @@ TEST(json_read_back) {
                   load->handoff_us.max == 40 && load->ideal_p99_ms == 3.75 &&
                   load->harness_excess == 1 && load->n_trials == 2 &&
                   load->trials[1].latency_ms == 30.5 &&
-                  load->spin_fallbacks == 2;
+                  load->spin_fallbacks == 2 && load->spin_always == 0 &&
+                  load->spin_margin_us == 230 && load->steal_ms == 40;
   int source_kept = strcmp(loaded[0]->model_location, "/s/demo.py:12") == 0 &&
                     loaded[0]->n_labels == 2 &&
                     strcmp(loaded[0]->labels[1], "script=/s/demo.py") == 0;

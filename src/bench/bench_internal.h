@@ -151,6 +151,9 @@ mb_status mb__environment_capture(mb_environment *env, mb_arena *arena,
                                   mb_error *err);
 /* 16 hex digits of the sha256 of /proc/cpuinfo's flags line; "" none. */
 void mb__cpu_flags_sha256(char out[17]);
+/* The CPUs this process may run on (its affinity mask: taskset, a
+ * cgroup's cpuset), else the online ones; at least 1. */
+int mb__cpus_allowed(void);
 /* Whether an environment variable of this name changes how fast a run
  * goes (OMP_*, MKL_*, ..., LD_PRELOAD): the prefix table of environment.c. */
 bool mb__environment_variable_matters(const char *name, size_t len);
@@ -180,6 +183,9 @@ void mb__cpu_window_start(mb_cpu_window *w);
  * none), or -1 when unknown: no /proc/stat, or a window shorter than
  * MB_CPU_WINDOW_MIN_S. */
 double mb__cpu_window_others(const mb_cpu_window *w);
+/* CPU seconds the hypervisor took from this machine's CPUs since boot
+ * (/proc/stat's steal, all CPUs; 0 on bare metal), -1 when unknown. */
+double mb__steal_seconds(void);
 /* Minor page faults of this process so far (getrusage), -1 when unknown. */
 long long mb__minor_faults(void);
 /* What one minor fault on fresh anonymous memory costs here, in
@@ -431,6 +437,14 @@ void mb__load_delay_summary(double *values, int64_t n, mb_load_delay_us *out);
  * being when the session that ran it became free). */
 double mb__load_lateness(double arrival, double issued);
 double mb__load_handoff(double issued, double session_free, double start);
+
+/* The server harness's spin margin (seconds) from a thread's timer
+ * wake-ups: late[k] of them were late by [k, k + 1) * 10 us (the last bin:
+ * later), `wakeups` in all. The p99.5 bin's upper edge plus 50 us, within
+ * [50, 250] us; 200 us while fewer than 64 are known (load.c). */
+#define LOAD_WAKE_BINS 32
+double mb__load_spin_margin(const uint32_t late[LOAD_WAKE_BINS],
+                            int64_t wakeups);
 
 /* First run, warm-up of every session, then the run (or the find-peak
  * search) of job->config->load on the n_sessions prepared sessions. Fills

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -168,6 +169,14 @@ void mb__cpu_flags_sha256(char out[17]) {
     fclose(f);
 }
 
+int mb__cpus_allowed(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? (int)online : 1;
+}
+
 mb_status mb__environment_capture(mb_environment *env, mb_arena *arena,
                                   mb_error *err) {
   memset(env, 0, sizeof *env);
@@ -178,9 +187,7 @@ mb_status mb__environment_capture(mb_environment *env, mb_arena *arena,
   struct utsname u;
   if (uname(&u) == 0)
     snprintf(env->kernel, sizeof env->kernel, "%s %s", u.release, u.version);
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    env->cpus_allowed = CPU_COUNT(&set);
+  env->cpus_allowed = mb__cpus_allowed();
   snprintf(env->blas, sizeof env->blas, "%s", mb__blas_build());
   return capture_variables(env, arena, err);
 }

@@ -30,21 +30,29 @@
  *
  * A server run adds a generator thread, so that the harness adds (almost)
  * nothing to the latency it charges to the model. The generator issues
- * each query at its scheduled arrival: it sleeps in the kernel until
- * LOAD_SPIN_MARGIN_S before it (a timer wake-up is late by 0.1 ms or more
- * on a VM), then spins to the arrival, and publishes the query with its
- * issue time. An idle session waits for its query awake: it knows when the
- * query is due (the schedule is the harness's own), sleeps until the same
- * margin before that, then spins on the generator's counter, so the
- * hand-off costs a cache line, not a wake-up. The cost is CPU: up to
- * LOAD_SPIN_MARGIN_S of spinning per query each for the generator and an
- * idle session, 12% of one core each at 600 QPS; where no CPU is spare
- * for it, the generator spins only while a session waits for the query. A
- * session still waiting LOAD_SPIN_LIMIT_S after its query was due (the
- * generator descheduled) falls back to short sleeps, counted. Each run reports
- * the generator's lateness and the hand-off delay apart from the latency, and
- * the p99 an ideal FIFO queue would give with the same arrivals and the run's
- * own service times; a run whose p99 exceeds that by more than the harness
+ * each query at its scheduled arrival: it sleeps in the kernel until a
+ * margin before it, then spins to the arrival, and publishes the query
+ * with its issue time. An idle session waits for its query awake: it
+ * knows when the query is due (the schedule is the harness's own) and
+ * spins on the generator's counter, so the hand-off costs a cache line,
+ * not a wake-up. Where the CPUs are enough for every session's threads
+ * and the generator (spin_always), neither ever sleeps: a timer wake-up
+ * on a VM whose idle vCPU halts is late by 0.1 to 2 ms at its tail, which
+ * no margin covers at a bearable cost. Otherwise the generator and an
+ * idle session sleep until a margin before the arrival and spin the rest;
+ * the margin is learned, as each thread keeps a histogram of its own
+ * wake-ups' lateness and spins for its p99.5 plus a pad (spin_margin),
+ * within a low cap (LOAD_SPIN_MARGIN_MAX_S says why);
+ * the generator then spins only while a session waits for the query, and
+ * a session still waiting LOAD_SPIN_LIMIT_S after its query was due (the
+ * generator descheduled) falls back to short sleeps, counted. The cost is
+ * CPU: a whole core each for the generator and every idle session while
+ * spinning throughout, a margin per query otherwise.
+ * Each run reports the generator's lateness and the hand-off delay apart
+ * from the latency, how the threads waited (spin_always, the generator's
+ * margin), the hypervisor's steal over the run, and the p99 an ideal
+ * FIFO queue would give with the same arrivals and the run's own service
+ * times; a run whose p99 exceeds that by more than the harness
  * explains is flagged. */
 #include "bench/bench_internal.h"
 
@@ -58,10 +66,30 @@
 
 /* How often the main thread reports progress while the sessions work. */
 #define LOAD_PROGRESS_INTERVAL_S 0.2
-/* Server: the generator and an idle session sleep until this long before a
- * query's arrival and spin the rest (a timer wake-up's lateness on a VM is
- * about 0.1 ms median, 0.15 ms p99). */
-#define LOAD_SPIN_MARGIN_S 200e-6
+/* Server, CPUs short for spinning throughout: the generator and an idle
+ * session sleep until a margin before a query's arrival and spin the
+ * rest. The margin starts at LOAD_SPIN_MARGIN_INIT_S and then follows
+ * each thread's own wake-ups: their lateness's LOAD_SPIN_MARGIN_QUANTILE
+ * plus LOAD_SPIN_MARGIN_PAD_S, within [MIN, MAX], once
+ * LOAD_SPIN_MARGIN_LEARN wake-ups are known. The cap is low on purpose:
+ * with the CPUs short, a spinning thread takes one from a busy session,
+ * and a wake-up's lateness there is mostly that contention, which a
+ * longer spin makes worse (measured on a 2-CPU KVM guest, 2 sessions at
+ * 1100 QPS: a 0.2 ms margin gave lateness p99 0.70-0.81 ms and hand-off
+ * p99 0.20 ms, 0.5 ms gave 0.89-0.93 and 0.52, 2 ms gave 1.0-1.6 and
+ * 1.4); on bare metal, whose wake-ups are late by microseconds, the
+ * margin shrinks and so does the CPU it takes. The histogram has
+ * LOAD_WAKE_BINS bins of LOAD_WAKE_BIN_S; later wake-ups count in the
+ * last. */
+#define LOAD_SPIN_MARGIN_INIT_S 200e-6
+#define LOAD_SPIN_MARGIN_MIN_S 50e-6
+#define LOAD_SPIN_MARGIN_MAX_S 250e-6
+#define LOAD_SPIN_MARGIN_PAD_S 50e-6
+#define LOAD_SPIN_MARGIN_QUANTILE 0.995
+#define LOAD_SPIN_MARGIN_LEARN 64
+#define LOAD_WAKE_BIN_S 10e-6
+_Static_assert(LOAD_WAKE_BINS *LOAD_WAKE_BIN_S > LOAD_SPIN_MARGIN_MAX_S,
+               "the histogram reaches past the largest margin");
 /* Sleeps are cut into slices of at most this, so a stop is seen soon. */
 #define LOAD_SLEEP_SLICE_S 0.05
 /* A session spinning this long past its query's arrival falls back to
@@ -222,6 +250,14 @@ typedef struct query_record {
 
 struct load_run;
 
+/* One thread's spin margin, learned from its own timer wake-ups (see
+ * LOAD_SPIN_MARGIN_INIT_S). */
+typedef struct spin_margin {
+  uint32_t late[LOAD_WAKE_BINS]; /* wake-ups by lateness */
+  int64_t wakeups;
+  double seconds; /* the margin now; INFINITY: spins throughout */
+} spin_margin;
+
 /* One session and the thread that drives it. */
 typedef struct server {
   struct load_run *run;
@@ -230,6 +266,7 @@ typedef struct server {
   query_record *records; /* grown by this thread only */
   int64_t n_records, cap;
   int64_t idle_sleeps, spin_fallbacks; /* server: how waits went */
+  spin_margin margin;                  /* server: this session's */
 } server;
 
 typedef struct load_run {
@@ -245,10 +282,18 @@ typedef struct load_run {
    * in seconds from t0 (written before `issued` is released). */
   atomic_llong issued;
   double *issued_at;
-  bool spin_always;  /* a spare CPU for the generator: see wait_until_due */
-  atomic_llong done; /* queries completed, for progress */
-  atomic_int stop;   /* a failure or max_seconds: take no more */
+  /* CPUs for every session's threads and the generator: they spin
+   * throughout (see the top of this file and wait_until_due). */
+  bool spin_always;
+  spin_margin margin; /* the generator's */
+  atomic_llong done;  /* queries completed, for progress */
+  atomic_int stop;    /* a failure or max_seconds: take no more */
   atomic_int running;
+  /* The last session to end signals `ended` (under end_lock), so that the
+   * main thread waits without waking often: each of its wake-ups takes a
+   * CPU from a spinning thread. */
+  pthread_mutex_t end_lock;
+  pthread_cond_t ended;
   pthread_mutex_t lock; /* guards status and err */
   mb_status status;
   mb_error err;
@@ -262,7 +307,10 @@ typedef struct run_outcome {
   mb_latency_stats service; /* of run() alone, served queries */
   mb_load_delay_us lateness, handoff; /* server */
   int64_t idle_sleeps, spin_fallbacks;
-  double ideal_p99_ms; /* server: the ideal queue's */
+  int spin_always;
+  double spin_margin_us; /* server: the generator's, at the end */
+  double steal_ms;       /* the hypervisor's, over the run; NAN: unknown */
+  double ideal_p99_ms;   /* server: the ideal queue's */
   int harness_excess;
   double service_sum_s;
   double duration_s, achieved_qps, scheduled_qps, target_qps;
@@ -279,7 +327,8 @@ static void outcome_free(run_outcome *o) {
   memset(o, 0, sizeof *o);
 }
 
-static void sleep_until(double t) {
+/* t, in mb__now's seconds (CLOCK_MONOTONIC), as a timespec. */
+static struct timespec monotonic_at(double t) {
   struct timespec ts;
   ts.tv_sec = (time_t)t;
   ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
@@ -287,9 +336,49 @@ static void sleep_until(double t) {
     ts.tv_sec++;
     ts.tv_nsec -= 1000000000L;
   }
-  /* mb__now reads CLOCK_MONOTONIC too. */
+  return ts;
+}
+
+static void sleep_until(double t) {
+  struct timespec ts = monotonic_at(t);
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
   }
+}
+
+double mb__load_spin_margin(const uint32_t late[LOAD_WAKE_BINS],
+                            int64_t wakeups) {
+  if (wakeups < LOAD_SPIN_MARGIN_LEARN)
+    return LOAD_SPIN_MARGIN_INIT_S;
+  int64_t below = (int64_t)ceil(LOAD_SPIN_MARGIN_QUANTILE * (double)wakeups);
+  int64_t seen = 0;
+  int k = 0;
+  for (; k < LOAD_WAKE_BINS - 1; k++)
+    if ((seen += late[k]) >= below)
+      break;
+  /* The bin's upper edge: its wake-ups were at most that late. */
+  return MB_MIN(MB_MAX((k + 1) * LOAD_WAKE_BIN_S + LOAD_SPIN_MARGIN_PAD_S,
+                       LOAD_SPIN_MARGIN_MIN_S),
+                LOAD_SPIN_MARGIN_MAX_S);
+}
+
+static void spin_margin_init(spin_margin *m, bool spin_always) {
+  memset(m, 0, sizeof *m);
+  m->seconds = spin_always ? INFINITY : LOAD_SPIN_MARGIN_INIT_S;
+}
+
+/* Sleeps until t, learning from how late the wake-up was: once enough
+ * wake-ups are known, the margin becomes their lateness's quantile plus
+ * the pad, so that a sleep to the margin before an arrival wakes before
+ * it but for the rare late wake-up. */
+static void sleep_until_learning(spin_margin *m, double t) {
+  sleep_until(t);
+  double late = mb__now() - t;
+  int bin =
+      late <= 0 ? 0 : (int)MB_MIN(late / LOAD_WAKE_BIN_S, LOAD_WAKE_BINS - 1);
+  m->late[bin]++;
+  m->wakeups++;
+  if (m->wakeups >= LOAD_SPIN_MARGIN_LEARN && m->wakeups % 16 == 0)
+    m->seconds = mb__load_spin_margin(m->late, m->wakeups);
 }
 
 /* A spin-wait's pause: lets the sibling hyperthread run and saves power. */
@@ -303,8 +392,9 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* The generator's wait for query i's arrival: sleeps until
- * LOAD_SPIN_MARGIN_S before it (in slices), then spins to it. Where the
+/* The generator's wait for query i's arrival: with CPUs to spare
+ * (spin_always) it spins throughout; otherwise it sleeps until its margin
+ * before the arrival (in slices), then spins to it. Where the
  * sessions' threads and the generator outnumber the CPUs, it spins only
  * while a session waits for the query; while none does (every session busy
  * with earlier queries: this one will queue anyway) it takes short sleeps,
@@ -319,8 +409,10 @@ static bool wait_until_due(load_run *run, int64_t i) {
     double now = mb__now();
     if (now >= due)
       return true;
-    if (now < due - LOAD_SPIN_MARGIN_S)
-      sleep_until(MB_MIN(due - LOAD_SPIN_MARGIN_S, now + LOAD_SLEEP_SLICE_S));
+    double margin = run->margin.seconds;
+    if (now < due - margin)
+      sleep_until_learning(&run->margin,
+                           MB_MIN(due - margin, now + LOAD_SLEEP_SLICE_S));
     else if (!run->spin_always &&
              atomic_load_explicit(&run->next, memory_order_relaxed) <= i)
       sleep_until(MB_MIN(due, now + LOAD_FALLBACK_SLEEP_S));
@@ -380,13 +472,14 @@ static bool await_issue(server *s, int64_t i) {
       return true;
     if (atomic_load_explicit(&run->stop, memory_order_relaxed))
       return false;
-    double now = mb__now();
-    if (now < due - LOAD_SPIN_MARGIN_S) {
+    double now = mb__now(), margin = s->margin.seconds;
+    if (now < due - margin) {
       /* Far ahead: sleep in the kernel, up to the margin. */
       s->idle_sleeps += !slept;
       slept = true;
-      sleep_until(MB_MIN(due - LOAD_SPIN_MARGIN_S, now + LOAD_SLEEP_SLICE_S));
-    } else if (now > due + LOAD_SPIN_LIMIT_S) {
+      sleep_until_learning(&s->margin,
+                           MB_MIN(due - margin, now + LOAD_SLEEP_SLICE_S));
+    } else if (!run->spin_always && now > due + LOAD_SPIN_LIMIT_S) {
       s->spin_fallbacks += !fell_back;
       fell_back = true;
       sleep_until(now + LOAD_FALLBACK_SLEEP_S);
@@ -440,7 +533,10 @@ static void *serve(void *arg) {
     free_s = end - run->t0;
     atomic_fetch_add(&run->done, 1);
   }
-  atomic_fetch_sub(&run->running, 1);
+  pthread_mutex_lock(&run->end_lock);
+  if (atomic_fetch_sub(&run->running, 1) == 1)
+    pthread_cond_signal(&run->ended);
+  pthread_mutex_unlock(&run->end_lock);
   return NULL;
 }
 
@@ -552,6 +648,8 @@ static mb_status harness_figures(const load_run *run,
     m++;
   }
   mb__load_delay_summary(late, m, &o->lateness);
+  o->spin_always = run->spin_always;
+  o->spin_margin_us = run->spin_always ? NAN : run->margin.seconds * 1e6;
   mb__load_delay_summary(handoff, m, &o->handoff);
   if (m == 0)
     goto done;
@@ -759,11 +857,22 @@ static mb_status run_once(const mb_runtime *rt, void *const *sessions,
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "cannot start the sessions");
   }
   pthread_mutex_init(&run.lock, NULL);
+  pthread_mutex_init(&run.end_lock, NULL);
+  pthread_condattr_t cond_attr;
+  pthread_condattr_init(&cond_attr);
+  pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&run.ended, &cond_attr);
+  pthread_condattr_destroy(&cond_attr);
   atomic_store(&run.running, n_servers);
+  long cpus = mb__cpus_allowed();
+  run.spin_always = (long)n_servers * MB_MAX(c->threads, 1) + 1 <= cpus;
+  spin_margin_init(&run.margin, run.spin_always);
+  double steal0 = mb__steal_seconds();
   run.t0 = mb__now();
   for (; started < n_servers; started++) {
     servers[started].run = &run;
     servers[started].session = sessions[started];
+    spin_margin_init(&servers[started].margin, run.spin_always);
     if (pthread_create(&servers[started].thread, NULL, serve,
                        &servers[started]) != 0) {
       mb_error e;
@@ -776,8 +885,6 @@ static mb_status run_once(const mb_runtime *rt, void *const *sessions,
   }
   pthread_t generator;
   bool generating = false;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  run.spin_always = (long)n_servers * MB_MAX(c->threads, 1) + 1 <= cpus;
   if (run.arrivals && !atomic_load(&run.stop)) {
     generating = pthread_create(&generator, NULL, generate, &run) == 0;
     if (!generating) {
@@ -786,20 +893,23 @@ static mb_status run_once(const mb_runtime *rt, void *const *sessions,
       run_fail(&run, MB_STATUS_INTERNAL, &e);
     }
   }
-  double last = run.t0;
+  /* Progress every LOAD_PROGRESS_INTERVAL_S until the last session ends. */
+  pthread_mutex_lock(&run.end_lock);
   while (atomic_load(&run.running) > 0) {
-    struct timespec ts = {0, 20 * 1000000L};
-    nanosleep(&ts, NULL);
-    double now = mb__now();
-    if (now - last >= LOAD_PROGRESS_INTERVAL_S && progress && progress->fn) {
-      progress->fn(progress->ctx, "load", (int64_t)atomic_load(&run.done),
-                   now - run.t0);
-      last = now;
-    }
+    struct timespec ts = monotonic_at(mb__now() + LOAD_PROGRESS_INTERVAL_S);
+    pthread_cond_timedwait(&run.ended, &run.end_lock, &ts);
+    if (atomic_load(&run.running) == 0 || !progress || !progress->fn)
+      continue;
+    pthread_mutex_unlock(&run.end_lock);
+    progress->fn(progress->ctx, "load", (int64_t)atomic_load(&run.done),
+                 mb__now() - run.t0);
+    pthread_mutex_lock(&run.end_lock);
   }
+  pthread_mutex_unlock(&run.end_lock);
   for (int k = 0; k < started; k++)
     pthread_join(servers[k].thread, NULL);
   double stop_s = mb__now() - run.t0;
+  double steal1 = mb__steal_seconds();
   if (generating) {
     /* Every query served or the run stopped: nothing left to issue. */
     atomic_store(&run.stop, 1);
@@ -810,6 +920,8 @@ static mb_status run_once(const mb_runtime *rt, void *const *sessions,
     status = run.status;
   } else {
     status = summarise(&run, servers, n_servers, scenario, stop_s, o, err);
+    o->steal_ms =
+        steal0 >= 0 && steal1 >= steal0 ? (steal1 - steal0) * 1e3 : NAN;
   }
   for (int k = 0; k < n_servers; k++)
     free(servers[k].records);
@@ -817,6 +929,8 @@ static mb_status run_once(const mb_runtime *rt, void *const *sessions,
   free(arrivals);
   free(run.issued_at);
   pthread_mutex_destroy(&run.lock);
+  pthread_mutex_destroy(&run.end_lock);
+  pthread_cond_destroy(&run.ended);
   if (status)
     outcome_free(o);
   return status;
@@ -1021,17 +1135,26 @@ static void fill_result(const mb_bench_job *job, mb_load_scenario scenario,
   load->handoff_us = o->handoff;
   load->idle_sleeps = o->idle_sleeps;
   load->spin_fallbacks = o->spin_fallbacks;
+  load->spin_always = o->spin_always;
+  load->spin_margin_us = o->spin_margin_us;
+  load->steal_ms = o->steal_ms;
   load->ideal_p99_ms = o->ideal_p99_ms;
   load->harness_excess = o->harness_excess;
+  char steal[128] = "";
+  if (o->steal_ms > 0)
+    snprintf(steal, sizeof steal,
+             "; the hypervisor took %.0f ms of CPU time (steal) during the "
+             "run, stalling the threads it hit",
+             o->steal_ms);
   if (o->harness_excess)
     mb__result_add_warning(
         result,
         "server run: p99 %.4g ms exceeds the ideal queue's %.4g ms (the same "
         "arrivals and service times) by %.4g ms, more than the harness "
         "explains (generator lateness p99 %.1f us + hand-off p99 %.1f us + "
-        "%g%%): the machine was busy or delays compounded in the queue",
+        "%g%%): the machine was busy or delays compounded in the queue%s",
         o->latency.p99, o->ideal_p99_ms, o->latency.p99 - o->ideal_p99_ms,
-        o->lateness.p99, o->handoff.p99, LOAD_EXCESS_TOLERANCE * 100.0);
+        o->lateness.p99, o->handoff.p99, LOAD_EXCESS_TOLERANCE * 100.0, steal);
   load->slo_latency_ms = o->slo_latency_ms;
   load->slo_met = o->slo_met;
   load->over_slo_share = o->over_slo_share;

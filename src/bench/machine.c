@@ -175,24 +175,38 @@ double mb__cpu_time(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* CPU seconds every core spent busy since boot (user, nice, system, irq,
- * softirq and steal of /proc/stat's "cpu" line; guest time is already in
- * user), or -1 when unknown. */
-static double machine_busy_seconds(void) {
+/* /proc/stat's "cpu" line: user nice system idle iowait irq softirq
+ * steal, in ticks; the count of fields read (0 when unreadable). */
+static int proc_stat_cpu(unsigned long long v[8]) {
   FILE *f = fopen("/proc/stat", "r");
-  unsigned long long v[8] = {0};
   int n = 0;
+  memset(v, 0, 8 * sizeof *v);
   if (f) {
     n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
                &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
     fclose(f);
   }
+  return n < 0 ? 0 : n;
+}
+
+/* CPU seconds every core spent busy since boot (user, nice, system, irq,
+ * softirq and steal; guest time is already in user), or -1 when unknown. */
+static double machine_busy_seconds(void) {
+  unsigned long long v[8];
+  int n = proc_stat_cpu(v);
   long hz = sysconf(_SC_CLK_TCK);
   if (n < 7 || hz <= 0)
     return -1.0;
-  /* v: user nice system idle iowait irq softirq steal */
   unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
   return (double)busy / (double)hz;
+}
+
+double mb__steal_seconds(void) {
+  unsigned long long v[8];
+  long hz = sysconf(_SC_CLK_TCK);
+  if (proc_stat_cpu(v) < 8 || hz <= 0)
+    return -1.0;
+  return (double)v[7] / (double)hz;
 }
 
 void mb__cpu_window_start(mb_cpu_window *w) {

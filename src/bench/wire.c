@@ -131,6 +131,9 @@ static void put_load(mb_wire *w, const mb_load_stats *l) {
   mb__wire_put(w, &l->handoff_us, sizeof l->handoff_us);
   mb__wire_put_i64(w, l->idle_sleeps);
   mb__wire_put_i64(w, l->spin_fallbacks);
+  mb__wire_put_u32(w, (uint32_t)l->spin_always);
+  mb__wire_put_f64(w, l->spin_margin_us);
+  mb__wire_put_f64(w, l->steal_ms);
   mb__wire_put_f64(w, l->ideal_p99_ms);
   mb__wire_put_u32(w, (uint32_t)l->harness_excess);
   mb__wire_put_f64(w, l->peak_qps);
@@ -168,6 +171,9 @@ static void get_load(mb_wire *w, mb_load_stats *l) {
   mb__wire_get(w, &l->handoff_us, sizeof l->handoff_us);
   l->idle_sleeps = mb__wire_get_i64(w);
   l->spin_fallbacks = mb__wire_get_i64(w);
+  l->spin_always = (int)mb__wire_get_u32(w) != 0;
+  l->spin_margin_us = mb__wire_get_f64(w);
+  l->steal_ms = mb__wire_get_f64(w);
   l->ideal_p99_ms = mb__wire_get_f64(w);
   l->harness_excess = (int)mb__wire_get_u32(w) != 0;
   l->peak_qps = mb__wire_get_f64(w);

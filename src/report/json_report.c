@@ -535,6 +535,14 @@ static void write_load(mb_json *j, const mb_bench_result *r) {
     mb__json_int(j, l->spin_fallbacks);
   else
     mb__json_null(j);
+  mb__json_key(j, "spin_always");
+  if (server && ran)
+    mb__json_bool(j, l->spin_always != 0);
+  else
+    mb__json_null(j);
+  kv_measured(j, "spin_margin_us", l->spin_margin_us,
+              server && ran && !l->spin_always);
+  kv_measured(j, "steal_ms", l->steal_ms, server && ran);
   mb__json_key(j, "slo");
   if (l->slo_met >= 0) {
     mb__json_object_begin(j);

@@ -224,6 +224,9 @@ static void write_load(FILE *f, const mb_bench_report *report,
                     l->ideal_p99_ms,
                     l->harness_excess ? ", exceeded: see warnings" : "",
                     l->generator_lateness_us.p99, l->handoff_us.p99);
+    if (l->scenario == MB_LOAD_SERVER && l->steal_ms > 0 && n > 0)
+      n += snprintf(line + n, sizeof line - (size_t)n,
+                    ", hypervisor steal %.0f ms", l->steal_ms);
     if (l->slo_met >= 0 && n > 0)
       n += snprintf(line + n, sizeof line - (size_t)n,
                     ", SLO p%g <= %g ms %s (%.1f%% over)", c->slo_percentile,

@@ -151,6 +151,9 @@ static const field load_fields[] = {
     F_BOOL(mb_load_stats, "harness_excess", harness_excess, 0),
     F_I64(mb_load_stats, "idle_sleeps", idle_sleeps),
     F_I64(mb_load_stats, "spin_fallbacks", spin_fallbacks),
+    F_BOOL(mb_load_stats, "spin_always", spin_always, 0),
+    F_DOUBLE(mb_load_stats, "spin_margin_us", spin_margin_us, NAN),
+    F_DOUBLE(mb_load_stats, "steal_ms", steal_ms, NAN),
 };
 
 static const field queue_depth_fields[] = {

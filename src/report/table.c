@@ -722,13 +722,17 @@ static void print_load(const mb_bench_report *report, const int *order, int nw,
               report->config.load.slo_ms, color ? ANSI_RESET : "");
     fputc('\n', out);
     /* What the harness added, beside what an ideal queue would give. */
-    if (l->scenario == MB_LOAD_SERVER)
+    if (l->scenario == MB_LOAD_SERVER) {
       fprintf(out,
               "  %-*s p99 %.4g ms (ideal queue %.4g ms)%s; generator lateness "
-              "p99 %.1f us; hand-off p99 %.1f us\n",
+              "p99 %.1f us; hand-off p99 %.1f us",
               nw, "", r->latency_ms.p99, l->ideal_p99_ms,
               l->harness_excess ? ", more than the harness explains" : "",
               l->generator_lateness_us.p99, l->handoff_us.p99);
+      if (l->steal_ms > 0) /* NAN: unknown */
+        fprintf(out, "; hypervisor steal %.0f ms", l->steal_ms);
+      fputc('\n', out);
+    }
     if (l->n_trials > 0 && l->peak_qps > 0)
       fprintf(out,
               "  %-*s peak %.4g QPS within the SLO (find-peak: %d runs; the "
