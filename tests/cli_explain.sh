@@ -146,6 +146,26 @@ run 1 explain "$models/seq_encoder.onnx" REFERENCE REFERENCE "${fast[@]}" &&
 run 0 explain "$models/seq_encoder.onnx" REFERENCE REFERENCE "${fast[@]}" \
   --dim seq=8 &&
   expect_in "$tmp/out" "REFERENCE is " "explain --dim"
+# --keep-float reaches both sides' int8 calibration: with the sensitive
+# MatMul left in float, B quantises one tensor fewer (sensitive_mlp.onnx's
+# three quantisable nodes, tools/gen_models.c); a name the model lacks is
+# an error naming it.
+s=$models/sensitive_mlp.onnx
+int8=(REFERENCE INT8_STATIC+REFERENCE "${fast[@]}" --calibration-samples 8 --json)
+if run 0 explain "$s" "${int8[@]}" && cp "$tmp/out" "$tmp/all_int8.json" &&
+  run 0 explain "$s" "${int8[@]}" --keep-float sensitive_matmul; then
+  py "explain --keep-float" '
+import json, sys
+def quantize_entries(path):
+    rows = json.load(open(path))["rows"]
+    return sum(r["b_entries"] for r in rows if r["op_type"] == "quantize")
+full, kept = quantize_entries(sys.argv[1]), quantize_entries(sys.argv[2])
+assert kept == full - 1 and kept > 0, (full, kept)
+' "$tmp/all_int8.json" "$tmp/out"
+fi
+run 1 explain "$s" "${int8[@]}" --keep-float nosuch &&
+  one_line_error "the model has no node named 'nosuch'" \
+    "explain --keep-float unknown node"
 usage_error_line "missing MODEL, A and B" explain
 usage_error_line "missing the conversions A and B" explain "$m" REFERENCE
 usage_error_line "unexpected argument 'X'" explain "$m" REFERENCE REFERENCE X

@@ -408,6 +408,66 @@ int mb__cli_add_range(const char *cmd, const char *flag, char *arg,
   return MB_EXIT_OK;
 }
 
+static int profile_int(const char *cmd, const char *flag, const char *arg,
+                       int64_t min, int64_t max, int *out) {
+  int64_t v;
+  if (!mb__cli_parse_i64(arg, min, max, &v))
+    return mb__cli_usage_error(cmd,
+                               "%s: '%s' is not an integer in [%lld, %lld]",
+                               flag, arg, (long long)min, (long long)max);
+  *out = (int)v;
+  return MB_EXIT_OK;
+}
+
+int mb__cli_profile_option(const char *cmd, int which, char *arg,
+                           mb_cli_profile_args *args) {
+  mb_bench_config *config = args->config;
+  int seed = 0, rc;
+  switch (which) {
+  case MB_CLI_PROF_ITERATIONS:
+    return profile_int(cmd, "--iterations", arg, 1, 1000000,
+                       &config->min_iterations);
+  case MB_CLI_PROF_WARMUP:
+    return profile_int(cmd, "--warmup", arg, 0, 1000000,
+                       &config->warmup_iterations);
+  case MB_CLI_PROF_THREADS:
+    return profile_int(cmd, "--threads", arg, 1, 1024, &config->threads);
+  case MB_CLI_PROF_BATCH:
+    return mb__cli_set_batch(args->shapes, cmd, arg);
+  case MB_CLI_PROF_SHAPE:
+    return mb__cli_add_shape(args->shapes, cmd, arg);
+  case MB_CLI_PROF_SEED:
+    if ((rc = profile_int(cmd, "--seed", arg, 0, INT32_MAX, &seed)))
+      return rc;
+    config->seed = (uint64_t)seed;
+    return MB_EXIT_OK;
+  case MB_CLI_PROF_TIMEOUT:
+    if (!mb__cli_parse_double(arg, &config->timeout_seconds) ||
+        !(config->timeout_seconds > 0))
+      return mb__cli_usage_error(
+          cmd, "--timeout: '%s' is not a positive number of seconds", arg);
+    return MB_EXIT_OK;
+  case MB_CLI_PROF_NO_ISOLATE:
+    config->isolate = 0;
+    return MB_EXIT_OK;
+  case MB_CLI_PROF_INPUTS:
+    config->inputs_dir = arg;
+    return MB_EXIT_OK;
+  case MB_CLI_PROF_KEEP_FLOAT:
+    return mb__cli_add_keep_float(args->keep_float, cmd, arg);
+  default:
+    return MB_EXIT_USAGE;
+  }
+}
+
+void mb__cli_profile_finish(mb_cli_profile_args *args) {
+  args->config->keep_float = args->keep_float->names;
+  args->config->n_keep_float = args->keep_float->n;
+  args->config->shapes = args->shapes->spec;
+  if (args->shapes->spec.batch_size > 0)
+    args->config->batch_size = (int)args->shapes->spec.batch_size;
+}
+
 int mb__cli_add_keep_float(mb_cli_keep_float *list, const char *cmd,
                            const char *arg) {
   char *copy = strdup(arg), **texts = NULL;

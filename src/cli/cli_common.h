@@ -270,6 +270,64 @@ void mb__cli_keep_float_free(mb_cli_keep_float *list);
   "                             (repeatable; 'modelbench tune' finds\n"        \
   "                             them)\n"
 
+/* The profiling-pass options profile and explain share: getopt_long
+ * entries whose values are base + MB_CLI_PROF_*, one handler for them,
+ * and their help lines (MB_CLI_PROFILE_HELP). */
+enum {
+  MB_CLI_PROF_ITERATIONS, /* --iterations N */
+  MB_CLI_PROF_WARMUP,     /* --warmup N */
+  MB_CLI_PROF_THREADS,    /* --threads N */
+  MB_CLI_PROF_BATCH,      /* --batch-size N */
+  MB_CLI_PROF_SHAPE,      /* --shape NAME=D0,D1,.. */
+  MB_CLI_PROF_SEED,       /* --seed N */
+  MB_CLI_PROF_TIMEOUT,    /* --timeout S */
+  MB_CLI_PROF_NO_ISOLATE, /* --no-isolate */
+  MB_CLI_PROF_INPUTS,     /* --inputs DIR */
+  MB_CLI_PROF_KEEP_FLOAT, /* --keep-float NODE[,NODE...] */
+  MB_CLI_PROF_COUNT
+};
+#define MB_CLI_PROFILE_OPTIONS(base)                                           \
+  {"iterations", required_argument, NULL, (base) + MB_CLI_PROF_ITERATIONS},    \
+      {"warmup", required_argument, NULL, (base) + MB_CLI_PROF_WARMUP},        \
+      {"threads", required_argument, NULL, (base) + MB_CLI_PROF_THREADS},      \
+      {"batch-size", required_argument, NULL, (base) + MB_CLI_PROF_BATCH},     \
+      {"shape", required_argument, NULL, (base) + MB_CLI_PROF_SHAPE},          \
+      {"seed", required_argument, NULL, (base) + MB_CLI_PROF_SEED},            \
+      {"timeout", required_argument, NULL, (base) + MB_CLI_PROF_TIMEOUT},      \
+      {"no-isolate", no_argument, NULL, (base) + MB_CLI_PROF_NO_ISOLATE},      \
+      {"inputs", required_argument, NULL, (base) + MB_CLI_PROF_INPUTS}, {      \
+    "keep-float", required_argument, NULL, (base) + MB_CLI_PROF_KEEP_FLOAT     \
+  }
+#define MB_CLI_PROFILE_HELP                                                    \
+  "      --iterations N         profiled inferences (default 50)\n"            \
+  "      --warmup N             warm-up inferences (default 5)\n"              \
+  "      --threads N            intra-op threads (default 1)\n"                \
+  "      --batch-size N         size of a dynamic first dim (default 1)\n"     \
+  "      --shape NAME=D0,D1,..  shape of input NAME (repeatable)\n"            \
+  "      --seed N               seed of generated inputs (default 0)\n"        \
+  "      --inputs DIR           real inputs (as in 'bench'; sample 0)\n"       \
+  "      --calibration-samples N, --calibration-inputs DIR,\n"                 \
+  "      --calibration-method M, --int8-weights 7|8|auto\n"                    \
+  "                             int8 calibration and weights, as in "          \
+  "'bench'\n" MB_CLI_KEEP_FLOAT_HELP                                           \
+  "      --timeout S            kill a profiling pass after S seconds\n"       \
+  "                             (default 300)\n"                               \
+  "      --no-isolate           profile in this process\n"
+/* What the profiling options set: the config, and the shapes and
+ * --keep-float names it will point into once parsing is done
+ * (mb__cli_profile_finish). */
+typedef struct mb_cli_profile_args {
+  struct mb_bench_config *config;
+  mb_cli_shapes *shapes;
+  mb_cli_keep_float *keep_float;
+} mb_cli_profile_args;
+/* Applies option `which` (MB_CLI_PROF_*) with arg. Returns MB_EXIT_OK or a
+ * usage error naming the option and value. */
+int mb__cli_profile_option(const char *cmd, int which, char *arg,
+                           mb_cli_profile_args *args);
+/* Points the config at the parsed shapes and --keep-float names. */
+void mb__cli_profile_finish(mb_cli_profile_args *args);
+
 /* Monotonic clock in seconds. */
 double mb__cli_now(void);
 

@@ -29,22 +29,10 @@ static const char explain_help[] =
     "\n"
     "Options:\n"
     "      --profiles             compare two saved 'profile --json' files\n"
-    "                             (the arguments) without running anything\n"
-    "      --iterations N         profiled inferences per side (default 50)\n"
-    "      --warmup N             warm-up inferences (default 5)\n"
-    "      --threads N            intra-op threads (default 1)\n"
-    "      --batch-size N         size of a dynamic first dim (default 1)\n"
-    "      --shape NAME=D0,D1,..  shape of input NAME (repeatable)\n"
+    "                             (the arguments) without running "
+    "anything\n" MB_CLI_PROFILE_HELP
     "      --dim NAME=N           size of symbolic dimension NAME in every\n"
     "                             input (repeatable)\n"
-    "      --seed N               seed of generated inputs (default 0)\n"
-    "      --inputs DIR           real inputs (as in 'bench'; sample 0)\n"
-    "      --calibration-samples N, --calibration-inputs DIR,\n"
-    "      --calibration-method M, --int8-weights 7|8|auto\n"
-    "                             int8 calibration and weights, as in 'bench'\n"
-    "      --timeout S            kill a profiling pass after S seconds\n"
-    "                             (default 300)\n"
-    "      --no-isolate           profile in this process\n"
     "      --top N                nodes to show, those whose times differ\n"
     "                             most (default 10; 0: all)\n"
     "      --json                 print JSON instead of text\n"
@@ -56,21 +44,14 @@ static const char explain_help[] =
     "Exit status: 0 success, 1 model or runtime error, 2 usage error.\n";
 
 enum {
-  OPT_ITERATIONS = 256,
-  OPT_WARMUP,
-  OPT_THREADS,
-  OPT_BATCH,
-  OPT_SHAPE,
-  OPT_SEED,
-  OPT_TIMEOUT,
-  OPT_NO_ISOLATE,
-  OPT_JSON,
-  OPT_INPUTS,
+  OPT_JSON = 256,
   OPT_PROFILES,
   OPT_DIM,
   OPT_TOP,
   OPT_CALIBRATION,
   OPT_CALIBRATION_LAST = OPT_CALIBRATION + MB_CLI_CALIB_COUNT - 1,
+  OPT_PROFILE,
+  OPT_PROFILE_LAST = OPT_PROFILE + MB_CLI_PROF_COUNT - 1,
 };
 
 static int parse_int(const char *cmd, const char *flag, const char *arg,
@@ -154,16 +135,8 @@ int mb__cli_explain(int argc, char **argv) {
       {"profiles", no_argument, NULL, OPT_PROFILES},
       {"top", required_argument, NULL, OPT_TOP},
       {"dim", required_argument, NULL, OPT_DIM},
-      {"iterations", required_argument, NULL, OPT_ITERATIONS},
-      {"warmup", required_argument, NULL, OPT_WARMUP},
-      {"threads", required_argument, NULL, OPT_THREADS},
-      {"batch-size", required_argument, NULL, OPT_BATCH},
-      {"shape", required_argument, NULL, OPT_SHAPE},
-      {"seed", required_argument, NULL, OPT_SEED},
-      {"timeout", required_argument, NULL, OPT_TIMEOUT},
-      {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
+      MB_CLI_PROFILE_OPTIONS(OPT_PROFILE),
       {"json", no_argument, NULL, OPT_JSON},
-      {"inputs", required_argument, NULL, OPT_INPUTS},
       MB_CLI_CALIBRATION_OPTIONS(OPT_CALIBRATION),
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -179,7 +152,9 @@ int mb__cli_explain(int argc, char **argv) {
   mb_explain explain;
   mb_error err;
   bool json = false, saved = false;
-  int rc = MB_EXIT_OK, c, seed = 0, top = 10;
+  int rc = MB_EXIT_OK, c, top = 10;
+  mb_cli_keep_float keep_float = {0};
+  mb_cli_profile_args args = {&config, &shapes, &keep_float};
   memset(&shapes, 0, sizeof shapes);
   memset(&err, 0, sizeof err);
   memset(&explain, 0, sizeof explain);
@@ -197,43 +172,8 @@ int mb__cli_explain(int argc, char **argv) {
     case OPT_TOP:
       rc = parse_int(cmd, "--top", optarg, 0, 1000000, &top);
       break;
-    case OPT_ITERATIONS:
-      rc = parse_int(cmd, "--iterations", optarg, 1, 1000000,
-                     &config.min_iterations);
-      break;
-    case OPT_WARMUP:
-      rc = parse_int(cmd, "--warmup", optarg, 0, 1000000,
-                     &config.warmup_iterations);
-      break;
-    case OPT_THREADS:
-      rc = parse_int(cmd, "--threads", optarg, 1, 1024, &config.threads);
-      break;
-    case OPT_BATCH:
-      rc = mb__cli_set_batch(&shapes, cmd, optarg);
-      break;
-    case OPT_SHAPE:
-      rc = mb__cli_add_shape(&shapes, cmd, optarg);
-      break;
-    case OPT_SEED:
-      rc = parse_int(cmd, "--seed", optarg, 0, INT32_MAX, &seed);
-      config.seed = (uint64_t)seed;
-      break;
-    case OPT_TIMEOUT:
-      if (!mb__cli_parse_double(optarg, &config.timeout_seconds) ||
-          !(config.timeout_seconds > 0))
-        rc = mb__cli_usage_error(cmd,
-                                 "--timeout: '%s' is not a positive "
-                                 "number of seconds",
-                                 optarg);
-      break;
-    case OPT_NO_ISOLATE:
-      config.isolate = 0;
-      break;
     case OPT_JSON:
       json = true;
-      break;
-    case OPT_INPUTS:
-      config.inputs_dir = optarg;
       break;
     case 'h':
       fputs(explain_help, stdout);
@@ -242,6 +182,8 @@ int mb__cli_explain(int argc, char **argv) {
       if (c >= OPT_CALIBRATION && c <= OPT_CALIBRATION_LAST)
         rc = mb__cli_calibration_option(cmd, c - OPT_CALIBRATION, optarg,
                                         &config);
+      else if (c >= OPT_PROFILE && c <= OPT_PROFILE_LAST)
+        rc = mb__cli_profile_option(cmd, c - OPT_PROFILE, optarg, &args);
       else
         rc = mb__cli_bad_option(cmd, c, argv);
       break;
@@ -286,11 +228,9 @@ int mb__cli_explain(int argc, char **argv) {
     for (int s = 0; s < 2; s++)
       if ((rc = check_conversion(cmd, s ? "B" : "A", argv[optind + 1 + s])))
         goto done;
-    config.shapes = shapes.spec;
+    mb__cli_profile_finish(&args);
     config.shapes.n_dims = n_dims;
     config.shapes.dims = n_dims ? dims : NULL;
-    if (shapes.spec.batch_size > 0)
-      config.batch_size = (int)shapes.spec.batch_size;
     for (int s = 0; s < 2; s++) {
       const char *conversion = argv[optind + 1 + s];
       if (mb_profile_model(model, conversion, &config, &profiles[s], &err)) {
@@ -321,5 +261,6 @@ done:
   mb_profile_free(profiles[0]);
   mb_profile_free(profiles[1]);
   mb__cli_shapes_free(&shapes);
+  mb__cli_keep_float_free(&keep_float);
   return rc;
 }

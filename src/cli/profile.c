@@ -18,24 +18,11 @@ static const char profile_help[] =
     "for ORT conversions.\n"
     "\n"
     "Options:\n"
-    "  -c, --conversion NAME      the conversion to profile (required)\n"
-    "      --iterations N         profiled inferences (default 50)\n"
-    "      --warmup N             warm-up inferences (default 5)\n"
-    "      --threads N            intra-op threads (default 1)\n"
-    "      --batch-size N         size of a dynamic first dim (default 1)\n"
-    "      --shape NAME=D0,D1,..  shape of input NAME (repeatable)\n"
-    "      --seed N               seed of generated inputs (default 0)\n"
-    "      --inputs DIR           real inputs (as in 'bench'; sample 0)\n"
-    "      --calibration-samples N, --calibration-inputs DIR,\n"
-    "      --calibration-method M, --int8-weights 7|8|auto\n"
-    "                             int8 calibration and weights, as in "
-    "'bench'\n" MB_CLI_KEEP_FLOAT_HELP
+    "  -c, --conversion NAME      the conversion to profile "
+    "(required)\n" MB_CLI_PROFILE_HELP
     "      --no-fallback          fail when a node must run on the reference\n"
     "                             interpreter\n"
     "      --top N                nodes to show (default 20; 0: all)\n"
-    "      --timeout S            kill the profiling pass after S seconds\n"
-    "                             (default 300)\n"
-    "      --no-isolate           profile in this process\n"
     "      --json                 print JSON instead of text\n"
     "  -h, --help                 show this help\n"
     "\n"
@@ -44,21 +31,13 @@ static const char profile_help[] =
     "Exit status: 0 success, 1 model or runtime error, 2 usage error.\n";
 
 enum {
-  OPT_ITERATIONS = 256,
-  OPT_WARMUP,
-  OPT_THREADS,
-  OPT_BATCH,
-  OPT_SHAPE,
-  OPT_SEED,
-  OPT_NO_FALLBACK,
+  OPT_NO_FALLBACK = 256,
   OPT_TOP,
-  OPT_TIMEOUT,
-  OPT_NO_ISOLATE,
   OPT_JSON,
-  OPT_INPUTS,
   OPT_CALIBRATION,
   OPT_CALIBRATION_LAST = OPT_CALIBRATION + MB_CLI_CALIB_COUNT - 1,
-  OPT_KEEP_FLOAT,
+  OPT_PROFILE,
+  OPT_PROFILE_LAST = OPT_PROFILE + MB_CLI_PROF_COUNT - 1,
 };
 
 static void print_text(const char *path, const mb_profile *p, int top) {
@@ -139,36 +118,15 @@ static void print_json(const char *path, const mb_profile *p) {
   mb__json_object_end(&j);
 }
 
-static int parse_int(const char *cmd, const char *flag, const char *arg,
-                     int64_t min, int64_t max, int *out) {
-  int64_t v;
-  if (!mb__cli_parse_i64(arg, min, max, &v))
-    return mb__cli_usage_error(cmd,
-                               "%s: '%s' is not an integer in [%lld, "
-                               "%lld]",
-                               flag, arg, (long long)min, (long long)max);
-  *out = (int)v;
-  return MB_EXIT_OK;
-}
-
 int mb__cli_profile(int argc, char **argv) {
   static const struct option options[] = {
       {"conversion", required_argument, NULL, 'c'},
       {"conversions", required_argument, NULL, 'c'},
-      {"iterations", required_argument, NULL, OPT_ITERATIONS},
-      {"warmup", required_argument, NULL, OPT_WARMUP},
-      {"threads", required_argument, NULL, OPT_THREADS},
-      {"batch-size", required_argument, NULL, OPT_BATCH},
-      {"shape", required_argument, NULL, OPT_SHAPE},
-      {"seed", required_argument, NULL, OPT_SEED},
+      MB_CLI_PROFILE_OPTIONS(OPT_PROFILE),
       {"no-fallback", no_argument, NULL, OPT_NO_FALLBACK},
       {"top", required_argument, NULL, OPT_TOP},
-      {"timeout", required_argument, NULL, OPT_TIMEOUT},
-      {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
       {"json", no_argument, NULL, OPT_JSON},
-      {"inputs", required_argument, NULL, OPT_INPUTS},
       MB_CLI_CALIBRATION_OPTIONS(OPT_CALIBRATION),
-      {"keep-float", required_argument, NULL, OPT_KEEP_FLOAT},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -181,7 +139,8 @@ int mb__cli_profile(int argc, char **argv) {
   mb_error err;
   mb_status status;
   bool json = false;
-  int top = 20, rc = MB_EXIT_OK, c, seed = 0;
+  int top = 20, rc = MB_EXIT_OK, c;
+  mb_cli_profile_args args = {&config, &shapes, &keep_float};
   memset(&shapes, 0, sizeof shapes);
   memset(&err, 0, sizeof err);
   mb_bench_config_init(&config);
@@ -192,49 +151,20 @@ int mb__cli_profile(int argc, char **argv) {
     case 'c':
       conversion = optarg;
       break;
-    case OPT_ITERATIONS:
-      rc = parse_int(cmd, "--iterations", optarg, 1, 1000000,
-                     &config.min_iterations);
-      break;
-    case OPT_WARMUP:
-      rc = parse_int(cmd, "--warmup", optarg, 0, 1000000,
-                     &config.warmup_iterations);
-      break;
-    case OPT_THREADS:
-      rc = parse_int(cmd, "--threads", optarg, 1, 1024, &config.threads);
-      break;
-    case OPT_BATCH:
-      rc = mb__cli_set_batch(&shapes, cmd, optarg);
-      break;
-    case OPT_SHAPE:
-      rc = mb__cli_add_shape(&shapes, cmd, optarg);
-      break;
-    case OPT_SEED:
-      rc = parse_int(cmd, "--seed", optarg, 0, INT32_MAX, &seed);
-      config.seed = (uint64_t)seed;
-      break;
     case OPT_NO_FALLBACK:
       config.no_fallback = 1;
       break;
-    case OPT_TOP:
-      rc = parse_int(cmd, "--top", optarg, 0, 1000000, &top);
+    case OPT_TOP: {
+      int64_t v;
+      if (mb__cli_parse_i64(optarg, 0, 1000000, &v))
+        top = (int)v;
+      else
+        rc = mb__cli_usage_error(
+            cmd, "--top: '%s' is not an integer in [0, 1000000]", optarg);
       break;
-    case OPT_TIMEOUT:
-      if (!mb__cli_parse_double(optarg, &config.timeout_seconds) ||
-          !(config.timeout_seconds > 0))
-        rc = mb__cli_usage_error(cmd,
-                                 "--timeout: '%s' is not a positive "
-                                 "number of seconds",
-                                 optarg);
-      break;
-    case OPT_NO_ISOLATE:
-      config.isolate = 0;
-      break;
+    }
     case OPT_JSON:
       json = true;
-      break;
-    case OPT_INPUTS:
-      config.inputs_dir = optarg;
       break;
     case 'h':
       fputs(profile_help, stdout);
@@ -243,8 +173,8 @@ int mb__cli_profile(int argc, char **argv) {
       if (c >= OPT_CALIBRATION && c <= OPT_CALIBRATION_LAST)
         rc = mb__cli_calibration_option(cmd, c - OPT_CALIBRATION, optarg,
                                         &config);
-      else if (c == OPT_KEEP_FLOAT)
-        rc = mb__cli_add_keep_float(&keep_float, cmd, optarg);
+      else if (c >= OPT_PROFILE && c <= OPT_PROFILE_LAST)
+        rc = mb__cli_profile_option(cmd, c - OPT_PROFILE, optarg, &args);
       else
         rc = mb__cli_bad_option(cmd, c, argv);
       break;
@@ -252,8 +182,7 @@ int mb__cli_profile(int argc, char **argv) {
     if (rc != MB_EXIT_OK)
       goto done;
   }
-  config.keep_float = keep_float.names;
-  config.n_keep_float = keep_float.n;
+  mb__cli_profile_finish(&args);
   if (optind >= argc) {
     rc = mb__cli_usage_error(cmd, "missing MODEL");
     goto done;
@@ -276,9 +205,6 @@ int mb__cli_profile(int argc, char **argv) {
     goto done;
   }
   path = argv[optind];
-  config.shapes = shapes.spec;
-  if (shapes.spec.batch_size > 0)
-    config.batch_size = (int)shapes.spec.batch_size;
   status = mb_profile_model(path, conversion, &config, &profile, &err);
   if (status != MB_STATUS_OK) {
     rc = mb__cli_fail(path, &err);
