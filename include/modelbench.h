@@ -1205,6 +1205,13 @@ typedef struct mb_tune_config {
   /* Latency SLO (--slo p99=20ms): a configuration whose latency at
    * slo_percentile exceeds slo_ms cannot win. 0: none. */
   double slo_percentile, slo_ms;
+  /* The budget as task accuracy (--max-accuracy-drop 0.5%: 0.005): a
+   * configuration is accurate when its top-1 accuracy against
+   * bench.labels_path (required) is at most this far below the baseline's,
+   * the fp32 candidate closest to the reference (measured in the same
+   * run, on the same labelled rows); bench.max_error then only steers the
+   * per-node search. 0: the budget is bench.max_error. */
+  double max_accuracy_drop;
   /* The first round of successive halving times each candidate this long
    * (each later round twice as long); <= 0: 0.25 s. */
   double round_seconds;
@@ -1235,10 +1242,14 @@ typedef struct mb_tune_step {
   mb_bench_status status; /* of the measurement; OK for estimates */
   double error;           /* max over outputs of 1 - cosine; < 0 unknown */
   double cosine;          /* min over outputs; < -1 unknown */
-  int accurate;           /* error <= max_error (the result not inaccurate) */
-  double median_ms;       /* < 0 not measured (estimates) */
-  double slo_latency_ms;  /* at the SLO's percentile; < 0 no SLO */
-  double min_seconds;     /* the timed phase asked for */
+  double task_accuracy;   /* top-1 against the labels, 0..1; < 0 unknown */
+  /* error <= max_error (the result not inaccurate); with
+   * max_accuracy_drop, measured steps: the baseline's task accuracy minus
+   * task_accuracy <= max_accuracy_drop */
+  int accurate;
+  double median_ms;      /* < 0 not measured (estimates) */
+  double slo_latency_ms; /* at the SLO's percentile; < 0 no SLO */
+  double min_seconds;    /* the timed phase asked for */
   /* Why the candidate went no further ("slower half of round 0", "fails
    * the SLO", "inaccurate, no per-node precision for fp16"...); "" when it
    * did. */
@@ -1250,6 +1261,10 @@ typedef struct mb_tune_result {
   char model_path[1024];
   double max_error;
   double slo_percentile, slo_ms;
+  /* With config->max_accuracy_drop: it, the baseline's task accuracy and
+   * conversion (< 0 and "" until measured); 0 and -1 otherwise. */
+  double max_accuracy_drop, baseline_task_accuracy;
+  char baseline[64];
   double wall_seconds;  /* the whole search */
   int budget_exhausted; /* the search stopped on budget_seconds */
   int found;            /* some configuration met max_error and the SLO */

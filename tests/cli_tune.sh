@@ -110,6 +110,105 @@ assert "all but one quantisable node in float" in last["dropped"], last
 ' "$tmp/none.json"
 }
 
+# ---- the budget as task accuracy (--max-accuracy-drop, --labels) ----
+# 64 rows of one input, labelled with the reference's own top-1 class: the
+# fp32 REFERENCE candidate is the baseline at 100%; the int8 candidates,
+# ruined by sensitive_matmul, fall far below it and are judged by that drop
+# (one row is 1.6%, within the 2% budget). The TensorProto files are read
+# and written by hand (no onnx module needed).
+proto='
+import struct, sys
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]; i += 1; v |= (c & 0x7F) << s; s += 7
+        if c < 0x80: return v, i
+def enc_varint(v):
+    out = b""
+    while True:
+        c = v & 0x7F; v >>= 7
+        if v: out += bytes([c | 0x80])
+        else: return out + bytes([c])
+def field(n, wire): return enc_varint(n << 3 | wire)
+def write_input(path, rows, cols, seed):
+    import random
+    r = random.Random(seed)
+    vals = [r.gauss(0, 1) for _ in range(rows * cols)]
+    raw = struct.pack("<%df" % len(vals), *vals)
+    msg = field(1, 0) + enc_varint(rows) + field(1, 0) + enc_varint(cols)
+    msg += field(2, 0) + enc_varint(1)
+    msg += field(8, 2) + enc_varint(5) + b"input"
+    msg += field(9, 2) + enc_varint(len(raw)) + raw
+    open(path, "wb").write(msg)
+def read_floats(path):
+    b = open(path, "rb").read(); i = 0; dims = []; vals = None
+    while i < len(b):
+        key, i = varint(b, i); n, wire = key >> 3, key & 7
+        if wire == 0:
+            v, i = varint(b, i)
+            if n == 1: dims.append(v)
+        elif wire == 2:
+            ln, i = varint(b, i); chunk = b[i:i + ln]; i += ln
+            if n == 9 or n == 4: vals = struct.unpack("<%df" % (ln // 4), chunk)
+            elif n == 1:
+                j = 0
+                while j < len(chunk):
+                    v, j = varint(chunk, j); dims.append(v)
+        elif wire == 5: i += 4
+        elif wire == 1: i += 8
+    return dims, vals
+'
+mkdir -p "$tmp/rows/test_data_set_0"
+py "64 labelled rows" "$proto"'
+write_input(sys.argv[1] + "/rows/test_data_set_0/input_0.pb", 64, 64, 3)
+' "$tmp"
+if run 0 run "$model" --inputs "$tmp/rows/test_data_set_0" --outputs "$tmp/ref"; then
+  py "labels from the reference" "$proto"'
+dims, vals = read_floats(sys.argv[1] + "/ref/output_0.pb")
+assert dims == [64, 10] and len(vals) == 640, (dims, vals and len(vals))
+labels = [max(range(10), key=lambda c: vals[r * 10 + c]) for r in range(64)]
+hdr = "{\"descr\": \"<i8\", \"fortran_order\": False, \"shape\": (64,), }"
+hdr += " " * (63 - (10 + len(hdr)) % 64) + "\n"
+with open(sys.argv[1] + "/labels.npy", "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
+    f.write(struct.pack("<64q", *labels))
+' "$tmp"
+fi
+task=(--labels "$tmp/labels.npy" --inputs "$tmp/rows" --batch-size 64)
+int8_convs=${convs#INT8_STATIC+REFERENCE,}
+[ "$int8_convs" = "$convs" ] && int8_convs=INT8_STATIC+REFERENCE
+run 0 tune "$model" --max-accuracy-drop 2% "${task[@]}" "${quick[@]}" \
+  -c "REFERENCE,$int8_convs" --json "$tmp/task.json" --no-record && {
+  expect_in "$tmp/out" "task accuracy baseline: REFERENCE, 100.00%; budget: at most 2% below" \
+    "the baseline line"
+  py "steps judged by their task accuracy drop" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["max_accuracy_drop"] == 0.02 and d["baseline"] == "REFERENCE", d
+assert d["baseline_task_accuracy"] == 1.0, d
+measured = [s for s in d["steps"] if s["median_ms"] is not None]
+assert measured, d["steps"]
+for s in measured:
+    assert s["task_accuracy"] is not None, s
+    assert s["accurate"] == (1.0 - s["task_accuracy"] <= 0.02 + 1e-12), s
+int8 = [s for s in measured if s["phase"] == "uniform" and s["conversion"] != "REFERENCE"]
+assert int8 and not any(s["accurate"] for s in int8), int8
+assert all(s["task_accuracy"] < 0.5 for s in int8), int8
+assert d["found"], d["summary"]
+w = d["steps"][d["winner"]]
+assert w["accurate"] and w["task_accuracy"] >= 0.98, w
+' "$tmp/task.json"
+}
+# No fp32 candidate: no baseline, a clear answer.
+run 3 tune "$model" --max-accuracy-drop 2% "${task[@]}" "${quick[@]}" \
+  -c INT8_STATIC+REFERENCE --no-record &&
+  expect_in "$tmp/out" "no fp32 candidate measured the baseline task accuracy" \
+    "no baseline"
+usage_error "--max-accuracy-drop needs --labels" tune "$model" \
+  --max-accuracy-drop 1%
+usage_error "--max-accuracy-drop 'x'" tune "$model" --max-accuracy-drop x \
+  --labels "$tmp/labels.npy"
+
 # ---- usage ----
 usage_error "missing --max-error" tune "$model"
 usage_error "--max-error 'x'" tune "$model" --max-error x

@@ -132,6 +132,7 @@ static mb_tune_step *add_step(tune *t, const char *phase, int conversion,
   s->cosine = -2;
   s->median_ms = -1;
   s->slo_latency_ms = -1;
+  s->task_accuracy = -1;
   if (n_keep > 0) {
     const char **kept =
         mb__arena_alloc(st->arena, sizeof *kept * (size_t)n_keep);
@@ -201,6 +202,66 @@ static void fill_from_result(tune *t, mb_tune_step *s,
     s->cosine = min_cos;
     s->accurate = worst <= t->max_error && !r->inaccurate;
   }
+  if (r->task_rows > 0)
+    s->task_accuracy = r->task_accuracy;
+}
+
+static bool drop_budget(const tune *t) {
+  return t->cfg->max_accuracy_drop > 0;
+}
+
+/* Why a measured step is inaccurate, for people: "1 - cosine 0.02 > 0.001"
+ * or "task accuracy 71.2%, 1.3% below ORT_CPU's 72.5% (> 0.5%)". */
+static void inaccuracy(const tune *t, const mb_tune_step *s, char *buf,
+                       size_t size) {
+  const mb_tune_result *res = t->res;
+  if (!drop_budget(t))
+    snprintf(buf, size, "1 - cosine %.3g > %.3g", s->error, t->max_error);
+  else if (s->task_accuracy < 0 || res->baseline_task_accuracy < 0)
+    snprintf(buf, size, "task accuracy unknown");
+  else
+    snprintf(
+        buf, size, "task accuracy %.2f%%, %.2f%% below %s's %.2f%% (> %g%%)",
+        100 * s->task_accuracy,
+        100 * (res->baseline_task_accuracy - s->task_accuracy), res->baseline,
+        100 * res->baseline_task_accuracy, 100 * t->cfg->max_accuracy_drop);
+}
+
+/* With --max-accuracy-drop: the baseline, once a measured fp32 step has a
+ * task accuracy (the one closest to the reference), then every measured
+ * step judged by its drop from it. Estimates keep their cosine verdicts:
+ * they only steer. */
+static void judge_task_accuracy(tune *t) {
+  mb_tune_result *res = t->res;
+  if (!drop_budget(t))
+    return;
+  if (res->baseline_task_accuracy < 0) {
+    const mb_tune_step *best = NULL;
+    int conversion;
+    mb_error ignored;
+    for (int i = 0; i < res->n_steps; i++) {
+      const mb_tune_step *s = &res->steps[i];
+      if (s->median_ms < 0 || s->status != MB_BENCH_OK ||
+          s->task_accuracy < 0 || s->error < 0 || s->n_kept_float > 0 ||
+          mb_conversion_find(s->conversion, &conversion, &ignored) ||
+          mb__conversion_def(conversion)->precision != MB_PRECISION_FP32)
+        continue;
+      if (!best || s->error < best->error)
+        best = s;
+    }
+    if (best) {
+      res->baseline_task_accuracy = best->task_accuracy;
+      snprintf(res->baseline, sizeof res->baseline, "%s", best->conversion);
+    }
+  }
+  /* Without a baseline nothing measured is known to be accurate. */
+  for (int i = 0; i < res->n_steps; i++) {
+    mb_tune_step *s = &res->steps[i];
+    if (s->median_ms >= 0 && s->status == MB_BENCH_OK)
+      s->accurate = res->baseline_task_accuracy >= 0 && s->task_accuracy >= 0 &&
+                    res->baseline_task_accuracy - s->task_accuracy <=
+                        t->cfg->max_accuracy_drop + 1e-12;
+  }
 }
 
 /* ---- measuring ---- */
@@ -257,6 +318,7 @@ static mb_status measure(tune *t, const char *phase, int round,
     t->st->report_result[index] = i;
     step_out[i] = index;
   }
+  judge_task_accuracy(t);
   return MB_STATUS_OK;
 }
 
@@ -350,10 +412,11 @@ static void drop_losers(tune *t) {
                s->slo_latency_ms, t->cfg->slo_ms);
       c->alive = false;
     } else if (!s->accurate && !is_int8(c->conversion)) {
+      char why[192];
+      inaccuracy(t, s, why, sizeof why);
       snprintf(s->dropped, sizeof s->dropped,
-               "inaccurate (1 - cosine %.3g > %.3g); per-node precision is "
-               "for int8 conversions",
-               s->error, t->max_error);
+               "inaccurate (%s); per-node precision is for int8 conversions",
+               why);
       c->alive = false;
     }
   }
@@ -580,6 +643,14 @@ static mb_status mixed_target(tune *t, int e, const candidate *c,
   }
   const mb_tune_step *s = cand_step(t, c);
   double engine = s ? s->error : -1, estimate = t->all_int8[e];
+  if (drop_budget(t)) {
+    /* No cosine budget to translate: the task accuracy is the engine's to
+     * judge. Half the all-int8 model's estimated error to start with, more
+     * nodes while the engine finds the drop too large. */
+    if (estimate > 0)
+      *target_out = MB_MIN(estimate * 0.5, t->max_error);
+    return MB_STATUS_OK;
+  }
   if (engine > 0 && estimate > 0) {
     double scale = MB_MIN(MB_MAX(estimate / engine, 1.0 / MIXED_SCALE_MAX),
                           MIXED_SCALE_MAX);
@@ -695,10 +766,10 @@ static mb_status mixed_precision(tune *t, candidate *c, double seconds,
       goto done;
     }
     /* The engine's int8 is less accurate than the estimate: keep more. */
+    char why[192];
+    inaccuracy(t, s, why, sizeof why);
     snprintf(s->dropped, sizeof s->dropped,
-             "inaccurate on the engine (1 - cosine %.3g > %.3g): keeping "
-             "more nodes in float",
-             s->error, t->max_error);
+             "inaccurate on the engine (%s): keeping more nodes in float", why);
     step_done(t, s);
     k = MB_MIN(n_groups, k + MB_MAX(1, k / 2));
   }
@@ -763,10 +834,10 @@ static mb_status mixed_rounds(tune *t, mb_error *err) {
     mb_tune_step *s = cand_step(t, pool[i]);
     /* As it stands (all int8) it cannot win: it is inaccurate. */
     t->st->final[pool[i]->last_step] = false;
+    char why[192];
+    inaccuracy(t, s, why, sizeof why);
     snprintf(s->dropped, sizeof s->dropped,
-             "inaccurate (1 - cosine %.3g > %.3g): tried with per-node "
-             "precision",
-             s->error, t->max_error);
+             "inaccurate (%s): tried with per-node precision", why);
     mb_status status = mixed_precision(t, pool[i], seconds, err);
     if (status)
       return status;
@@ -837,9 +908,16 @@ static void choose_winner(tune *t) {
   for (int i = 0; i < res->n_steps; i++) {
     const mb_tune_step *s = &res->steps[i];
     bool measured = s->median_ms >= 0 && s->status == MB_BENCH_OK;
-    if (measured && s->error >= 0 &&
-        (res->closest < 0 || s->error < res->steps[res->closest].error))
+    if (measured && drop_budget(t)) {
+      if (s->task_accuracy >= 0 &&
+          (res->closest < 0 ||
+           s->task_accuracy > res->steps[res->closest].task_accuracy))
+        res->closest = i;
+    } else if (measured && s->error >= 0 &&
+               (res->closest < 0 ||
+                s->error < res->steps[res->closest].error)) {
       res->closest = i;
+    }
     if (!t->st->final[i] || !measured || !s->accurate || !slo_met(t, s))
       continue;
     if (res->winner < 0 || s->median_ms < res->steps[res->winner].median_ms)
@@ -853,12 +931,39 @@ static void choose_winner(tune *t) {
   const char *budget = res->budget_exhausted ? " (the budget ran out: the "
                                                "best so far)"
                                              : "";
+  char budget_name[96];
+  if (drop_budget(t))
+    snprintf(budget_name, sizeof budget_name, "--max-accuracy-drop %g%%",
+             100 * t->cfg->max_accuracy_drop);
+  else
+    snprintf(budget_name, sizeof budget_name, "--max-error %g", t->max_error);
   if (res->found) {
     const mb_tune_step *w = &res->steps[res->winner];
+    char task[96] = "";
+    if (w->task_accuracy >= 0)
+      snprintf(task, sizeof task, ", task accuracy %.2f%%",
+               100 * w->task_accuracy);
     snprintf(res->summary, sizeof res->summary,
-             "%s at %d threads%s: median %.3f ms, cosine %.6f%s", w->conversion,
-             w->threads, w->n_kept_float ? " with nodes kept in float" : "",
-             w->median_ms, w->cosine, budget);
+             "%s at %d threads%s: median %.3f ms, cosine %.6f%s%s",
+             w->conversion, w->threads,
+             w->n_kept_float ? " with nodes kept in float" : "", w->median_ms,
+             w->cosine, task, budget);
+  } else if (drop_budget(t) && res->baseline_task_accuracy < 0) {
+    snprintf(res->summary, sizeof res->summary,
+             "no configuration meets %s: no fp32 candidate measured the "
+             "baseline task accuracy (add one, e.g. -c ORT_CPU, and labels "
+             "with one class per row of the first output)%s",
+             budget_name, budget);
+  } else if (res->closest >= 0 && drop_budget(t)) {
+    const mb_tune_step *c = &res->steps[res->closest];
+    snprintf(res->summary, sizeof res->summary,
+             "no configuration meets %s%s: the closest is %s at %d threads%s "
+             "(task accuracy %.2f%%, %s's %.2f%%)%s",
+             budget_name, t->cfg->slo_percentile > 0 ? " within the SLO" : "",
+             c->conversion, c->threads,
+             c->n_kept_float ? " with nodes kept in float" : "",
+             100 * c->task_accuracy, res->baseline,
+             100 * res->baseline_task_accuracy, budget);
   } else if (res->closest >= 0) {
     const mb_tune_step *c = &res->steps[res->closest];
     /* The per-node estimates may have come closer than anything measured:
@@ -884,8 +989,8 @@ static void choose_winner(tune *t) {
              c->error, estimate, budget);
   } else {
     snprintf(res->summary, sizeof res->summary,
-             "no configuration meets --max-error %g: none was measured%s",
-             t->max_error, budget);
+             "no configuration meets %s: none was measured%s", budget_name,
+             budget);
   }
 }
 
@@ -903,6 +1008,16 @@ mb_status mb_tune(const char *model_path, const mb_tune_config *config,
   if (!model_path || !config)
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                      "tune: a model and a config are needed");
+  if (config->max_accuracy_drop < 0 || config->max_accuracy_drop >= 1 ||
+      isnan(config->max_accuracy_drop))
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "tune: max_accuracy_drop %g: expected a share in [0, 1) "
+                     "(0.005 for 0.5%%)",
+                     config->max_accuracy_drop);
+  if (config->max_accuracy_drop > 0 && !config->bench.labels_path)
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "tune: max_accuracy_drop needs labels "
+                     "(bench.labels_path, --labels FILE.npy)");
   if (config->slo_percentile < 0 || config->slo_percentile > 100 ||
       (config->slo_percentile > 0 && !(config->slo_ms > 0)))
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
@@ -937,6 +1052,8 @@ mb_status mb_tune(const char *model_path, const mb_tune_config *config,
   t.res->max_error = t.max_error;
   t.res->slo_percentile = config->slo_percentile;
   t.res->slo_ms = config->slo_ms;
+  t.res->max_accuracy_drop = config->max_accuracy_drop;
+  t.res->baseline_task_accuracy = -1;
   if ((status = make_candidates(&t, err)) || (status = uniform_rounds(&t, err)))
     goto fail;
   if (!t.res->budget_exhausted && (status = mixed_rounds(&t, err)))

@@ -46,6 +46,7 @@ static void write_step(mb_json *j, int index, const mb_tune_step *s) {
                      s->error_message[0] ? s->error_message : NULL);
   kv_known(j, "error", s->error, s->error >= 0);
   kv_known(j, "cosine", s->cosine, s->cosine >= -1);
+  kv_known(j, "task_accuracy", s->task_accuracy, s->task_accuracy >= 0);
   mb__json_kv_bool(j, "accurate", s->accurate != 0);
   kv_known(j, "median_ms", s->median_ms, s->median_ms >= 0);
   kv_known(j, "slo_latency_ms", s->slo_latency_ms, s->slo_latency_ms >= 0);
@@ -82,6 +83,12 @@ mb_status mb_tune_result_write_json(const mb_tune_result *result,
   } else {
     mb__json_null(&j);
   }
+  kv_known(&j, "max_accuracy_drop", result->max_accuracy_drop,
+           result->max_accuracy_drop > 0);
+  kv_known(&j, "baseline_task_accuracy", result->baseline_task_accuracy,
+           result->baseline_task_accuracy >= 0);
+  mb__json_kv_string(&j, "baseline",
+                     result->baseline[0] ? result->baseline : NULL);
   mb__json_kv_double(&j, "wall_seconds", result->wall_seconds);
   mb__json_kv_bool(&j, "budget_exhausted", result->budget_exhausted != 0);
   mb__json_kv_bool(&j, "found", result->found != 0);

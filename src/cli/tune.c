@@ -27,7 +27,15 @@ static const char tune_help[] =
     "('bench --keep-float' runs it again) and the share of FLOPs in int8.\n"
     "\n"
     "Options:\n"
-    "      --max-error E          the accuracy budget: 1 - cosine (required)\n"
+    "      --max-error E          the accuracy budget: 1 - cosine (required\n"
+    "                             unless --max-accuracy-drop is given)\n"
+    "      --max-accuracy-drop D  the budget as task accuracy instead: at\n"
+    "                             most D (0.5% or 0.005) below the top-1\n"
+    "                             accuracy of the fp32 candidate closest to\n"
+    "                             the reference, against --labels; the\n"
+    "                             per-node search still steers by cosine\n"
+    "      --labels FILE.npy      integer class labels, one per input row\n"
+    "                             (as in 'bench')\n"
     "  -c, --conversions LIST     candidates (default: the ONNX CPU\n"
     "                             conversions of the default set and tier 2)\n"
     "      --threads LIST         thread counts to try (default 1)\n"
@@ -67,6 +75,8 @@ enum {
   OPT_CACHE_DIR,
   OPT_NO_CACHE,
   OPT_NO_RECORD,
+  OPT_MAX_ACCURACY_DROP,
+  OPT_LABELS,
   OPT_CALIBRATION,
   OPT_CALIBRATION_LAST = OPT_CALIBRATION + MB_CLI_CALIB_COUNT - 1,
 };
@@ -198,6 +208,31 @@ static int option(tune_cli *t, int c, const char *arg) {
   case OPT_NO_RECORD:
     t->no_record = true;
     return MB_EXIT_OK;
+  case OPT_MAX_ACCURACY_DROP: {
+    /* "0.5%" or a share, "0.005". */
+    char buf[64];
+    size_t len = strlen(arg);
+    double scale = 1, d;
+    if (len > 0 && len < sizeof buf) {
+      memcpy(buf, arg, len + 1);
+      if (buf[len - 1] == '%') {
+        buf[len - 1] = '\0';
+        scale = 0.01;
+      }
+    }
+    if (len == 0 || len >= sizeof buf || !mb__cli_parse_double(buf, &d) ||
+        !(d * scale > 0 && d * scale < 1))
+      return mb__cli_usage_error(cmd,
+                                 "--max-accuracy-drop '%s': expected a share "
+                                 "in (0, 1) or a percentage, e.g. 0.005 or "
+                                 "0.5%%",
+                                 arg);
+    t->config.max_accuracy_drop = d * scale;
+    return MB_EXIT_OK;
+  }
+  case OPT_LABELS:
+    b->labels_path = arg;
+    return MB_EXIT_OK;
   default:
     if (c >= OPT_CALIBRATION && c <= OPT_CALIBRATION_LAST)
       return mb__cli_calibration_option(cmd, c - OPT_CALIBRATION, arg, b);
@@ -292,12 +327,25 @@ static void print_winner(const mb_tune_result *r) {
   } else {
     printf("fastest accurate uniform option: none\n");
   }
+  if (r->max_accuracy_drop > 0) {
+    if (r->baseline_task_accuracy >= 0)
+      printf("task accuracy baseline: %s, %.2f%%; budget: at most %g%% "
+             "below\n",
+             mb__cli_text(r->baseline), 100 * r->baseline_task_accuracy,
+             100 * r->max_accuracy_drop);
+    else
+      printf("task accuracy baseline: none measured\n");
+  }
   if (r->found) {
     const mb_tune_step *w = &r->steps[r->winner];
-    printf("winner: %s at %d threads, median %.3f ms, cosine %.6f, int8 "
+    char task[64] = "";
+    if (w->task_accuracy >= 0)
+      snprintf(task, sizeof task, ", task accuracy %.2f%%",
+               100 * w->task_accuracy);
+    printf("winner: %s at %d threads, median %.3f ms, cosine %.6f%s, int8 "
            "share of FLOPs %s\n",
            mb__cli_text(w->conversion), w->threads, w->median_ms, w->cosine,
-           share_text(w->int8_flops_share, share, sizeof share));
+           task, share_text(w->int8_flops_share, share, sizeof share));
     if (w->n_kept_float) {
       printf("  kept in float (%d):", w->n_kept_float);
       for (int k = 0; k < w->n_kept_float; k++)
@@ -346,6 +394,8 @@ int mb__cli_tune(int argc, char **argv) {
       {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
       {"no-cache", no_argument, NULL, OPT_NO_CACHE},
       {"no-record", no_argument, NULL, OPT_NO_RECORD},
+      {"max-accuracy-drop", required_argument, NULL, OPT_MAX_ACCURACY_DROP},
+      {"labels", required_argument, NULL, OPT_LABELS},
       MB_CLI_CALIBRATION_OPTIONS(OPT_CALIBRATION),
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -380,9 +430,15 @@ int mb__cli_tune(int argc, char **argv) {
     rc = mb__cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
     goto done;
   }
-  if (!t->max_error_given) {
+  if (!t->max_error_given && !(t->config.max_accuracy_drop > 0)) {
     rc = mb__cli_usage_error(cmd, "missing --max-error E (the accuracy "
-                                  "budget, 1 - cosine, e.g. 1e-3)");
+                                  "budget, 1 - cosine, e.g. 1e-3) or "
+                                  "--max-accuracy-drop D with --labels");
+    goto done;
+  }
+  if (t->config.max_accuracy_drop > 0 && !t->config.bench.labels_path) {
+    rc = mb__cli_usage_error(cmd, "--max-accuracy-drop needs --labels "
+                                  "FILE.npy (one class per input row)");
     goto done;
   }
   if (mb_tune(argv[optind], &t->config, &result, &err) != MB_STATUS_OK) {
