@@ -1291,7 +1291,9 @@ mb_status mb_tune_result_write_json(const mb_tune_result *result,
  * the summary, a chart of every measured step (median latency against
  * 1 - cosine, log-log) with the budget, the accuracy-vs-latency front and
  * the winner marked, and a table of every step. The page runs no script.
- * result, path: borrowed. Fails with MB_STATUS_IO naming the path. */
+ * result, path: borrowed. Fails with MB_STATUS_IO naming the path, or
+ * MB_STATUS_INVALID_ARGUMENT naming a step without its phase, conversion
+ * or kept_float names. */
 mb_status mb_tune_result_write_html(const mb_tune_result *result,
                                     const char *path, mb_error *err);
 

@@ -263,7 +263,7 @@ TEST(page_nothing_measured) {
   return 0;
 }
 
-TEST(page_unwritable_path) {
+TEST(page_unwritable_path_or_bad_result) {
   mb_tune_step steps[N_STEPS];
   mb_tune_result r;
   fill_result(&r, steps);
@@ -274,10 +274,20 @@ TEST(page_unwritable_path) {
   ASSERT_CONTAINS(err.message, "/nonexistent-dir-mb/tune.html");
   ASSERT_EQ(mb_tune_result_write_html(&r, "", &err),
             MB_STATUS_INVALID_ARGUMENT);
+  /* A hand-built step without its strings is refused, naming the step. */
+  steps[5].conversion = NULL;
+  ASSERT_EQ(mb_tune_result_write_html(&r, "/tmp/unused.html", &err),
+            MB_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(err.message, "step 5");
+  steps[5].conversion = "INT8_STATIC+ORT_CPU";
+  steps[6].kept_float = NULL;
+  ASSERT_EQ(mb_tune_result_write_html(&r, "/tmp/unused.html", &err),
+            MB_STATUS_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(err.message, "step 6");
   return 0;
 }
 
 TEST_MAIN(TEST_ENTRY(front_known_points), TEST_ENTRY(front_ties),
           TEST_ENTRY(front_empty_and_unknown),
           TEST_ENTRY(page_marks_and_escapes), TEST_ENTRY(page_nothing_measured),
-          TEST_ENTRY(page_unwritable_path))
+          TEST_ENTRY(page_unwritable_path_or_bad_result))

@@ -590,6 +590,18 @@ mb_status mb_tune_result_write_html(const mb_tune_result *result,
       (result->n_steps > 0 && !result->steps))
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                      "tune page: no result or no path given");
+  /* A result built by hand through the C API may leave strings out. */
+  for (int i = 0; i < result->n_steps; i++) {
+    const mb_tune_step *s = &result->steps[i];
+    bool kept_ok = s->n_kept_float >= 0 && (!s->n_kept_float || s->kept_float);
+    for (int k = 0; kept_ok && k < s->n_kept_float; k++)
+      kept_ok = s->kept_float[k] != NULL;
+    if (!s->phase || !s->conversion || !kept_ok)
+      return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                       "tune page: step %d has no phase, no conversion or a "
+                       "missing kept_float name",
+                       i);
+  }
   mb_report_file rf;
   mb_status status = mb__report_file_open(&rf, path, "tune page", err);
   if (status)
