@@ -1302,6 +1302,15 @@ void mb_tune_result_free(mb_tune_result *result);
  * atomically. Fails with MB_STATUS_IO naming the path. */
 mb_status mb_tune_result_write_json(const mb_tune_result *result,
                                     const char *path, mb_error *err);
+/* Writes the search as one self-contained HTML page to path, atomically:
+ * the summary, a chart of every measured step (median latency against
+ * 1 - cosine, log-log) with the budget, the accuracy-vs-latency front and
+ * the winner marked, and a table of every step. The page runs no script.
+ * result, path: borrowed. Fails with MB_STATUS_IO naming the path, or
+ * MB_STATUS_INVALID_ARGUMENT naming a step without its phase, conversion
+ * or kept_float names. */
+mb_status mb_tune_result_write_html(const mb_tune_result *result,
+                                    const char *path, mb_error *err);
 
 /* The precision a result ran at, for people: "fp32", or "fp16 (83% of
  * FLOPs)" when segments of a reduced-precision hybrid conversion fell back.

@@ -42,6 +42,8 @@ static const char tune_help[] =
     "      --budget SECONDS       stop after this long with the best so far\n"
     "      --slo pP=LATENCY       e.g. p99=20ms: slower configurations lose\n"
     "      --json FILE            the search log (docs/json-schema.md)\n"
+    "      --html FILE            a page: accuracy against latency, the\n"
+    "                             front and the winner, every step\n"
     "      --round-time SECONDS   timed phase of the first round (default\n"
     "                             0.25; each later round doubles it)\n"
     "      --inputs DIR           evaluation inputs (as in 'bench')\n"
@@ -67,6 +69,7 @@ enum {
   OPT_BUDGET,
   OPT_SLO,
   OPT_JSON,
+  OPT_HTML,
   OPT_ROUND_TIME,
   OPT_INPUTS,
   OPT_N_SAMPLES,
@@ -88,6 +91,7 @@ typedef struct tune_cli {
   int conversions[512];
   int threads[MAX_THREAD_COUNTS];
   const char *json_path;
+  const char *html_path;
   bool no_record;
   bool max_error_given;
 } tune_cli;
@@ -174,6 +178,9 @@ static int option(tune_cli *t, int c, const char *arg) {
     return MB_EXIT_OK;
   case OPT_JSON:
     t->json_path = arg;
+    return MB_EXIT_OK;
+  case OPT_HTML:
+    t->html_path = arg;
     return MB_EXIT_OK;
   case OPT_ROUND_TIME:
     if (!parse_seconds(arg, &t->config.round_seconds))
@@ -386,6 +393,7 @@ int mb__cli_tune(int argc, char **argv) {
       {"budget", required_argument, NULL, OPT_BUDGET},
       {"slo", required_argument, NULL, OPT_SLO},
       {"json", required_argument, NULL, OPT_JSON},
+      {"html", required_argument, NULL, OPT_HTML},
       {"round-time", required_argument, NULL, OPT_ROUND_TIME},
       {"inputs", required_argument, NULL, OPT_INPUTS},
       {"n-samples", required_argument, NULL, OPT_N_SAMPLES},
@@ -450,6 +458,9 @@ int mb__cli_tune(int argc, char **argv) {
   if (t->json_path &&
       mb_tune_result_write_json(result, t->json_path, &err) != MB_STATUS_OK)
     rc = mb__cli_fail(t->json_path, &err);
+  if (t->html_path &&
+      mb_tune_result_write_html(result, t->html_path, &err) != MB_STATUS_OK)
+    rc = mb__cli_fail(t->html_path, &err);
   record_winner(t, result);
   if (rc == MB_EXIT_OK && !result->found)
     rc = MB_EXIT_NONE_MEETS;

@@ -122,7 +122,7 @@ void mb__html_put_number(FILE *f, const char *attr, double v) {
 
 /* ---- page frame ---- */
 
-static const char page_style[] =
+const char mb__html_page_style[] =
     ":root{--fg:#1d2127;--muted:#5b6470;--bg:#fff;--panel:#f5f7fa;"
     "--line:#d9dee5;--bar:#4a78c2;--best:#2f9a5d;--bad:#c98a1b;"
     "--fail:#c0392b}\n"
@@ -265,7 +265,7 @@ static void put_model_title(FILE *f, const mb_bench_report *report) {
  * only the tool's own script and applies only its own style: a tag that
  * slipped past the escaping still could not run. The hashed text starts
  * with the newline after the opening tag. */
-static void put_csp_hash(FILE *f, const char *a, const char *b) {
+void mb__html_put_csp_hash(FILE *f, const char *a, const char *b) {
   static const char b64[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   mb_sha256 ctx;
@@ -295,9 +295,9 @@ static void write_page_start(FILE *f, const mb_bench_report *const *reports,
         "\n<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
         "'none'; style-src ",
         f);
-  put_csp_hash(f, page_style, mb__html_sweep_style);
+  mb__html_put_csp_hash(f, mb__html_page_style, mb__html_sweep_style);
   fputs("; script-src ", f);
-  put_csp_hash(f, page_script, "");
+  mb__html_put_csp_hash(f, page_script, "");
   fputs("\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, "
         "initial-scale=1\">\n<meta name=\"generator\" content=\"modelbench ",
@@ -312,7 +312,7 @@ static void write_page_start(FILE *f, const mb_bench_report *const *reports,
           "</title>\n<style>\n%s%s</style>\n</head>\n<body>\n<header>\n"
           "<h1>modelbench report</h1>\n<p class=\"sub\">%d model%s, "
           "modelbench ",
-          page_style, mb__html_sweep_style, n, n == 1 ? "" : "s");
+          mb__html_page_style, mb__html_sweep_style, n, n == 1 ? "" : "s");
   put_html(f, version);
   fputs("</p>\n", f);
   if (n > 1) {

@@ -176,6 +176,12 @@ const char *mb__html_id_part(const char *s, char *buf, size_t size);
 void mb__html_put_number(FILE *f, const char *attr, double v);
 /* A round axis end above max (1, 2 or 5 times a power of ten per tick). */
 double mb__html_nice_axis(double max, double *step_out);
+/* The page's CSS (colours, tables, charts), shared by the tune page
+ * (html_tune.c). */
+extern const char mb__html_page_style[];
+/* 'sha256-BASE64' of "\n" a b: the CSP source naming an inline <style> or
+ * <script> whose text is "\n" a b. */
+void mb__html_put_csp_hash(FILE *f, const char *a, const char *b);
 /* CSS of the line charts, part of the page's one <style>. */
 extern const char mb__html_sweep_style[];
 /* When reports[m] starts a run of reports of one model that a sweep made
@@ -202,5 +208,17 @@ bool mb__report_same_workload(const mb_bench_report *a,
  * that workload (its group was already taken). */
 int mb__report_workload_group(const mb_bench_report *const *reports, int n,
                               int i, const mb_bench_report **sel);
+
+/* ---- the tune page (html_tune.c) ---- */
+
+/* The accuracy-vs-latency Pareto front of n points: the indices of those
+ * that no other point beats on both latency and error (one lower, the
+ * other no higher), by latency ascending (so error descending), into
+ * front_out (n slots, also used as scratch). Points with the same latency
+ * and error appear once (the lowest index). A point whose latency is not
+ * finite and > 0, or whose error is not finite and >= 0 (NaN, or negative
+ * for unknown), is skipped. Returns the front's size. */
+int mb__tune_front(const double *latency_ms, const double *error, int n,
+                   int *front_out);
 
 #endif /* MB_REPORT_REPORT_UTIL_H */
