@@ -83,6 +83,7 @@ static mb_tune_step step(const char *phase, int round, const char *conversion,
   s.accurate = accurate;
   s.median_ms = median_ms;
   s.slo_latency_ms = -1;
+  s.task_accuracy = -1;
   return s;
 }
 
@@ -225,7 +226,41 @@ TEST(page_marks_and_escapes) {
   CHECK(strstr(page, "<tr class=\"step winner\" data-step=\"6\""));
   CHECK(strstr(page, "measured again in round 1"));
   CHECK(strstr(page, "not exhausted"));
+  /* No labels: no task accuracy column, the budget in 1 - cosine. */
+  CHECK(!strstr(page, "<th>task accuracy</th>"));
+  CHECK(strstr(page, "<dd>1 - cosine &le; 0.001 on every output</dd>"));
 #undef CHECK
+  if (!ok)
+    fprintf(stderr, "%s\n", page);
+  free(page);
+  ASSERT(ok);
+  return 0;
+}
+
+/* --max-accuracy-drop: the budget names the baseline, the table has the
+ * task accuracy of the steps that measured one. */
+TEST(page_task_accuracy_budget) {
+  mb_tune_step steps[N_STEPS];
+  mb_tune_result r;
+  fill_result(&r, steps);
+  r.max_accuracy_drop = 0.005;
+  r.baseline_task_accuracy = 0.75;
+  snprintf(r.baseline, sizeof r.baseline, "REF<b>");
+  steps[3].task_accuracy = 0.75;
+  steps[6].task_accuracy = 0.7475;
+  char path[] = "/tmp/mb_test_tune_html_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT(fd >= 0);
+  close(fd);
+  mb_error err = {0};
+  ASSERT_OK(mb_tune_result_write_html(&r, path, &err), &err);
+  char *page = read_page(path);
+  unlink(path);
+  ASSERT(page);
+  int ok = strstr(page, "top-1 task accuracy at most 0.5% below the "
+                        "baseline's (<code>REF&lt;b&gt;</code>, 75.00%)") &&
+           count(page, "<th>task accuracy</th>") == 1 &&
+           strstr(page, "<td>74.75%</td>") && strstr(page, "<td>75.00%</td>");
   if (!ok)
     fprintf(stderr, "%s\n", page);
   free(page);
@@ -289,5 +324,7 @@ TEST(page_unwritable_path_or_bad_result) {
 
 TEST_MAIN(TEST_ENTRY(front_known_points), TEST_ENTRY(front_ties),
           TEST_ENTRY(front_empty_and_unknown),
-          TEST_ENTRY(page_marks_and_escapes), TEST_ENTRY(page_nothing_measured),
+          TEST_ENTRY(page_marks_and_escapes),
+          TEST_ENTRY(page_task_accuracy_budget),
+          TEST_ENTRY(page_nothing_measured),
           TEST_ENTRY(page_unwritable_path_or_bad_result))

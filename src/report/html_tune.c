@@ -489,10 +489,28 @@ static void write_summary(FILE *f, const mb_tune_result *r) {
           "data-found=\"%d\">\n<p class=\"summary\">",
           r->found ? 1 : 0);
   put_html(f, r->summary);
-  fprintf(f,
-          "</p>\n<dl>\n<dt>budget</dt><dd>1 - cosine &le; %g on every "
-          "output</dd>\n",
-          r->max_error);
+  if (r->max_accuracy_drop > 0) {
+    fprintf(f,
+            "</p>\n<dl>\n<dt>budget</dt><dd>top-1 task accuracy at most "
+            "%g%% below the baseline's",
+            100 * r->max_accuracy_drop);
+    if (r->baseline_task_accuracy >= 0) {
+      fputs(" (<code>", f);
+      put_html(f, r->baseline);
+      fprintf(f, "</code>, %.2f%%)", 100 * r->baseline_task_accuracy);
+    } else {
+      fputs(" (none measured)", f);
+    }
+    fprintf(f,
+            "; the per-node search steers by 1 - cosine &le; %g, the "
+            "chart's line</dd>\n",
+            r->max_error);
+  } else {
+    fprintf(f,
+            "</p>\n<dl>\n<dt>budget</dt><dd>1 - cosine &le; %g on every "
+            "output</dd>\n",
+            r->max_error);
+  }
   if (r->slo_percentile > 0)
     fprintf(f, "<dt>SLO</dt><dd>p%g &le; %g ms</dd>\n", r->slo_percentile,
             r->slo_ms);
@@ -519,14 +537,19 @@ static void write_summary(FILE *f, const mb_tune_result *r) {
 }
 
 static void write_table(FILE *f, const mb_tune_result *r) {
-  fputs("<h2>Every step</h2>\n<div class=\"wrap\"><table id=\"tune-steps\">\n"
-        "<thead><tr><th>step</th><th>phase</th><th>round</th>"
-        "<th>conversion</th><th>threads</th><th>kept in float</th>"
-        "<th>int8 share of FLOPs</th><th>error (1 - cosine)</th>"
-        "<th>cosine</th><th>median (ms)</th><th>outcome, or why dropped</th>"
-        "</tr></thead>\n"
-        "<tbody>\n",
-        f);
+  bool task = false; /* a task accuracy column, when labels were given */
+  for (int i = 0; i < r->n_steps; i++)
+    task |= r->steps[i].task_accuracy >= 0;
+  fprintf(f,
+          "<h2>Every step</h2>\n<div class=\"wrap\"><table "
+          "id=\"tune-steps\">\n"
+          "<thead><tr><th>step</th><th>phase</th><th>round</th>"
+          "<th>conversion</th><th>threads</th><th>kept in float</th>"
+          "<th>int8 share of FLOPs</th><th>error (1 - cosine)</th>"
+          "<th>cosine</th>%s<th>median (ms)</th><th>outcome, or why "
+          "dropped</th></tr></thead>\n"
+          "<tbody>\n",
+          task ? "<th>task accuracy</th>" : "");
   for (int i = 0; i < r->n_steps; i++) {
     const mb_tune_step *s = &r->steps[i];
     bool est = estimated(s);
@@ -558,6 +581,10 @@ static void write_table(FILE *f, const mb_tune_result *r) {
       fprintf(f, "%.6f%s", s->cosine, est ? " (estimate)" : "");
     else
       fputs("-", f);
+    if (task && s->task_accuracy >= 0)
+      fprintf(f, "</td><td>%.2f%%", 100 * s->task_accuracy);
+    else if (task)
+      fputs("</td><td>-", f);
     fprintf(f, "</td><td>%s</td><td>",
             est ? "not measured (estimate)" : median);
     int round = measured_again(r, i);
