@@ -189,3 +189,15 @@ def test_an_engine_failure_is_an_engine_error(tmp_path, cache_dir):
     message = str(caught.value)
     assert "modelbench tune failed (exit status 1)" in message
     assert "broken.onnx" in message, message
+
+
+def test_the_cli_front_passes_tune_through(sensitive_mlp, cache_dir):
+    """`python3 -m modelbench tune` is the C CLI's tune (with the PyTorch
+    host runtime): a budget nothing meets exits 3 with the answer."""
+    proc = subprocess.run(
+        _engine.command("tune", sensitive_mlp, "--max-error", "1e-12", "-c",
+                        "INT8_STATIC+REFERENCE", "--round-time", "0.05",
+                        "--calibration-samples", "32", "--no-record"),
+        env=_engine.environment(worker=False), capture_output=True, text=True)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "no configuration meets --max-error 1e-12" in proc.stdout, proc.stdout
