@@ -5,6 +5,10 @@ conversions and every ONNX conversion of the C engine, in one report.
     results = benchmark_model(model, {"batch_size": 1}, ["EAGER", "ORT_CPU"], data=x[0])
     display_all_results(results)        # or print(results)
 
+``modelbench.tune(model, max_error, data=x[0])`` finds the fastest
+configuration within an accuracy budget (the engine's ``modelbench tune``,
+mixed int8/float precision included) and returns a ``TuneResult``.
+
 alma's import paths work too (``modelbench.benchmark.log``,
 ``modelbench.arguments.benchmark_args``, ``modelbench.utils.setup_logging``,
 ...): replace ``alma`` with ``modelbench`` (docs/pytorch.md).
@@ -26,6 +30,7 @@ from .errors import ConfigError, ConfigTypeError, EngineError, Error
 from .logs import setup_logging
 from .profiling import ProfileSession, profile, profile_session, report
 from .results import ConversionError, Result, Results, SweepResults, display_all_results
+from .tune import TuneResult, TuneStep, tune
 from .utils import save_dict_to_json
 from .utils.multiprocessing import lazyload
 
@@ -44,6 +49,8 @@ __all__ = [
     "Result",
     "Results",
     "SweepResults",
+    "TuneResult",
+    "TuneStep",
     "benchmark_model",
     "benchmark_sweep",
     "display_all_results",
@@ -55,4 +62,5 @@ __all__ = [
     "report",
     "save_dict_to_json",
     "setup_logging",
+    "tune",
 ]

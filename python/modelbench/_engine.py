@@ -329,11 +329,12 @@ def environment(worker: bool) -> Dict[str, str]:
     return env
 
 
-def run(argv: List[str], in_process: bool) -> int:
+def run(argv: List[str], in_process: bool, lines: Optional[List[str]] = None) -> int:
     """Runs `argv` (from bench_argv) in a fresh ``python3 -m modelbench``
     process, or in this one (in_process), its output going to the
-    "modelbench" logger; returns the engine's exit status (2: it refused
-    the command line)."""
+    "modelbench" logger (and, in a fresh process, each line also appended
+    to `lines` when given: ``tune`` raises with the engine's message);
+    returns the engine's exit status (2: it refused the command line)."""
     log.debug("engine: %s", shlex.join(argv[1:]))  # pasting it is safe
     if in_process:
         from . import host
@@ -353,4 +354,6 @@ def run(argv: List[str], in_process: bool) -> int:
         line = line.rstrip("\n")
         if line:
             log.info("%s", line)
+            if lines is not None:
+                lines.append(line)
     return proc.wait()
