@@ -57,7 +57,9 @@ class TuneStep:
         error_message: a failed measurement's error.
         error: the largest 1 - cosine over the outputs; cosine: the smallest
             cosine (None when unknown).
-        accurate: error <= max_error.
+        task_accuracy: measured with labels: the top-1 accuracy (0..1).
+        accurate: error <= max_error; with max_accuracy_drop, measured steps:
+            at most that far below the baseline's task accuracy.
         median_ms, slo_latency_ms: latencies (None for estimates, without an SLO).
         min_seconds: the timed phase the measurement asked for.
         dropped: why the configuration went no further (None: it did not drop out).
@@ -75,6 +77,7 @@ class TuneStep:
     error_message: Optional[str] = None
     error: Optional[float] = None
     cosine: Optional[float] = None
+    task_accuracy: Optional[float] = None
     accurate: bool = False
     median_ms: Optional[float] = None
     slo_latency_ms: Optional[float] = None
@@ -104,6 +107,9 @@ class TuneResult:
         summary: the engine's one-line answer: the winner, or "no configuration
             meets --max-error E: the closest is X (...)" and why.
         max_error: the budget searched for (1 - cosine).
+        max_accuracy_drop: the budget as task accuracy (a share), or None;
+            baseline, baseline_task_accuracy: the fp32 candidate whose top-1
+            accuracy it is measured from (None until measured).
         wall_seconds: the whole search.
         budget_exhausted: budget_seconds ran out; the best so far is reported.
         winner: the fastest accurate configuration, None when none is.
@@ -128,6 +134,9 @@ class TuneResult:
     steps: List[TuneStep]
     log_path: Optional[str]
     model_path: str
+    max_accuracy_drop: Optional[float] = None
+    baseline: Optional[str] = None
+    baseline_task_accuracy: Optional[float] = None
     log: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -151,6 +160,9 @@ class TuneResult:
             steps=steps,
             log_path=log_path,
             model_path=str(data.get("model_path") or ""),
+            max_accuracy_drop=data.get("max_accuracy_drop"),
+            baseline=data.get("baseline"),
+            baseline_task_accuracy=data.get("baseline_task_accuracy"),
             log=dict(data),
         )
 
@@ -221,6 +233,9 @@ TUNE_FLAGS = (
     ("cache_dir", "--cache-dir", _engine._optional),
     ("cache", "--no-cache", _engine._when_false),
     ("record", "--no-record", _engine._when_false),
+    ("html_path", "--html", _engine._optional),
+    ("labels", "--labels", _engine._optional),
+    ("max_accuracy_drop", "--max-accuracy-drop", _engine._optional),
 )
 
 
@@ -350,6 +365,32 @@ def _write_batches(model: Any, loader: Any, key: str, folder: str, *,
 # ---------------------------------------------------------------------------
 
 
+def _labels_file(labels: Any, run_dir: str) -> Optional[str]:
+    """An .npy path of the labels: a path as given (it must exist), or
+    integers (a sequence, array or tensor) saved in run_dir."""
+    if labels is None:
+        return None
+    if isinstance(labels, (str, os.PathLike)):
+        path = os.fspath(labels)
+        if not os.path.isfile(path):
+            raise ConfigError(f"tune argument 'labels': no file {path!r}")
+        return path
+    import numpy as np
+
+    if hasattr(labels, "detach"):  # a torch tensor
+        labels = labels.detach().cpu().numpy()
+    try:
+        array = np.asarray(labels)
+    except Exception as e:  # noqa: BLE001 - whatever the object raises
+        raise ConfigTypeError(f"tune argument 'labels' must be a path or integers: {e}") from None
+    if array.ndim != 1 or array.size == 0 or not np.issubdtype(array.dtype, np.integer):
+        raise ConfigTypeError("tune argument 'labels' must be a path or a 1-D sequence of "
+                              f"integers, got dtype {array.dtype} shape {array.shape}")
+    path = os.path.join(run_dir, "labels.npy")
+    np.save(path, array.astype(np.int64))
+    return path
+
+
 def tune(
     model: Any,
     max_error: float,
@@ -373,6 +414,9 @@ def tune(
     cache: bool = True,
     cache_dir: Optional[str] = None,
     opset: Optional[int] = None,
+    html_path: Optional[Union[str, "os.PathLike[str]"]] = None,
+    labels: Any = None,
+    max_accuracy_drop: Optional[float] = None,
 ) -> TuneResult:
     """Finds the fastest configuration whose outputs stay within `max_error`
     of the reference (``modelbench tune``): conversions x threads by
@@ -416,6 +460,14 @@ def tune(
         cache, cache_dir: the build cache and results folder, as in
             BenchmarkConfig.
         opset: the ONNX opset of a module's export (None: the exporter's).
+        html_path: also write the search as a page there (``--html``: the
+            accuracy-vs-latency front with the winner).
+        labels: integer class labels, one per evaluation row: an ``.npy``
+            path, or a sequence / array / tensor of ints (written as one).
+        max_accuracy_drop: the budget as task accuracy instead (a share:
+            0.005 for 0.5 points) against ``labels``: at most that far below
+            the top-1 accuracy of the fp32 candidate closest to the
+            reference; max_error then only steers the per-node search.
 
     Returns:
         A :class:`TuneResult`; ``print(result)`` prints a short table. A
@@ -443,6 +495,17 @@ def tune(
                                   f"{type(value).__name__} {value!r}")
     if data is not None and data_loader is not None:
         raise ConfigError("give tune data or data_loader, not both")
+    if max_accuracy_drop is not None:
+        if isinstance(max_accuracy_drop, bool) or not isinstance(max_accuracy_drop,
+                                                                 (int, float)):
+            raise ConfigTypeError("tune argument 'max_accuracy_drop' must be a number, got "
+                                  f"{type(max_accuracy_drop).__name__} {max_accuracy_drop!r}")
+        if not (0 < max_accuracy_drop < 1):
+            raise ConfigError("tune argument 'max_accuracy_drop' must be a share in (0, 1) "
+                              f"(0.005 for 0.5 points), got {max_accuracy_drop!r}")
+        if labels is None:
+            raise ConfigError("tune argument 'max_accuracy_drop' needs 'labels' (one class "
+                              "per evaluation row)")
 
     run_dir = tempfile.mkdtemp(prefix="modelbench-tune-")
     try:
@@ -450,6 +513,7 @@ def tune(
                                        batch_size is not None, n_samples is not None, run_dir)
         json_path = os.fspath(log_path) if log_path is not None else os.path.join(
             run_dir, "tune.json")
+        labels_path = _labels_file(labels, run_dir)
         values = {"max_error": repr(cfg.max_error), "log_path": json_path,
                   "conversions": ",".join(names) if names else None,
                   "threads": (",".join(str(n) for n in thread_counts) if thread_counts
@@ -459,7 +523,11 @@ def tune(
                   "calibration_samples": calibration_samples,
                   "calibration_method": calibration_method,
                   "int8_weights": int8_weights, "cache_dir": cfg.cache_dir,
-                  "cache": cfg.cache, "record": cfg.record}
+                  "cache": cfg.cache, "record": cfg.record,
+                  "html_path": os.fspath(html_path) if html_path is not None else None,
+                  "labels": labels_path,
+                  "max_accuracy_drop": (repr(float(max_accuracy_drop))
+                                        if max_accuracy_drop is not None else None)}
         argv += [token for key, flag, form in TUNE_FLAGS
                  for token in form(flag, values[key])]
         if os.path.exists(json_path):

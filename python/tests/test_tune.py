@@ -137,8 +137,39 @@ def test_a_module_with_loaders(cache_dir):
     assert result.found and result.winner.conversion == "INT8_STATIC+ORT_CPU", result.summary
 
 
+def test_a_task_accuracy_budget_and_the_page(cache_dir, tmp_path):
+    """labels + max_accuracy_drop: every measured step is judged by its drop
+    from the fp32 baseline (labelled with the module's own classes, so the
+    baseline is at or near 100%); html_path writes the search's page."""
+    torch.manual_seed(0)
+    net = SmallNet().eval()
+    evaluation = [torch.randn(2, 16) for _ in range(4)]
+    with torch.no_grad():
+        labels = torch.cat([net(x).argmax(1) for x in evaluation])
+    page = tmp_path / "tune.html"
+    result = modelbench.tune(net, 1e-3, data_loader=evaluation, n_samples=8,
+                             labels=labels, max_accuracy_drop=0.25,
+                             conversions=["ORT_CPU", "INT8_STATIC+ORT_CPU"],
+                             html_path=page, record=False, **QUICK)
+    assert result.max_accuracy_drop == 0.25
+    assert result.baseline == "ORT_CPU", result.log
+    assert result.baseline_task_accuracy is not None and result.baseline_task_accuracy >= 0.75
+    measured = [s for s in result.steps if s.median_ms is not None]
+    assert measured
+    for s in measured:
+        assert s.task_accuracy is not None, s
+        assert s.accurate == (result.baseline_task_accuracy - s.task_accuracy <= 0.25 + 1e-12), s
+    assert result.found and result.winner.accurate, result.summary
+    text = page.read_text()
+    assert "<svg" in text and "top-1 task accuracy at most 25% below" in text
+
+
 @pytest.mark.parametrize("kwargs, key", [
     ({"max_error": 0}, "'max_error' must be > 0"),
+    ({"max_error": 1e-3, "max_accuracy_drop": 0.01}, "'max_accuracy_drop' needs 'labels'"),
+    ({"max_error": 1e-3, "max_accuracy_drop": 1.5, "labels": [0]},
+     "'max_accuracy_drop' must be a share in (0, 1)"),
+    ({"max_error": 1e-3, "labels": "/nonexistent/labels.npy"}, "'labels': no file"),
     ({"max_error": -1e-3}, "'max_error' must be > 0"),
     ({"max_error": float("nan")}, "'max_error' must be a finite number"),
     ({"max_error": 1e-3, "conversions": ["INT8_STATC+ORT_CPU"]},
@@ -169,6 +200,10 @@ def test_bad_arguments_name_the_key(sensitive_mlp, cache_dir, kwargs, key):
     ({"max_error": "1e-3"}, "tune argument 'max_error' must be float"),
     ({"max_error": 1e-3, "threads": "2"}, "tune argument 'threads' must be an int"),
     ({"max_error": 1e-3, "slo": 20}, "tune argument 'slo' must be str"),
+    ({"max_error": 1e-3, "labels": [0.5, 1.5]}, "tune argument 'labels' must be a path or a "
+                                                "1-D sequence of integers"),
+    ({"max_error": 1e-3, "max_accuracy_drop": "1%", "labels": [0]},
+     "tune argument 'max_accuracy_drop' must be a number"),
 ])
 def test_arguments_of_the_wrong_type_name_the_key(sensitive_mlp, cache_dir, kwargs, key):
     with pytest.raises(ConfigTypeError) as caught:
