@@ -131,10 +131,37 @@ assert [x["conversion"] for x in r["results"]] == ["REFERENCE"] and r["config"][
 run 0 bench "$tuned" --threads 3 --min-time 0.05 --no-record --json "$tmp/bench3.json" &&
   expect_in "$tmp/err" "at 3 threads" "--threads overrides the recorded threads"
 
+# ---- a winner that does not change the graph: the model, with the record ----
+run 0 tune "$model" --max-error 1e-3 -c REFERENCE "${quick[@]}" \
+  --output "$tmp/plain.onnx" && py "a runtime-only winner gets the model as given, with the record" '
+import json, sys
+import onnx
+t, src = onnx.load(sys.argv[1]), onnx.load(sys.argv[2])
+d = json.loads({p.key: p.value for p in t.metadata_props}["modelbench.tune"])
+assert d["conversion"] == d["bench_conversion"] == "REFERENCE" and d["kept_float"] == [], d
+assert set(d["node_precision"].values()) == {"fp32"} and len(d["node_precision"]) == 3, d
+assert d["int8_flops_share"] is None, d
+del t.metadata_props[:]
+assert t.SerializeToString() == src.SerializeToString()
+' "$tmp/plain.onnx" "$model"
+
+# ---- a record that does not parse: bench names the file and the field ----
+"$python" -c '
+import sys
+import onnx
+m = onnx.load(sys.argv[1])
+onnx.helper.set_model_props(m, {"modelbench.tune": "{\"bench_conversion\": 7, \"threads\": 1}"})
+onnx.save(m, sys.argv[2])
+' "$model" "$tmp/broken.onnx"
+run 1 bench "$tmp/broken.onnx" --min-time 0.05 --no-record &&
+  expect_in "$tmp/err" "broken.onnx: metadata modelbench.tune" "a bad record names the file" &&
+  expect_in "$tmp/err" "bench_conversion" "a bad record names the field"
+
 # ---- a bad --output path: a clear error, the log still written ----
 run 1 tune "$model" --max-error 1e-3 -c "$convs" "${quick[@]}" \
   --json "$tmp/bad.json" --output "$tmp/no/such/dir/x.onnx" && {
-  expect_in "$tmp/err" "$tmp/no/such/dir/x.onnx" "the error names the path"
+  expect_in "$tmp/err" "$tmp/no/such/dir/x.onnx: --output: the winner's model not written" \
+    "the error names the path"
   py "the search log survives a bad --output" '
 import json, sys
 d = json.load(open(sys.argv[1]))

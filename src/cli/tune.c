@@ -405,7 +405,8 @@ int mb__cli_tune(int argc, char **argv) {
     rc = mb__cli_fail(t->json_path, &err);
   record_winner(t, result);
   if (result->output_error[0]) {
-    mb__cli_error(NULL, "--output: the winner's model not written: %s",
+    mb__cli_error(t->config.output_path,
+                  "--output: the winner's model not written: %s",
                   result->output_error);
     rc = MB_EXIT_FAILURE;
   } else if (result->output_path[0]) {
