@@ -88,7 +88,8 @@ assert t.SerializeToString() == c.SerializeToString()
 ' "$tuned" "$tmp/converted.onnx"
 
 # ---- analyze and check read it ----
-run 0 analyze "$tuned" && expect_in "$tmp/out" "QDQ" "analyze sees the QDQ model"
+run 0 analyze "$tuned" && expect_in "$tmp/out" "QDQ" "analyze sees the QDQ model" &&
+  expect_in "$tmp/out" "1 node kept in float" "analyze shows the record"
 # check against the float model's outputs on an input in the generated
 # range: the tuned model is within 0.05 (all-int8, sensitive_matmul
 # quantised too, is off by about 0.6).
