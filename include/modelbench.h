@@ -1218,6 +1218,13 @@ typedef struct mb_tune_config {
   /* Called after each step of the search (for progress); may be NULL. */
   void (*on_step)(void *user, const struct mb_tune_step *step);
   void *user;
+  /* When set and a configuration wins: the winner's model is written here
+   * (`tune --output`), atomically: what `modelbench convert -c WINNER
+   * --keep-float ...` writes with bench's inputs and calibration, with the
+   * configuration in its metadata_props "modelbench.tune"
+   * (docs/json-schema.md, "The tuned model"), which `bench` runs again.
+   * Borrowed. NULL: no file. */
+  const char *output_path;
 } mb_tune_config;
 
 void mb_tune_config_init(mb_tune_config *config);
@@ -1278,6 +1285,11 @@ typedef struct mb_tune_result {
    * to record in the results history; NULL when none. Owned. */
   mb_bench_report *winner_report;
   void *storage_; /* internal */
+  /* config->output_path: where the winner's model was written ("" when
+   * not written), or why it could not be (output_error, naming the path;
+   * the search's results are kept and mb_tune still returns OK). */
+  char output_path[1024];
+  char output_error[512];
 } mb_tune_result;
 
 /* Searches conversions x threads for the fastest configuration whose

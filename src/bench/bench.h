@@ -94,4 +94,27 @@ double mb__roofline_bytes(const mb_bench_report *report, mb_precision precision,
 /* Fills result->roofline from the report's peaks and model figures. */
 void mb__roofline_fill(const mb_bench_report *report, mb_bench_result *result);
 
+/* ---- tuned models (tune_artifact.c) ---- */
+
+/* The metadata_props key of `tune --output`'s model: JSON, docs/json-schema.md
+ * "The tuned model". */
+#define MB_TUNE_METADATA_KEY "modelbench.tune"
+
+/* The configuration a tuned model records, for `bench` to run it again. */
+typedef struct mb_tune_recorded {
+  bool found;           /* the file carries MB_TUNE_METADATA_KEY */
+  char conversion[128]; /* "bench_conversion": what runs the file */
+  int threads;
+  int n_keep_float;
+  char **keep_float; /* owned: mb__tune_recorded_free */
+} mb_tune_recorded;
+
+/* Reads path's MB_TUNE_METADATA_KEY. A file without it, or not an ONNX
+ * model at all (TorchScript, a manifest), gives MB_STATUS_OK with found
+ * false; a record that does not parse fails with MB_STATUS_PARSE naming
+ * the file and the field. *rec: release with mb__tune_recorded_free. */
+mb_status mb__tune_recorded_read(const char *path, mb_tune_recorded *rec,
+                                 mb_error *err);
+void mb__tune_recorded_free(mb_tune_recorded *rec);
+
 #endif /* MB_BENCH_BENCH_H */

@@ -377,6 +377,16 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
                               struct mb_quant_params **params_out,
                               void **bytes_out, size_t *size_out, char *summary,
                               size_t ssize, mb_error *err);
+/* mb_convert_model_file's model, in memory (convert.c): the bytes
+ * `modelbench convert` would write to out_path (engines' int8 writes its
+ * OUT.quant_params.json beside out_path, as convert does). *bytes_out:
+ * malloc'd, the caller frees; untouched on failure. */
+mb_status mb__convert_model_bytes(const char *model_path,
+                                  const char *conversion,
+                                  const mb_bench_config *config,
+                                  const char *out_path, void **bytes_out,
+                                  size_t *size_out, char *summary,
+                                  size_t summary_size, mb_error *err);
 
 /* ---- measurement (measure.c) ---- */
 

@@ -7,10 +7,12 @@
 
 #include <stdlib.h>
 
-mb_status mb_convert_model_file(const char *model_path, const char *conversion,
-                                const mb_bench_config *config,
-                                const char *out_path, char *summary,
-                                size_t summary_size, mb_error *err) {
+mb_status mb__convert_model_bytes(const char *model_path,
+                                  const char *conversion,
+                                  const mb_bench_config *config,
+                                  const char *out_path, void **bytes_out,
+                                  size_t *size_out, char *summary,
+                                  size_t summary_size, mb_error *err) {
   mb_bench_config defaults;
   mb_model *model = NULL;
   mb_input_source *source = NULL;
@@ -37,8 +39,7 @@ mb_status mb_convert_model_file(const char *model_path, const char *conversion,
     goto done;
   if (!def->steps || !def->steps[0]) {
     /* Nothing to convert: the model as it is. */
-    if (!(status = mb__read_file(model_path, &bytes, &size, err)))
-      status = mb__write_file(out_path, bytes, size, err);
+    status = mb__read_file(model_path, &bytes, &size, err);
     snprintf(line, sizeof line,
              "%s has no conversion steps: the model as "
              "given",
@@ -89,8 +90,7 @@ mb_status mb_convert_model_file(const char *model_path, const char *conversion,
   if ((status = mb__convert_for_job(&job, def, qpath, NULL, &bytes, &size, line,
                                     sizeof line, err)))
     goto done;
-  status = mb__write_file(out_path, bytes, size, err);
-  if (!status && qpath) {
+  if (qpath) {
     size_t used = strlen(line);
     snprintf(line + used, sizeof line - used,
              "; float model, quantisation parameters in %s", qpath);
@@ -108,7 +108,29 @@ done:
   free(qpath);
   if (source)
     mb__input_source_close(source);
-  free(bytes);
+  if (!status) {
+    *bytes_out = bytes;
+    *size_out = size;
+  } else {
+    free(bytes);
+  }
   mb_model_free(model);
+  return status;
+}
+
+mb_status mb_convert_model_file(const char *model_path, const char *conversion,
+                                const mb_bench_config *config,
+                                const char *out_path, char *summary,
+                                size_t summary_size, mb_error *err) {
+  void *bytes = NULL;
+  size_t size = 0;
+  mb_status status =
+      mb__convert_model_bytes(model_path, conversion, config, out_path, &bytes,
+                              &size, summary, summary_size, err);
+  if (!status)
+    status = mb__write_file(out_path, bytes, size, err);
+  if (status && summary && summary_size)
+    summary[0] = '\0';
+  free(bytes);
   return status;
 }

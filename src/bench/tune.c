@@ -994,6 +994,38 @@ static void choose_winner(tune *t) {
   }
 }
 
+/* --output: the winner's model. A failure is the result's, not the
+ * search's: the search's results stay (the log can still be written). */
+static void write_artifact(tune *t, const char *path) {
+  const mb_tune_step *w = &t->res->steps[t->res->winner];
+  mb_tune_artifact_args a = {.model_path = t->model_path,
+                             .config = &t->base,
+                             .result = t->res,
+                             .out_path = path};
+  mb_tune_estimator *est = NULL;
+  mb_error err;
+  int index, e;
+  /* An int8 winner's quantisable nodes are its estimator's (dynamic int8
+   * leaves Conv out); the search opened one for every int8 form. */
+  if (mb_conversion_find(w->conversion, &index, &err) == MB_STATUS_OK &&
+      is_int8(index) &&
+      estimator_for(t, index, &e, &est, &err) == MB_STATUS_OK) {
+    a.n_groups = mb__tune_estimator_groups(est);
+    const char **g = calloc((size_t)a.n_groups + 1, sizeof *g);
+    for (int i = 0; g && i < a.n_groups; i++)
+      g[i] = mb__tune_estimator_group(est, i);
+    a.groups = g;
+    if (!g)
+      a.n_groups = 0;
+  }
+  if (mb__tune_write_artifact(&a, &err) == MB_STATUS_OK)
+    snprintf(t->res->output_path, sizeof t->res->output_path, "%s", path);
+  else
+    snprintf(t->res->output_error, sizeof t->res->output_error, "%s",
+             err.message);
+  free((void *)a.groups);
+}
+
 mb_status mb_tune(const char *model_path, const mb_tune_config *config,
                   mb_tune_result **result_out, mb_error *err) {
   tune t;
@@ -1071,6 +1103,8 @@ mb_status mb_tune(const char *model_path, const mb_tune_config *config,
   fill_int8_shares(&t);
   choose_winner(&t);
   keep_winner_report(&t);
+  if (config->output_path && t.res->found)
+    write_artifact(&t, config->output_path);
   for (int i = 0; i < t.n_est; i++) {
     mb__tune_estimator_close(t.est[i]);
     free(t.rank[i]);

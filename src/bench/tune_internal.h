@@ -4,6 +4,7 @@
 #ifndef MB_BENCH_TUNE_INTERNAL_H
 #define MB_BENCH_TUNE_INTERNAL_H
 
+#include "bench/bench.h"
 #include "bench/bench_internal.h"
 
 /* The int8 model of one quantisation form (static or dynamic, its int8
@@ -42,5 +43,25 @@ double mb__tune_estimator_int8_share(const mb_tune_estimator *est, int n_keep,
 mb_status mb__tune_estimate(mb_tune_estimator *est, int n_keep,
                             const char *const *keep, double *error_out,
                             double *cosine_out, mb_error *err);
+
+/* ---- the winner as a model (tune_artifact.c) ---- */
+
+typedef struct mb_tune_artifact_args {
+  const char *model_path;        /* the tuned model */
+  const mb_bench_config *config; /* inputs and calibration, as measured */
+  const mb_tune_result *result;  /* with a winner */
+  /* The quantisable nodes the winner's int8 form has (its estimator's
+   * groups); NULL: the model's Conv/MatMul/Gemm nodes. */
+  int n_groups;
+  const char *const *groups;
+  const char *out_path;
+} mb_tune_artifact_args;
+
+/* Writes the winner's model to a->out_path atomically: what `modelbench
+ * convert -c WINNER --keep-float KEPT` writes with a->config, plus the
+ * metadata entry MB_TUNE_METADATA_KEY (bench/bench.h). Errors name the
+ * path. */
+mb_status mb__tune_write_artifact(const mb_tune_artifact_args *a,
+                                  mb_error *err);
 
 #endif

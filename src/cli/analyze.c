@@ -1,4 +1,5 @@
 /* modelbench analyze: what a model is made of and what it costs. */
+#include "bench/bench.h"
 #include "cli/cli_common.h"
 #include "core/json_write.h"
 
@@ -119,6 +120,18 @@ static void print_text(const char *path, const mb_model_stats *s) {
     printf("quantized    no, weights only: %s\n", SAFE(s->quantization, t1));
   else
     printf("quantized    no\n");
+  /* A model `tune --output` wrote: what bench will run on it. */
+  mb_tune_recorded tuned;
+  mb_error err;
+  if (mb__tune_recorded_read(path, &tuned, &err) != MB_STATUS_OK)
+    printf("tuned        unreadable record: %s\n", SAFE(err.message, t1));
+  else if (tuned.found)
+    printf("tuned        yes (metadata %s): 'bench' runs %s at %d thread%s, "
+           "%d node%s kept in float\n",
+           MB_TUNE_METADATA_KEY, SAFE(tuned.conversion, t1), tuned.threads,
+           tuned.threads == 1 ? "" : "s", tuned.n_keep_float,
+           tuned.n_keep_float == 1 ? "" : "s");
+  mb__tune_recorded_free(&tuned);
 }
 
 static void json_value_infos(mb_json *j, const char *key, int n,

@@ -339,6 +339,7 @@ typedef struct bench_cli {
   const char *reference_name; /* --reference */
   bool traceback;
   bool explicit_conversions; /* -c or the config file named them */
+  bool threads_given;        /* --threads */
   bool cli_input_settings;   /* --shape/--batch-size/--input-range given */
   int *conversions;
   /* --timeout NAME=S entries (names point into argv), then per position. */
@@ -522,6 +523,7 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     cfg->build_only = 1;
     return MB_EXIT_OK;
   case OPT_THREADS:
+    b->threads_given = true;
     return parse_int("--threads", arg, 1, 1024, &cfg->threads);
   case OPT_WARMUP:
     return parse_int("--warmup", arg, 0, INT_MAX, &cfg->warmup_iterations);
@@ -1074,6 +1076,54 @@ static mb_cli_report_output report_output(const bench_cli *b) {
   return o;
 }
 
+/* A model `tune --output` wrote (its "modelbench.tune" metadata) runs
+ * the configuration it records when -c does not name conversions: the
+ * conversion that runs the file (ORT_CPU for an INT8_STATIC+ORT_CPU
+ * winner, whose QDQ int8 is in the file), at the recorded threads unless
+ * --threads is given, with the nodes kept in float when the conversion
+ * quantises in the engine (the file is then the float model). Sets
+ * b->config's list, threads and keep_float (run_model restores the last
+ * two); tuned->found false: nothing recorded. */
+static int tuned_plan(bench_cli *b, mb_tune_recorded *tuned) {
+  mb_error err;
+  int index;
+  if (mb__tune_recorded_read(b->model_path, tuned, &err) != MB_STATUS_OK)
+    return mb__cli_fail(b->model_path, &err);
+  if (!tuned->found)
+    return MB_EXIT_OK;
+  if (mb_conversion_find(tuned->conversion, &index, &err) != MB_STATUS_OK) {
+    mb__cli_error(b->model_path, "metadata %s: %s (give -c)",
+                  MB_TUNE_METADATA_KEY, err.message);
+    return MB_EXIT_FAILURE;
+  }
+  int *list = malloc(sizeof *list);
+  if (!list) {
+    mb__cli_error(NULL, "out of memory");
+    return MB_EXIT_FAILURE;
+  }
+  list[0] = index;
+  free(b->conversions);
+  b->conversions = list;
+  b->config.conversions = list;
+  b->config.n_conversions = 1;
+  if (!b->threads_given)
+    b->config.threads = tuned->threads;
+  bool keep = mb__conversion_quantizes(mb__conversion_def(index)) &&
+              tuned->n_keep_float > 0 && b->keep_float.n == 0;
+  if (keep) {
+    b->config.keep_float = (const char *const *)tuned->keep_float;
+    b->config.n_keep_float = tuned->n_keep_float;
+  }
+  fprintf(stderr,
+          "bench: %s was tuned (metadata %s): running %s at %d thread%s%s "
+          "(-c and --threads override it)\n",
+          mb__cli_text(b->model_path), MB_TUNE_METADATA_KEY,
+          mb__conversion_def(index)->name, b->config.threads,
+          b->config.threads == 1 ? "" : "s",
+          keep ? ", keeping the recorded nodes in float" : "");
+  return MB_EXIT_OK;
+}
+
 /* Benchmarks b->model_path; on success appends its report to b->reports.
  * Returns an exit code. */
 static int run_model(bench_cli *b, bool color_allowed) {
@@ -1084,16 +1134,34 @@ static int run_model(bench_cli *b, bool color_allowed) {
     free_result_copy(&b->results[i]);
   b->n_results = 0;
 
+  mb_tune_recorded tuned;
+  memset(&tuned, 0, sizeof tuned);
+  int threads = b->config.threads, n_keep_float = b->config.n_keep_float;
+  const char *const *keep_float = b->config.keep_float;
   if (!b->explicit_conversions) {
     unsigned formats = 0;
     if (mb_model_file_formats(b->model_path, &formats, &err) != MB_STATUS_OK)
       return mb__cli_fail(b->model_path, &err);
-    int rc = plan_model(b, formats);
-    if (rc != MB_EXIT_OK)
+    int rc = tuned_plan(b, &tuned);
+    if (rc == MB_EXIT_OK && tuned.found) {
+      b->explicit_conversions = true; /* the one-item list, as -c's */
+      rc = plan_model(b, formats);
+      b->explicit_conversions = false;
+    } else if (rc == MB_EXIT_OK) {
+      rc = plan_model(b, formats);
+    }
+    if (rc != MB_EXIT_OK) {
+      mb__tune_recorded_free(&tuned);
       return rc;
+    }
   }
   mb_status status =
       mb_benchmark_model(b->model_path, &b->config, &report, &err);
+  /* The next model starts from the command line's settings again. */
+  b->config.threads = threads;
+  b->config.n_keep_float = n_keep_float;
+  b->config.keep_float = keep_float;
+  mb__tune_recorded_free(&tuned);
   clear_progress(b);
   if (status != MB_STATUS_OK) {
     mb__cli_fail(b->model_path, &err);

@@ -44,6 +44,10 @@ static const char tune_help[] =
     "      --json FILE            the search log (docs/json-schema.md)\n"
     "      --html FILE            a page: accuracy against latency, the\n"
     "                             front and the winner, every step\n"
+    "      --output FILE.onnx     write the winner's model there: what\n"
+    "                             'convert' writes for it, the configuration\n"
+    "                             in its metadata (\"modelbench.tune\");\n"
+    "                             'bench FILE.onnx' runs it again\n"
     "      --round-time SECONDS   timed phase of the first round (default\n"
     "                             0.25; each later round doubles it)\n"
     "      --inputs DIR           evaluation inputs (as in 'bench')\n"
@@ -70,6 +74,7 @@ enum {
   OPT_SLO,
   OPT_JSON,
   OPT_HTML,
+  OPT_OUTPUT,
   OPT_ROUND_TIME,
   OPT_INPUTS,
   OPT_N_SAMPLES,
@@ -181,6 +186,9 @@ static int option(tune_cli *t, int c, const char *arg) {
     return MB_EXIT_OK;
   case OPT_HTML:
     t->html_path = arg;
+    return MB_EXIT_OK;
+  case OPT_OUTPUT:
+    t->config.output_path = arg;
     return MB_EXIT_OK;
   case OPT_ROUND_TIME:
     if (!parse_seconds(arg, &t->config.round_seconds))
@@ -394,6 +402,7 @@ int mb__cli_tune(int argc, char **argv) {
       {"slo", required_argument, NULL, OPT_SLO},
       {"json", required_argument, NULL, OPT_JSON},
       {"html", required_argument, NULL, OPT_HTML},
+      {"output", required_argument, NULL, OPT_OUTPUT},
       {"round-time", required_argument, NULL, OPT_ROUND_TIME},
       {"inputs", required_argument, NULL, OPT_INPUTS},
       {"n-samples", required_argument, NULL, OPT_N_SAMPLES},
@@ -462,6 +471,20 @@ int mb__cli_tune(int argc, char **argv) {
       mb_tune_result_write_html(result, t->html_path, &err) != MB_STATUS_OK)
     rc = mb__cli_fail(t->html_path, &err);
   record_winner(t, result);
+  if (result->output_error[0]) {
+    mb__cli_error(t->config.output_path,
+                  "--output: the winner's model not written: %s",
+                  result->output_error);
+    rc = MB_EXIT_FAILURE;
+  } else if (result->output_path[0]) {
+    printf("wrote the winner's model to %s ('modelbench bench %s' runs it "
+           "again)\n",
+           mb__cli_text(result->output_path),
+           mb__cli_text(result->output_path));
+  } else if (t->config.output_path) {
+    printf("no model written to %s: no configuration meets the budget\n",
+           mb__cli_text(t->config.output_path));
+  }
   if (rc == MB_EXIT_OK && !result->found)
     rc = MB_EXIT_NONE_MEETS;
 done:
