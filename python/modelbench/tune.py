@@ -107,6 +107,8 @@ class TuneResult:
         summary: the engine's one-line answer: the winner, or "no configuration
             meets --max-error E: the closest is X (...)" and why.
         max_error: the budget searched for (1 - cosine).
+        output_path: where the winner's model was written (``output_path``
+            of :func:`tune`), None when not written.
         max_accuracy_drop: the budget as task accuracy (a share), or None;
             baseline, baseline_task_accuracy: the fp32 candidate whose top-1
             accuracy it is measured from (None until measured).
@@ -134,6 +136,7 @@ class TuneResult:
     steps: List[TuneStep]
     log_path: Optional[str]
     model_path: str
+    output_path: Optional[str] = None
     max_accuracy_drop: Optional[float] = None
     baseline: Optional[str] = None
     baseline_task_accuracy: Optional[float] = None
@@ -160,6 +163,7 @@ class TuneResult:
             steps=steps,
             log_path=log_path,
             model_path=str(data.get("model_path") or ""),
+            output_path=data.get("output_path"),
             max_accuracy_drop=data.get("max_accuracy_drop"),
             baseline=data.get("baseline"),
             baseline_task_accuracy=data.get("baseline_task_accuracy"),
@@ -234,6 +238,7 @@ TUNE_FLAGS = (
     ("cache", "--no-cache", _engine._when_false),
     ("record", "--no-record", _engine._when_false),
     ("html_path", "--html", _engine._optional),
+    ("output_path", "--output", _engine._optional),
     ("labels", "--labels", _engine._optional),
     ("max_accuracy_drop", "--max-accuracy-drop", _engine._optional),
 )
@@ -415,6 +420,7 @@ def tune(
     cache_dir: Optional[str] = None,
     opset: Optional[int] = None,
     html_path: Optional[Union[str, "os.PathLike[str]"]] = None,
+    output_path: Optional[Union[str, "os.PathLike[str]"]] = None,
     labels: Any = None,
     max_accuracy_drop: Optional[float] = None,
 ) -> TuneResult:
@@ -462,6 +468,10 @@ def tune(
         opset: the ONNX opset of a module's export (None: the exporter's).
         html_path: also write the search as a page there (``--html``: the
             accuracy-vs-latency front with the winner).
+        output_path: write the winner's model there (``--output``: what
+            ``convert`` writes for it, the configuration in its metadata;
+            ``modelbench bench`` on it runs that configuration again); a
+            model that cannot be written raises EngineError after the search.
         labels: integer class labels, one per evaluation row: an ``.npy``
             path, or a sequence / array / tensor of ints (written as one).
         max_accuracy_drop: the budget as task accuracy instead (a share:
@@ -525,6 +535,8 @@ def tune(
                   "int8_weights": int8_weights, "cache_dir": cfg.cache_dir,
                   "cache": cfg.cache, "record": cfg.record,
                   "html_path": os.fspath(html_path) if html_path is not None else None,
+                  "output_path": (os.fspath(output_path) if output_path is not None
+                                  else None),
                   "labels": labels_path,
                   "max_accuracy_drop": (repr(float(max_accuracy_drop))
                                         if max_accuracy_drop is not None else None)}

@@ -53,8 +53,12 @@ def int8_candidates() -> list:
 def test_the_sensitive_node_is_kept_in_float(sensitive_mlp, int8_candidates, cache_dir,
                                              tmp_path):
     log_path = tmp_path / "tune.json"
+    tuned = tmp_path / "model.tuned.onnx"
     result = modelbench.tune(sensitive_mlp, 1e-3, conversions=int8_candidates,
-                             log_path=log_path, **QUICK)
+                             log_path=log_path, output_path=tuned, **QUICK)
+    # The winner's model, with the configuration in its metadata.
+    assert result.output_path == str(tuned) and tuned.is_file(), result.log
+    assert b"modelbench.tune" in tuned.read_bytes()
     assert isinstance(result, TuneResult)
     assert result.found, result.summary
     w = result.winner

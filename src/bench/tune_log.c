@@ -96,6 +96,10 @@ mb_status mb_tune_result_write_json(const mb_tune_result *result,
   kv_step_index(&j, "closest", result->closest);
   kv_step_index(&j, "fastest_uniform", result->fastest_uniform);
   mb__json_kv_string(&j, "summary", result->summary);
+  mb__json_kv_string(&j, "output_path",
+                     result->output_path[0] ? result->output_path : NULL);
+  mb__json_kv_string(&j, "output_error",
+                     result->output_error[0] ? result->output_error : NULL);
   mb__json_key(&j, "steps");
   mb__json_array_begin(&j);
   for (int i = 0; i < result->n_steps; i++)
