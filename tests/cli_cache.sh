@@ -231,8 +231,17 @@ run 0 cache delete "${id_ref%??????}" --cache-dir "$cache" &&
 [ -d "$cache/builds/$id_ref" ] && fail "delete left the build"
 run 1 cache delete "$id_ref" --cache-dir "$cache" &&
   expect_in "$tmp/err" "no build" "delete of a deleted build"
+# Kept calibrations (<cache>/calibration) go with --all, nothing else there.
+mkdir -p "$cache/calibration"
+echo '{}' >"$cache/calibration/0123abcd.json"
+echo keep >"$cache/calibration/notes.txt"
 run 0 cache delete --all --cache-dir "$cache" &&
-  expect_in "$tmp/out" "removed $id_ok" "delete --all"
+  expect_in "$tmp/out" "removed $id_ok" "delete --all" &&
+  expect_in "$tmp/out" "removed 1 kept calibration" "delete --all: calibrations"
+[ -f "$cache/calibration/0123abcd.json" ] &&
+  fail "delete --all left a kept calibration"
+[ -f "$cache/calibration/notes.txt" ] ||
+  fail "delete --all removed a file that is no calibration"
 run 0 cache list --cache-dir "$cache" &&
   expect_in "$tmp/out" "no builds" "nothing left after delete --all"
 [ -f "$cache/results.db" ] || fail "delete --all removed the results database"

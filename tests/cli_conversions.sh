@@ -172,6 +172,40 @@ run 0 convert "$models/mlp.onnx" -c INT8_STATIC+REFERENCE -o "$tmp/calA.onnx" --
   --calibration-inputs "$tmp/calA" &&
   expect_in "$tmp/out" "3 calibration batches, --calibration-inputs" \
     "convert calibrates on the given folder"
+# The calibration is kept (<cache>/calibration): the same model, batches and
+# method calibrate once, whatever the int8 form or the nodes kept in float;
+# other batches calibrate again. The model written is the same either way.
+if run 0 convert "$models/mlp.onnx" -c INT8_STATIC+REFERENCE \
+  -o "$tmp/calA2.onnx" --batch-size 2 --calibration-inputs "$tmp/calA"; then
+  expect_in "$tmp/out" "3 calibration batches, --calibration-inputs; the calibration from the cache" \
+    "convert reuses the kept calibration"
+  if cmp -s "$tmp/calA.onnx" "$tmp/calA2.onnx"; then
+    checks=$((checks + 1))
+  else
+    fail "the model from a kept calibration differs from the first"
+  fi
+fi
+run 0 convert "$models/mlp.onnx" -c INT8_STATIC+REFERENCE -o "$tmp/calA3.onnx" \
+  --batch-size 2 --calibration-inputs "$tmp/calA" --int8-weights 7 &&
+  expect_in "$tmp/out" "the calibration from the cache" \
+    "another int8 form reuses the kept calibration"
+if run 0 convert "$models/mlp.onnx" -c INT8_STATIC+REFERENCE \
+  -o "$tmp/calA4.onnx" --batch-size 2 --calibration-inputs "$tmp/calA" \
+  --no-cache; then
+  if grep -q "from the cache" "$tmp/out"; then
+    fail "convert --no-cache reused a kept calibration"
+  else
+    checks=$((checks + 1))
+  fi
+fi
+if run 0 convert "$models/mlp.onnx" -c INT8_STATIC+REFERENCE \
+  -o "$tmp/calB.onnx" --batch-size 2 --calibration-inputs "$tmp/calB"; then
+  if grep -q "from the cache" "$tmp/out"; then
+    fail "other calibration batches reused a kept calibration"
+  else
+    checks=$((checks + 1))
+  fi
+fi
 if calib "$tmp/calA"; then
   py "same calibration data: a cache hit" '
 import json, sys

@@ -55,6 +55,11 @@ mb_status mb__slo_parse(const char *text, double *percentile_out,
 /* $MODELBENCH_NO_ROOFLINE=1 turns the roofline off like --no-roofline. */
 #define MB_NO_ROOFLINE_ENV "MODELBENCH_NO_ROOFLINE"
 
+/* The folder of kept calibrations under the cache folder
+ * (calibration_cache.c): <key>.json each; `cache delete --all` empties
+ * it. */
+#define MB_CALIBRATION_CACHE_SUBDIR "calibration"
+
 /* This machine's peaks at `threads` (mb_machine_peaks): read from
  * <cache>/machine/peaks-<flags hash>-t<threads>.json when its key (CPU
  * model, flags' hash, threads) matches and `remeasure` is false, else

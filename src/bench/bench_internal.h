@@ -151,6 +151,23 @@ mb_status mb__environment_capture(mb_environment *env, mb_arena *arena,
                                   mb_error *err);
 /* 16 hex digits of the sha256 of /proc/cpuinfo's flags line; "" none. */
 void mb__cpu_flags_sha256(char out[17]);
+/* mb__calibrate through the calibration cache (calibration_cache.c):
+ * the ranges of a model that `source` became after `passes_before`
+ * ("optimize"), over these batches with opt's method and activations, read
+ * from <cache>/calibration when config->build_cache and an earlier build
+ * calibrated alike (*hit_out true), else calibrated and kept there.
+ * config may be NULL (no cache). *params_out: release with
+ * mb__quant_params_free. */
+struct mb_quant_options;
+struct mb_quant_params;
+mb_status mb__calibrate_cached(const mb_bench_config *config,
+                               const mb_model *source,
+                               const char *passes_before, const mb_model *model,
+                               const mb_tensor *const *const *batches,
+                               int n_batches, int n_inputs,
+                               const struct mb_quant_options *opt,
+                               struct mb_quant_params **params_out,
+                               bool *hit_out, mb_error *err);
 /* The CPUs this process may run on (its affinity mask: taskset, a
  * cgroup's cpuset), else the online ones; at least 1. */
 int mb__cpus_allowed(void);

@@ -434,7 +434,8 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
   int n_batches = 0;
   bool owned = false;
   mb_model *model = NULL, *copy = NULL;
-  char steps[256], *save = NULL;
+  char steps[256], *save = NULL, passes_before[256] = "";
+  bool calibration_hit = false;
   if (params_out)
     *params_out = NULL;
   memset(&stats, 0, sizeof stats);
@@ -480,8 +481,10 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
       params = NULL;
       status = mb__calibration_batches(job, &batches, &n_batches, &owned, err);
       if (!status)
-        status = mb__calibrate(model, (const mb_tensor *const *const *)batches,
-                               n_batches, &qo, &params, err);
+        status = mb__calibrate_cached(
+            job->config, job->model, passes_before, model,
+            (const mb_tensor *const *const *)batches, n_batches, job->n_inputs,
+            &qo, &params, &calibration_hit, err);
       if (!status && keep_float)
         status = mb__model_clone(model, &copy, err);
       if (!status)
@@ -496,6 +499,10 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
       if (!status)
         snprintf(summary + used, ssize - used, "%s%s: %d -> %d nodes",
                  used ? "; " : "", step, stats.nodes_before, stats.nodes_after);
+      /* The passes run so far, for the calibration cache's key. */
+      size_t n = strlen(passes_before);
+      snprintf(passes_before + n, sizeof passes_before - n, "%s%s",
+               n ? "," : "", step);
       continue;
     }
     if (!status && !(strcmp(step, "quantize_nncf") == 0 && !why[0]))
@@ -505,12 +512,16 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
                mb__int8_weights_words(qo.weights));
     if (!status && n_batches) {
       used = strlen(summary);
-      snprintf(summary + used, ssize - used, " (%d calibration batches, %s)",
+      snprintf(summary + used, ssize - used, " (%d calibration batches, %s%s)",
                n_batches,
                job->config->calibration_dir ? "--calibration-inputs"
                : owned                      ? "generated"
-                                            : "the given inputs");
+                                            : "the given inputs",
+               calibration_hit ? "; the calibration from the cache" : "");
     }
+    used = strlen(passes_before);
+    snprintf(passes_before + used, sizeof passes_before - used, "%s%s",
+             used ? "," : "", step);
   }
   if (!status)
     status = mb__model_serialize(model, bytes_out, size_out, err);

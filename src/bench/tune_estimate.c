@@ -222,10 +222,15 @@ static mb_status prepare(mb_tune_estimator *est, mb_error *err) {
     return MB_STATUS_OK;
   if (!est->dynamic) {
     if (!(status = mb__calibration_batches(&est->job, &batches, &n_batches,
-                                           &owned, err)))
-      status = mb__calibrate(est->optimized,
-                             (const mb_tensor *const *const *)batches,
-                             n_batches, &est->qo, &est->params, err);
+                                           &owned, err))) {
+      /* The same ranges as the int8 rows' build ("optimize" then the
+       * calibration): from the calibration cache when they calibrated. */
+      bool hit;
+      status = mb__calibrate_cached(
+          est->job.config, est->files.model, "optimize", est->optimized,
+          (const mb_tensor *const *const *)batches, n_batches,
+          est->job.n_inputs, &est->qo, &est->params, &hit, err);
+    }
     mb__calibration_batches_free(batches, n_batches, est->job.n_inputs, owned);
     if (status)
       return mb__error_prefix(err, status, "tune: calibrating %s",

@@ -1,5 +1,6 @@
 /* modelbench cache: the build cache (src/cache/build_cache.h) and a CSV of
  * the latest results per model x conversion beside their builds. */
+#include "bench/bench.h"
 #include "cache/build_cache.h"
 #include "cli/cli_common.h"
 #include "core/cache_dir.h"
@@ -7,9 +8,11 @@
 #include "db/results_db.h"
 #include "report/report_util.h"
 
+#include <dirent.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char cache_help[] =
@@ -484,6 +487,32 @@ static int cmd_stats(const sub_args *a) {
 
 /* ---- delete ---- */
 
+/* The kept calibrations (<cache>/calibration/<key>.json): all removed with
+ * --all, as the builds whose conversions made them. Returns how many. */
+static int delete_calibrations(const char *dir, long long *bytes) {
+  char folder[PATH_MAX + 32];
+  int removed = 0;
+  snprintf(folder, sizeof folder, "%s/%s", dir, MB_CALIBRATION_CACHE_SUBDIR);
+  DIR *d = opendir(folder);
+  if (!d)
+    return 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    size_t n = strlen(e->d_name);
+    char path[PATH_MAX + NAME_MAX + 64];
+    struct stat st;
+    if (n < 6 || strcmp(e->d_name + n - 5, ".json") != 0)
+      continue;
+    snprintf(path, sizeof path, "%s/%s", folder, e->d_name);
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && unlink(path) == 0) {
+      removed++;
+      *bytes += (long long)st.st_size;
+    }
+  }
+  closedir(d);
+  rmdir(folder);
+  return removed;
+}
+
 static const char delete_help[] =
     "Usage: modelbench cache delete BUILD... | --all [--cache-dir DIR]\n"
     "\n"
@@ -557,6 +586,12 @@ static int cmd_delete(const sub_args *a) {
     printf("removed %d build%s (%s)\n", removed, removed == 1 ? "" : "s",
            mb__cli_bytes((double)bytes, size, sizeof size));
   if (a->all) {
+    long long calibration_bytes = 0;
+    int calibrations = delete_calibrations(dir, &calibration_bytes);
+    if (calibrations)
+      printf("removed %d kept calibration%s (%s)\n", calibrations,
+             calibrations == 1 ? "" : "s",
+             mb__cli_bytes((double)calibration_bytes, size, sizeof size));
     /* Model folders that held no build are removed too. */
     char builds_dir[PATH_MAX + 16];
     snprintf(builds_dir, sizeof builds_dir, "%s/%s", dir,

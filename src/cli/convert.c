@@ -30,6 +30,11 @@ static const char convert_help[] =
     "      --int8-weights 7|8|auto width of int8 weights (as in "
     "'bench')\n" MB_CLI_KEEP_FLOAT_HELP
     "      --seed N                seed of generated inputs (default 0)\n"
+    "      --no-cache              calibrate afresh: neither read nor keep\n"
+    "                              the calibration in the cache folder\n"
+    "                              (<cache>/calibration; the same model,\n"
+    "                              steps, batches and method calibrate\n"
+    "                              once)\n"
     "  -h, --help                  show this help\n"
     "\n"
     "Exit status: 0 written, 1 model or conversion error, 2 usage error.\n";
@@ -42,6 +47,7 @@ enum {
   OPT_INPUTS,
   OPT_SEED,
   OPT_KEEP_FLOAT,
+  OPT_NO_CACHE,
 };
 
 int mb__cli_convert(int argc, char **argv) {
@@ -54,6 +60,7 @@ int mb__cli_convert(int argc, char **argv) {
       {"inputs", required_argument, NULL, OPT_INPUTS},
       {"seed", required_argument, NULL, OPT_SEED},
       {"keep-float", required_argument, NULL, OPT_KEEP_FLOAT},
+      {"no-cache", no_argument, NULL, OPT_NO_CACHE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -69,6 +76,7 @@ int mb__cli_convert(int argc, char **argv) {
   memset(&shapes, 0, sizeof shapes);
   memset(&err, 0, sizeof err);
   mb_bench_config_init(&config);
+  config.build_cache = 1; /* as bench: a calibration is kept and reused */
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":c:o:h", options, NULL)) != -1) {
     switch (c) {
@@ -99,6 +107,9 @@ int mb__cli_convert(int argc, char **argv) {
       rc = mb__cli_add_keep_float(&keep_float, cmd, optarg);
       config.keep_float = keep_float.names;
       config.n_keep_float = keep_float.n;
+      break;
+    case OPT_NO_CACHE:
+      config.build_cache = 0;
       break;
     case 'h':
       fputs(convert_help, stdout);
