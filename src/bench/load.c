@@ -83,12 +83,15 @@
  * last. */
 #define LOAD_SPIN_MARGIN_INIT_S 200e-6
 #define LOAD_SPIN_MARGIN_MIN_S 50e-6
-#define LOAD_SPIN_MARGIN_MAX_S 250e-6
+#define LOAD_SPIN_MARGIN_MAX_US 250
+#define LOAD_SPIN_MARGIN_MAX_S (LOAD_SPIN_MARGIN_MAX_US * 1e-6)
 #define LOAD_SPIN_MARGIN_PAD_S 50e-6
 #define LOAD_SPIN_MARGIN_QUANTILE 0.995
 #define LOAD_SPIN_MARGIN_LEARN 64
-#define LOAD_WAKE_BIN_S 10e-6
-_Static_assert(LOAD_WAKE_BINS *LOAD_WAKE_BIN_S > LOAD_SPIN_MARGIN_MAX_S,
+#define LOAD_WAKE_BIN_US 10
+#define LOAD_WAKE_BIN_S (LOAD_WAKE_BIN_US * 1e-6)
+/* In integers: a floating-point expression is no constant one to clang. */
+_Static_assert(LOAD_WAKE_BINS *LOAD_WAKE_BIN_US > LOAD_SPIN_MARGIN_MAX_US,
                "the histogram reaches past the largest margin");
 /* Sleeps are cut into slices of at most this, so a stop is seen soon. */
 #define LOAD_SLEEP_SLICE_S 0.05
