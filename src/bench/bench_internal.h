@@ -168,6 +168,9 @@ mb_status mb__calibrate_cached(const mb_bench_config *config,
                                const struct mb_quant_options *opt,
                                struct mb_quant_params **params_out,
                                bool *hit_out, mb_error *err);
+/* The sha256 of a file's bytes as 64 hex digits (model_files.c). Fails
+ * with mb__read_file's status naming the path. */
+mb_status mb__file_sha256(const char *path, char hex[65], mb_error *err);
 /* The CPUs this process may run on (its affinity mask: taskset, a
  * cgroup's cpuset), else the online ones; at least 1. */
 int mb__cpus_allowed(void);

@@ -145,7 +145,7 @@ static void file_stem(const char *path, char *buf, size_t size) {
   snprintf(buf, size, "%.*s", len, base);
 }
 
-static mb_status hash_file(const char *path, char hex[65], mb_error *err) {
+mb_status mb__file_sha256(const char *path, char hex[65], mb_error *err) {
   void *bytes = NULL;
   size_t size = 0;
   mb_status status = mb__read_file(path, &bytes, &size, err);
@@ -178,7 +178,7 @@ static mb_model *opaque_model(const char *sha256, mb_error *err) {
 static mb_status open_torchscript(const char *path, const char *what,
                                   const mb_bench_config *config,
                                   mb_model_files *f, mb_error *err) {
-  mb_status status = hash_file(path, f->sha256, err);
+  mb_status status = mb__file_sha256(path, f->sha256, err);
   if (status)
     return status;
   if (config->shapes.n_shapes <= 0)
@@ -490,7 +490,7 @@ static mb_status open_manifest(const char *path, mb_model_files *f,
     goto done;
   if (sha)
     snprintf(f->sha256, sizeof f->sha256, "%s", sha->string);
-  else if ((status = hash_file(path, f->sha256, err)))
+  else if ((status = mb__file_sha256(path, f->sha256, err)))
     goto done;
   if (content)
     snprintf(f->content_sha256, sizeof f->content_sha256, "%s",

@@ -203,22 +203,6 @@ static const char *rerun_conversion(const mb_conversion_def *def) {
   return def->name;
 }
 
-static mb_status file_sha256(const char *path, char hex[65], mb_error *err) {
-  void *bytes = NULL;
-  size_t size = 0;
-  mb_status status = mb__read_file(path, &bytes, &size, err);
-  if (status)
-    return status;
-  mb_sha256 ctx;
-  uint8_t digest[32];
-  mb__sha256_init(&ctx);
-  mb__sha256_update(&ctx, bytes, size);
-  mb__sha256_final(&ctx, digest);
-  mb__sha256_hex(digest, hex);
-  free(bytes);
-  return MB_STATUS_OK;
-}
-
 static void kv_number(mb_json *j, const char *key, double v, bool known) {
   if (known && isfinite(v))
     mb__json_kv_double(j, key, v);
@@ -270,7 +254,7 @@ static mb_status metadata_json(const mb_tune_artifact_args *a, char **out,
     return status;
   const mb_conversion_def *def = mb__conversion_def(index);
   char sha[65];
-  if ((status = file_sha256(a->model_path, sha, err)))
+  if ((status = mb__file_sha256(a->model_path, sha, err)))
     return status;
   mb_model *model = NULL;
   const char **groups = (const char **)a->groups, **own = NULL;
