@@ -535,6 +535,14 @@ typedef struct mb_conversion_info {
    * they use here by default (MIXED where the runtime's u8 x s8 products
    * saturate on this CPU, else W8; reason then says why); AUTO otherwise. */
   mb_int8_weights int8_weights;
+  /* The devices it can run on (1u << mb_device: CPU, CUDA) and, of those,
+   * the ones usable here (the GPU present, the runtime built for it);
+   * devices_reason says why one it can run on is not usable here ("cuda:
+   * no NVIDIA driver (libnvidia-ml.so.1: not found)"), else "". The
+   * config's device picks among them (bench --device). */
+  unsigned devices;
+  unsigned devices_here;
+  char devices_reason[256];
 } mb_conversion_info;
 
 int mb_conversion_count(void);
@@ -1018,6 +1026,63 @@ typedef struct mb_energy {
   char unavailable[192];       /* why not, when !available */
 } mb_energy;
 
+/* GPUs. A conversion that ran on one (result->device "cuda") says which,
+ * how its time splits between the host and the device, and what state the
+ * device was in. NVML (the NVIDIA driver's libnvidia-ml.so.1) is loaded
+ * at run time: the build needs no CUDA. */
+typedef struct mb_gpu_info {
+  int index;                  /* the device's index; -1 when none */
+  char name[96];              /* "NVIDIA H100 80GB HBM3" */
+  char uuid[48];              /* "GPU-..." */
+  char driver[32];            /* the NVIDIA driver, "580.82.07" */
+  char cuda_driver[16];       /* the CUDA the driver supports, "13.0" */
+  char cuda_runtime[16];      /* the CUDA the conversion's library was
+                                 built with (torch.version.cuda), "13.0" */
+  char compute_capability[8]; /* "9.0" */
+  double memory_total_mb;
+  double sm_clock_max_mhz, mem_clock_max_mhz; /* the device's maximums */
+  double power_limit_w;                       /* enforced limit; 0 unknown */
+} mb_gpu_info;
+
+/* NVML's samples of the device over a timed phase. */
+typedef struct mb_gpu_state {
+  int available;         /* 0: not sampled; unavailable says why */
+  char unavailable[160];
+  int64_t samples;
+  double period_ms; /* between samples */
+  double sm_clock_mhz_min, sm_clock_mhz_median, sm_clock_mhz_max;
+  double mem_clock_mhz_min, mem_clock_mhz_max;
+  double temperature_c_max;
+  double power_w_mean, power_w_max;
+  double utilization_mean; /* % of the time a kernel ran, mean of samples */
+  /* Why the clocks were held down in any sample: NVML's clocks-event
+   * reasons (nvmlClocksEventReason*, idle and application-clock settings
+   * left out), OR'ed, and in words ("sw_power_cap,hw_thermal_slowdown"). */
+  uint64_t throttle_reasons;
+  char throttle[160];
+} mb_gpu_state;
+
+/* A conversion's GPU side; `used` 0 for a conversion that ran on the CPU
+ * (the rest is then zero). */
+typedef struct mb_gpu_result {
+  int used;
+  mb_gpu_info info;
+  /* The device's time of each timed call (CUDA events around it); the
+   * end-to-end time of the same calls is the result's latency_ms. */
+  mb_latency_stats compute_ms;
+  int64_t n_compute; /* timed calls with a device time */
+  /* One sample's inputs to the device and the outputs back, n_copies
+   * times each after the timed loop (the timed loop's inputs stay on the
+   * device); bytes per copy. */
+  mb_latency_stats h2d_ms, d2h_ms;
+  int64_t n_copies;
+  double h2d_mb, d2h_mb;
+  /* trtexec's host latency: median H2D + median compute + median D2H. */
+  double host_latency_ms;
+  double memory_peak_mb; /* the conversion's peak device memory; < 0 unknown */
+  mb_gpu_state state;
+} mb_gpu_result;
+
 /* The result of one conversion. Owned by its mb_bench_report. */
 typedef struct mb_bench_result {
   int conversion_index; /* registry index */
@@ -1102,6 +1167,7 @@ typedef struct mb_bench_result {
   mb_load_stats load; /* load scenarios (modelbench load) */
   mb_cold_start cold; /* config->cold */
   mb_energy energy;
+  mb_gpu_result gpu; /* device "cuda": where and how it ran */
   /* config->price_per_core_hour x cores used (threads x sessions) x
    * seconds per inference (from throughput_sps) / 3600 x 1e6: the price of
    * a million inferences; < 0 without a price or a throughput. */
@@ -1578,6 +1644,16 @@ typedef struct mb_host_prepare_args {
   int trust_code;
 } mb_host_prepare_args;
 
+/* A host session on a GPU: where it runs (mb_host_runtime.gpu_describe). */
+typedef struct mb_host_gpu {
+  int index;                  /* the CUDA device index */
+  char name[96];              /* "NVIDIA H100 80GB HBM3" */
+  char cuda_runtime[16];      /* the CUDA the host's library was built with */
+  char compute_capability[8]; /* "9.0" */
+  double memory_peak_mb;      /* the session's peak device memory; < 0
+                                 unknown */
+} mb_host_gpu;
+
 typedef struct mb_host_runtime {
   void *user; /* passed back to every callback */
   /* Availability: 1 when usable, with the library version in `version`;
@@ -1607,6 +1683,27 @@ typedef struct mb_host_runtime {
    * returned (torch.compile: guard failures, new shapes); -1 when it
    * cannot tell. Called once, after the timed loop. */
   int (*recompiles)(void *user, void *session);
+  /* Optional (NULL: the CPU only). The devices the host can run its
+   * conversions on, 1u << mb_device (the CPU's bit always); reason (256
+   * bytes): why not CUDA, when not ("this PyTorch has no CUDA"). It must
+   * not initialise a device: the engine forks its workers after it. */
+  unsigned (*devices)(void *user, char *reason);
+  /* Optional, sessions prepared on a GPU (args->device CUDA): 1 with gpu
+   * filled (caller-owned), 0 when the session runs on the CPU. Called
+   * after the timed loop. */
+  int (*gpu_describe)(void *user, void *session, mb_host_gpu *gpu);
+  /* Optional: the device time of the last run, in ms (events recorded
+   * around it on the device); < 0 unknown. Called after each timed run,
+   * outside the timed region. */
+  double (*gpu_compute_ms)(void *user, void *session);
+  /* Optional: copies `inputs` (n_inputs borrowed tensors) to the device n
+   * times and the last run's outputs back n times, each timed on the
+   * device, into h2d_ms[0..n) and d2h_ms[0..n) (caller-owned); the MB of
+   * one copy each way into mb[0] (to the device) and mb[1] (back). */
+  mb_status (*gpu_copies)(void *user, void *session,
+                          const mb_tensor *const *inputs, int n,
+                          double *h2d_ms, double *d2h_ms, double *mb,
+                          mb_error *err);
 } mb_host_runtime;
 
 /* Installs the host's implementation of runtime `name` (a runtime whose

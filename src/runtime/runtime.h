@@ -106,6 +106,23 @@ typedef struct mb_runtime {
   /* Optional: how many times the session compiled again since prepare
    * (a host's torch.compile); -1 when it cannot tell. */
   int (*recompiles)(void *session);
+  /* Optional (NULL: the CPU only): the devices its conversions can run on
+   * here, 1u << mb_device (the CPU's bit always); reason: why not CUDA
+   * when it could but cannot here. Must not initialise a device. */
+  unsigned (*devices)(char *reason, size_t size);
+  /* Optional, GPU sessions (prepared with options->device CUDA): 1 with
+   * gpu->info's index, name, cuda_runtime and compute_capability and
+   * gpu->memory_peak_mb filled; 0 when the session runs on the CPU.
+   * After the timed loop. */
+  int (*gpu_describe)(void *session, mb_gpu_result *gpu);
+  /* Optional: the device time of the last run() in ms; < 0 unknown.
+   * After each timed run, outside the timed region. */
+  double (*gpu_compute_ms)(void *session);
+  /* Optional: n timed copies of `inputs` to the device and of the last
+   * outputs back (mb_host_runtime.gpu_copies). */
+  mb_status (*gpu_copies)(void *session, const mb_tensor *const *inputs,
+                          int n, double *h2d_ms, double *d2h_ms, double *mb,
+                          mb_error *err);
 } mb_runtime;
 
 /* Native engines (runtime/engine.h): one line per engine file. Each one
