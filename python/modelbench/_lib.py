@@ -96,6 +96,27 @@ SUPPORTS_FN = CFUNCTYPE(c_int, c_void_p, c_char_p, c_void_p)
 RECOMPILES_FN = CFUNCTYPE(c_int, c_void_p, c_void_p)
 
 
+class MbHostGpu(Structure):
+    """Mirror of ``mb_host_gpu``."""
+
+    _fields_ = [
+        ("index", c_int),
+        ("name", c_char * 96),
+        ("cuda_runtime", c_char * 16),
+        ("compute_capability", c_char * 8),
+        ("memory_peak_mb", c_double),
+    ]
+
+
+DEVICES_FN = CFUNCTYPE(c_uint, c_void_p, c_void_p)
+GPU_DESCRIBE_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, POINTER(MbHostGpu))
+GPU_COMPUTE_MS_FN = CFUNCTYPE(c_double, c_void_p, c_void_p)
+GPU_COPIES_FN = CFUNCTYPE(
+    c_int, c_void_p, c_void_p, c_void_p, c_int, POINTER(c_double), POINTER(c_double),
+    POINTER(c_double), POINTER(MbError)
+)
+
+
 class MbHostRuntime(Structure):
     """Mirror of ``mb_host_runtime``."""
 
@@ -108,6 +129,10 @@ class MbHostRuntime(Structure):
         ("release", RELEASE_FN),
         ("supports", SUPPORTS_FN),
         ("recompiles", RECOMPILES_FN),
+        ("devices", DEVICES_FN),
+        ("gpu_describe", GPU_DESCRIBE_FN),
+        ("gpu_compute_ms", GPU_COMPUTE_MS_FN),
+        ("gpu_copies", GPU_COPIES_FN),
     ]
 
 
@@ -127,6 +152,9 @@ class MbConversionInfo(Structure):
         ("reason", c_char * 256),
         ("format", c_int),
         ("int8_weights", c_int),
+        ("devices", c_uint),
+        ("devices_here", c_uint),
+        ("devices_reason", c_char * 256),
     ]
 
 
@@ -274,6 +302,7 @@ for _struct, _mirror in (
     ("mb_host_runtime", MbHostRuntime),
     ("mb_host_build_key", MbHostBuildKey),
     ("mb_conversion_info", MbConversionInfo),
+    ("mb_host_gpu", MbHostGpu),
 ):
     _size = lib.mb_struct_size(_struct.encode())
     if _size != ctypes.sizeof(_mirror):

@@ -77,8 +77,10 @@ def shared_run_parent(cache_dir: Optional[str], name: str) -> str:
 
 def _resolve_device(cfg: BenchmarkConfig) -> str:
     """The engine's --device for the config's device: None and "auto" pick as
-    alma does (cuda when allowed and present, then mps, then cpu); a device
-    missing here falls back to the CPU with allow_device_override."""
+    alma does (cuda when allowed and present, then mps, then cpu), and with
+    a GPU leave each conversion to the engine ("auto": the GPU for those that
+    can run there, the CPU for the rest); a device missing here falls back to
+    the CPU with allow_device_override."""
     import torch
 
     want = cfg.device or "auto"
@@ -86,7 +88,7 @@ def _resolve_device(cfg: BenchmarkConfig) -> str:
     mps = getattr(getattr(torch.backends, "mps", None), "is_available", lambda: False)()
     if base == "auto":
         if cfg.allow_cuda and torch.cuda.is_available():
-            return "cuda"
+            return "auto"
         if cfg.allow_mps and mps:
             log.warning("device auto picked mps, which modelbench's conversions do not "
                         "run on: running on the CPU")

@@ -161,12 +161,91 @@ def load_model(spec_path: str, trust_code: bool = False) -> "torch.nn.Module":
 # ---------------------------------------------------------------------------
 
 
+#: The C library's mb_device values (MB_DEVICE_LIST).
+DEVICE_CPU, DEVICE_CUDA = 0, 1
+
+
+class GpuClock:
+    """A session's device side on CUDA: each call between two CUDA events
+    on the current stream and a synchronisation, the inputs kept on the
+    device, and the copies timed apart (bench's gpu result)."""
+
+    def __init__(self, device: "torch.device") -> None:
+        torch = import_torch()
+        self.torch = torch
+        self.device = device
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+        self.timed = False
+
+    def to_device(self, args: Tuple[Any, ...]) -> Tuple[Any, ...]:
+        """A sample's inputs copied to the device (once per sample)."""
+        return tuple(a.to(self.device) if hasattr(a, "to") else a for a in args)
+
+    def call(self, fn: Any, args: Tuple[Any, ...]) -> Any:
+        """fn(*args) between the events; returns when the device is done."""
+        self.start.record()
+        out = fn(*args)
+        self.end.record()
+        self.torch.cuda.synchronize(self.device)
+        self.timed = True
+        return out
+
+    def compute_ms(self) -> float:
+        """The device time of the last call, in ms; -1 before any."""
+        return float(self.start.elapsed_time(self.end)) if self.timed else -1.0
+
+    def copies(self, host_inputs: Tuple[Any, ...], outputs: List[Any], n: int
+               ) -> Tuple[List[float], List[float], float, float]:
+        """n timed copies of the inputs to the device (from pinned host memory,
+        as a serving loop that pins its buffers does) and of the outputs back
+        into pinned buffers; the MB of one copy each way."""
+        torch = self.torch
+        src = [t.contiguous().pin_memory() for t in host_inputs if isinstance(t, torch.Tensor)]
+        dst = [torch.empty_like(t, device=self.device) for t in src]
+        outs = [t for t in outputs if isinstance(t, torch.Tensor) and t.is_cuda]
+        back = [torch.empty(t.shape, dtype=t.dtype, pin_memory=True) for t in outs]
+        h2d, d2h = [], []
+        for _ in range(n):
+            self.start.record()
+            for d, h in zip(dst, src):
+                d.copy_(h, non_blocking=True)
+            self.end.record()
+            self.end.synchronize()
+            h2d.append(float(self.start.elapsed_time(self.end)))
+            self.start.record()
+            for h, d in zip(back, outs):
+                h.copy_(d, non_blocking=True)
+            self.end.record()
+            self.end.synchronize()
+            d2h.append(float(self.start.elapsed_time(self.end)))
+        mib = float(1 << 20)
+        return (h2d, d2h, sum(t.numel() * t.element_size() for t in src) / mib,
+                sum(t.numel() * t.element_size() for t in back) / mib)
+
+    def describe(self) -> Dict[str, Any]:
+        """Which device, the CUDA this PyTorch was built with, the peak memory
+        this process allocated on it (MiB)."""
+        torch = self.torch
+        index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+        major, minor = torch.cuda.get_device_capability(index)
+        return {
+            "index": index,
+            "name": torch.cuda.get_device_name(index),
+            "cuda_runtime": torch.version.cuda or "",
+            "compute_capability": f"{major}.{minor}",
+            "memory_peak_mb": torch.cuda.max_memory_allocated(index) / float(1 << 20),
+        }
+
+
 class Session:
     """One prepared conversion: the callable, its per-sample inputs and the
     last outputs."""
 
-    def __init__(self, converted: Any, n_inputs: int, n_outputs: int) -> None:
+    def __init__(self, converted: Any, n_inputs: int, n_outputs: int,
+                 gpu: Optional[GpuClock] = None) -> None:
         torch = import_torch()
+        self.gpu = gpu
         self.fn = converted.fn
         self.prepare_inputs = converted.prepare_inputs
         self.call_context = converted.call_context
@@ -194,10 +273,18 @@ class Session:
         args = self.inputs.get(address)
         if args is None:
             args = batch_view(address, self.n_inputs)
+            if self.gpu is not None:
+                args = self.gpu.to_device(args)
             if self.prepare_inputs is not None:
                 args = self.prepare_inputs(args)
             self.inputs[address] = args
-        if self.call_context is None:
+        if self.gpu is not None:
+            if self.call_context is None:
+                self.last = self.gpu.call(self.fn, args)
+            else:
+                with self.call_context():
+                    self.last = self.gpu.call(self.fn, args)
+        elif self.call_context is None:
             self.last = self.fn(*args)
         else:
             with self.call_context():
@@ -219,6 +306,13 @@ class Session:
                 raise MemoryError(f"cannot allocate output {i} ({tuple(t.shape)})")
             slots[i] = out
 
+    def gpu_copies(self, address: int, n: int) -> Tuple[List[float], List[float], float, float]:
+        """The copies of the sample at `address` and of the last outputs,
+        timed n times each way (GpuClock.copies)."""
+        if self.gpu is None:
+            raise RuntimeError("the session runs on the CPU: it has no copies to time")
+        return self.gpu.copies(batch_view(address, self.n_inputs), flatten_outputs(self.last), n)
+
     def close(self) -> None:
         """Leaves inference mode and drops the converted module."""
         self.guard.__exit__(None, None, None)
@@ -235,6 +329,16 @@ def prepare_session(args: _lib.MbHostPrepareArgs) -> Session:
 
     conversion = args.conversion.decode()
     option = conversion_option(conversion)
+    gpu = None
+    if args.device == DEVICE_CUDA:
+        # The engine placed the conversion on the GPU: CUDA's device 0 of
+        # those visible (CUDA_VISIBLE_DEVICES picks which).
+        if not torch.cuda.is_available():
+            raise RuntimeError(
+                "the conversion was placed on cuda but torch.cuda.is_available() is False "
+                f"(PyTorch {torch.__version__}, built with CUDA {torch.version.cuda})")
+        gpu = GpuClock(torch.device("cuda", 0))
+        torch.cuda.set_device(gpu.device)
     torch.set_num_threads(max(args.threads, 1))
     if os.environ.get("MODELBENCH_WORKER") and not _interop_set:
         # A worker forked by the engine: no parallel work has run yet, so
@@ -250,13 +354,24 @@ def prepare_session(args: _lib.MbHostPrepareArgs) -> Session:
         calibration = [batch_view(b, args.n_inputs) for b in batches]
     model_path = args.model_path.decode()
     trust = bool(args.trust_code)
+
+    def load() -> Any:
+        model = load_model(model_path, trust)
+        # On a GPU the module moves there before it is converted, so that
+        # tracing, export and compilation see the device it will run on.
+        return model.to(gpu.device) if gpu is not None else model
+
+    if gpu is not None:
+        example = gpu.to_device(example)
+        calibration = [gpu.to_device(b) for b in calibration]
     ctx = ConvertContext(
         example_inputs=example,
         calibration=calibration,
         threads=args.threads,
         seed=args.seed,
         log=log,
-        load_model=lambda: load_model(model_path, trust),
+        load_model=load,
+        device=str(gpu.device.type) if gpu is not None else "cpu",
     )
     # The build cache: an option that can keep what it builds (save/load)
     # loads it on a hit and saves it on a miss; the others convert.
@@ -266,14 +381,14 @@ def prepare_session(args: _lib.MbHostPrepareArgs) -> Session:
     loads_code = getattr(getattr(option, "load", None), "runs_code", False)
     if build_dir and args.build_hit and hasattr(option, "load") and (trust or not loads_code):
         try:
-            return Session(option.load(build_dir, ctx), args.n_inputs, args.n_outputs)
+            return Session(option.load(build_dir, ctx), args.n_inputs, args.n_outputs, gpu)
         except Exception as e:  # noqa: BLE001 - a bad artifact is built again
             log.warning("%s: cannot load the cached build (%s: %s); converting again",
                         conversion, type(e).__name__, e)
-    converted = option.convert(load_model(model_path, trust), ctx)
+    converted = option.convert(load(), ctx)
     if build_dir and not args.build_hit and hasattr(option, "save"):
         option.save(converted, build_dir)
-    return Session(converted, args.n_inputs, args.n_outputs)
+    return Session(converted, args.n_inputs, args.n_outputs, gpu)
 
 
 # ---------------------------------------------------------------------------
@@ -364,6 +479,91 @@ def _recompiles(user, session) -> int:
         return -1
 
 
+def _cuda_built() -> Optional[str]:
+    """The CUDA this PyTorch was built with ("13.0"), None for a CPU-only
+    build, read from torch/version.py without importing torch (nor touching
+    a device: the engine forks after asking)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    for folder in folders:
+        try:
+            with open(os.path.join(folder, "version.py"), encoding="utf-8") as f:
+                text = f.read()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            name, _, value = line.partition("=")
+            if name.split(":")[0].strip() == "cuda":
+                value = value.strip().strip("'\"")
+                return None if value in ("", "None") else value
+    return None
+
+
+_devices_cache: Optional[Tuple[int, str]] = None
+
+
+def _devices(user, reason) -> int:
+    global _devices_cache
+    try:
+        if _devices_cache is None:
+            cuda = _cuda_built()
+            if cuda:
+                _devices_cache = ((1 << DEVICE_CPU) | (1 << DEVICE_CUDA), "")
+            else:
+                version = importlib.metadata.version("torch")
+                _devices_cache = (1 << DEVICE_CPU,
+                                  f"this PyTorch ({version}) is built without CUDA")
+        mask, why = _devices_cache
+    except Exception as exc:  # noqa: BLE001 - a broken check must say why
+        mask, why = 1 << DEVICE_CPU, f"cannot tell whether PyTorch has CUDA: {exc}"
+    text = why.encode("utf-8", "replace")[:255]
+    ctypes.memmove(reason, text + b"\0", len(text) + 1)
+    return mask
+
+
+def _gpu_describe(user, session, out) -> int:
+    s = _sessions.get(session)
+    if s is None or s.gpu is None:
+        return 0
+    try:
+        d = s.gpu.describe()
+        g = out.contents
+        g.index = int(d["index"])
+        g.name = d["name"].encode("utf-8", "replace")[:95]
+        g.cuda_runtime = d["cuda_runtime"].encode()[:15]
+        g.compute_capability = d["compute_capability"].encode()[:7]
+        g.memory_peak_mb = float(d["memory_peak_mb"])
+        return 1
+    except Exception:  # noqa: BLE001 - the result then lacks its GPU side
+        traceback.print_exc()
+        return 0
+
+
+def _gpu_compute_ms(user, session) -> float:
+    s = _sessions.get(session)
+    if s is None or s.gpu is None:
+        return -1.0
+    try:
+        return s.gpu.compute_ms()
+    except Exception:  # noqa: BLE001 - unknown, not a failure of the run
+        return -1.0
+
+
+def _gpu_copies(user, session, inputs, n, h2d, d2h, mb, err_p) -> int:
+    try:
+        up, down, mb_up, mb_down = _sessions[session].gpu_copies(inputs, n)
+        for i in range(n):
+            h2d[i] = up[i]
+            d2h[i] = down[i]
+        mb[0] = mb_up
+        mb[1] = mb_down
+        return _lib.STATUS_OK
+    except BaseException as e:  # noqa: BLE001
+        return _fail(err_p, e)
+
+
 def _release(user, session) -> None:
     s = _sessions.pop(session, None)
     if s is not None:
@@ -387,6 +587,10 @@ def install() -> None:
         _lib.RELEASE_FN(_release),
         _lib.SUPPORTS_FN(_supports),
         _lib.RECOMPILES_FN(_recompiles),
+        _lib.DEVICES_FN(_devices),
+        _lib.GPU_DESCRIBE_FN(_gpu_describe),
+        _lib.GPU_COMPUTE_MS_FN(_gpu_compute_ms),
+        _lib.GPU_COPIES_FN(_gpu_copies),
     )
     err = _lib.MbError()
     if _lib.lib.mb_host_runtime_set(b"pytorch", ctypes.byref(rt), ctypes.byref(err)):

@@ -69,6 +69,38 @@ mb_status mb__result_add_stat_warnings(mb_bench_result *result,
 #define MB_WARN_FAULT_SHARE 0.05
 #define MB_WARN_OTHERS_SLACK 0.25
 
+/* ---- GPUs (gpu_timing.c) ---- */
+
+/* A conversion's GPU side while measure.c times it: the session's device,
+ * NVML's sampler over the timed phase, each timed call's device time. */
+typedef struct mb_gpu_timing {
+  int on; /* the session runs on a GPU */
+  struct mb_gpu_sampler *sampler;
+  double *compute_ms; /* per timed call, < 0 unknown; grown with the loop */
+  int64_t cap;
+} mb_gpu_timing;
+
+/* Before the timed loop: is the session on a GPU (device "cuda" and the
+ * runtime describes it), and if so the sampler started. Never fails: a
+ * GPU's state that cannot be sampled says why in the result. */
+void mb__gpu_timing_begin(const mb_runtime *rt, void *session,
+                          mb_bench_result *result, mb_gpu_timing *t);
+/* After timed call i (0-based), outside the timed region: its device time. */
+void mb__gpu_timing_note(const mb_runtime *rt, void *session, int64_t i,
+                         mb_gpu_timing *t);
+/* After the loop (n timed calls): the sampler stopped, the device
+ * described, the device times' statistics, the copies timed on sample
+ * `inputs`, host latency, the state's warnings. Fails only when out of
+ * memory; frees what begin took either way. */
+mb_status mb__gpu_timing_end(const mb_runtime *rt, void *session,
+                             const mb_tensor *const *inputs, int64_t n,
+                             mb_bench_result *result, mb_gpu_timing *t,
+                             mb_error *err);
+/* After a failed loop: the sampler stopped, what begin took freed. */
+void mb__gpu_timing_abort(mb_gpu_timing *t);
+/* How many copies each way gpu_timing_end times. */
+#define MB_GPU_COPIES 50
+
 /* ---- cold start (stats.c) ---- */
 
 /* Iterations before latency settled, from a run's latencies in order (the

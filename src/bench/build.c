@@ -889,6 +889,13 @@ mb_status mb__worker_build(const mb_bench_job *job,
     warn(result, "calibration data", &e);
     return convert_uncached(job, def, options, result, wb, err);
   }
+  /* A build for a GPU (a module traced or compiled there) is not a CPU's:
+   * the device is part of the key; CPU keys stay as they were. */
+  if (options->device != MB_DEVICE_CPU) {
+    size_t used = strlen(opts);
+    snprintf(opts + used, sizeof opts - used, ";device=%s",
+             mb_device_name(options->device));
+  }
   mb_rebuild_policy policy = c->rebuild == 1   ? MB_REBUILD_ALWAYS
                              : c->rebuild == 2 ? MB_REBUILD_NEVER
                                                : MB_REBUILD_IF_NEEDED;

@@ -1,47 +1,15 @@
-/* NVIDIA GPUs through NVML, the driver's own library (libnvidia-ml.so.1),
- * loaded at run time with dlopen: the build needs no CUDA, and a machine
- * without a driver says so instead of failing. MODELBENCH_NVML_LIB names
- * another file to load (tests load a fake that plays a GPU).
- *
- * Three uses: is there a GPU here (list, --device auto), which one is it
- * (a result's mb_gpu_info), and what state was it in while a conversion
- * ran (a sampler thread over the timed phase: clocks, temperature, power,
- * utilisation, throttle reasons), with warnings when the clocks dropped or
- * the device throttled, as a busy CPU is warned about. */
+/* A GPU result's warnings: the state runtime/nvml.c sampled over the
+ * timed phase, judged as a busy CPU is. */
 #ifndef MB_BENCH_GPU_H
 #define MB_BENCH_GPU_H
 
-#include "modelbench.h"
-
-/* How many NVIDIA GPUs this process can see; 0 with the reason in
- * reason ("no NVIDIA driver: libnvidia-ml.so.1: cannot open shared
- * object file"). CUDA_VISIBLE_DEVICES="" or "-1" hides them all, saying
- * so. Never initialises CUDA (forking after it is safe). */
-int mb__gpu_count(char *reason, size_t size);
-
-/* Fills info for device `index` (NVML's index): name, uuid, driver, the
- * CUDA the driver supports, compute capability, memory, maximum clocks,
- * power limit. info->cuda_runtime is left as it was (the runtime's). */
-mb_status mb__gpu_describe(int index, mb_gpu_info *info, mb_error *err);
-
-/* Samples device `index` every period_ms on a thread of its own until
- * stopped. */
-typedef struct mb_gpu_sampler mb_gpu_sampler;
-mb_status mb__gpu_sampler_start(int index, double period_ms,
-                                mb_gpu_sampler **out, mb_error *err);
-/* Stops the thread, summarises its samples into state (available 0 with
- * the reason when none could be taken) and frees the sampler. */
-void mb__gpu_sampler_stop(mb_gpu_sampler *sampler, mb_gpu_state *state);
+#include "runtime/nvml.h"
 
 /* Warnings about a GPU result's state, added to result: the SM clock's
  * minimum under MB_GPU_CLOCK_DROP of its maximum over the run, or any
  * throttle reason that slows the device (power cap, thermal, hardware
  * slowdown). */
 #define MB_GPU_CLOCK_DROP 0.9
-void mb__gpu_state_warnings(const mb_gpu_state *state,
-                            mb_bench_result *result);
-
-/* NVML's clocks-event reasons in words, comma-separated, for reasons. */
-void mb__gpu_throttle_words(uint64_t reasons, char *out, size_t size);
+void mb__gpu_state_warnings(const mb_gpu_state *state, mb_bench_result *result);
 
 #endif /* MB_BENCH_GPU_H */

@@ -145,6 +145,7 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
   const mb_bench_config *c = job->config;
   mb_status status;
   warm_series series = {0}, *cold = c->cold ? &series : NULL;
+  mb_gpu_timing gpu = {0};
 
   double t0 = mb__now();
   status = rt->run(session, sample_inputs(job, 0), err);
@@ -186,6 +187,8 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
    * take microseconds. */
   mb_energy_window energy;
   mb__energy_start(&energy);
+  /* A session on a GPU: its device times and the device's state too. */
+  mb__gpu_timing_begin(rt, session, result, &gpu);
   double start = mb__now(), last_report = start, last_check = start;
   double delay_s = test_delay_s(result->conversion_index);
   int64_t checked_n = 0;
@@ -202,6 +205,8 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
       goto fail;
     }
     double seconds = after - before;
+    if (gpu.on)
+      mb__gpu_timing_note(rt, session, n, &gpu);
     samples_ms[n++] = seconds * 1e3;
     inference_s += seconds;
     double elapsed = after - start;
@@ -242,6 +247,9 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
   }
   double end = mb__now();
   mb__energy_stop(&energy, n * job->batch_size, &result->energy);
+  if ((status = mb__gpu_timing_end(rt, session, sample_inputs(job, 0), n,
+                                   result, &gpu, err)))
+    goto fail;
   double cpu_s = mb__cpu_time() - cpu_start;
   long long faults_end = mb__minor_faults();
 
@@ -308,6 +316,7 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
 
 fail:
   free(samples_ms);
+  mb__gpu_timing_abort(&gpu);
 fail_scratch:
   free(scratch);
   free(series.ms);

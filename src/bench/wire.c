@@ -108,6 +108,21 @@ int mb__wire_get_str_buf(mb_wire *w, char *buf, size_t size) {
 }
 
 /* result->load: plain numbers, then the reason and the trials. */
+/* Every string of a GPU result that came over the wire ends inside its
+ * array. */
+static void gpu_result_terminate(mb_gpu_result *g) {
+#define MB_TERMINATE(field) field[sizeof field - 1] = '\0'
+  MB_TERMINATE(g->info.name);
+  MB_TERMINATE(g->info.uuid);
+  MB_TERMINATE(g->info.driver);
+  MB_TERMINATE(g->info.cuda_driver);
+  MB_TERMINATE(g->info.cuda_runtime);
+  MB_TERMINATE(g->info.compute_capability);
+  MB_TERMINATE(g->state.unavailable);
+  MB_TERMINATE(g->state.throttle);
+#undef MB_TERMINATE
+}
+
 static void put_load(mb_wire *w, const mb_load_stats *l) {
   mb__wire_put_u32(w, (uint32_t)l->scenario);
   mb__wire_put_u32(w, (uint32_t)l->concurrency);
@@ -262,6 +277,7 @@ void mb__wire_put_result(mb_wire *w, const mb_bench_result *r) {
   /* Plain numbers and char arrays; both ends are the same binary. */
   mb__wire_put(w, &r->cold, sizeof r->cold);
   mb__wire_put(w, &r->energy, sizeof r->energy);
+  mb__wire_put(w, &r->gpu, sizeof r->gpu);
   mb__wire_put_f64(w, r->cost_per_million);
   mb__wire_put_i64(w, r->iterations);
   mb__wire_put_u32(w, (uint32_t)r->batch_size);
@@ -336,6 +352,8 @@ mb_status mb__wire_get_result(mb_wire *w, mb_bench_result *r, mb_error *err) {
   r->cold.note[sizeof r->cold.note - 1] = '\0';
   r->energy.domains[sizeof r->energy.domains - 1] = '\0';
   r->energy.unavailable[sizeof r->energy.unavailable - 1] = '\0';
+  mb__wire_get(w, &r->gpu, sizeof r->gpu);
+  gpu_result_terminate(&r->gpu);
   r->cost_per_million = mb__wire_get_f64(w);
   r->iterations = mb__wire_get_i64(w);
   r->batch_size = (int)mb__wire_get_u32(w);

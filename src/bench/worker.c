@@ -577,17 +577,15 @@ static int worker_prepare(const mb_bench_job *job, int index,
                                         sizeof message));
     return 0;
   }
-  if (c->device != MB_DEVICE_AUTO && def->device != c->device &&
-      !c->allow_device_override) {
-    snprintf(message, sizeof message,
-             "%s runs on %s but the device is %s (allow the device override "
-             "to move it there)",
-             def->name, device_name(def->device), device_name(c->device));
+  mb_device placed;
+  if (!mb__conversion_place(&info, c->device, c->allow_device_override, &placed,
+                            message, sizeof message)) {
     fail_result(result, MB_BENCH_ERROR, message);
     return 0;
   }
-  snprintf(result->device, sizeof result->device, "%s",
-           device_name(def->device));
+  if (message[0])
+    mb__result_add_warning(result, "%s", message);
+  snprintf(result->device, sizeof result->device, "%s", device_name(placed));
   const mb_runtime *rt = mb__runtime_find(def->runtime);
   if (!rt || !rt->prepare || !rt->run) {
     snprintf(message, sizeof message, "runtime '%s' is not built in",
@@ -603,7 +601,7 @@ static int worker_prepare(const mb_bench_job *job, int index,
       .threads = MB_MAX(c->threads, 1),
       .opt_level = def->opt_level,
       .parallel_execution = 0,
-      .device = def->device,
+      .device = placed,
       .verbose = c->log_level >= MB_LOG_DEBUG,
       .profile_path = NULL,
       .precision = def->precision,

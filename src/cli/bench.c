@@ -724,9 +724,12 @@ static int plan_model(bench_cli *b, unsigned formats) {
         /* A tier lists what is available here: it asks for options, not
          * for runtimes this machine lacks. */
         mb_conversion_info info;
+        mb_device placed;
+        char why[MB_ERROR_MESSAGE_SIZE];
         if (mb_conversion_get(i, &info, NULL) == MB_STATUS_OK &&
             info.tier <= b->tier && info.available &&
-            info.device == MB_DEVICE_CPU)
+            mb__conversion_place(&info, cfg->device, 0, &placed, why,
+                                 sizeof why))
           list[n++] = i;
       } else if (mb__conversion_def(i)->in_default_set) {
         list[n++] = i;

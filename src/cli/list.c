@@ -39,9 +39,9 @@ static int print_conversions(bool json, int tier) {
       width = MB_MAX(width, (int)strlen(info.name));
   }
   if (!json)
-    printf("%-4s %-*s %-12s %-11s %-6s %-9s %-7s %-4s %s\n", "ID", width,
-           "NAME", "RUNTIME", "MODEL", "DEVICE", "PRECISION", "DEFAULT", "TIER",
-           "AVAILABLE");
+    printf("%-4s %-*s %-12s %-11s %-8s %-9s %-7s %-4s %s\n", "ID", width,
+           "NAME", "RUNTIME", "MODEL", "DEVICES", "PRECISION", "DEFAULT",
+           "TIER", "AVAILABLE");
   for (int i = 0; i < n; i++) {
     mb_conversion_info info;
     if (mb_conversion_get(i, &info, &err) != MB_STATUS_OK)
@@ -55,6 +55,18 @@ static int print_conversions(bool json, int tier) {
       mb__json_kv_string(&j, "runtime", info.runtime);
       mb__json_kv_string(&j, "format", mb_model_format_name(info.format));
       mb__json_kv_string(&j, "device", mb_device_name(info.device));
+      mb__json_key(&j, "devices");
+      mb__json_array_begin(&j);
+      for (int d = 0; d < MB_DEVICE_COUNT; d++)
+        if (info.devices & (1u << d)) {
+          mb__json_object_begin(&j);
+          mb__json_kv_string(&j, "device", mb_device_name((mb_device)d));
+          mb__json_kv_bool(&j, "here", (info.devices_here >> d) & 1u);
+          mb__json_object_end(&j);
+        }
+      mb__json_array_end(&j);
+      mb__json_kv_string(&j, "devices_reason",
+                         info.devices_reason[0] ? info.devices_reason : NULL);
       mb__json_kv_string(&j, "precision", mb_precision_name(info.precision));
       mb__json_kv_bool(&j, "default", info.in_default_set);
       mb__json_kv_int(&j, "tier", info.tier);
@@ -70,16 +82,29 @@ static int print_conversions(bool json, int tier) {
       /* A host program registers rows at run time and a reason quotes
        * dlopen's message: their control characters are escaped. */
       char name[MB_TERM_TEXT_SIZE], runtime[MB_TERM_TEXT_SIZE];
-      char reason[MB_TERM_TEXT_SIZE];
-      printf("%-4d %-*s %-12s %-11s %-6s %-9s %-7s %-4d %s%s%s\n", info.id,
+      char reason[MB_TERM_TEXT_SIZE], devices[32] = "";
+      size_t used = 0;
+      for (int d = 0; d < MB_DEVICE_COUNT && used < sizeof devices; d++)
+        if (info.devices & (1u << d))
+          used +=
+              (size_t)snprintf(devices + used, sizeof devices - used, "%s%s",
+                               used ? "," : "", mb_device_name((mb_device)d));
+      /* An available conversion that cannot use one of its devices here
+       * says why after its note. */
+      char note[sizeof info.reason + sizeof info.devices_reason + 8];
+      snprintf(note, sizeof note, "%s%s%s", info.reason,
+               info.available && info.devices_reason[0] && info.reason[0] ? "; "
+                                                                          : "",
+               info.available ? info.devices_reason : "");
+      printf("%-4d %-*s %-12s %-11s %-8s %-9s %-7s %-4d %s%s%s\n", info.id,
              width, mb__term_text(info.name, name, sizeof name),
              mb__term_text(info.runtime, runtime, sizeof runtime),
-             mb_model_format_name(info.format), mb_device_name(info.device),
+             mb_model_format_name(info.format), devices,
              mb_precision_name(info.precision),
              info.in_default_set ? "yes" : "no", info.tier,
              info.available ? "yes" : "no",
-             info.reason[0] ? (info.available ? ", " : ": ") : "",
-             mb__term_text(info.reason, reason, sizeof reason));
+             note[0] ? (info.available ? ", " : ": ") : "",
+             mb__term_text(note, reason, sizeof reason));
     }
   }
   if (json) {

@@ -35,7 +35,24 @@ typedef struct mb_conversion_def {
   /* The form of the model the runtime takes (mb_model_format); rows that
    * leave it out run the ONNX model. */
   mb_model_format format;
+  /* The devices it can run on, 1u << mb_device; 0: `device` alone. The
+   * config's device picks among them (mb__conversion_place). */
+  unsigned devices;
 } mb_conversion_def;
+
+/* The devices row `def` can run on (its `devices`, or `device` alone). */
+unsigned mb__conversion_devices(const mb_conversion_def *def);
+
+/* Where a conversion runs: `wanted` is the config's device (CPU, CUDA or
+ * AUTO), info the row as mb_conversion_get described it here. AUTO picks
+ * CUDA where the row can run there and it is usable here, else the CPU.
+ * CPU or CUDA asked of a row that cannot run there (or not here) fails,
+ * with the reason in why, unless allow_override: then it runs where it
+ * can, and why says so (a note for the result's warnings). Returns 1 with
+ * *placed set, 0 when it cannot run. */
+int mb__conversion_place(const mb_conversion_info *info, mb_device wanted,
+                         int allow_override, mb_device *placed, char *why,
+                         size_t size);
 
 /* Does the row quantise to int8 (a quantize_* or quant_params step)?
  * Such rows have an int8 form (mb_int8_weights). */

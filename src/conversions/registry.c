@@ -15,6 +15,7 @@
  *  1000-     registered at run time (tests) */
 #include "conversions/conversion.h"
 #include "runtime/engine.h"
+#include "runtime/nvml.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -383,6 +384,8 @@ int mb__conversion_register(const mb_conversion_def *def, mb_error *err) {
   return mb_conversion_count() - 1;
 }
 
+static void devices_here(const mb_runtime *rt, mb_conversion_info *info);
+
 mb_status mb_conversion_get(int index, mb_conversion_info *info_out,
                             mb_error *err) {
   const mb_conversion_def *def = mb__conversion_def(index);
@@ -400,6 +403,7 @@ mb_status mb_conversion_get(int index, mb_conversion_info *info_out,
   info_out->in_default_set = def->in_default_set;
   info_out->tier = def->tier > 0 ? def->tier : 3;
   info_out->format = def->format;
+  info_out->devices = mb__conversion_devices(def);
 
   const mb_runtime *rt = mb__runtime_find(def->runtime);
   if (!rt) {
@@ -449,7 +453,111 @@ mb_status mb_conversion_get(int index, mb_conversion_info *info_out,
              "%sint8 with %s: %s", used ? "; " : "",
              mb__int8_weights_words(info_out->int8_weights), why);
   }
+  devices_here(rt, info_out);
+  if (!info_out->devices_here) {
+    /* It runs nowhere here (a GPU-only conversion without a GPU). */
+    info_out->available = 0;
+    snprintf(info_out->reason, sizeof info_out->reason, "%s",
+             info_out->devices_reason);
+  }
   return MB_STATUS_OK;
+}
+
+unsigned mb__conversion_devices(const mb_conversion_def *def) {
+  return def->devices ? def->devices : 1u << def->device;
+}
+
+/* ---- devices ---- */
+
+/* Why a device the row can run on is not usable here: NULL when it is.
+ * One function per device, a table of them. */
+typedef const char *(*device_check_fn)(const mb_runtime *rt, char *why,
+                                       size_t size);
+
+static const char *cpu_usable(const mb_runtime *rt, char *why, size_t size) {
+  (void)rt, (void)why, (void)size;
+  return NULL;
+}
+
+static const char *cuda_usable(const mb_runtime *rt, char *why, size_t size) {
+  char reason[256] = "";
+  unsigned can =
+      rt->devices ? rt->devices(reason, sizeof reason) : 1u << MB_DEVICE_CPU;
+  if (!(can & (1u << MB_DEVICE_CUDA))) {
+    snprintf(why, size, "%s", reason[0] ? reason : "");
+    if (!reason[0])
+      snprintf(why, size, "runtime '%s' runs on the CPU only", rt->name);
+    return why;
+  }
+  if (mb__gpu_count(reason, sizeof reason) <= 0) {
+    snprintf(why, size, "%s", reason[0] ? reason : "no GPU here");
+    return why;
+  }
+  return NULL;
+}
+
+static const device_check_fn device_checks[MB_DEVICE_COUNT] = {
+    [MB_DEVICE_CPU] = cpu_usable,
+    [MB_DEVICE_CUDA] = cuda_usable,
+};
+
+/* info->devices_here and devices_reason of an available row. */
+static void devices_here(const mb_runtime *rt, mb_conversion_info *info) {
+  size_t used = 0;
+  for (int d = 0; d < MB_DEVICE_COUNT; d++) {
+    if (!(info->devices & (1u << d)) || !device_checks[d])
+      continue;
+    char why[200];
+    const char *not_here = device_checks[d](rt, why, sizeof why);
+    if (!not_here) {
+      info->devices_here |= 1u << d;
+      continue;
+    }
+    if (used < sizeof info->devices_reason)
+      used += (size_t)snprintf(
+          info->devices_reason + used, sizeof info->devices_reason - used,
+          "%s%s: %s", used ? "; " : "", mb_device_name((mb_device)d), not_here);
+  }
+}
+
+int mb__conversion_place(const mb_conversion_info *info, mb_device wanted,
+                         int allow_override, mb_device *placed, char *why,
+                         size_t size) {
+  unsigned here = info->devices_here;
+  why[0] = '\0';
+  if (wanted == MB_DEVICE_AUTO || (unsigned)wanted >= MB_DEVICE_COUNT) {
+    *placed = here & (1u << MB_DEVICE_CUDA) ? MB_DEVICE_CUDA : MB_DEVICE_CPU;
+    if (!(here & (1u << *placed)))
+      *placed = info->device;
+    return 1;
+  }
+  if (here & (1u << wanted)) {
+    *placed = wanted;
+    return 1;
+  }
+  char cause[300];
+  if (info->devices & (1u << wanted))
+    snprintf(cause, sizeof cause, "%s cannot run on %s here (%s)", info->name,
+             mb_device_name(wanted),
+             info->devices_reason[0] ? info->devices_reason : "unusable");
+  else
+    snprintf(cause, sizeof cause, "%s runs on %s but the device is %s",
+             info->name, mb_device_name(info->device), mb_device_name(wanted));
+  if (!allow_override) {
+    snprintf(why, size, "%s (allow the device override to run it where it can)",
+             cause);
+    return 0;
+  }
+  mb_device fallback = info->device;
+  for (int d = 0; d < MB_DEVICE_COUNT; d++)
+    if (here & (1u << d)) {
+      fallback = (mb_device)d;
+      break;
+    }
+  *placed = fallback;
+  snprintf(why, size, "%s: ran on %s (the device override)", cause,
+           mb_device_name(fallback));
+  return 1;
 }
 
 bool mb__conversion_quantizes(const mb_conversion_def *def) {

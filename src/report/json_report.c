@@ -626,6 +626,80 @@ static void write_energy(mb_json *j, const mb_bench_result *r) {
   mb__json_object_end(j);
 }
 
+/* "gpu": null for a result that did not run on a GPU; else where, its
+ * device time, copies, host latency, peak memory and the device's state
+ * (json-schema.md). */
+static void write_gpu(mb_json *j, const mb_bench_result *r) {
+  const mb_gpu_result *g = &r->gpu;
+  mb__json_key(j, "gpu");
+  if (!g->used) {
+    mb__json_null(j);
+    return;
+  }
+  mb__json_object_begin(j);
+  const mb_gpu_info *i = &g->info;
+  mb__json_key(j, "info");
+  mb__json_object_begin(j);
+  mb__json_kv_int(j, "index", i->index);
+  kv_string_or_null(j, "name", i->name);
+  kv_string_or_null(j, "uuid", i->uuid);
+  kv_string_or_null(j, "driver", i->driver);
+  kv_string_or_null(j, "cuda_driver", i->cuda_driver);
+  kv_string_or_null(j, "cuda_runtime", i->cuda_runtime);
+  kv_string_or_null(j, "compute_capability", i->compute_capability);
+  kv_measured(j, "memory_total_mb", i->memory_total_mb, i->memory_total_mb > 0);
+  kv_measured(j, "sm_clock_max_mhz", i->sm_clock_max_mhz,
+              i->sm_clock_max_mhz > 0);
+  kv_measured(j, "mem_clock_max_mhz", i->mem_clock_max_mhz,
+              i->mem_clock_max_mhz > 0);
+  kv_measured(j, "power_limit_w", i->power_limit_w, i->power_limit_w > 0);
+  mb__json_object_end(j);
+  if (g->n_compute > 0) {
+    write_stats(j, "compute_ms", &g->compute_ms, true);
+  } else {
+    mb__json_key(j, "compute_ms");
+    mb__json_null(j);
+  }
+  mb__json_kv_int(j, "compute_iterations", g->n_compute);
+  if (g->n_copies > 0) {
+    write_stats(j, "h2d_ms", &g->h2d_ms, true);
+    write_stats(j, "d2h_ms", &g->d2h_ms, true);
+  } else {
+    mb__json_key(j, "h2d_ms");
+    mb__json_null(j);
+    mb__json_key(j, "d2h_ms");
+    mb__json_null(j);
+  }
+  mb__json_kv_int(j, "copies", g->n_copies);
+  kv_measured(j, "h2d_mb", g->h2d_mb, g->n_copies > 0);
+  kv_measured(j, "d2h_mb", g->d2h_mb, g->n_copies > 0);
+  kv_measured(j, "host_latency_ms", g->host_latency_ms, g->host_latency_ms > 0);
+  kv_measured(j, "memory_peak_mb", g->memory_peak_mb, g->memory_peak_mb >= 0);
+  const mb_gpu_state *st = &g->state;
+  mb__json_key(j, "state");
+  mb__json_object_begin(j);
+  if (st->available) {
+    mb__json_kv_int(j, "samples", st->samples);
+    mb__json_kv_double(j, "period_ms", st->period_ms);
+    mb__json_kv_double(j, "sm_clock_mhz_min", st->sm_clock_mhz_min);
+    mb__json_kv_double(j, "sm_clock_mhz_median", st->sm_clock_mhz_median);
+    mb__json_kv_double(j, "sm_clock_mhz_max", st->sm_clock_mhz_max);
+    mb__json_kv_double(j, "mem_clock_mhz_min", st->mem_clock_mhz_min);
+    mb__json_kv_double(j, "mem_clock_mhz_max", st->mem_clock_mhz_max);
+    mb__json_kv_double(j, "temperature_c_max", st->temperature_c_max);
+    mb__json_kv_double(j, "power_w_mean", st->power_w_mean);
+    mb__json_kv_double(j, "power_w_max", st->power_w_max);
+    mb__json_kv_double(j, "utilization_mean", st->utilization_mean);
+    mb__json_kv_int(j, "throttle_reasons", (int64_t)st->throttle_reasons);
+    kv_string_or_null(j, "throttle", st->throttle);
+  } else {
+    mb__json_kv_string(j, "unavailable",
+                       st->unavailable[0] ? st->unavailable : "not sampled");
+  }
+  mb__json_object_end(j);
+  mb__json_object_end(j);
+}
+
 /* The result on this machine's roofline; null when unknown. */
 static void write_roofline(mb_json *j, const mb_roofline *f) {
   mb__json_key(j, "roofline");
@@ -733,6 +807,7 @@ static void write_result(mb_json *j, const mb_bench_config *c,
   write_realistic(j, r);
   write_cold(j, r);
   write_energy(j, r);
+  write_gpu(j, r);
   kv_measured(j, "cost_per_million", r->cost_per_million,
               r->cost_per_million > 0);
   mb__json_key(j, "warnings");

@@ -613,6 +613,89 @@ static mb_status read_cold_energy(loader *l, const mb_json_value *obj,
   return MB_STATUS_OK;
 }
 
+/* "gpu": null (ran on the CPU) or json_report.c's write_gpu. */
+static mb_status read_gpu(loader *l, const mb_json_value *obj,
+                          mb_gpu_result *g) {
+  static const field info_fields[] = {
+      F_INT(mb_gpu_info, "index", index, -1),
+      F_TEXT(mb_gpu_info, "name", name),
+      F_TEXT(mb_gpu_info, "uuid", uuid),
+      F_TEXT(mb_gpu_info, "driver", driver),
+      F_TEXT(mb_gpu_info, "cuda_driver", cuda_driver),
+      F_TEXT(mb_gpu_info, "cuda_runtime", cuda_runtime),
+      F_TEXT(mb_gpu_info, "compute_capability", compute_capability),
+      F_DOUBLE(mb_gpu_info, "memory_total_mb", memory_total_mb, 0),
+      F_DOUBLE(mb_gpu_info, "sm_clock_max_mhz", sm_clock_max_mhz, 0),
+      F_DOUBLE(mb_gpu_info, "mem_clock_max_mhz", mem_clock_max_mhz, 0),
+      F_DOUBLE(mb_gpu_info, "power_limit_w", power_limit_w, 0),
+  };
+  static const field gpu_fields[] = {
+      F_I64(mb_gpu_result, "compute_iterations", n_compute),
+      F_I64(mb_gpu_result, "copies", n_copies),
+      F_DOUBLE(mb_gpu_result, "h2d_mb", h2d_mb, 0),
+      F_DOUBLE(mb_gpu_result, "d2h_mb", d2h_mb, 0),
+      F_DOUBLE(mb_gpu_result, "host_latency_ms", host_latency_ms, 0),
+      F_DOUBLE(mb_gpu_result, "memory_peak_mb", memory_peak_mb, -1),
+  };
+  static const field state_fields[] = {
+      F_TEXT(mb_gpu_state, "unavailable", unavailable),
+      F_I64(mb_gpu_state, "samples", samples),
+      F_DOUBLE(mb_gpu_state, "period_ms", period_ms, 0),
+      F_DOUBLE(mb_gpu_state, "sm_clock_mhz_min", sm_clock_mhz_min, 0),
+      F_DOUBLE(mb_gpu_state, "sm_clock_mhz_median", sm_clock_mhz_median, 0),
+      F_DOUBLE(mb_gpu_state, "sm_clock_mhz_max", sm_clock_mhz_max, 0),
+      F_DOUBLE(mb_gpu_state, "mem_clock_mhz_min", mem_clock_mhz_min, 0),
+      F_DOUBLE(mb_gpu_state, "mem_clock_mhz_max", mem_clock_mhz_max, 0),
+      F_DOUBLE(mb_gpu_state, "temperature_c_max", temperature_c_max, 0),
+      F_DOUBLE(mb_gpu_state, "power_w_mean", power_w_mean, 0),
+      F_DOUBLE(mb_gpu_state, "power_w_max", power_w_max, 0),
+      F_DOUBLE(mb_gpu_state, "utilization_mean", utilization_mean, 0),
+      F_TEXT(mb_gpu_state, "throttle", throttle),
+  };
+  static const struct {
+    const char *key;
+    size_t offset;
+  } stats[] = {
+      {"compute_ms", offsetof(mb_gpu_result, compute_ms)},
+      {"h2d_ms", offsetof(mb_gpu_result, h2d_ms)},
+      {"d2h_ms", offsetof(mb_gpu_result, d2h_ms)},
+  };
+  mb_status status;
+  memset(g, 0, sizeof *g);
+  const mb_json_value *v = member(l, obj, "gpu", MB_JSON_OBJECT, &status);
+  if (!v)
+    return status;
+  g->used = 1;
+  const mb_json_value *info = member(l, v, "info", MB_JSON_OBJECT, &status);
+  const mb_json_value *state =
+      status ? NULL : member(l, v, "state", MB_JSON_OBJECT, &status);
+  if (status ||
+      (status = read_fields(l, v, gpu_fields, MB_ARRAY_COUNT(gpu_fields), g)) ||
+      (info && (status = read_fields(l, info, info_fields,
+                                     MB_ARRAY_COUNT(info_fields), &g->info))) ||
+      (state &&
+       (status = read_fields(l, state, state_fields,
+                             MB_ARRAY_COUNT(state_fields), &g->state))))
+    return status;
+  if (!info)
+    g->info.index = -1;
+  for (size_t i = 0; i < MB_ARRAY_COUNT(stats); i++) {
+    const mb_json_value *s =
+        member(l, v, stats[i].key, MB_JSON_OBJECT, &status);
+    if (status || (s && (status = read_fields(l, s, latency_fields,
+                                              MB_ARRAY_COUNT(latency_fields),
+                                              (char *)g + stats[i].offset))))
+      return status;
+  }
+  if (state) {
+    g->state.available = mb__json_find(state, "samples") != NULL;
+    const mb_json_value *bits = mb__json_find(state, "throttle_reasons");
+    if (bits && bits->type == MB_JSON_NUMBER && bits->number >= 0)
+      g->state.throttle_reasons = (uint64_t)bits->number;
+  }
+  return MB_STATUS_OK;
+}
+
 /* "roofline": null (unknown) or the result on the machine's roofline. */
 static mb_status read_roofline(loader *l, const mb_json_value *obj,
                                mb_roofline *f) {
@@ -712,7 +795,8 @@ static mb_status read_result(loader *l, const mb_json_value *obj,
   if (form && form->type == MB_JSON_STRING &&
       mb_int8_weights_from_name(form->string) > 0)
     r->int8_weights = (mb_int8_weights)mb_int8_weights_from_name(form->string);
-  if ((status = read_cold_energy(l, obj, r)))
+  if ((status = read_cold_energy(l, obj, r)) ||
+      (status = read_gpu(l, obj, &r->gpu)))
     return status;
   const mb_json_value *bt =
       member(l, obj, "backtrace", MB_JSON_STRING, &status);

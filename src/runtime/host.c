@@ -217,6 +217,58 @@ static int host_recompiles(void *session) {
   return s->slot->callbacks.recompiles(s->slot->callbacks.user, s->session);
 }
 
+static unsigned host_devices(host_slot *slot, char *reason, size_t size) {
+  unsigned cpu = 1u << MB_DEVICE_CPU;
+  if (!slot->installed || !slot->callbacks.devices) {
+    snprintf(reason, size, "runtime '%s' runs on the CPU only", slot->name);
+    return cpu;
+  }
+  char why[256] = "";
+  unsigned devices = slot->callbacks.devices(slot->callbacks.user, why) | cpu;
+  why[sizeof why - 1] = '\0';
+  snprintf(reason, size, "%s", why);
+  return devices;
+}
+
+static int host_gpu_describe(void *session, mb_gpu_result *gpu) {
+  host_session *s = session;
+  if (!s || !s->slot->callbacks.gpu_describe)
+    return 0;
+  mb_host_gpu g = {.index = -1, .memory_peak_mb = -1};
+  if (!s->slot->callbacks.gpu_describe(s->slot->callbacks.user, s->session, &g))
+    return 0;
+  g.name[sizeof g.name - 1] = g.cuda_runtime[sizeof g.cuda_runtime - 1] =
+      g.compute_capability[sizeof g.compute_capability - 1] = '\0';
+  gpu->info.index = g.index;
+  snprintf(gpu->info.name, sizeof gpu->info.name, "%s", g.name);
+  snprintf(gpu->info.cuda_runtime, sizeof gpu->info.cuda_runtime, "%s",
+           g.cuda_runtime);
+  snprintf(gpu->info.compute_capability, sizeof gpu->info.compute_capability,
+           "%s", g.compute_capability);
+  gpu->memory_peak_mb = g.memory_peak_mb;
+  return 1;
+}
+
+static double host_gpu_compute_ms(void *session) {
+  host_session *s = session;
+  if (!s || !s->slot->callbacks.gpu_compute_ms)
+    return -1;
+  return s->slot->callbacks.gpu_compute_ms(s->slot->callbacks.user, s->session);
+}
+
+static mb_status host_gpu_copies(void *session, const mb_tensor *const *inputs,
+                                 int n, double *h2d_ms, double *d2h_ms,
+                                 double *mb, mb_error *err) {
+  host_session *s = session;
+  if (!s || !s->slot->callbacks.gpu_copies)
+    return mb__error(err, MB_STATUS_UNSUPPORTED,
+                     "runtime '%s' does not time its copies",
+                     s ? s->slot->name : "?");
+  mb_status status = s->slot->callbacks.gpu_copies(
+      s->slot->callbacks.user, s->session, inputs, n, h2d_ms, d2h_ms, mb, err);
+  return status ? host_failed(status, "gpu_copies", err) : MB_STATUS_OK;
+}
+
 static void host_release(void *session) {
   host_session *s = session;
   if (!s)
@@ -240,6 +292,9 @@ static void host_release(void *session) {
   static int supports_##rt(const char *name, char *reason, size_t size) {      \
     return host_supports(&slots[HOST_##rt], name, reason, size);               \
   }                                                                            \
+  static unsigned devices_##rt(char *reason, size_t size) {                    \
+    return host_devices(&slots[HOST_##rt], reason, size);                      \
+  }                                                                            \
   const mb_runtime mb__runtime_##rt = {                                        \
       .name = #rt,                                                             \
       .host = 1,                                                               \
@@ -251,6 +306,10 @@ static void host_release(void *session) {
       .take_error_detail = take_error_detail,                                  \
       .supports_conversion = supports_##rt,                                    \
       .recompiles = host_recompiles,                                           \
+      .devices = devices_##rt,                                                 \
+      .gpu_describe = host_gpu_describe,                                       \
+      .gpu_compute_ms = host_gpu_compute_ms,                                   \
+      .gpu_copies = host_gpu_copies,                                           \
   };
 MB_HOST_RUNTIME_LIST(MB_X)
 #undef MB_X
@@ -266,6 +325,7 @@ size_t mb_struct_size(const char *name) {
       {"mb_host_runtime", sizeof(mb_host_runtime)},
       {"mb_host_build_key", sizeof(mb_host_build_key)},
       {"mb_conversion_info", sizeof(mb_conversion_info)},
+      {"mb_host_gpu", sizeof(mb_host_gpu)},
   };
   for (size_t i = 0; name && i < MB_ARRAY_COUNT(sizes); i++)
     if (strcmp(sizes[i].name, name) == 0)

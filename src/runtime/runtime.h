@@ -120,8 +120,8 @@ typedef struct mb_runtime {
   double (*gpu_compute_ms)(void *session);
   /* Optional: n timed copies of `inputs` to the device and of the last
    * outputs back (mb_host_runtime.gpu_copies). */
-  mb_status (*gpu_copies)(void *session, const mb_tensor *const *inputs,
-                          int n, double *h2d_ms, double *d2h_ms, double *mb,
+  mb_status (*gpu_copies)(void *session, const mb_tensor *const *inputs, int n,
+                          double *h2d_ms, double *d2h_ms, double *mb,
                           mb_error *err);
 } mb_runtime;
 

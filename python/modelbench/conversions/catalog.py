@@ -70,6 +70,9 @@ class Conversion:
     oldest PyTorch that has what it uses ("2.0"), ``packages`` the Python
     packages it imports besides torch (import names): where either is
     missing, ``modelbench list`` shows the conversion unavailable and why.
+    ``devices`` are the devices it can run on (``device`` among them): the
+    run's device picks one (``--device cuda``; ``auto`` takes the GPU where
+    the conversion can use it).
     """
 
     id: int
@@ -82,6 +85,7 @@ class Conversion:
     alma: str = ""
     torch: str = ""
     packages: Tuple[str, ...] = ()
+    devices: Tuple[str, ...] = ("cpu",)
 
     def __post_init__(self) -> None:
         problem = _check(self)
@@ -112,6 +116,15 @@ def _check(c: Conversion) -> Optional[str]:
         return f"precision {c.precision!r} is not one of {', '.join(PRECISIONS)}"
     if c.device not in DEVICES:
         return f"device {c.device!r} is not one of {', '.join(DEVICES)}"
+    if (
+        not isinstance(c.devices, tuple)
+        or not c.devices
+        or any(d not in DEVICES or d == "auto" for d in c.devices)
+        or len(set(c.devices)) != len(c.devices)
+    ):
+        return f"devices {c.devices!r} is not a tuple of distinct devices among cpu, cuda"
+    if c.device not in c.devices:
+        return f"device {c.device!r} is not one of its devices {c.devices!r}"
     if c.tier not in (1, 2, 3) or isinstance(c.tier, bool):
         return f"tier {c.tier!r} is not 1, 2 or 3"
     if not isinstance(c.default, bool):
@@ -152,19 +165,16 @@ def installed(package: str) -> bool:
 
 def unavailable_reason(c: Conversion, torch_version: str) -> Optional[str]:
     """Why `c` cannot run with this PyTorch (`torch_version`) and these
-    packages, or None when it can. Imports nothing but what it checks for:
-    torch only for a CUDA conversion."""
+    packages, or None when it can. Imports nothing (torch neither)."""
     needs = []
     if c.torch and version_tuple(torch_version) < version_tuple(c.torch):
         needs.append(f"PyTorch {c.torch} or later (this is {torch_version})")
     for package in c.packages:
         if not installed(package):
             needs.append(f"the Python package {package} (not installed)")
-    if c.device == "cuda" and not needs:
-        import torch
-
-        if not torch.cuda.is_available():
-            needs.append("a CUDA GPU (torch.cuda.is_available() is False)")
+    # Whether a GPU is here is the engine's to say (NVML, per device: list's
+    # devices), never torch.cuda's: it would initialise CUDA in the process
+    # that forks the workers.
     return "needs " + " and ".join(needs) if needs else None
 
 
@@ -271,6 +281,9 @@ def c_rows(entries: Sequence[Entry]) -> str:
             f"        .description = {_c_string(c.description)},",
             f"        .tier = {c.tier},",
             "        .format = MB_MODEL_FORMAT_PYTORCH,",
+            "        .devices = "
+            + " | ".join(f"(1u << MB_DEVICE_{d.upper()})" for d in c.devices)
+            + ",",
             "    },",
         ]
     return "\n".join(lines) + "\n"

@@ -34,11 +34,34 @@ def graph_count() -> int:
     return int(counters["stats"]["unique_graphs"])
 
 
+def replays_cuda_graphs(ctx: ConvertContext, mode: Optional[str], backend: str) -> bool:
+    """Does this compilation replay CUDA graphs (cudagraph trees)? On a GPU:
+    the cudagraphs backend, Inductor's reduce-overhead and max-autotune."""
+    return ctx.device == "cuda" and (
+        backend == "cudagraphs" or mode in ("reduce-overhead", "max-autotune"))
+
+
+def _step_per_call(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn with torch.compiler.cudagraph_mark_step_begin() before each call,
+    as PyTorch asks of an inference loop over CUDA graphs: each call is a
+    new step, whose outputs may overwrite the last one's (the engine keeps
+    only the last)."""
+    mark = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", None)
+    if mark is None:
+        return fn
+
+    def step(*args: Any) -> Any:
+        mark()
+        return fn(*args)
+
+    return step
+
+
 def compiled(
     model: Any,
     ctx: ConvertContext,
     *,
-    mode: str,
+    mode: Optional[str],
     backend: str = "inductor",
     eager_fallback: bool = False,
     eval_mode: bool = True,
@@ -63,6 +86,8 @@ def compiled(
     if eval_mode and isinstance(model, torch.nn.Module):
         model = eval_copy(model)
     fn = torch.compile(model, backend=backend, mode=mode, options=options)
+    if replays_cuda_graphs(ctx, mode, backend):
+        fn = _step_per_call(fn)
     before = graph_count()
     # The settings apply to this compilation only (a profile's validation
     # converts in the user's own process).

@@ -28,6 +28,9 @@ class ConvertContext:
     #: Loads the model (a load from the build cache that needs the module
     #: again, as a compiled conversion does); None where there is none.
     load_model: Optional[Callable[[], Any]] = None
+    #: Where the conversion runs: "cpu", or "cuda" (the module and the
+    #: example and calibration inputs are already there).
+    device: str = "cpu"
 
 
 @dataclass
@@ -54,6 +57,12 @@ def eval_copy(model: torch.nn.Module) -> torch.nn.Module:
     """The model in eval mode (modules are converted in their worker process,
     so changing the worker's copy is safe)."""
     return model.eval()
+
+
+def half_inputs(inputs: InputBatch) -> InputBatch:
+    """The floating-point inputs in float16 (integer inputs, token ids,
+    stay as they are)."""
+    return tuple(t.half() if t.is_floating_point() else t for t in inputs)
 
 
 def calibrate(model: Callable[..., Any], batches: Sequence[InputBatch]) -> None:
@@ -98,11 +107,12 @@ def save_script(converted: Converted, folder: str) -> None:
     torch.jit.save(converted.fn, os.path.join(folder, SCRIPT_FILE))
 
 
-def load_script(folder: str, ctx: ConvertContext) -> Converted:  # noqa: ARG001
-    """The TorchScript module :func:`save_script` kept."""
+def load_script(folder: str, ctx: ConvertContext) -> Converted:
+    """The TorchScript module :func:`save_script` kept, on the run's device."""
     import os
 
-    return Converted(fn=torch.jit.load(os.path.join(folder, SCRIPT_FILE), map_location="cpu").eval())
+    path = os.path.join(folder, SCRIPT_FILE)
+    return Converted(fn=torch.jit.load(path, map_location=ctx.device).eval())
 
 
 #: The file a quantising option keeps in its build folder.

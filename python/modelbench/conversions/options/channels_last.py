@@ -9,6 +9,7 @@ CONVERSION = Conversion(
     id=64,
     name="CHANNELS_LAST",
     description="module and 4-d inputs in torch.channels_last memory format",
+    devices=("cpu", "cuda"),
 )
 
 

@@ -13,6 +13,7 @@ CONVERSION = Conversion(
         "build on sample 0 (C++/OpenMP kernels on a CPU)"
     ),
     alma="COMPILE_INDUCTOR_DEFAULT",
+    devices=("cpu", "cuda"),
 )
 
 

@@ -14,6 +14,7 @@ CONVERSION = Conversion(
         "failing"
     ),
     alma="COMPILE_INDUCTOR_EAGER_FALLBACK",
+    devices=("cpu", "cuda"),
 )
 
 

@@ -16,6 +16,7 @@ CONVERSION = Conversion(
         "templates chosen by timing them in the build"
     ),
     alma="COMPILE_INDUCTOR_MAX_AUTOTUNE",
+    devices=("cpu", "cuda"),
 )
 
 

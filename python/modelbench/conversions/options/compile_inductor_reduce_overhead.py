@@ -13,6 +13,7 @@ CONVERSION = Conversion(
         "graphs on a GPU; on a CPU the default mode's kernels"
     ),
     alma="COMPILE_INDUCTOR_REDUCE_OVERHEAD",
+    devices=("cpu", "cuda"),
 )
 
 

@@ -14,6 +14,7 @@ CONVERSION = Conversion(
         "the nn.Module as written, eval() under torch.inference_mode()"
     ),
     alma="EAGER",
+    devices=("cpu", "cuda"),
 )
 
 

@@ -14,6 +14,7 @@ CONVERSION = Conversion(
         "the program's module by Inductor, default mode"
     ),
     alma="EXPORT+COMPILE_INDUCTOR_DEFAULT",
+    devices=("cpu", "cuda"),
 )
 
 

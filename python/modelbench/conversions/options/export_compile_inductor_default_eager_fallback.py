@@ -15,6 +15,7 @@ CONVERSION = Conversion(
         "compiled runs eagerly (torch._dynamo.config.suppress_errors)"
     ),
     alma="EXPORT+COMPILE_INDUCTOR_DEFAULT_EAGER_FALLBACK",
+    devices=("cpu", "cuda"),
 )
 
 

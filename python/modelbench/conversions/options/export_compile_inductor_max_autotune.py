@@ -14,6 +14,7 @@ CONVERSION = Conversion(
         "the program's module by Inductor, max-autotune mode (max-autotune-no-cudagraphs off a GPU)"
     ),
     alma="EXPORT+COMPILE_INDUCTOR_MAX_AUTOTUNE",
+    devices=("cpu", "cuda"),
 )
 
 

@@ -15,6 +15,7 @@ CONVERSION = Conversion(
         "on a GPU, the default mode's kernels on a CPU)"
     ),
     alma="EXPORT+COMPILE_INDUCTOR_REDUCE_OVERHEAD",
+    devices=("cpu", "cuda"),
 )
 
 

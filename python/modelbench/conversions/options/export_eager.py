@@ -13,6 +13,7 @@ CONVERSION = Conversion(
         "run eagerly (the ATen graph, no Python control flow)"
     ),
     alma="EXPORT+EAGER",
+    devices=("cpu", "cuda"),
 )
 
 

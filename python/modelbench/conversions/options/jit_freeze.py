@@ -13,6 +13,7 @@ CONVERSION = Conversion(
         "traced, torch.jit.freeze and torch.jit.optimize_for_inference "
         "(fused Conv+BN, oneDNN layouts)"
     ),
+    devices=("cpu", "cuda"),
 )
 
 

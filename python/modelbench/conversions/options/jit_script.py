@@ -10,6 +10,7 @@ CONVERSION = Conversion(
     name="JIT_SCRIPT",
     description="torch.jit.script of the module",
     alma="TORCH_SCRIPT",
+    devices=("cpu", "cuda"),
 )
 
 

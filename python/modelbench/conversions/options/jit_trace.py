@@ -10,6 +10,7 @@ CONVERSION = Conversion(
     name="JIT_TRACE",
     description="torch.jit.trace on the first sample",
     alma="JIT_TRACE",
+    devices=("cpu", "cuda"),
 )
 
 

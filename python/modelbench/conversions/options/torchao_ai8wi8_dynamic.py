@@ -17,6 +17,7 @@ CONVERSION = Conversion(
         "token at run time), then torch.compile by Inductor, compiled in the "
         "build; other layers stay fp32"
     ),
+    devices=("cpu", "cuda"),
 )
 
 
