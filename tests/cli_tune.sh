@@ -178,7 +178,8 @@ task=(--labels "$tmp/labels.npy" --inputs "$tmp/rows" --batch-size 64)
 int8_convs=${convs#INT8_STATIC+REFERENCE,}
 [ "$int8_convs" = "$convs" ] && int8_convs=INT8_STATIC+REFERENCE
 run 0 tune "$model" --max-accuracy-drop 2% "${task[@]}" "${quick[@]}" \
-  -c "REFERENCE,$int8_convs" --json "$tmp/task.json" --no-record && {
+  -c "REFERENCE,$int8_convs" --json "$tmp/task.json" --no-record \
+  --output "$tmp/task.tuned.onnx" && {
   expect_in "$tmp/out" "task accuracy baseline: REFERENCE, 100.00%; budget: at most 2% below" \
     "the baseline line"
   py "steps judged by their task accuracy drop" '
@@ -197,7 +198,14 @@ assert all(s["task_accuracy"] < 0.5 for s in int8), int8
 assert d["found"], d["summary"]
 w = d["steps"][d["winner"]]
 assert w["accurate"] and w["task_accuracy"] >= 0.98, w
-' "$tmp/task.json"
+# The tuned model records the task budget it met, beside max_error.
+import onnx
+m = onnx.load(sys.argv[2])
+t = json.loads({p.key: p.value for p in m.metadata_props}["modelbench.tune"])
+assert t["max_accuracy_drop"] == 0.02 and t["baseline"] == "REFERENCE", t
+assert t["baseline_task_accuracy"] == 1.0, t
+assert t["task_accuracy"] == w["task_accuracy"], (t, w)
+' "$tmp/task.json" "$tmp/task.tuned.onnx"
 }
 # No fp32 candidate: no baseline, a clear answer.
 run 3 tune "$model" --max-accuracy-drop 2% "${task[@]}" "${quick[@]}" \

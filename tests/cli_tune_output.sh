@@ -55,6 +55,9 @@ assert prec["sensitive_matmul"] == "fp32", prec
 others = {k: v for k, v in prec.items() if k != "sensitive_matmul"}
 assert len(others) == 2 and set(others.values()) == {"int8"}, prec
 assert d["max_error"] == 1e-3 and d["error"] == w["error"], d
+# No labels: no task budget, no task accuracy.
+assert d["max_accuracy_drop"] is None and d["baseline"] is None, d
+assert d["baseline_task_accuracy"] is None and d["task_accuracy"] is None, d
 assert d["cosine"] == w["cosine"] and d["median_ms"] == w["median_ms"], d
 assert d["int8_flops_share"] == w["int8_flops_share"] and 0 < d["int8_flops_share"] < 1, d
 assert d["model_path"] == sys.argv[3], d

@@ -296,6 +296,15 @@ static mb_status metadata_json(const mb_tune_artifact_args *a, char **out,
                                           : mb_precision_name(def->precision));
   mb__json_object_end(&j);
   mb__json_kv_double(&j, "max_error", r->max_error);
+  /* A task-accuracy budget (--max-accuracy-drop): it, the baseline it was
+   * measured against and the winner's own task accuracy. */
+  bool drop = r->max_accuracy_drop > 0;
+  kv_number(&j, "max_accuracy_drop", r->max_accuracy_drop, drop);
+  mb__json_kv_string(&j, "baseline",
+                     drop && r->baseline[0] ? r->baseline : NULL);
+  kv_number(&j, "baseline_task_accuracy", r->baseline_task_accuracy,
+            drop && r->baseline_task_accuracy >= 0);
+  kv_number(&j, "task_accuracy", w->task_accuracy, w->task_accuracy >= 0);
   kv_number(&j, "error", w->error, w->error >= 0);
   kv_number(&j, "cosine", w->cosine, w->cosine >= -1);
   kv_number(&j, "median_ms", w->median_ms, w->median_ms >= 0);
