@@ -350,6 +350,10 @@ def conversion_info(index: int) -> dict:
         "reason": info.reason.decode("utf-8", "replace"),
         "int8_weights": lib.mb_int8_weights_name(info.int8_weights).decode()
         if info.int8_weights else None,
+        "devices": [{"device": lib.mb_device_name(d).decode(),
+                     "here": bool(info.devices_here >> d & 1)}
+                    for d in range(32) if info.devices >> d & 1],
+        "devices_reason": info.devices_reason.decode("utf-8", "replace") or None,
     }
 
 

@@ -229,6 +229,9 @@ def _result_lines(name: str, r: Dict[str, Any], reference: Optional[str], includ
             yield (f"Task accuracy (top-1 vs labels): {r['task_accuracy']:.2%} "
                    f"of {r.get('task_accuracy_rows')} samples")
         yield f"Peak memory: {_fmt(r.get('peak_rss_mb'), '.1f', ' MiB')}"
+        gpu = r.get("gpu")
+        if gpu:
+            yield from _gpu_lines(gpu)
         for w in r.get("warnings") or []:
             yield f"Warning: {_term(w)}"
     else:
@@ -236,6 +239,28 @@ def _result_lines(name: str, r: Dict[str, Any], reference: Optional[str], includ
                + (f", error: {_term(r.get('error'))}" if include_errors else ""))
         if include_traceback_for_errors and r.get("traceback"):
             yield _term(r["traceback"], keep_newlines=True)
+
+
+def _gpu_lines(gpu: Dict[str, Any]) -> Iterator[str]:
+    """A GPU result's lines: which GPU, its device time beside the copies,
+    host latency, peak memory and what NVML saw of the device."""
+    info = gpu.get("info") or {}
+    stat = lambda key: (gpu.get(key) or {}).get("median")  # noqa: E731
+    cc = info.get("compute_capability")
+    yield (f"GPU: {_term(info.get('name'))}" + (f" (sm_{cc})" if cc else "")
+           + f", CUDA {_term(info.get('cuda_runtime'))}, driver {_term(info.get('driver'))}")
+    yield (f"GPU compute (CUDA events): median {_fmt(stat('compute_ms'), '.4f')} ms; "
+           f"copies: H2D {_fmt(stat('h2d_ms'), '.4f')} ms, D2H {_fmt(stat('d2h_ms'), '.4f')} ms; "
+           f"host latency {_fmt(gpu.get('host_latency_ms'), '.4f')} ms")
+    state = gpu.get("state") or {}
+    yield (f"GPU memory peak: {_fmt(gpu.get('memory_peak_mb'), '.1f', ' MiB')}; "
+           + (f"SM clock {_fmt(state.get('sm_clock_mhz_min'), '.0f')}-"
+              f"{_fmt(state.get('sm_clock_mhz_max'), '.0f')} MHz, "
+              f"{_fmt(state.get('temperature_c_max'), '.0f')} C, "
+              f"{_fmt(state.get('power_w_mean'), '.0f')} W"
+              + (f", throttled: {_term(state['throttle'])}" if state.get("throttle") else "")
+              if "samples" in state else
+              f"device state not sampled ({_term(state.get('unavailable'))})"))
 
 
 def _display_lines(all_results: Dict[str, Dict[str, Any]], include_errors: bool,

@@ -49,6 +49,7 @@ def test_every_file_is_a_row_of_the_library():
         assert row["description"] == e.conversion.description
         assert row["precision"] == e.conversion.precision
         assert row["device"] == e.conversion.device
+        assert [d["device"] for d in row["devices"]] == list(e.conversion.devices)
         assert row["default"] == e.conversion.default
         # The module the front imports is the file the row came from.
         assert option(e.conversion.name).CONVERSION == e.conversion
@@ -91,6 +92,11 @@ def test_a_new_file_is_a_new_row(tmp_path):
     assert '.name = "NO_GRAD+EAGER",' in text
     # Quotes, backslashes and UTF-8 are escaped for C.
     assert '.description = "eager under torch.no_grad() \\042quoted\\042 \\134 and \\303\\251",' in text
+    # The devices it can run on: the CPU alone unless the file says more.
+    row = text[text.index("/* options/no_grad.py */"):]
+    assert ".devices = (1u << MB_DEVICE_CPU),\n" in row.split("},")[0]
+    eager = text[text.index("/* options/eager.py */"):].split("},")[0]
+    assert ".devices = (1u << MB_DEVICE_CPU) | (1u << MB_DEVICE_CUDA)," in eager
     # Rows stay in id order, whatever the file names.
     ids = [int(line.split("=")[1].strip(" ,")) for line in text.splitlines() if ".id =" in line]
     assert ids == sorted(ids) and ids[-1] == 99
@@ -114,6 +120,12 @@ def test_a_new_file_is_a_new_row(tmp_path):
          r"precision 'int4' is not one of fp32, fp16, bf16, int8"),
         ('CONVERSION = Conversion(id=98, name="A", description="d", device="tpu")\n',
          r"device 'tpu' is not one of cpu, cuda, auto"),
+        ('CONVERSION = Conversion(id=98, name="A", description="d", devices=("tpu",))\n',
+         r"devices \('tpu',\) is not a tuple of distinct devices among cpu, cuda"),
+        ('CONVERSION = Conversion(id=98, name="A", description="d", devices=("cpu", "cpu"))\n',
+         r"devices \('cpu', 'cpu'\) is not a tuple of distinct devices"),
+        ('CONVERSION = Conversion(id=98, name="A", description="d", device="cuda")\n',
+         r"device 'cuda' is not one of its devices \('cpu',\)"),
         ('CONVERSION = Conversion(id=98, name="A", description="d", tier=0)\n',
          r"tier 0 is not 1, 2 or 3"),
         ('CONVERSION = Conversion(id=60, name="A", description="d")\n',
@@ -158,3 +170,29 @@ def test_a_library_built_before_a_file_was_added_is_named(monkeypatch):
     with pytest.raises(RuntimeError, match=r"JIT_TRACE's description is 'torch.jit.trace on "
                        r"the first sample', options/jit_trace.py says 'new words'"):
         check_library()
+
+
+def test_the_host_says_whether_pytorch_has_cuda_without_importing_it(tmp_path, monkeypatch):
+    """The host's `devices` reads torch/version.py (importing torch, or asking
+    torch.cuda, would touch the process that forks the workers)."""
+    import ctypes
+    import importlib.util
+    from types import SimpleNamespace
+
+    from modelbench import host
+
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    spec = SimpleNamespace(submodule_search_locations=[str(fake)])
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec)
+    reason = ctypes.create_string_buffer(256)
+    for text, cuda in [("cuda = '12.4'\n", "12.4"), ("cuda: Optional[str] = '13.0'\n", "13.0"),
+                       ("cuda = None\n", None), ("git_version = 'x'\n", None)]:
+        (fake / "version.py").write_text("__version__ = '2.9.0'\n" + text)
+        assert host._cuda_built() == cuda
+        monkeypatch.setattr(host, "_devices_cache", None)
+        mask = host._devices(None, ctypes.addressof(reason))
+        assert mask == (3 if cuda else 1)
+        assert (reason.value == b"") == bool(cuda)
+        if not cuda:
+            assert b"built without CUDA" in reason.value

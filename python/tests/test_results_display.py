@@ -61,6 +61,29 @@ def test_print_result_is_its_part_of_the_display():
     assert repr(eager) == str(eager)
 
 
+def test_a_gpu_result_shows_its_device_side():
+    gpu = {"info": {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",
+                    "cuda_runtime": "13.0", "driver": "580.82.07"},
+           "compute_ms": {"median": 1.25}, "h2d_ms": {"median": 0.05}, "d2h_ms": {"median": 0.01},
+           "host_latency_ms": 1.31, "memory_peak_mb": 96.5,
+           "state": {"samples": 20, "sm_clock_mhz_min": 1755, "sm_clock_mhz_max": 1980,
+                     "temperature_c_max": 61, "power_w_mean": 310, "throttle": "sw_power_cap"}}
+    report = dict(REPORT, results=[dict(REPORT["results"][0], device="cuda", gpu=gpu)])
+    eager = from_report(report, None)["EAGER"]
+    lines = str(eager).splitlines()
+    assert "Device: cuda" in lines
+    assert "GPU: NVIDIA H100 80GB HBM3 (sm_9.0), CUDA 13.0, driver 580.82.07" in lines
+    assert ("GPU compute (CUDA events): median 1.2500 ms; copies: H2D 0.0500 ms, "
+            "D2H 0.0100 ms; host latency 1.3100 ms") in lines
+    assert ("GPU memory peak: 96.5 MiB; SM clock 1755-1980 MHz, 61 C, 310 W, "
+            "throttled: sw_power_cap") in lines
+    assert eager["gpu.compute_ms.median"] == 1.25
+    # Not sampled: says why; a CPU result has no GPU lines.
+    gpu["state"] = {"unavailable": "no NVIDIA driver"}
+    assert "device state not sampled (no NVIDIA driver)" in str(from_report(report, None)["EAGER"])
+    assert "GPU" not in str(from_report(REPORT, None)["EAGER"])
+
+
 def test_text_from_models_is_escaped_for_the_terminal():
     """Names, errors, warnings and tracebacks come from models and their
     code: escape sequences, line separators and bidirectional controls in

@@ -1140,6 +1140,7 @@ static mb_status write_model(FILE *f, const mb_bench_report *report, int model,
     write_table(f, &view, model, order, &rec);
     write_realistic(f, &view, order);
     write_cost_energy(f, &view, model, order);
+    mb__html_write_gpu(f, &view, model, order);
     write_cold(f, &view, model, order);
     write_warnings(f, &view, order);
   }

@@ -496,6 +496,7 @@ static mb_status write_model(FILE *f, const mb_bench_report *report,
   write_load(f, report, order);
   write_realistic(f, report, order);
   write_cost_energy(f, report, order);
+  mb__markdown_write_gpu(f, report, order);
   write_cold(f, report, order);
   write_failures(f, report, order);
   write_warnings(f, report, order);

@@ -192,6 +192,21 @@ extern const char mb__html_sweep_style[];
 void mb__html_write_sweep(FILE *f, const mb_bench_report *const *reports, int n,
                           int m);
 
+/* ---- GPU results (gpu_report.c) ---- */
+
+/* Does the report hold an ok result that ran on a GPU? */
+bool mb__report_any_gpu(const mb_bench_report *report);
+/* One line (console), one table row (HTML: <table id="gpu-MODEL">;
+ * Markdown) per ok GPU result, in order (NULL: the report's): GPU, end to
+ * end vs device time, copies, host latency, peak memory, NVML's state.
+ * Nothing when there is none. */
+void mb__report_print_gpu(const mb_bench_report *report, const int *order,
+                          FILE *out);
+void mb__html_write_gpu(FILE *f, const mb_bench_report *report, int model,
+                        const int *order);
+void mb__markdown_write_gpu(FILE *f, const mb_bench_report *report,
+                            const int *order);
+
 /* The roofline chart of one model's section (html_roofline.c): its
  * peaks' roofs and a point per result placed on them, or a line saying
  * why there is none. */

@@ -813,6 +813,7 @@ void mb_bench_report_print_table(const mb_bench_report *report, void *out_,
     fputc('\n', out);
   }
   print_energy_notes(report, out);
+  mb__report_print_gpu(report, order, out);
   print_cold(report, order, nw, color, out);
   print_load(report, order, nw, color, out);
   print_int8_forms(report, out);
