@@ -106,6 +106,36 @@ run 1 convert "$model" -c INT8_STATIC+ORT_CPU -o "$tmp/x.onnx" \
   expect_in "$tmp/err" "no node named 'nope'" "convert --keep-float nope"
 usage_error "--keep-float: expected NODE" bench "$model" --keep-float ,
 
+# ---- NNCF (INT8_STATIC+OPENVINO): the nodes go to its ignored scope ----
+# NNCF places no quantizer on a kept node's inputs; what it does elsewhere
+# (its own ranges) is NNCF's, so only the graph is checked here.
+if available INT8_STATIC+OPENVINO; then
+  run 0 convert "$model" -c INT8_STATIC+OPENVINO -o "$tmp/nncf.onnx" \
+    --calibration-samples 32 --keep-float sensitive_matmul
+  if grep -q "quantize_nncf: NNCF" "$tmp/out"; then
+    py "NNCF left sensitive_matmul in float" '
+import sys
+import onnx
+m = onnx.load(sys.argv[1])
+producer = {o: n.op_type for n in m.graph.node for o in n.output}
+nodes = {n.name: n for n in m.graph.node}
+dq = lambda name: [i for i in nodes[name].input if producer.get(i) == "DequantizeLinear"]
+assert not dq("sensitive_matmul"), nodes["sensitive_matmul"]
+assert len(dq("gemm_5")) == 2, nodes["gemm_5"]  # the others are quantised
+' "$tmp/nncf.onnx"
+    run 0 bench "$model" -c INT8_STATIC+OPENVINO "${fast[@]}" \
+      --keep-float sensitive_matmul --json "$tmp/nncf.json" &&
+      py "quantised by NNCF, not modelbench's calibration" '
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+assert r["status"] == "ok" and r["kept_float"] == ["sensitive_matmul"], r
+assert not [w for w in r["warnings"] if "not NNCF" in w], r["warnings"]
+' "$tmp/nncf.json"
+  else
+    echo "NNCF not found: its ignored scope not checked"
+  fi
+fi
+
 # ---- convert: fewer QuantizeLinear nodes ----
 qdq_count() { # the QuantizeLinear count of analyze's QDQ line
   "$cli" analyze "$1" | sed -n 's/.*QDQ: \([0-9]*\) QuantizeLinear.*/\1/p'

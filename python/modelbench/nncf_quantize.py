@@ -81,6 +81,10 @@ def main(argv: List[str]) -> int:
         help="7-bit weights on every layer (CPUs without VNNI, whose int8 "
              "products can saturate) or 8-bit ones",
     )
+    parser.add_argument(
+        "--ignore", action="append", default=[], metavar="NODE",
+        help="a node NNCF leaves in float (its ignored scope; --keep-float); repeatable",
+    )
     args = parser.parse_args(argv)
     # No network at run time: NNCF sends usage events (openvino_telemetry)
     # unless told it runs in CI, its only switch for them.
@@ -115,6 +119,9 @@ def main(argv: List[str]) -> int:
             target_device=nncf.TargetDevice.CPU,
             subset_size=len(batches),
             advanced_parameters=AdvancedQuantizationParameters(overflow_fix=fix),
+            # Nodes kept in float: NNCF quantises neither them nor their
+            # inputs; a name the model lacks is NNCF's error (validate).
+            ignored_scope=nncf.IgnoredScope(names=args.ignore) if args.ignore else None,
         )
         onnx.save(quantized, args.out)
     except Exception as exc:  # noqa: BLE001 - NNCF's own errors vary

@@ -387,12 +387,6 @@ mb_int8_weights mb__job_int8_form(const mb_bench_job *job,
 static bool nncf_for(const mb_bench_job *job, const mb_conversion_def *def,
                      mb_nncf_tool *tool, char *why, size_t size) {
   memset(tool, 0, sizeof *tool);
-  if (job->config->n_keep_float > 0) {
-    snprintf(why, size,
-             "--keep-float is modelbench's calibration's alone (NNCF's "
-             "ignored scope is not wired in)");
-    return false;
-  }
   if (mb__job_int8_form(job, def, NULL, 0) == MB_INT8_WEIGHTS_MIXED) {
     snprintf(why, size,
              "NNCF has no mixed int8 form (--int8-weights mixed): 7-bit or "
@@ -458,7 +452,10 @@ mb_status mb__convert_for_job(const mb_bench_job *job,
       if (!status)
         status = mb__nncf_quantize(
             &nncf, &model, (const mb_tensor *const *const *)batches, n_batches,
-            qo.weights, job->config->timeout_seconds, &placed, err);
+            qo.weights,
+            job->config->keep_float ? job->config->keep_float : NULL,
+            job->config->keep_float ? MB_MAX(job->config->n_keep_float, 0) : 0,
+            job->config->timeout_seconds, &placed, err);
       if (!status)
         snprintf(summary + used, ssize - used,
                  "%squantize_nncf: NNCF %s placed %d QuantizeLinear nodes",

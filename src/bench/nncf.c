@@ -175,6 +175,7 @@ static int quantize_nodes_of(const char *text) {
 mb_status mb__nncf_quantize(const mb_nncf_tool *tool, mb_model **model,
                             const mb_tensor *const *const *batches,
                             int n_batches, mb_int8_weights weights,
+                            const char *const *ignored, int n_ignored,
                             double timeout_s, int *quantize_nodes,
                             mb_error *err) {
   if (weights == MB_INT8_WEIGHTS_MIXED)
@@ -182,10 +183,13 @@ mb_status mb__nncf_quantize(const mb_nncf_tool *tool, mb_model **model,
                      "NNCF has no mixed int8 form (7-bit or 8-bit weights)");
   const char *tmp = getenv("TMPDIR");
   char dir[PATH_MAX], in[PATH_MAX], out[PATH_MAX], calib[PATH_MAX];
-  char *text = NULL;
+  char *text = NULL, **argv = NULL;
   void *bytes = NULL;
   size_t size = 0;
   mb_model *result = NULL;
+  if (n_ignored < 0 || (n_ignored > 0 && !ignored))
+    return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                     "nncf: %d ignored nodes without their names", n_ignored);
   snprintf(dir, sizeof dir, "%s/modelbench-nncf-XXXXXX",
            tmp && tmp[0] ? tmp : "/tmp");
   if (!mkdtemp(dir))
@@ -202,17 +206,29 @@ mb_status mb__nncf_quantize(const mb_nncf_tool *tool, mb_model **model,
     status = write_batches(dir, *model, batches, n_batches, err);
   if (status)
     goto done;
-  char *argv[] = {(char *)tool->python,
-                  (char *)tool->script,
-                  "--model",
-                  in,
-                  "--calibration",
-                  calib,
-                  "--out",
-                  out,
-                  "--overflow-fix",
-                  weights == MB_INT8_WEIGHTS_W7 ? "enable" : "disable",
-                  NULL};
+  /* The fixed arguments, then "--ignore NAME" per node kept in float. */
+  char *fixed[] = {(char *)tool->python,
+                   (char *)tool->script,
+                   "--model",
+                   in,
+                   "--calibration",
+                   calib,
+                   "--out",
+                   out,
+                   "--overflow-fix",
+                   weights == MB_INT8_WEIGHTS_W7 ? "enable" : "disable"};
+  size_t n_fixed = MB_ARRAY_COUNT(fixed), n_args = 0;
+  if (!(argv = malloc(sizeof *argv * (n_fixed + 2 * (size_t)n_ignored + 1)))) {
+    status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "nncf: arguments");
+    goto done;
+  }
+  for (size_t i = 0; i < n_fixed; i++)
+    argv[n_args++] = fixed[i];
+  for (int i = 0; i < n_ignored; i++) {
+    argv[n_args++] = "--ignore";
+    argv[n_args++] = (char *)ignored[i];
+  }
+  argv[n_args] = NULL;
   int exit_code = -1;
   if ((status = mb__exec_capture(argv, timeout_s, &exit_code, &text, err)))
     goto done;
@@ -238,6 +254,7 @@ mb_status mb__nncf_quantize(const mb_nncf_tool *tool, mb_model **model,
   *model = result;
   result = NULL;
 done:
+  free(argv);
   free(text);
   free(bytes);
   mb_model_free(result);

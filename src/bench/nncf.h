@@ -38,12 +38,14 @@ bool mb__nncf_find(mb_nncf_tool *tool, char *reason, size_t size);
  * model's inputs, in input order) and replaces *model with the result (the
  * old one is freed; on failure *model is untouched). weights: the int8
  * form, MB_INT8_WEIGHTS_W7 (NNCF's overflow fix on every layer) or W8 (no
- * overflow fix); NNCF has no mixed form. timeout_s bounds the Python run
- * (<= 0: none). *quantize_nodes: QuantizeLinear nodes NNCF placed. Fails
- * with NNCF's own message. */
+ * overflow fix); NNCF has no mixed form. ignored: n_ignored node names NNCF
+ * leaves in float (its ignored scope: --keep-float), borrowed. timeout_s
+ * bounds the Python run (<= 0: none). *quantize_nodes: QuantizeLinear
+ * nodes NNCF placed. Fails with NNCF's own message. */
 mb_status mb__nncf_quantize(const mb_nncf_tool *tool, mb_model **model,
                             const mb_tensor *const *const *batches,
                             int n_batches, mb_int8_weights weights,
+                            const char *const *ignored, int n_ignored,
                             double timeout_s, int *quantize_nodes,
                             mb_error *err);
 
