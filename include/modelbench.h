@@ -1265,6 +1265,12 @@ typedef struct mb_tune_config {
   mb_bench_config bench;
   int n_threads;      /* thread counts to try; 0: bench.threads */
   const int *threads; /* borrowed */
+  /* Batch sizes to try (each 1..MB_TUNE_MAX_BATCH); 0: bench.batch_size.
+   * Candidates of different batch sizes are ranked by time per sample
+   * (median / batch); the SLO applies to the latency of a batch.
+   * Borrowed. */
+  int n_batch_sizes;
+  const int *batch_sizes;
   /* Wall-clock budget of the whole search in seconds; <= 0: none. When it
    * runs out the search stops and reports the best so far. */
   double budget_seconds;
@@ -1295,6 +1301,9 @@ typedef struct mb_tune_config {
 
 void mb_tune_config_init(mb_tune_config *config);
 
+/* The largest batch size tune tries. */
+#define MB_TUNE_MAX_BATCH 4096
+
 /* One step of the search, as the search log (docs/json-schema.md, "The
  * tune log") records it. Strings are owned by the mb_tune_result. */
 typedef struct mb_tune_step {
@@ -1306,6 +1315,7 @@ typedef struct mb_tune_step {
   int round;              /* uniform: the successive-halving round, from 0 */
   const char *conversion; /* static */
   int threads;
+  int batch_size;
   int n_kept_float;
   const char **kept_float;
   /* The share of the model's FLOPs (Conv, MatMul, Gemm ...) the

@@ -218,6 +218,43 @@ usage_error "--max-accuracy-drop 'x'" tune "$model" --max-accuracy-drop x \
   --labels "$tmp/labels.npy"
 
 # ---- usage ----
+# ---- batch sizes: a dimension of the search, ranked per sample ----
+run 0 tune "$model" --max-error 1e-3 -c REFERENCE --batch-size 1,4 \
+  "${quick[@]}" --no-record --json "$tmp/batch.json" --html "$tmp/batch.html" \
+  --output "$tmp/batch.tuned.onnx" && {
+  expect_in "$tmp/batch.html" "time per sample: median / batch (ms, log)" \
+    "the page compares per sample"
+  expect_in "$tmp/batch.html" "<th>batch</th>" "the page's batch column"
+  py "both batch sizes tried, ranked by time per sample" '
+import json, sys
+import onnx
+d = json.load(open(sys.argv[1]))
+first = [s for s in d["steps"] if s["phase"] == "uniform" and s["round"] == 0]
+assert sorted(s["batch_size"] for s in first) == [1, 4], first
+for s in d["steps"]:
+    if s["median_ms"] is not None:
+        assert abs(s["per_sample_ms"] - s["median_ms"] / s["batch_size"]) < 1e-12, s
+assert d["found"], d["summary"]
+w = d["steps"][d["winner"]]
+measured = [s for s in d["steps"] if s["median_ms"] is not None and s["accurate"]
+            and s["round"] == w["round"]]
+assert w["per_sample_ms"] == min(s["per_sample_ms"] for s in measured), (w, measured)
+t = json.loads({p.key: p.value for p in onnx.load(sys.argv[2]).metadata_props}[
+    "modelbench.tune"])
+assert t["batch_size"] == w["batch_size"], (t, w)
+' "$tmp/batch.json" "$tmp/batch.tuned.onnx"
+  run 0 bench "$tmp/batch.tuned.onnx" --min-time 0.05 --no-record \
+    --json "$tmp/batch.bench.json" &&
+    py "bench runs the tuned batch size" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = json.load(open(sys.argv[2]))
+assert d["results"][0]["batch_size"] == t["steps"][t["winner"]]["batch_size"], d["results"]
+' "$tmp/batch.bench.json" "$tmp/batch.json"
+}
+usage_error "--batch-size '1,0'" tune "$model" --max-error 1e-3 --batch-size 1,0
+usage_error "--batch-size '5000'" tune "$model" --max-error 1e-3 --batch-size 5000
+
 usage_error "missing --max-error" tune "$model"
 usage_error "--max-error 'x'" tune "$model" --max-error x
 usage_error "--threads '0'" tune "$model" --max-error 1e-3 --threads 0

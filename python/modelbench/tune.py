@@ -47,7 +47,7 @@ class TuneStep:
         index: its position in :attr:`TuneResult.steps`.
         phase: "uniform", "sensitivity", "mixed-estimate" or "mixed".
         round: the successive-halving round of a uniform step (0 otherwise).
-        conversion, threads: the configuration.
+        conversion, threads, batch_size: the configuration.
         kept_float: the nodes left in float32 (``bench --keep-float`` runs the
             same configuration); [] when none.
         int8_flops_share: int8 conversions: the share of the model's FLOPs in
@@ -61,6 +61,8 @@ class TuneStep:
         accurate: error <= max_error; with max_accuracy_drop, measured steps:
             at most that far below the baseline's task accuracy.
         median_ms, slo_latency_ms: latencies (None for estimates, without an SLO).
+        per_sample_ms: median_ms / batch_size, what candidates of different
+            batch sizes are ranked by.
         min_seconds: the timed phase the measurement asked for.
         dropped: why the configuration went no further (None: it did not drop out).
     """
@@ -69,6 +71,7 @@ class TuneStep:
     phase: str
     conversion: str
     threads: int
+    batch_size: int = 1
     round: int = 0
     kept_float: List[str] = field(default_factory=list)
     int8_flops_share: Optional[float] = None
@@ -80,6 +83,7 @@ class TuneStep:
     task_accuracy: Optional[float] = None
     accurate: bool = False
     median_ms: Optional[float] = None
+    per_sample_ms: Optional[float] = None
     slo_latency_ms: Optional[float] = None
     min_seconds: Optional[float] = None
     dropped: Optional[str] = None
@@ -95,7 +99,8 @@ class TuneStep:
     def describe(self) -> str:
         """'INT8_STATIC+ORT_CPU x1 keeping sensitive_matmul': the configuration."""
         kept = f" keeping {', '.join(self.kept_float)}" if self.kept_float else ""
-        return f"{self.conversion} x{self.threads}{kept}"
+        batch = f" batch {self.batch_size}" if self.batch_size > 1 else ""
+        return f"{self.conversion} x{self.threads}{batch}{kept}"
 
 
 @dataclass
@@ -227,6 +232,7 @@ TUNE_FLAGS = (
     ("log_path", "--json", _engine._value),
     ("conversions", "-c", _engine._optional),
     ("threads", "--threads", _engine._optional),
+    ("batch_sizes", "--batch-size", _engine._optional),
     ("budget_seconds", "--budget", _engine._optional),
     ("round_seconds", "--round-time", _engine._optional),
     ("slo", "--slo", _engine._optional),
@@ -272,24 +278,34 @@ def _seconds(key: str, value: Any) -> Optional[float]:
     return float(value)
 
 
-def _threads(value: Union[int, Sequence[int], None]) -> Optional[List[int]]:
-    """threads: one count or a list to try (the CLI's --threads LIST)."""
+#: The largest batch size tune tries (MB_TUNE_MAX_BATCH).
+MAX_BATCH = 4096
+
+
+def _counts(key: str, value: Union[int, Sequence[int], None], most: int) -> Optional[List[int]]:
+    """threads or batch_size: one value or a list to try (the CLI's
+    --threads LIST, --batch-size LIST), each in 1..most."""
     if value is None:
         return None
     counts = [value] if isinstance(value, int) and not isinstance(value, bool) else value
     if isinstance(counts, (str, bytes)) or not isinstance(counts, Sequence) or not counts:
-        raise ConfigTypeError("tune argument 'threads' must be an int or a non-empty list of "
+        raise ConfigTypeError(f"tune argument {key!r} must be an int or a non-empty list of "
                               f"ints, got {type(value).__name__} {value!r}")
     if len(counts) > MAX_THREAD_COUNTS:
-        raise ConfigError(f"tune argument 'threads' takes up to {MAX_THREAD_COUNTS} counts, "
+        raise ConfigError(f"tune argument {key!r} takes up to {MAX_THREAD_COUNTS} values, "
                           f"got {len(counts)}")
     for n in counts:
         if isinstance(n, bool) or not isinstance(n, int):
-            raise ConfigTypeError(f"tune argument 'threads' holds ints, got "
+            raise ConfigTypeError(f"tune argument {key!r} holds ints, got "
                                   f"{type(n).__name__} {n!r}")
-        if not 1 <= n <= 1024:
-            raise ConfigError(f"tune argument 'threads' holds counts in 1..1024, got {n}")
+        if not 1 <= n <= most:
+            raise ConfigError(f"tune argument {key!r} holds values in 1..{most}, got {n}")
     return list(counts)
+
+
+def _threads(value: Union[int, Sequence[int], None]) -> Optional[List[int]]:
+    """threads: one count or a list to try (the CLI's --threads LIST)."""
+    return _counts("threads", value, 1024)
 
 
 def _conversions(value: Union[str, Sequence[str], None]) -> Optional[List[str]]:
@@ -407,7 +423,7 @@ def tune(
     threads: Union[int, Sequence[int], None] = None,
     budget_seconds: Optional[float] = None,
     slo: Optional[str] = None,
-    batch_size: Optional[int] = None,
+    batch_size: Union[int, Sequence[int], None] = None,
     n_samples: Optional[int] = None,
     calibration_samples: Optional[int] = None,
     calibration_method: Optional[str] = None,
@@ -425,7 +441,8 @@ def tune(
     max_accuracy_drop: Optional[float] = None,
 ) -> TuneResult:
     """Finds the fastest configuration whose outputs stay within `max_error`
-    of the reference (``modelbench tune``): conversions x threads by
+    of the reference (``modelbench tune``): conversions x threads (x batch
+    sizes) by
     successive halving, and for int8 conversions that are inaccurate but
     faster, mixed precision (the most sensitive Conv/MatMul/Gemm nodes kept
     in float until the budget holds).
@@ -452,7 +469,9 @@ def tune(
         threads: a thread count or a list of counts to try (default 1).
         budget_seconds: stop after this long with the best so far.
         slo: a latency objective, "p99=20ms": slower configurations lose.
-        batch_size: the size of a dynamic first dimension (default 1).
+        batch_size: the size of a dynamic first dimension (default 1), or a
+            list of sizes to try: candidates are then ranked by time per
+            sample (median / batch), the SLO holding for a batch's latency.
         n_samples: evaluation samples (rows; default: one batch).
         calibration_samples, calibration_method ("minmax", "percentile"),
         int8_weights (7, 8, "mixed"): as in bench.
@@ -491,7 +510,9 @@ def tune(
         EngineError: the engine failed (an unreadable model, a failed
             export...), with its message.
     """
-    cfg = _config({"max_error": max_error, "batch_size": batch_size,
+    batch_sizes = _counts("batch_size", batch_size, MAX_BATCH)
+    cfg = _config({"max_error": max_error,
+                   "batch_size": batch_sizes[0] if batch_sizes else None,
                    "n_samples": n_samples, "calibration_samples": calibration_samples,
                    "int8_weights": int8_weights, "seed": seed, "cache": cache,
                    "cache_dir": cache_dir, "opset": opset, "record": record})
@@ -528,6 +549,10 @@ def tune(
                   "conversions": ",".join(names) if names else None,
                   "threads": (",".join(str(n) for n in thread_counts) if thread_counts
                               else None),
+                  # Several sizes: after the model's own --batch-size (the
+                  # first), which the list replaces.
+                  "batch_sizes": (",".join(str(n) for n in batch_sizes)
+                                  if batch_sizes and len(batch_sizes) > 1 else None),
                   "budget_seconds": budget, "round_seconds": round_time, "slo": slo,
                   "seed": cfg.seed if seed is not None else None,
                   "calibration_samples": calibration_samples,

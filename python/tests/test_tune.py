@@ -181,8 +181,10 @@ def test_a_task_accuracy_budget_and_the_page(cache_dir, tmp_path):
      "INT8_STATIC+ORT_CPU?"),
     ({"max_error": 1e-3, "conversions": ["EAGER"]}, "'conversions': EAGER runs the pytorch"),
     ({"max_error": 1e-3, "conversions": []}, "'conversions' is empty"),
-    ({"max_error": 1e-3, "threads": [1, 0]}, "'threads' holds counts in 1..1024, got 0"),
+    ({"max_error": 1e-3, "threads": [1, 0]}, "'threads' holds values in 1..1024, got 0"),
     ({"max_error": 1e-3, "threads": list(range(1, 18))}, "'threads' takes up to 16"),
+    ({"max_error": 1e-3, "batch_size": [1, 5000]}, "'batch_size' holds values in 1..4096, "
+                                                   "got 5000"),
     ({"max_error": 1e-3, "budget_seconds": 0}, "'budget_seconds' must be a finite"),
     ({"max_error": 1e-3, "round_seconds": float("inf")}, "'round_seconds' must be a finite"),
     ({"max_error": 1e-3, "calibration_samples": 0}, "'calibration_samples' must be >= 1"),
@@ -203,6 +205,7 @@ def test_bad_arguments_name_the_key(sensitive_mlp, cache_dir, kwargs, key):
 @pytest.mark.parametrize("kwargs, key", [
     ({"max_error": "1e-3"}, "tune argument 'max_error' must be float"),
     ({"max_error": 1e-3, "threads": "2"}, "tune argument 'threads' must be an int"),
+    ({"max_error": 1e-3, "batch_size": [1, 2.0]}, "tune argument 'batch_size' holds ints"),
     ({"max_error": 1e-3, "slo": 20}, "tune argument 'slo' must be str"),
     ({"max_error": 1e-3, "labels": [0.5, 1.5]}, "tune argument 'labels' must be a path or a "
                                                 "1-D sequence of integers"),
@@ -213,6 +216,19 @@ def test_arguments_of_the_wrong_type_name_the_key(sensitive_mlp, cache_dir, kwar
     with pytest.raises(ConfigTypeError) as caught:
         modelbench.tune(sensitive_mlp, **kwargs)
     assert key in str(caught.value), str(caught.value)
+
+
+def test_batch_sizes_are_searched(sensitive_mlp, cache_dir):
+    """A list of batch sizes is a dimension of the search: both are tried,
+    and the steps carry their batch size and time per sample."""
+    result = modelbench.tune(sensitive_mlp, 1e-3, conversions=["REFERENCE"], batch_size=[1, 4],
+                             record=False, **QUICK)
+    first = [s for s in result.steps if s.phase == "uniform" and s.round == 0]
+    assert sorted(s.batch_size for s in first) == [1, 4], first
+    for s in first:
+        assert s.per_sample_ms == pytest.approx(s.median_ms / s.batch_size)
+    assert result.found and result.winner.batch_size in (1, 4)
+    assert ("batch 4" in result.winner.describe()) == (result.winner.batch_size == 4)
 
 
 def test_a_module_needs_data(cache_dir):

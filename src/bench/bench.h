@@ -110,6 +110,7 @@ typedef struct mb_tune_recorded {
   bool found;           /* the file carries MB_TUNE_METADATA_KEY */
   char conversion[128]; /* "bench_conversion": what runs the file */
   int threads;
+  int batch_size; /* "batch_size"; 0 when the file does not say */
   int n_keep_float;
   char **keep_float; /* owned: mb__tune_recorded_free */
 } mb_tune_recorded;

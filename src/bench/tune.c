@@ -35,11 +35,12 @@
 typedef struct candidate {
   int conversion; /* registry index */
   int threads;
+  int batch; /* batch size */
   bool alive;
   int last_step; /* its latest uniform measurement, or -1 */
-  /* The lowest median of its rounds: what other processes take of the
-   * CPUs only ever adds latency, so one slow round on a busy machine does
-   * not drop a candidate that was fast before. */
+  /* The lowest time per sample (median / batch) of its rounds: what other
+   * processes take of the CPUs only ever adds latency, so one slow round on
+   * a busy machine does not drop a candidate that was fast before. */
   double best_median_ms;
 } candidate;
 
@@ -90,8 +91,8 @@ static bool out_of_budget(const tune *t) {
 /* ---- steps ---- */
 
 static mb_tune_step *add_step(tune *t, const char *phase, int conversion,
-                              int threads, int n_keep, const char *const *keep,
-                              mb_error *err) {
+                              int threads, int batch, int n_keep,
+                              const char *const *keep, mb_error *err) {
   mb_tune_result *res = t->res;
   tune_storage *st = t->st;
   if (res->n_steps == st->capacity) {
@@ -126,6 +127,7 @@ static mb_tune_step *add_step(tune *t, const char *phase, int conversion,
   s->phase = phase;
   s->conversion = mb__conversion_def(conversion)->name;
   s->threads = threads;
+  s->batch_size = batch;
   s->int8_flops_share = -1;
   s->status = MB_BENCH_OK;
   s->error = -1;
@@ -155,6 +157,21 @@ static mb_tune_step *add_step(tune *t, const char *phase, int conversion,
 static void step_done(const tune *t, const mb_tune_step *s) {
   if (t->cfg->on_step)
     t->cfg->on_step(t->cfg->user, s);
+}
+
+/* A measured step's time per sample: what candidates of different batch
+ * sizes are ranked by (the median itself at batch 1); < 0 unknown. */
+static double per_sample_ms(const mb_tune_step *s) {
+  return s->median_ms >= 0 ? s->median_ms / MB_MAX(s->batch_size, 1) : -1;
+}
+
+/* "2 threads", "2 threads, batch 8": a step's setting, for people. */
+static const char *setting(const mb_tune_step *s, char *buf, size_t size) {
+  int n = snprintf(buf, size, "%d thread%s", s->threads,
+                   s->threads == 1 ? "" : "s");
+  if (s->batch_size > 1 && n >= 0 && (size_t)n < size)
+    snprintf(buf + n, size - (size_t)n, ", batch %d", s->batch_size);
+  return buf;
 }
 
 static int compare_double(const void *a, const void *b) {
@@ -270,15 +287,16 @@ static void judge_task_accuracy(tune *t) {
  * keep_float, timed for about `seconds` each; one step per result. The
  * steps' indices go to step_out (n entries). */
 static mb_status measure(tune *t, const char *phase, int round,
-                         const int *conversions, int n, int threads, int n_keep,
-                         const char *const *keep, double seconds, int *step_out,
-                         mb_error *err) {
+                         const int *conversions, int n, int threads, int batch,
+                         int n_keep, const char *const *keep, double seconds,
+                         int *step_out, mb_error *err) {
   mb_bench_config c = t->base;
   mb_bench_report *report = NULL;
   c.conversions = conversions;
   c.n_conversions = n;
   c.baseline = 0;
   c.threads = threads;
+  c.batch_size = batch;
   c.n_keep_float = n_keep;
   c.keep_float = keep;
   c.warmup_iterations = 2;
@@ -299,7 +317,7 @@ static mb_status measure(tune *t, const char *phase, int round,
     return status;
   for (int i = 0; i < n; i++) {
     mb_tune_step *s =
-        add_step(t, phase, conversions[i], threads, n_keep, keep, err);
+        add_step(t, phase, conversions[i], threads, batch, n_keep, keep, err);
     if (!s) {
       /* The report is shared by this run's steps: drop it from the steps
        * that hold it before freeing it. */
@@ -353,6 +371,12 @@ static mb_status make_candidates(tune *t, mb_error *err) {
   int n_threads = cfg->n_threads > 0 && cfg->threads ? cfg->n_threads : 1;
   const int *threads =
       cfg->n_threads > 0 && cfg->threads ? cfg->threads : &default_threads;
+  int default_batch = MB_MAX(cfg->bench.batch_size, 1);
+  int n_batches =
+      cfg->n_batch_sizes > 0 && cfg->batch_sizes ? cfg->n_batch_sizes : 1;
+  const int *batches = cfg->n_batch_sizes > 0 && cfg->batch_sizes
+                           ? cfg->batch_sizes
+                           : &default_batch;
   if (!list)
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "tune: candidates");
   if (cfg->bench.n_conversions > 0 && cfg->bench.conversions) {
@@ -374,14 +398,24 @@ static mb_status make_candidates(tune *t, mb_error *err) {
       return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                        "tune: threads %d: expected >= 1", threads[k]);
     }
-  t->cands = calloc((size_t)(n_conv * n_threads) + 1, sizeof *t->cands);
+  for (int b = 0; b < n_batches; b++)
+    if (batches[b] < 1 || batches[b] > MB_TUNE_MAX_BATCH) {
+      free(list);
+      return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
+                       "tune: batch size %d: expected 1 to %d", batches[b],
+                       MB_TUNE_MAX_BATCH);
+    }
+  t->cands =
+      calloc((size_t)(n_conv * n_threads * n_batches) + 1, sizeof *t->cands);
   if (!t->cands) {
     free(list);
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "tune: candidates");
   }
-  for (int k = 0; k < n_threads; k++)
-    for (int i = 0; i < n_conv; i++)
-      t->cands[t->n_cands++] = (candidate){list[i], threads[k], true, -1, -1};
+  for (int b = 0; b < n_batches; b++)
+    for (int k = 0; k < n_threads; k++)
+      for (int i = 0; i < n_conv; i++)
+        t->cands[t->n_cands++] =
+            (candidate){list[i], threads[k], batches[b], true, -1, -1};
   free(list);
   if (t->n_cands == 0)
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
@@ -453,12 +487,21 @@ static void halve(tune *t, int round) {
       accurate_kept = true;
       continue;
     }
-    snprintf(s->dropped, sizeof s->dropped,
-             "in the slower half of round %d (best median %.3f ms)", round,
-             alive[i].median_ms);
+    if (alive[i].c->batch > 1)
+      snprintf(s->dropped, sizeof s->dropped,
+               "in the slower half of round %d (best %.4g ms per sample)",
+               round, alive[i].median_ms);
+    else
+      snprintf(s->dropped, sizeof s->dropped,
+               "in the slower half of round %d (best median %.3f ms)", round,
+               alive[i].median_ms);
     alive[i].c->alive = false;
   }
   free(alive);
+}
+
+static bool same_setting(const candidate *a, const candidate *b) {
+  return a->threads == b->threads && a->batch == b->batch;
 }
 
 static int count_alive(const tune *t) {
@@ -485,13 +528,14 @@ static mb_status uniform_rounds(tune *t, mb_error *err) {
       candidate *first = &t->cands[i];
       bool seen = false;
       for (int k = 0; k < i; k++)
-        seen |= t->cands[k].threads == first->threads;
+        seen |= same_setting(&t->cands[k], first);
       if (seen)
         continue;
-      /* One bench run per thread count: its alive candidates. */
+      /* One bench run per thread count and batch size: its alive
+       * candidates. */
       int n = 0;
       for (int k = i; k < t->n_cands; k++)
-        if (t->cands[k].alive && t->cands[k].threads == first->threads)
+        if (t->cands[k].alive && same_setting(&t->cands[k], first))
           conv[n++] = t->cands[k].conversion;
       if (n == 0)
         continue;
@@ -499,13 +543,13 @@ static mb_status uniform_rounds(tune *t, mb_error *err) {
         t->res->budget_exhausted = 1;
         goto done;
       }
-      if ((status = measure(t, "uniform", round, conv, n, first->threads, 0,
-                            NULL, seconds, steps, err)))
+      if ((status = measure(t, "uniform", round, conv, n, first->threads,
+                            first->batch, 0, NULL, seconds, steps, err)))
         goto done;
       for (int k = i, j = 0; k < t->n_cands && j < n; k++)
-        if (t->cands[k].alive && t->cands[k].threads == first->threads) {
+        if (t->cands[k].alive && same_setting(&t->cands[k], first)) {
           candidate *c = &t->cands[k];
-          double m = t->res->steps[steps[j]].median_ms;
+          double m = per_sample_ms(&t->res->steps[steps[j]]);
           c->last_step = steps[j++];
           if (m >= 0 && (c->best_median_ms < 0 || m < c->best_median_ms))
             c->best_median_ms = m;
@@ -562,14 +606,15 @@ static int by_error(const void *a, const void *b) {
 
 /* One estimate as a step. */
 static mb_status estimate_step(tune *t, mb_tune_estimator *est,
-                               const char *phase, int conversion, int threads,
+                               const char *phase, const candidate *c,
                                int n_keep, const char *const *keep,
                                double *error_out, mb_error *err) {
   double error, cosine;
   mb_status status = mb__tune_estimate(est, n_keep, keep, &error, &cosine, err);
   if (status)
     return status;
-  mb_tune_step *s = add_step(t, phase, conversion, threads, n_keep, keep, err);
+  mb_tune_step *s = add_step(t, phase, c->conversion, c->threads, c->batch,
+                             n_keep, keep, err);
   if (!s)
     return err ? err->status : MB_STATUS_OUT_OF_MEMORY;
   s->error = error;
@@ -607,8 +652,8 @@ static mb_status rank_nodes(tune *t, int e, const candidate *c,
       return MB_STATUS_OK;
     }
     rank[g].name = mb__tune_estimator_group(est, g);
-    status = estimate_step(t, est, "sensitivity", c->conversion, c->threads, 1,
-                           &rank[g].name, &rank[g].error, err);
+    status = estimate_step(t, est, "sensitivity", c, 1, &rank[g].name,
+                           &rank[g].error, err);
   }
   if (status) {
     free(rank);
@@ -635,8 +680,8 @@ static mb_status mixed_target(tune *t, int e, const candidate *c,
   *target_out = t->max_error * MIXED_TARGET_UNSCALED;
   if (isnan(t->all_int8[e])) {
     double error;
-    mb_status status = estimate_step(t, est, "mixed-estimate", c->conversion,
-                                     c->threads, 0, none, &error, err);
+    mb_status status =
+        estimate_step(t, est, "mixed-estimate", c, 0, none, &error, err);
     if (status)
       return status;
     t->all_int8[e] = error;
@@ -701,8 +746,7 @@ static mb_status mixed_precision(tune *t, candidate *c, double seconds,
       t->res->budget_exhausted = 1;
       goto done;
     }
-    status = estimate_step(t, est, "mixed-estimate", c->conversion, c->threads,
-                           k, keep, &error, err);
+    status = estimate_step(t, est, "mixed-estimate", c, k, keep, &error, err);
     if (status)
       break;
     if (error <= target)
@@ -718,8 +762,7 @@ static mb_status mixed_precision(tune *t, candidate *c, double seconds,
       t->res->budget_exhausted = 1;
       goto done;
     }
-    status = estimate_step(t, est, "mixed-estimate", c->conversion, c->threads,
-                           k, keep, &error, err);
+    status = estimate_step(t, est, "mixed-estimate", c, k, keep, &error, err);
     if (!status && error <= target)
       hi = k;
     else
@@ -742,8 +785,8 @@ static mb_status mixed_precision(tune *t, candidate *c, double seconds,
       t->res->budget_exhausted = 1;
       goto done;
     }
-    if ((status = measure(t, "mixed", 0, &c->conversion, 1, c->threads, k, keep,
-                          seconds, &index, err)))
+    if ((status = measure(t, "mixed", 0, &c->conversion, 1, c->threads,
+                          c->batch, k, keep, seconds, &index, err)))
       goto done;
     mb_tune_step *s = &t->res->steps[index];
     s->int8_flops_share = mb__tune_estimator_int8_share(est, k, keep);
@@ -784,7 +827,7 @@ done:
  * keep it from the per-node search). */
 static double cand_ms(const tune *t, const candidate *c) {
   const mb_tune_step *s = cand_step(t, c);
-  return c->best_median_ms >= 0 ? c->best_median_ms : s ? s->median_ms : -1;
+  return c->best_median_ms >= 0 ? c->best_median_ms : s ? per_sample_ms(s) : -1;
 }
 
 /* Phase 2: the inaccurate int8 candidates faster than the fastest accurate
@@ -804,6 +847,7 @@ static mb_status mixed_rounds(tune *t, mb_error *err) {
     }
   }
   candidate *pool[MAX_MIXED_CANDIDATES];
+  char where[48];
   int n = 0;
   for (int i = 0; i < t->n_cands; i++) {
     candidate *c = &t->cands[i];
@@ -811,11 +855,12 @@ static mb_status mixed_rounds(tune *t, mb_error *err) {
     if (!c->alive || !s || s->accurate || !is_int8(c->conversion))
       continue;
     if (best && cand_ms(t, c) >= cand_ms(t, best_c)) {
-      snprintf(
-          t->res->steps[c->last_step].dropped, sizeof t->res->steps[0].dropped,
-          "inaccurate, and no faster than %s at %d threads (best "
-          "medians %.3f ms >= %.3f ms)",
-          best->conversion, best->threads, cand_ms(t, c), cand_ms(t, best_c));
+      snprintf(t->res->steps[c->last_step].dropped,
+               sizeof t->res->steps[0].dropped,
+               "inaccurate, and no faster than %s at %s (best "
+               "%.4g ms >= %.4g ms per sample)",
+               best->conversion, setting(best, where, sizeof where),
+               cand_ms(t, c), cand_ms(t, best_c));
       t->st->final[c->last_step] = false;
       continue;
     }
@@ -917,6 +962,7 @@ static void keep_winner_report(tune *t) {
 
 static void choose_winner(tune *t) {
   mb_tune_result *res = t->res;
+  char where[48];
   res->winner = res->closest = res->fastest_uniform = -1;
   for (int i = 0; i < res->n_steps; i++) {
     const mb_tune_step *s = &res->steps[i];
@@ -933,11 +979,12 @@ static void choose_winner(tune *t) {
     }
     if (!t->st->final[i] || !measured || !s->accurate || !slo_met(t, s))
       continue;
-    if (res->winner < 0 || s->median_ms < res->steps[res->winner].median_ms)
+    if (res->winner < 0 ||
+        per_sample_ms(s) < per_sample_ms(&res->steps[res->winner]))
       res->winner = i;
     if (strcmp(s->phase, "uniform") == 0 &&
         (res->fastest_uniform < 0 ||
-         s->median_ms < res->steps[res->fastest_uniform].median_ms))
+         per_sample_ms(s) < per_sample_ms(&res->steps[res->fastest_uniform])))
       res->fastest_uniform = i;
   }
   res->found = res->winner >= 0;
@@ -956,11 +1003,15 @@ static void choose_winner(tune *t) {
     if (w->task_accuracy >= 0)
       snprintf(task, sizeof task, ", task accuracy %.2f%%",
                100 * w->task_accuracy);
+    char per_sample[48] = "";
+    if (w->batch_size > 1)
+      snprintf(per_sample, sizeof per_sample, " (%.4f ms per sample)",
+               per_sample_ms(w));
     snprintf(res->summary, sizeof res->summary,
-             "%s at %d threads%s: median %.3f ms, cosine %.6f%s%s",
-             w->conversion, w->threads,
+             "%s at %s%s: median %.3f ms%s, cosine %.6f%s%s", w->conversion,
+             setting(w, where, sizeof where),
              w->n_kept_float ? " with nodes kept in float" : "", w->median_ms,
-             w->cosine, task, budget);
+             per_sample, w->cosine, task, budget);
   } else if (drop_budget(t) && res->baseline_task_accuracy < 0) {
     snprintf(res->summary, sizeof res->summary,
              "no configuration meets %s: no fp32 candidate measured the "
@@ -970,10 +1021,10 @@ static void choose_winner(tune *t) {
   } else if (res->closest >= 0 && drop_budget(t)) {
     const mb_tune_step *c = &res->steps[res->closest];
     snprintf(res->summary, sizeof res->summary,
-             "no configuration meets %s%s: the closest is %s at %d threads%s "
+             "no configuration meets %s%s: the closest is %s at %s%s "
              "(task accuracy %.2f%%, %s's %.2f%%)%s",
              budget_name, t->cfg->slo_percentile > 0 ? " within the SLO" : "",
-             c->conversion, c->threads,
+             c->conversion, setting(c, where, sizeof where),
              c->n_kept_float ? " with nodes kept in float" : "",
              100 * c->task_accuracy, res->baseline,
              100 * res->baseline_task_accuracy, budget);
@@ -995,9 +1046,9 @@ static void choose_winner(tune *t) {
                e->conversion, e->n_kept_float, e->error);
     snprintf(res->summary, sizeof res->summary,
              "no configuration meets --max-error %g%s: the closest is %s at "
-             "%d threads%s (cosine %.6f, 1 - cosine %.3g)%s%s",
+             "%s%s (cosine %.6f, 1 - cosine %.3g)%s%s",
              t->max_error, t->cfg->slo_percentile > 0 ? " within the SLO" : "",
-             c->conversion, c->threads,
+             c->conversion, setting(c, where, sizeof where),
              c->n_kept_float ? " with nodes kept in float" : "", c->cosine,
              c->error, estimate, budget);
   } else {

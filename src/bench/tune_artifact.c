@@ -283,6 +283,7 @@ static mb_status metadata_json(const mb_tune_artifact_args *a, char **out,
   mb__json_kv_string(&j, "conversion", w->conversion);
   mb__json_kv_string(&j, "bench_conversion", rerun_conversion(def));
   mb__json_kv_int(&j, "threads", w->threads);
+  mb__json_kv_int(&j, "batch_size", MB_MAX(w->batch_size, 1));
   mb__json_key(&j, "kept_float");
   mb__json_array_begin(&j);
   for (int k = 0; k < w->n_kept_float; k++)
@@ -387,6 +388,7 @@ static mb_status parse_recorded(const char *path, const char *text, size_t size,
   const mb_json_value *conv = mb__json_find(&doc->root, "bench_conversion");
   const mb_json_value *threads = mb__json_find(&doc->root, "threads");
   const mb_json_value *keep = mb__json_find(&doc->root, "kept_float");
+  const mb_json_value *batch = mb__json_find(&doc->root, "batch_size");
   if (!conv || conv->type != MB_JSON_STRING) {
     status = mb__json_value_error(err, source, conv ? conv : &doc->root,
                                   "expected \"bench_conversion\", a string");
@@ -399,6 +401,14 @@ static mb_status parse_recorded(const char *path, const char *text, size_t size,
                                   "1..1024");
     goto done;
   }
+  if (batch && (!batch->is_integer || batch->integer < 1 ||
+                batch->integer > MB_TUNE_MAX_BATCH)) {
+    status = mb__json_value_error(err, source, batch,
+                                  "\"batch_size\": expected an integer in "
+                                  "1..%d",
+                                  MB_TUNE_MAX_BATCH);
+    goto done;
+  }
   if (keep && keep->type != MB_JSON_ARRAY) {
     status = mb__json_value_error(err, source, keep,
                                   "\"kept_float\": expected an array");
@@ -406,6 +416,7 @@ static mb_status parse_recorded(const char *path, const char *text, size_t size,
   }
   snprintf(rec->conversion, sizeof rec->conversion, "%s", conv->string);
   rec->threads = (int)threads->integer;
+  rec->batch_size = batch ? (int)batch->integer : 0;
   size_t n = keep ? keep->count : 0;
   if (n && !(rec->keep_float = calloc(n, sizeof *rec->keep_float))) {
     status = mb__error(err, MB_STATUS_OUT_OF_MEMORY, "%s", source);

@@ -31,6 +31,7 @@ static void write_step(mb_json *j, int index, const mb_tune_step *s) {
   mb__json_kv_int(j, "round", s->round);
   mb__json_kv_string(j, "conversion", s->conversion);
   mb__json_kv_int(j, "threads", s->threads);
+  mb__json_kv_int(j, "batch_size", MB_MAX(s->batch_size, 1));
   mb__json_key(j, "kept_float");
   mb__json_array_begin(j);
   for (int k = 0; k < s->n_kept_float; k++)
@@ -49,6 +50,8 @@ static void write_step(mb_json *j, int index, const mb_tune_step *s) {
   kv_known(j, "task_accuracy", s->task_accuracy, s->task_accuracy >= 0);
   mb__json_kv_bool(j, "accurate", s->accurate != 0);
   kv_known(j, "median_ms", s->median_ms, s->median_ms >= 0);
+  kv_known(j, "per_sample_ms", s->median_ms / MB_MAX(s->batch_size, 1),
+           s->median_ms >= 0);
   kv_known(j, "slo_latency_ms", s->slo_latency_ms, s->slo_latency_ms >= 0);
   kv_known(j, "min_seconds", s->min_seconds, s->min_seconds > 0);
   mb__json_kv_string(j, "dropped", s->dropped[0] ? s->dropped : NULL);

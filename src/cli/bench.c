@@ -66,7 +66,8 @@ static const char bench_help[] =
     "                             the reference interpreter; EAGER for a\n"
     "                             PyTorch model's manifest)\n"
     "      --device DEV           cpu, cuda or auto (default cpu): where the\n"
-    "                             conversions run; auto puts each one that can\n"
+    "                             conversions run; auto puts each one that "
+    "can\n"
     "                             run on the GPU there, the rest on the CPU\n"
     "                             (`list` shows each one's devices)\n"
     "      --allow-device-override  a conversion that cannot run on DEV runs\n"
@@ -344,6 +345,7 @@ typedef struct bench_cli {
   bool traceback;
   bool explicit_conversions; /* -c or the config file named them */
   bool threads_given;        /* --threads */
+  bool batch_given;          /* --batch-size */
   bool cli_input_settings;   /* --shape/--batch-size/--input-range given */
   int *conversions;
   /* --timeout NAME=S entries (names point into argv), then per position. */
@@ -504,6 +506,7 @@ static int apply_option(bench_cli *b, int c, char *arg) {
     return MB_EXIT_OK;
   case OPT_BATCH_SIZE:
     b->cli_input_settings = true;
+    b->batch_given = true;
     if (mb__cli_set_batch(&b->shapes, cmd, arg) != MB_EXIT_OK)
       return MB_EXIT_USAGE;
     if (b->shapes.spec.batch_size > INT_MAX)
@@ -1115,6 +1118,11 @@ static int tuned_plan(bench_cli *b, mb_tune_recorded *tuned) {
   b->config.n_conversions = 1;
   if (!b->threads_given)
     b->config.threads = tuned->threads;
+  char batch[32] = "";
+  if (!b->batch_given && tuned->batch_size > 1) {
+    b->config.batch_size = tuned->batch_size;
+    snprintf(batch, sizeof batch, ", batch %d", tuned->batch_size);
+  }
   bool keep = mb__conversion_quantizes(mb__conversion_def(index)) &&
               tuned->n_keep_float > 0 && b->keep_float.n == 0;
   if (keep) {
@@ -1122,11 +1130,11 @@ static int tuned_plan(bench_cli *b, mb_tune_recorded *tuned) {
     b->config.n_keep_float = tuned->n_keep_float;
   }
   fprintf(stderr,
-          "bench: %s was tuned (metadata %s): running %s at %d thread%s%s "
-          "(-c and --threads override it)\n",
+          "bench: %s was tuned (metadata %s): running %s at %d thread%s%s%s "
+          "(-c, --threads and --batch-size override it)\n",
           mb__cli_text(b->model_path), MB_TUNE_METADATA_KEY,
           mb__conversion_def(index)->name, b->config.threads,
-          b->config.threads == 1 ? "" : "s",
+          b->config.threads == 1 ? "" : "s", batch,
           keep ? ", keeping the recorded nodes in float" : "");
   return MB_EXIT_OK;
 }

@@ -10,7 +10,8 @@
 static const char tune_help[] =
     "Usage: modelbench tune MODEL --max-error E [OPTIONS]\n"
     "\n"
-    "Searches conversions x threads for the fastest configuration whose\n"
+    "Searches conversions x threads (x batch sizes) for the fastest\n"
+    "configuration whose\n"
     "outputs stay within E of the reference (1 - cosine, on every output):\n"
     "  1. every candidate briefly, then the faster half twice as long, ...\n"
     "     (successive halving; failures, SLO misses and inaccurate\n"
@@ -52,7 +53,9 @@ static const char tune_help[] =
     "                             0.25; each later round doubles it)\n"
     "      --inputs DIR           evaluation inputs (as in 'bench')\n"
     "      --n-samples N          distinct input batches (default 1)\n"
-    "      --batch-size N         size of a dynamic first dim (default 1)\n"
+    "      --batch-size LIST      batch sizes to try (default 1; several are\n"
+    "                             ranked by time per sample, the SLO holding\n"
+    "                             for a batch's latency)\n"
     "      --seed N               seed of generated inputs (default 0)\n"
     "      --calibration-samples N, --calibration-inputs DIR,\n"
     "      --calibration-method M, --int8-weights W  as in 'bench'\n"
@@ -95,6 +98,7 @@ typedef struct tune_cli {
   mb_tune_config config;
   int conversions[512];
   int threads[MAX_THREAD_COUNTS];
+  int batches[MAX_THREAD_COUNTS];
   const char *json_path;
   const char *html_path;
   bool no_record;
@@ -120,7 +124,10 @@ static bool parse_seconds(const char *arg, double *out) {
   return mb__cli_parse_double(buf, out) && *out > 0 && (*out *= scale, true);
 }
 
-static int parse_threads(tune_cli *t, const char *arg) {
+/* "1,2,4" into out (at most MAX_THREAD_COUNTS values in 1..max); *n the
+ * count. A usage error naming `flag` otherwise. */
+static int parse_list(const char *flag, const char *arg, int max, int *out,
+                      int *n_out) {
   char *copy = strdup(arg), *save = NULL;
   int n = 0, rc = MB_EXIT_OK;
   if (!copy) {
@@ -130,19 +137,18 @@ static int parse_threads(tune_cli *t, const char *arg) {
   for (char *tok = strtok_r(copy, ",", &save); tok && rc == MB_EXIT_OK;
        tok = strtok_r(NULL, ",", &save)) {
     int64_t v;
-    if (n == MAX_THREAD_COUNTS || !mb__cli_parse_i64(tok, 1, 1024, &v))
+    if (n == MAX_THREAD_COUNTS || !mb__cli_parse_i64(tok, 1, max, &v))
       rc = mb__cli_usage_error(cmd,
-                               "--threads '%s': expected up to %d integers "
-                               "in 1..1024, comma-separated",
-                               arg, MAX_THREAD_COUNTS);
+                               "%s '%s': expected up to %d integers "
+                               "in 1..%d, comma-separated",
+                               flag, arg, MAX_THREAD_COUNTS, max);
     else
-      t->threads[n++] = (int)v;
+      out[n++] = (int)v;
   }
   free(copy);
   if (rc == MB_EXIT_OK && n == 0)
-    rc = mb__cli_usage_error(cmd, "--threads: expected N[,N...]");
-  t->config.n_threads = n;
-  t->config.threads = t->threads;
+    rc = mb__cli_usage_error(cmd, "%s: expected N[,N...]", flag);
+  *n_out = n;
   return rc;
 }
 
@@ -169,7 +175,18 @@ static int option(tune_cli *t, int c, const char *arg) {
     b->n_conversions = n;
     return MB_EXIT_OK;
   case OPT_THREADS:
-    return parse_threads(t, arg);
+    t->config.threads = t->threads;
+    return parse_list("--threads", arg, 1024, t->threads, &t->config.n_threads);
+  case OPT_BATCH: {
+    /* One batch size is bench's; several are a dimension of the search. */
+    int rc = parse_list("--batch-size", arg, MB_TUNE_MAX_BATCH, t->batches, &n);
+    if (rc != MB_EXIT_OK)
+      return rc;
+    b->batch_size = t->batches[0];
+    t->config.batch_sizes = n > 1 ? t->batches : NULL;
+    t->config.n_batch_sizes = n > 1 ? n : 0;
+    return MB_EXIT_OK;
+  }
   case OPT_BUDGET:
     if (!parse_seconds(arg, &t->config.budget_seconds))
       return mb__cli_usage_error(cmd,
@@ -201,12 +218,12 @@ static int option(tune_cli *t, int c, const char *arg) {
     b->inputs_dir = arg;
     return MB_EXIT_OK;
   case OPT_N_SAMPLES:
-  case OPT_BATCH:
     if (!mb__cli_parse_i64(arg, 1, 1 << 20, &v))
-      return mb__cli_usage_error(
-          cmd, "%s '%s': expected an integer >= 1",
-          c == OPT_BATCH ? "--batch-size" : "--n-samples", arg);
-    *(c == OPT_BATCH ? &b->batch_size : &b->n_samples) = (int)v;
+      return mb__cli_usage_error(cmd,
+                                 "--n-samples '%s': expected an integer "
+                                 ">= 1",
+                                 arg);
+    b->n_samples = (int)v;
     return MB_EXIT_OK;
   case OPT_SEED:
     if (!mb__cli_parse_i64(arg, 0, INT64_MAX, &v))
@@ -268,8 +285,11 @@ static void on_step(void *user, const mb_tune_step *s) {
   else
     snprintf(what + strlen(what), sizeof what - strlen(what), "%s",
              mb_bench_status_name(s->status));
-  fprintf(stderr, "tune: %-14s %s x%d%s%s: %s\n", s->phase,
-          mb__cli_text(s->conversion), s->threads,
+  char batch[24] = "";
+  if (s->batch_size > 1)
+    snprintf(batch, sizeof batch, " batch %d", s->batch_size);
+  fprintf(stderr, "tune: %-14s %s x%d%s%s%s: %s\n", s->phase,
+          mb__cli_text(s->conversion), s->threads, batch,
           s->n_kept_float == 1 ? " keeping " : "",
           s->n_kept_float == 1 ? mb__cli_text(s->kept_float[0]) : "", what);
 }
@@ -288,6 +308,7 @@ static int measured_again(const mb_tune_result *r, int i) {
   for (int k = i + 1; strcmp(s->phase, "uniform") == 0 && k < r->n_steps; k++)
     if (strcmp(r->steps[k].phase, "uniform") == 0 &&
         r->steps[k].threads == s->threads &&
+        r->steps[k].batch_size == s->batch_size &&
         strcmp(r->steps[k].conversion, s->conversion) == 0)
       return r->steps[k].round;
   return -1;
@@ -295,8 +316,9 @@ static int measured_again(const mb_tune_result *r, int i) {
 
 static void print_table(const mb_tune_result *r) {
   char share[16];
-  printf("%-5s %-14s %-26s %4s %9s %12s %10s %6s  %s\n", "step", "phase",
-         "conversion", "thr", "kept", "median_ms", "cosine", "int8", "outcome");
+  printf("%-5s %-14s %-26s %4s %5s %9s %12s %10s %6s  %s\n", "step", "phase",
+         "conversion", "thr", "batch", "kept", "median_ms", "cosine", "int8",
+         "outcome");
   for (int i = 0; i < r->n_steps; i++) {
     const mb_tune_step *s = &r->steps[i];
     /* The per-node estimates are many: the log has them all. */
@@ -319,8 +341,9 @@ static void print_table(const mb_tune_result *r) {
                               ? mb_bench_status_name(s->status)
                           : s->accurate ? "accurate"
                                         : "inaccurate";
-    printf("%-5d %-14s %-26s %4d %9s %12s %10s %6s  %s\n", i, s->phase,
-           mb__cli_text(s->conversion), s->threads, kept, median, cosine,
+    printf("%-5d %-14s %-26s %4d %5d %9s %12s %10s %6s  %s\n", i, s->phase,
+           mb__cli_text(s->conversion), s->threads, MB_MAX(s->batch_size, 1),
+           kept, median, cosine,
            share_text(s->int8_flops_share, share, sizeof share),
            mb__cli_text(outcome));
   }
@@ -331,14 +354,24 @@ static void print_table(const mb_tune_result *r) {
     printf("(%d per-node sensitivity estimates: see --json)\n", sensitivity);
 }
 
+/* ", batch 8 (0.125 ms per sample)" for a step at a batch over 1, else "". */
+static const char *batch_text(const mb_tune_step *s, char buf[64]) {
+  buf[0] = '\0';
+  if (s->batch_size > 1)
+    snprintf(buf, 64, ", batch %d (%.4f ms per sample)", s->batch_size,
+             s->median_ms / s->batch_size);
+  return buf;
+}
+
 static void print_winner(const mb_tune_result *r) {
-  char share[16];
+  char share[16], batch[64];
   printf("\n");
   if (r->fastest_uniform >= 0) {
     const mb_tune_step *u = &r->steps[r->fastest_uniform];
-    printf("fastest accurate uniform option: %s at %d threads, median %.3f "
+    printf("fastest accurate uniform option: %s at %d threads%s, median %.3f "
            "ms, cosine %.6f\n",
-           mb__cli_text(u->conversion), u->threads, u->median_ms, u->cosine);
+           mb__cli_text(u->conversion), u->threads, batch_text(u, batch),
+           u->median_ms, u->cosine);
   } else {
     printf("fastest accurate uniform option: none\n");
   }
@@ -357,10 +390,11 @@ static void print_winner(const mb_tune_result *r) {
     if (w->task_accuracy >= 0)
       snprintf(task, sizeof task, ", task accuracy %.2f%%",
                100 * w->task_accuracy);
-    printf("winner: %s at %d threads, median %.3f ms, cosine %.6f%s, int8 "
+    printf("winner: %s at %d threads%s, median %.3f ms, cosine %.6f%s, int8 "
            "share of FLOPs %s\n",
-           mb__cli_text(w->conversion), w->threads, w->median_ms, w->cosine,
-           task, share_text(w->int8_flops_share, share, sizeof share));
+           mb__cli_text(w->conversion), w->threads, batch_text(w, batch),
+           w->median_ms, w->cosine, task,
+           share_text(w->int8_flops_share, share, sizeof share));
     if (w->n_kept_float) {
       printf("  kept in float (%d):", w->n_kept_float);
       for (int k = 0; k < w->n_kept_float; k++)

@@ -105,6 +105,22 @@ static bool is_measured_phase(const mb_tune_step *s) {
   return strcmp(s->phase, "uniform") == 0 || strcmp(s->phase, "mixed") == 0;
 }
 
+/* A measured step's time per sample (its median at batch 1): what the
+ * chart, the front and the speed-up compare, so that candidates of
+ * different batch sizes (tune --batch-size 1,8) compare fairly. */
+static double step_ms(const mb_tune_step *s) {
+  return s->median_ms / MB_MAX(s->batch_size, 1);
+}
+
+/* Does the search hold batch sizes other than 1 (the chart's axis then
+ * says per sample)? */
+static bool batched(const mb_tune_result *r) {
+  for (int i = 0; i < r->n_steps; i++)
+    if (r->steps[i].batch_size > 1)
+      return true;
+  return false;
+}
+
 /* A measured step with a latency and an error to place on the chart. */
 static bool plotted(const mb_tune_step *s) {
   return is_measured_phase(s) && s->status == MB_BENCH_OK &&
@@ -144,6 +160,8 @@ static void put_config(FILE *f, const mb_tune_step *s, int max_chars) {
   if (mb__html_put_n(f, s->conversion, max_chars, false))
     fputs("\xe2\x80\xa6", f);
   fprintf(f, " \xc3\x97%d", s->threads);
+  if (s->batch_size > 1)
+    fprintf(f, ", batch %d", s->batch_size);
   if (s->n_kept_float)
     fprintf(f, ", %d kept in float", s->n_kept_float);
 }
@@ -190,7 +208,7 @@ static int log_ticks(double lo, double hi, double *ticks) {
   return n;
 }
 
-static void write_axes(FILE *f, const tc_axes *a) {
+static void write_axes(FILE *f, const tc_axes *a, bool per_sample) {
   double ticks[TC_MAX_TICKS];
   double x0 = TC_LEFT, x1 = TC_WIDTH - TC_RIGHT;
   double y0 = TC_TOP, y1 = TC_HEIGHT - TC_BOTTOM;
@@ -216,11 +234,13 @@ static void write_axes(FILE *f, const tc_axes *a) {
   }
   fprintf(f,
           "<text class=\"axis-title\" x=\"%.1f\" y=\"%d\" "
-          "text-anchor=\"middle\">median latency (ms, log)</text>\n"
+          "text-anchor=\"middle\">%s (ms, log)</text>\n"
           "<text class=\"axis-title\" x=\"14\" y=\"%.1f\" "
           "text-anchor=\"middle\" transform=\"rotate(-90 14 %.1f)\">error: "
           "1 - cosine (log)</text>\n",
-          (x0 + x1) / 2, TC_HEIGHT - 8, (y0 + y1) / 2, (y0 + y1) / 2);
+          (x0 + x1) / 2, TC_HEIGHT - 8,
+          per_sample ? "time per sample: median / batch" : "median latency",
+          (y0 + y1) / 2, (y0 + y1) / 2);
 }
 
 /* The axes around the plotted steps and the budget. Errors of 0 have no
@@ -233,8 +253,8 @@ static tc_axes chart_axes(const mb_tune_result *r) {
     const mb_tune_step *s = &r->steps[i];
     if (!plotted(s))
       continue;
-    lat_lo = MB_MIN(lat_lo, s->median_ms);
-    lat_hi = MB_MAX(lat_hi, s->median_ms);
+    lat_lo = MB_MIN(lat_lo, step_ms(s));
+    lat_hi = MB_MAX(lat_hi, step_ms(s));
     if (s->error > 0)
       err_lo = MB_MIN(err_lo, s->error);
     else
@@ -270,7 +290,7 @@ static void write_point(FILE *f, const mb_tune_result *r, int i,
   bool uniform = strcmp(s->phase, "uniform") == 0;
   bool clamped = s->error < a->floor_error;
   int again = measured_again(r, i);
-  double x = tc_x(a, s->median_ms), y = tc_y(a, s->error);
+  double x = tc_x(a, step_ms(s)), y = tc_y(a, s->error);
   char err_text[32];
   mb__report_format_err(err_text, sizeof err_text, s->error);
   fprintf(f, "<g class=\"tpoint %s %s%s%s%s%s\" data-step=\"%d\"",
@@ -342,10 +362,10 @@ static void write_front(FILE *f, const mb_tune_result *r, const tc_axes *a,
     fprintf(f, "%s%d", k ? " " : "", front[k]);
   /* Going right the best error reachable drops at each front point. */
   const mb_tune_step *s = &r->steps[front[0]];
-  fprintf(f, "\" d=\"M%.1f %.1f", tc_x(a, s->median_ms), tc_y(a, s->error));
+  fprintf(f, "\" d=\"M%.1f %.1f", tc_x(a, step_ms(s)), tc_y(a, s->error));
   for (int k = 1; k < n_front; k++) {
     s = &r->steps[front[k]];
-    fprintf(f, " H%.1f V%.1f", tc_x(a, s->median_ms), tc_y(a, s->error));
+    fprintf(f, " H%.1f V%.1f", tc_x(a, step_ms(s)), tc_y(a, s->error));
   }
   fprintf(f, " H%d\"/>\n", TC_WIDTH - TC_RIGHT);
 }
@@ -401,7 +421,7 @@ static mb_status write_chart(FILE *f, const mb_tune_result *r, mb_error *err) {
   for (int i = 0; i < n; i++) {
     const mb_tune_step *s = &r->steps[i];
     bool counts = plotted(s) && measured_again(r, i) < 0;
-    latency[i] = counts ? s->median_ms : NAN;
+    latency[i] = counts ? step_ms(s) : NAN;
     error[i] = counts ? s->error : NAN;
   }
   int n_front = mb__tune_front(latency, error, n, front);
@@ -414,7 +434,7 @@ static mb_status write_chart(FILE *f, const mb_tune_result *r, mb_error *err) {
           "aria-label=\"error against median latency of every measured "
           "configuration\">\n",
           TC_WIDTH, TC_HEIGHT, TC_WIDTH, TC_HEIGHT);
-  write_axes(f, &a);
+  write_axes(f, &a, batched(r));
   if (r->max_error > 0 && isfinite(r->max_error)) {
     double y = tc_y(&a, r->max_error);
     fprintf(f,
@@ -473,6 +493,8 @@ static void write_step_fact(FILE *f, const char *label, const mb_tune_result *r,
   put_html(f, s->conversion);
   fprintf(f, "</code> at %d thread%s, median %.4g ms, cosine %.6f", s->threads,
           s->threads == 1 ? "" : "s", s->median_ms, s->cosine);
+  if (s->batch_size > 1)
+    fprintf(f, ", batch %d (%.4g ms per sample)", s->batch_size, step_ms(s));
   if (s->int8_flops_share >= 0)
     fprintf(f, ", %.1f%% of FLOPs in int8", 100 * s->int8_flops_share);
   if (s->n_kept_float) {
@@ -525,8 +547,8 @@ static void write_summary(FILE *f, const mb_tune_result *r) {
     fprintf(f,
             "<dt>speed-up</dt><dd>%.2f&times; the fastest accurate "
             "uniform option</dd>\n",
-            r->steps[r->fastest_uniform].median_ms /
-                r->steps[r->winner].median_ms);
+            step_ms(&r->steps[r->fastest_uniform]) /
+                step_ms(&r->steps[r->winner]));
   fprintf(f,
           "<dt>search wall time</dt><dd>%.1f s</dd>\n<dt>time budget</dt>"
           "<dd>%s</dd>\n</dl>\n</div>\n",
@@ -544,7 +566,8 @@ static void write_table(FILE *f, const mb_tune_result *r) {
           "<h2>Every step</h2>\n<div class=\"wrap\"><table "
           "id=\"tune-steps\">\n"
           "<thead><tr><th>step</th><th>phase</th><th>round</th>"
-          "<th>conversion</th><th>threads</th><th>kept in float</th>"
+          "<th>conversion</th><th>threads</th><th>batch</th>"
+          "<th>kept in float</th>"
           "<th>int8 share of FLOPs</th><th>error (1 - cosine)</th>"
           "<th>cosine</th>%s<th>median (ms)</th><th>outcome, or why "
           "dropped</th></tr></thead>\n"
@@ -568,7 +591,8 @@ static void write_table(FILE *f, const mb_tune_result *r) {
     else
       fputs("</td><td>-</td><td><code>", f);
     put_html(f, s->conversion);
-    fprintf(f, "</code></td><td>%d</td><td class=\"kept\">", s->threads);
+    fprintf(f, "</code></td><td>%d</td><td>%d</td><td class=\"kept\">",
+            s->threads, MB_MAX(s->batch_size, 1));
     if (s->n_kept_float == 0)
       fputs("-", f);
     put_kept(f, s, ", ");
