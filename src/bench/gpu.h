@@ -29,6 +29,9 @@ mb_status mb__gpu_describe(int index, mb_gpu_info *info, mb_error *err);
 typedef struct mb_gpu_sampler mb_gpu_sampler;
 mb_status mb__gpu_sampler_start(int index, double period_ms,
                                 mb_gpu_sampler **out, mb_error *err);
+/* Rounds sampled so far (each with at least one figure NVML gave); for
+ * callers that must see some samples before stopping (tests). */
+int64_t mb__gpu_sampler_samples(mb_gpu_sampler *sampler);
 /* Stops the thread, summarises its samples into state (available 0 with
  * the reason when none could be taken) and frees the sampler. */
 void mb__gpu_sampler_stop(mb_gpu_sampler *sampler, mb_gpu_state *state);
@@ -38,8 +41,7 @@ void mb__gpu_sampler_stop(mb_gpu_sampler *sampler, mb_gpu_state *state);
  * throttle reason that slows the device (power cap, thermal, hardware
  * slowdown). */
 #define MB_GPU_CLOCK_DROP 0.9
-void mb__gpu_state_warnings(const mb_gpu_state *state,
-                            mb_bench_result *result);
+void mb__gpu_state_warnings(const mb_gpu_state *state, mb_bench_result *result);
 
 /* NVML's clocks-event reasons in words, comma-separated, for reasons. */
 void mb__gpu_throttle_words(uint64_t reasons, char *out, size_t size);
