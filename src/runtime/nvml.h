@@ -31,11 +31,18 @@ mb_status mb__gpu_describe(int index, mb_gpu_info *info, mb_error *err);
 typedef struct mb_gpu_sampler mb_gpu_sampler;
 mb_status mb__gpu_sampler_start(int index, double period_ms,
                                 mb_gpu_sampler **out, mb_error *err);
+/* How many samples the sampler has taken so far (thread-safe), for
+ * callers that must see some samples before stopping (tests). */
+int64_t mb__gpu_sampler_samples(mb_gpu_sampler *sampler);
 /* Stops the thread, summarises its samples into state (available 0 with
  * the reason when none could be taken) and frees the sampler. */
 void mb__gpu_sampler_stop(mb_gpu_sampler *sampler, mb_gpu_state *state);
 
 /* NVML's clocks-event reasons in words, comma-separated, for reasons. */
 void mb__gpu_throttle_words(uint64_t reasons, char *out, size_t size);
+/* The reasons that slow the device, each with what it means for a
+ * reader ("sw_power_cap (the driver held the clocks down to stay under the
+ * power limit); ..."); "" when none of them is known. */
+void mb__gpu_throttle_explain(uint64_t reasons, char *out, size_t size);
 
 #endif /* MB_RUNTIME_NVML_H */
