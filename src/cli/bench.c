@@ -1260,6 +1260,27 @@ static void print_slo_recommendations(bench_cli *b, int first) {
   fflush(stdout);
 }
 
+/* After a model's sweep that ran on both the CPU and a GPU: from which
+ * batch the GPU is ahead, once per workload (crossover.c). */
+static void print_crossovers(bench_cli *b, int first) {
+  int n = b->n_reports - first;
+  const mb_bench_report *const *reports =
+      (const mb_bench_report *const *)b->reports + first;
+  const mb_bench_report **sel = malloc(sizeof *sel * (size_t)MB_MAX(n, 1));
+  for (int i = 0; sel && i < n; i++) {
+    int n_sel = mb__report_workload_group(reports, n, i, sel);
+    mb_crossover c;
+    if (n_sel == 0 || !mb__crossover_find(sel, n_sel, &c))
+      continue;
+    char safe[MB_TERM_TEXT_SIZE];
+    if (c.kind != MB_CROSSOVER_NONE)
+      printf("\n%s\n", mb__term_text(c.summary, safe, sizeof safe));
+    mb__crossover_free(&c);
+  }
+  free(sel);
+  fflush(stdout);
+}
+
 static int run(bench_cli *b) {
   const char *no_color = getenv("NO_COLOR");
   bool color_allowed = !(no_color && no_color[0]);
@@ -1319,6 +1340,8 @@ static int run(bench_cli *b) {
     }
     if (b->config.load.slo_percentile > 0)
       print_slo_recommendations(b, first_report);
+    if (b->serving.n_axes > 0)
+      print_crossovers(b, first_report);
   }
   if (b->n_models > 1)
     printf("\n%d model%s benchmarked, %d failed to load or run\n", b->n_reports,

@@ -8,7 +8,9 @@
  *     SLO's percentile (p99 without one) against QPS, from the find-peak
  *     runs or the swept QPS, with the SLO drawn across;
  *   - one table row per point and conversion;
- *   - the SLO recommendation per workload (mb_bench_recommend_slo).
+ *   - the SLO recommendation per workload (mb_bench_recommend_slo);
+ *   - when the sweep ran on both the CPU and a GPU, per workload, the
+ *     CPU-or-GPU chart and answer (html_crossover.c, crossover.c).
  * Stable hooks: <section class="sweep" id="sweep-G"> (G: the index of its
  * first report), <svg class="chart line-chart" id="sweep-AXIS-MEASURE-G"
  * data-x="AXIS" data-y="MEASURE">, <g class="series" data-conversion
@@ -39,7 +41,18 @@ const char mb__html_sweep_style[] =
     ".s2{stroke:#c98a1b;fill:#c98a1b}.s3{stroke:#c0392b;fill:#c0392b}"
     ".s4{stroke:#8e5bb5;fill:#8e5bb5}.s5{stroke:#17a2b8;fill:#17a2b8}"
     ".s6{stroke:#7f6a4f;fill:#7f6a4f}.s7{stroke:#d05fa2;fill:#d05fa2}\n"
-    "svg.line-chart text.legend{font-size:11px}\n";
+    "svg.line-chart text.legend{font-size:11px}\n"
+    /* html_crossover.c's chart: CPU blue, GPU red, options faint. */
+    "svg.crossover .cpu,svg.crossover .best-cpu{stroke:#4a78c2;fill:#4a78c2}"
+    "svg.crossover .gpu,svg.crossover .best-gpu{stroke:#c0392b;fill:#c0392b}"
+    "svg.crossover .line,svg.crossover .option{fill:none}"
+    "svg.crossover .line{stroke-width:2.5}"
+    "svg.crossover .option{stroke-width:1;opacity:.3}"
+    "svg.crossover .point{stroke:var(--bg);stroke-width:1}"
+    "svg.crossover .crossover-at{stroke:var(--fg);stroke-width:1.5;"
+    "stroke-dasharray:4 3}"
+    "svg.crossover text.legend,svg.crossover text.crossover-label"
+    "{font-size:11px;fill:var(--fg);stroke:none}\n";
 
 static void put_html(FILE *f, const char *s) {
   mb__html_put_n(f, s, -1, false);
@@ -563,6 +576,22 @@ static bool has_server(const mb_bench_report *r) {
   return false;
 }
 
+/* CPU or GPU (html_crossover.c), per workload, when the sweep has both. */
+static void write_crossovers(FILE *f, const mb_bench_report *const *g,
+                             int count, int group) {
+  const mb_bench_report **sel = malloc(sizeof *sel * (size_t)count);
+  for (int k = 0, workload = 0; sel && k < count; k++) {
+    int n_sel = mb__report_workload_group(g, count, k, sel);
+    mb_crossover c;
+    if (n_sel == 0 || !mb__crossover_find(sel, n_sel, &c))
+      continue;
+    if (c.kind != MB_CROSSOVER_NONE)
+      mb__html_write_crossover(f, sel, n_sel, &c, group, workload++);
+    mb__crossover_free(&c);
+  }
+  free(sel);
+}
+
 void mb__html_write_sweep(FILE *f, const mb_bench_report *const *reports, int n,
                           int m) {
   if (m > 0 && reports[m - 1] && same_model(reports[m - 1], reports[m]))
@@ -614,6 +643,7 @@ void mb__html_write_sweep(FILE *f, const mb_bench_report *const *reports, int n,
     fputs("</p></div>\n", f);
   }
   free(sel);
+  write_crossovers(f, g, count, m);
 
   for (int a = 0; a < n_axes; a++) {
     if (axes[a].kind == AX_QPS)

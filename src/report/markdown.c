@@ -2,7 +2,9 @@
  * tables). Per model: a heading, one table row per conversion in the
  * console table's order (ok rows by median, then the others), the
  * failures with their errors, the warnings, the recommendation and one
- * line about the machine and the settings.
+ * line about the machine and the settings. After the points of a model's
+ * sweep that ran on both the CPU and a GPU: the CPU-or-GPU answer
+ * (crossover.c) and its table, one row per batch.
  *
  * Names and paths go into code spans (so ORT_CPU stays readable in the
  * source) and free text (errors, warnings, the summary) is backslash-
@@ -509,6 +511,96 @@ static mb_status write_model(FILE *f, const mb_bench_report *report,
   return MB_STATUS_OK;
 }
 
+/* ---- CPU or GPU over a sweep (crossover.c) ---- */
+
+static bool same_model(const mb_bench_report *a, const mb_bench_report *b) {
+  return strcmp(a->model_sha256, b->model_sha256) == 0 &&
+         strcmp(a->model_path, b->model_path) == 0;
+}
+
+/* A best option's cells: its name and time per sample, or "-". */
+static void put_option(FILE *f, const mb_bench_report *const *reports,
+                       const mb_crossover_option *o) {
+  char ms[32];
+  if (o->report < 0) {
+    fputs(" - | - |", f);
+    return;
+  }
+  fputc(' ', f);
+  put_code(f, mb__report_name(&reports[o->report]->results[o->result]), true);
+  mb__report_format_ms(ms, sizeof ms, o->ms_per_sample);
+  fprintf(f, " | %s |", ms);
+}
+
+static void write_crossover_table(FILE *f, const mb_bench_report *const *sel,
+                                  const mb_crossover *c) {
+  bool slo = c->slo_percentile > 0;
+  fprintf(
+      f,
+      "\n| batch | best CPU | ms/sample | best GPU | ms/sample (copies "
+      "incl.) | faster |%s\n| ---: | :--- | ---: | :--- | ---: | :--- |%s\n",
+      slo ? " deploy within the SLO |" : "", slo ? " :--- |" : "");
+  for (int k = 0; k < c->n_points; k++) {
+    const mb_crossover_point *pt = &c->points[k];
+    fprintf(f, "| %d |", pt->batch);
+    put_option(f, sel, &pt->cpu);
+    put_option(f, sel, &pt->gpu);
+    const char *faster = "-";
+    if (pt->cpu.report >= 0 && pt->gpu.report >= 0)
+      faster = pt->gpu.ms_per_sample < pt->cpu.ms_per_sample ? "GPU" : "CPU";
+    fprintf(f, " %s |", faster);
+    if (slo && pt->deploy.report < 0) {
+      fputs(" none |", f);
+    } else if (slo) {
+      fputc(' ', f);
+      put_code(
+          f,
+          mb__report_name(&sel[pt->deploy.report]->results[pt->deploy.result]),
+          true);
+      fprintf(f, " (%s) |", pt->deploy.gpu ? "GPU" : "CPU");
+    }
+    fputc('\n', f);
+  }
+}
+
+/* After the last report of a model's sweep: per workload whose points ran
+ * on both devices, the answer and one row per batch. */
+static mb_status write_crossovers(FILE *f, const mb_bench_report *const *g,
+                                  int count, mb_error *err) {
+  bool sweep = false;
+  for (int k = 0; k < count; k++)
+    sweep |= g[k]->sweep_point[0] != '\0';
+  if (!sweep)
+    return MB_STATUS_OK;
+  const mb_bench_report **sel = malloc(sizeof *sel * (size_t)count);
+  if (!sel)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                     "Markdown report: out of memory");
+  mb_status status = MB_STATUS_OK;
+  for (int k = 0; k < count && !status; k++) {
+    int n_sel = mb__report_workload_group(g, count, k, sel);
+    mb_crossover c;
+    if (n_sel == 0)
+      continue;
+    if (!mb__crossover_find(sel, n_sel, &c)) {
+      status = mb__error(err, MB_STATUS_OUT_OF_MEMORY,
+                         "Markdown report: out of memory");
+      break;
+    }
+    if (c.kind != MB_CROSSOVER_NONE) {
+      fputs("\n### CPU or GPU: ", f);
+      put_code(f, g[0]->model_path[0] ? g[0]->model_path : "?", false);
+      fputs("\n\n**CPU or GPU:** ", f);
+      put_text(f, c.summary);
+      fputc('\n', f);
+      write_crossover_table(f, sel, &c);
+    }
+    mb__crossover_free(&c);
+  }
+  free(sel);
+  return status;
+}
+
 mb_status mb_bench_reports_write_markdown(const mb_bench_report *const *reports,
                                           int n, const char *path,
                                           mb_error *err) {
@@ -529,6 +621,18 @@ mb_status mb_bench_reports_write_markdown(const mb_bench_report *const *reports,
       continue;
     fputc('\n', rf.f);
     if ((status = write_model(rf.f, reports[m], err))) {
+      mb__report_file_abort(&rf);
+      return status;
+    }
+    /* The last point of a model's sweep: the CPU-or-GPU answer. */
+    int first = m;
+    while (first > 0 && reports[first - 1] &&
+           same_model(reports[first - 1], reports[m]))
+      first--;
+    bool last = m + 1 == n || !reports[m + 1] ||
+                !same_model(reports[m + 1], reports[m]);
+    if (last && (status = write_crossovers(rf.f, reports + first, m + 1 - first,
+                                           err))) {
       mb__report_file_abort(&rf);
       return status;
     }

@@ -236,4 +236,71 @@ int mb__report_workload_group(const mb_bench_report *const *reports, int n,
 int mb__tune_front(const double *latency_ms, const double *error, int n,
                    int *front_out);
 
+/* ---- the CPU-or-GPU answer over a batch sweep (crossover.c) ---- */
+
+/* Where the GPU overtakes the CPU over a sweep's batch sizes. */
+typedef enum mb_crossover_kind {
+  MB_CROSSOVER_NONE,   /* no batch has an option on both devices */
+  MB_CROSSOVER_AT,     /* the GPU is ahead from `batch` on, behind below */
+  MB_CROSSOVER_NEVER,  /* the GPU is not ahead at the largest batch */
+  MB_CROSSOVER_ALWAYS, /* the GPU is ahead at every batch compared */
+} mb_crossover_kind;
+
+/* One result of the sweep as an option; report -1 when there is none. */
+typedef struct mb_crossover_option {
+  int report, result;   /* indices into reports[] and its results */
+  double ms_per_sample; /* copies included on the GPU; NAN when none */
+  bool gpu;
+} mb_crossover_option;
+
+typedef struct mb_crossover_point {
+  int batch;
+  mb_crossover_option cpu, gpu; /* the best of each device at this batch */
+  /* What to deploy at this batch: the option with the lowest time per
+   * sample, among those whose latency meets the target when there is one
+   * (report -1: none meets it). */
+  mb_crossover_option deploy;
+} mb_crossover_point;
+
+typedef struct mb_crossover {
+  mb_crossover_kind kind;
+  int batch; /* AT: the crossover batch; 0 otherwise */
+  int n_points;
+  mb_crossover_point *points;    /* by batch ascending; owned */
+  double slo_percentile, slo_ms; /* the latency target; 0 without one */
+  char summary[1024];            /* the answer in sentences */
+} mb_crossover;
+
+/* Whether a result ran on a GPU (gpu.used, or device "cuda..."). */
+bool mb__report_on_gpu(const mb_bench_result *r);
+/* Whether r (of report rep) is an option of the answer (ok, accurate, a
+ * finite time), and then its batch and time per sample with the copies. */
+bool mb__crossover_option_of(const mb_bench_report *rep,
+                             const mb_bench_result *r, int *batch_out,
+                             double *ms_per_sample_out);
+
+/* The CPU-or-GPU answer over reports[0..n) (borrowed), the points of one
+ * model's sweep with one workload (mb__report_workload_group): per swept
+ * batch, the best CPU and the best GPU option by time per sample with the
+ * copies counted (CPU: median latency / batch; GPU: host latency, H2D +
+ * device time + D2H, else the median latency, / batch), over ok, accurate
+ * results (mb__report_is_accurate); the crossover, the smallest batch from
+ * which the GPU stays ahead at every larger batch where both devices have
+ * an option; and, under reports[0]'s SLO when it has one, what to deploy
+ * at each batch: a GPU option's latency at the SLO's percentile counts its
+ * median copies too. Fills *out (release with mb__crossover_free); false
+ * when memory runs out (out is then empty, kind NONE). */
+bool mb__crossover_find(const mb_bench_report *const *reports, int n,
+                        mb_crossover *out);
+void mb__crossover_free(mb_crossover *c);
+
+/* The HTML of the answer (html_crossover.c), inside a sweep's section:
+ * when c->kind is not NONE, the chart of time per sample against batch
+ * (best CPU, best GPU, every option faintly, the crossover marked) and the
+ * recommendation. `group`: the section's index; `workload`: the answer's
+ * index among the section's workloads. */
+void mb__html_write_crossover(FILE *f, const mb_bench_report *const *reports,
+                              int n, const mb_crossover *c, int group,
+                              int workload);
+
 #endif /* MB_REPORT_REPORT_UTIL_H */
