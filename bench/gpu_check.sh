@@ -94,6 +94,7 @@ export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 cli=$bundle/bin/modelbench
 figures=$bundle/bench/gpu_figures.py
 export bundle logs cli
+export MB_GPU_CLI=$cli
 
 python=${MB_GPU_PYTHON:-}
 if [ -z "$python" ]; then

@@ -40,18 +40,17 @@ from typing import Any, Callable, Dict, List, Optional
 # modelbench's conversions, most important first (a phase that runs out of
 # time skips the rest): EAGER is the baseline of every check, FP16 + CUDA
 # graphs and EXPORT+AOT_INDUCTOR have checks of their own, max-autotune
-# compiles longest.
+# compiles longest. Each entry is one benchmark_model call (one report):
+# names joined by "," share it, which saves the call's own cost (the
+# module pickled and hashed, the engine started), but a call cut short by
+# the time limit loses all of its results.
 CONVERSIONS = [
     "EAGER",
     "FP16+COMPILE_CUDAGRAPHS",
     "EXPORT+AOT_INDUCTOR",
-    "CHANNELS_LAST",
-    "FP16+EAGER",
-    "BF16+EAGER",
+    "CHANNELS_LAST,FP16+EAGER,BF16+EAGER",
+    "JIT_TRACE,JIT_FREEZE,TORCHSCRIPT",
     "COMPILE_CUDAGRAPHS",
-    "JIT_TRACE",
-    "JIT_FREEZE",
-    "TORCHSCRIPT",
     "COMPILE_INDUCTOR_DEFAULT",
     "COMPILE_INDUCTOR_REDUCE_OVERHEAD",
     "COMPILE_INDUCTOR_MAX_AUTOTUNE",
@@ -156,11 +155,14 @@ def stats(times: List[float]) -> Dict[str, Any]:
 
 
 def time_loop(fn: Callable[[], Any], device: str, warmup: int = WARMUP,
-              iterations: int = ITERATIONS, before: Optional[Callable[[], None]] = None
-              ) -> Dict[str, Any]:
+              iterations: int = ITERATIONS, before: Optional[Callable[[], None]] = None,
+              max_seconds: float = 20.0) -> Dict[str, Any]:
     """fn() timed: on CUDA each iteration between two CUDA events (and the
-    wall clock to the event's completion), else the wall clock."""
+    wall clock to the event's completion), else the wall clock; fewer
+    iterations (at least 10) when they would pass max_seconds."""
     import torch
+
+    stop = time.perf_counter() + max_seconds
 
     with torch.inference_mode():
         for _ in range(warmup):
@@ -185,6 +187,8 @@ def time_loop(fn: Callable[[], Any], device: str, warmup: int = WARMUP,
             else:
                 fn()
             wall.append((time.perf_counter() - t0) * 1e3)
+            if len(wall) >= 10 and time.perf_counter() > stop:
+                break
     return {"events_ms": stats(gpu) if gpu else None, "wall_ms": stats(wall),
             "timer": "cuda events" if gpu else "wall clock"}
 
@@ -236,8 +240,12 @@ class Phase:
 
 
 def known_conversions(names: List[str]) -> Dict[str, Optional[str]]:
-    """name -> None when modelbench knows it, else the reason it does not."""
-    from modelbench import conversions as table
+    """name -> None when modelbench knows it, else the reason it does not
+    (every name, when modelbench does not import)."""
+    try:
+        from modelbench import conversions as table
+    except Exception as e:  # noqa: BLE001 - LibraryNotFound, ImportError
+        return {name: f"modelbench does not import: {type(e).__name__}: {e}" for name in names}
 
     known: Dict[str, Optional[str]] = {}
     for name in names:
@@ -253,12 +261,17 @@ def known_conversions(names: List[str]) -> Dict[str, Optional[str]]:
 DROP_KEYS = ("samples_ms", "samples")
 
 
-def run_modelbench(module: Any, sample: Any, batch: int, name: str, device: str,
+def names_of(groups: List[str]) -> List[str]:
+    return [n.strip() for group in groups for n in group.split(",")]
+
+
+def run_modelbench(module: Any, sample: Any, batch: int, names: List[str], device: str,
                    folder: str, timeout: float, quick: bool) -> Dict[str, Any]:
-    """benchmark_model on one conversion; the report's result for it."""
+    """benchmark_model on the conversions `names` (one report); each one's
+    result from it, by name."""
     import modelbench
 
-    json_path = os.path.join(folder, f"report_{name.replace('+', '_')}.json")
+    json_path = os.path.join(folder, f"report_{names[0].replace('+', '_')}.json")
     config = {
         "device": device, "batch_size": batch, "n_samples": 2 * batch,
         "warmup": 3 if quick else WARMUP, "warmup_time": 0,
@@ -267,15 +280,22 @@ def run_modelbench(module: Any, sample: Any, batch: int, name: str, device: str,
         "record": False, "cache_dir": os.path.join(folder, "cache"), "json": json_path,
     }
     t0 = time.time()
-    modelbench.benchmark_model(module, config, [name], data=sample)
+    modelbench.benchmark_model(module, config, names, data=sample)
     with open(json_path) as f:
         report = json.load(f)
-    rows = report.get("results") or []
-    row = next((r for r in rows if r.get("conversion") == name), rows[0] if rows else {})
-    kept = {k: v for k, v in row.items() if k not in DROP_KEYS}
-    kept["wall_s"] = round(time.time() - t0, 1)
-    kept["report"] = os.path.basename(json_path)
-    return kept
+    rows = {r.get("conversion"): r for r in report.get("results") or []}
+    found: Dict[str, Any] = {}
+    for name in names:
+        row = rows.get(name)
+        if row is None:  # an alias: the report names the registry's row
+            row = next((r for n, r in rows.items() if n and n.upper() == name.upper()), None)
+        kept = {k: v for k, v in (row or {}).items() if k not in DROP_KEYS}
+        if row is None:
+            kept["error"] = f"not in the report ({', '.join(map(str, rows))})"
+        kept["call_s"] = round(time.time() - t0, 1)
+        kept["report"] = os.path.basename(json_path)
+        found[name] = kept
+    return found
 
 
 def aoti_python_runner(module: Any, sample: Any, batch: int, device: str, folder: str,
@@ -311,9 +331,57 @@ def aoti_python_runner(module: Any, sample: Any, batch: int, device: str, folder
             last = e
             continue
         out["device"] = where
+        with torch.inference_mode():
+            y = runner(x)
+        ys = y if isinstance(y, (list, tuple)) else [y]
+        out["outputs"] = [{"name": f"output{i}", "dtype": str(t.dtype).replace("torch.", ""),
+                           "shape": list(t.shape)} for i, t in enumerate(ys)]
+        out["inputs"] = [{"name": "input0", "dtype": str(x.dtype).replace("torch.", ""),
+                          "shape": list(x.shape)}]
         out.update(time_loop(lambda: runner(x), where))
         return out
     raise RuntimeError(f"the package runs on neither device: {last}")
+
+
+def aoti_from_cli(runner: Dict[str, Any], device: str, folder: str, timeout: float,
+                  quick: bool) -> Dict[str, Any]:
+    """The package the Python runner timed, benched by the C CLI alone
+    (MB_GPU_CLI: no PyTorch in its process) through a model manifest
+    (docs/model-manifest.md): EXPORT+AOT_INDUCTOR from C."""
+    import subprocess
+
+    cli = os.environ.get("MB_GPU_CLI")
+    if not cli or not os.path.exists(cli):
+        return {"skipped": "no modelbench CLI (MB_GPU_CLI)"}
+    if not runner.get("path") or not runner.get("inputs"):
+        return {"skipped": "no package timed by the Python runner"}
+    manifest = os.path.join(folder, "aoti_manifest.json")
+    with open(manifest, "w") as f:
+        json.dump({"modelbench_model": 1, "name": "aoti_package", "inputs": runner["inputs"],
+                   "outputs": runner.get("outputs") or [],
+                   "formats": {"aoti": {"path": runner["path"]}}}, f)
+    json_path = os.path.join(folder, "report_aoti_cli.json")
+    argv = [cli, "bench", manifest, "-c", "EXPORT+AOT_INDUCTOR", "--device",
+            runner.get("device") or device, "--warmup", str(3 if quick else WARMUP),
+            "--warmup-time", "0", "--min-iterations", str(5 if quick else ITERATIONS),
+            "--min-time", "0", "--max-time", "2" if quick else "20", "--no-record",
+            "--json", json_path]
+    env = {k: v for k, v in os.environ.items() if k != "MODELBENCH_HOST_TORCH_LIB"}
+    t0 = time.time()
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, errors="replace",
+                          timeout=timeout)
+    out: Dict[str, Any] = {"argv": " ".join(argv), "exit": proc.returncode,
+                           "log": (proc.stdout + proc.stderr)[-2000:]}
+    if os.path.exists(json_path):
+        with open(json_path) as f:
+            rows = json.load(f).get("results") or []
+        if rows:
+            out.update({k: v for k, v in rows[0].items() if k not in DROP_KEYS})
+    if proc.returncode != 0 and "status" not in out:
+        lines = [line for line in out["log"].splitlines() if line.strip()]
+        out["error"] = f"exit {proc.returncode}: {lines[-1] if lines else 'no output'}"
+    out["wall_s"] = round(time.time() - t0, 1)
+    return out
 
 
 def measure_model(args: argparse.Namespace) -> int:
@@ -351,22 +419,32 @@ def measure_model(args: argparse.Namespace) -> int:
 
     phase.part("plain_eager_fp32", 10, plain_fp32)
 
-    names = args.conversions.split(",") if args.conversions else CONVERSIONS
-    known = known_conversions(names)
-    for name in names:
-        reason = known[name]
-        if reason:
-            record["conversions"][name] = {"status": "unknown", "error": reason}
-            phase.save()
+    groups = args.conversions.split(";") if args.conversions else CONVERSIONS
+    known = known_conversions(names_of(groups))
+    for group in groups:
+        names = []
+        for name in (n.strip() for n in group.split(",")):
+            if known[name]:
+                record["conversions"][name] = {"status": "unknown", "error": known[name]}
+            else:
+                names.append(name)
+        phase.save()
+        if not names:
             continue
         timeout = min(CONVERSION_TIMEOUT, phase.left() - 5)
-        phase.part("_current", MIN_START, lambda: run_modelbench(
-            module, sample, args.batch, name, device, folder, timeout, quick))
-        record["conversions"][name] = record.pop("_current")
+        found = phase.part("_current", MIN_START, lambda: run_modelbench(
+            module, sample, args.batch, names, device, folder, timeout, quick))
+        record.pop("_current")
+        # A call that failed or was skipped: its reason for each name.
+        ran = all(isinstance(found.get(n), dict) for n in names)
+        for name in names:
+            record["conversions"][name] = found[name] if ran else dict(found)
         phase.save()
-        if name == "EXPORT+AOT_INDUCTOR":
-            phase.part("aoti_python", 20, lambda: aoti_python_runner(
+        if "EXPORT+AOT_INDUCTOR" in names:
+            runner = phase.part("aoti_python", 20, lambda: aoti_python_runner(
                 module, sample, args.batch, device, folder, phase))
+            phase.part("aoti_cli", MIN_START, lambda: aoti_from_cli(
+                runner, device, folder, min(CONVERSION_TIMEOUT, phase.left() - 5), quick))
 
     def plain_fp16_compiled() -> Dict[str, Any]:
         m = torch.compile(module.half().to(device), mode="reduce-overhead")
@@ -398,7 +476,8 @@ def measure_sweep(args: argparse.Namespace) -> int:
     device = "auto"
     module, sample, described = make_model("resnet18")
     batches = [int(b) for b in args.batches.split(",")] if args.batches else SWEEP_BATCHES
-    names = args.conversions.split(",") if args.conversions else SWEEP_CONVERSIONS
+    names = names_of([args.conversions.replace(";", ",")]) if args.conversions else \
+        SWEEP_CONVERSIONS
     known = known_conversions(names)
     record: Dict[str, Any] = {
         "model": "resnet18", "sweep": {"batch": batches}, "module": described,
@@ -451,17 +530,24 @@ def measure_sweep(args: argparse.Namespace) -> int:
 def dry_run(args: argparse.Namespace) -> int:
     out: Dict[str, Any] = {}
     problems = []
-    for label, names in (("CONVERSIONS", CONVERSIONS), ("SWEEP_CONVERSIONS", SWEEP_CONVERSIONS)):
-        if not names or not all(isinstance(n, str) and n and n == n.strip() for n in names):
-            problems.append(f"{label} must be a non-empty list of names")
+    for label, groups in (("CONVERSIONS", CONVERSIONS), ("SWEEP_CONVERSIONS",
+                                                          SWEEP_CONVERSIONS)):
+        if not groups or not all(isinstance(g, str) for g in groups):
+            problems.append(f"{label} must be a non-empty list of strings")
+            continue
+        names = names_of(groups)
+        if not all(names):
+            problems.append(f"{label} has an empty name")
         elif len(set(n.upper() for n in names)) != len(names):
             problems.append(f"{label} lists a name twice")
     if not all(isinstance(b, int) and b > 0 for b in SWEEP_BATCHES):
         problems.append("SWEEP_BATCHES must be positive integers")
     try:
-        out["known"] = known_conversions(CONVERSIONS + SWEEP_CONVERSIONS)
-    except ImportError as e:
-        problems.append(f"modelbench does not import: {e}")
+        import modelbench  # noqa: F401
+
+        out["known"] = known_conversions(sorted(set(names_of(CONVERSIONS + SWEEP_CONVERSIONS))))
+    except Exception as e:  # noqa: BLE001 - LibraryNotFound, ImportError
+        problems.append(f"modelbench does not import: {type(e).__name__}: {e}")
     try:
         import torch
 
@@ -548,15 +634,17 @@ def checks_of(fig: Dict[str, Any]) -> List[str]:
         lines.append(f"- FP16+COMPILE_CUDAGRAPHS at least {CUDAGRAPHS_SPEEDUP:g}x EAGER: "
                      f"**{verdict(ok)}** ({what_e}: EAGER {fmt(e)} ms, FP16+COMPILE_CUDAGRAPHS "
                      f"{fmt(f)} ms, {fmt(speedup)}x)")
-    aoti = convs.get("EXPORT+AOT_INDUCTOR")
     runner = fig.get("aoti_python") or {}
     py = get(runner, "events_ms", "median") or get(runner, "wall_ms", "median")
-    c, what_c = compute_or_latency(aoti)
-    ok = None if py is None or c is None else abs(c / py - 1) <= WITHIN
     note = runner.get("error") or runner.get("skipped") or runner.get("package") or ""
-    lines.append(f"- EXPORT+AOT_INDUCTOR from C within {WITHIN:.0%} of AOTInductor's Python "
-                 f"runner: **{verdict(ok)}** (C {what_c} {fmt(c)} ms, Python runner "
-                 f"{fmt(py)} ms on {fmt(runner.get('device'))}; package: {fmt(note)[:200]})")
+    for label, aoti in (("benchmark_model", convs.get("EXPORT+AOT_INDUCTOR")),
+                        ("the C CLI alone", fig.get("aoti_cli"))):
+        c, what_c = compute_or_latency(aoti)
+        ok = None if py is None or c is None else abs(c / py - 1) <= WITHIN
+        lines.append(f"- EXPORT+AOT_INDUCTOR from C ({label}) within {WITHIN:.0%} of "
+                     f"AOTInductor's Python runner: **{verdict(ok)}** (C {what_c} {fmt(c)} ms, "
+                     f"Python runner {fmt(py)} ms on {fmt(runner.get('device'))}; package: "
+                     f"{fmt(note)[:200]})")
     return lines
 
 
@@ -576,7 +664,9 @@ def row_cells(name: str, r: Dict[str, Any]) -> List[str]:
     if not note and r.get("warnings"):
         note = "; ".join(str(w) for w in r["warnings"])
     where = get(gpu, "info", "name") or r.get("device") or r.get("runtime")
-    return [name, fmt(r.get("status") or ("skipped" if r.get("skipped") else None)),
+    status = r.get("status") or ("skipped" if r.get("skipped") else
+                                 "error" if r.get("error") else None)
+    return [name, fmt(status),
             fmt(get(r, "latency_ms", "median")), fmt(get(r, "latency_ms", "p99")),
             fmt(get(gpu, "compute_ms", "median")), fmt(get(gpu, "h2d_ms", "median")),
             fmt(get(gpu, "d2h_ms", "median")), fmt(host), fmt(gpu.get("memory_peak_mb")),
@@ -670,7 +760,8 @@ def summarize(args: argparse.Namespace) -> int:
         rows = [plain_cells("plain PyTorch fp32 (eager)", fig.get("plain_eager_fp32")),
                 plain_cells("plain PyTorch fp16 + compile reduce-overhead",
                             fig.get("plain_fp16_compile_reduce_overhead")),
-                plain_cells("AOTInductor Python runner", fig.get("aoti_python"))]
+                plain_cells("AOTInductor Python runner", fig.get("aoti_python")),
+                row_cells("EXPORT+AOT_INDUCTOR, C CLI alone", fig.get("aoti_cli") or {})]
         rows += [row_cells(n, r if isinstance(r, dict) else {})
                  for n, r in (fig.get("conversions") or {}).items()]
         lines += table(rows)
@@ -715,7 +806,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--deadline", type=float, default=None,
                    help="Unix time after which nothing new starts (default: in 9 minutes)")
     p.add_argument("--out", default=None, help="--summary: the markdown file")
-    p.add_argument("--conversions", default=None, help="comma-separated, instead of the list")
+    p.add_argument("--conversions", default=None,
+                   help="instead of the list: names joined by ',' share a call, calls are "
+                        "separated by ';' (the sweep: one call)")
     p.add_argument("--batches", default=None, help="--sweep: comma-separated batch sizes")
     p.add_argument("--quick", action="store_true", help="few iterations (a trial run)")
     p.add_argument("--allow-cpu", action="store_true",

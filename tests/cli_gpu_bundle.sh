@@ -128,15 +128,21 @@ fi
 
 # ---- the figures driver: its list check can fail ----
 figures=$bundle/bench/gpu_figures.py
-sed 's/^    "JIT_TRACE",$/    "JIT_TRACE",\n    "jit_trace",/' "$figures" >"$tmp/twice.py"
+sed 's/^    "EAGER",$/    "EAGER",\n    "CHANNELS_LAST,eager",/' "$figures" >"$tmp/twice.py"
 checks=$((checks + 1))
-if [ -z "$front_steps" ]; then
-  echo "SKIP: the driver's --dry-run (no Python front here)"
-elif PYTHONPATH=$bundle/python MODELBENCH_LIBRARY=$bundle/lib/libmodelbench.so \
-  "$python" "$tmp/twice.py" --dry-run >"$tmp/out" 2>&1; then
-  fail "the driver's --dry-run passed a list that names JIT_TRACE twice"
+if PYTHONPATH=$bundle/python MODELBENCH_LIBRARY=$bundle/lib/libmodelbench.so \
+  "$python" "$tmp/twice.py" --dry-run >"$tmp/dry" 2>&1; then
+  fail "the driver's --dry-run passed a list that names EAGER twice"
 else
-  expect_in "$tmp/out" "CONVERSIONS lists a name twice" "the driver's --dry-run"
+  expect_in "$tmp/dry" "CONVERSIONS lists a name twice" "the driver's --dry-run"
+fi
+checks=$((checks + 1))
+PYTHONPATH=$bundle/python MODELBENCH_LIBRARY=$bundle/lib/libmodelbench.so \
+  "$python" "$figures" --dry-run >"$tmp/dry" 2>&1
+rc=$?
+if grep -q "problem: CONVERSIONS\|problem: SWEEP" "$tmp/dry" || { [ -n "$front_steps" ] && [ $rc -ne 0 ]; }; then
+  fail "the driver's own lists: --dry-run exit $rc"
+  show "$tmp/dry"
 fi
 
 # ---- the summary: the checks from known figures ----
