@@ -124,8 +124,10 @@ pack() {
   rm -f "$stage/python/modelbench/_paths.py"
   find "$build/models" -maxdepth 1 -name '*.onnx' -size -8M -exec cp {} "$stage/models/" \;
   cp "$root/bench/gpu_figures.py" "$stage/bench/"
-  cp "$root/include/modelbench.h" "$stage/shim/include/"
-  cp "$root"/src/runtime/libtorch_module.{cpp,h} "$stage/shim/src/runtime/"
+  # The module's source, with every header it could include.
+  cp "$root"/include/*.h "$stage/shim/include/"
+  (cd "$root" && find src -name '*.h' -print0 | tar --null -T - -cf -) | tar -C "$stage/shim" -xf -
+  cp "$root/src/runtime/libtorch_module.cpp" "$stage/shim/src/runtime/"
   {
     echo "commit: $(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
     echo "dirty: $(git -C "$root" status --porcelain 2>/dev/null | grep -c . || true)"

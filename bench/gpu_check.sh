@@ -19,7 +19,11 @@
 # module against; default that Python's), MB_GPU_SHIM_FLAGS (extra g++
 # flags for the module), MB_GPU_WORK (the unpack folder; default a new /tmp
 # folder), MB_GPU_CPU_CHECK=1 (no GPU work: unpack, ldd, list, a bench of a
-# bundled ONNX model and the driver's --dry-run; bench/gpu.sh cpu-check).
+# bundled ONNX model and the driver's --dry-run; bench/gpu.sh cpu-check),
+# MB_GPU_PHASES (the phases to run, in order, e.g. "resnet18_b1 sweep";
+# default resnet18_b1 bert_b1 resnet18_b32 bert_b32 sweep),
+# MB_GPU_FIGURES_ARGS (more arguments for every phase, e.g. "--conversions
+# EAGER;FP16+COMPILE_CUDAGRAPHS" or "--quick").
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -163,28 +167,26 @@ shim_build() {
     [ -n "$dir" ] && [ -f "$dir/include/cuda_runtime_api.h" ] && { cuda_inc="-isystem $dir/include"; break; }
   done
   [ -f "$torch_dir/lib/libtorch_cuda.so" ] && cuda_libs=(-ltorch_cuda -lc10_cuda)
-  local src=$bundle/shim flavor name std pids=() rc=0
-  for flavor in aoti:c++20 libtorch:c++17; do
-    name=${flavor%%:*} std=${flavor#*:}
-    # shellcheck disable=SC2086 # cuda_inc and MB_GPU_SHIM_FLAGS are word lists
-    (set -x; g++ -std=$std -O2 -fPIC -shared -fvisibility=hidden -fvisibility-inlines-hidden \
-      -D_GLIBCXX_USE_CXX11_ABI="$abi" -Wall -Wextra -Wshadow -Wno-unused-parameter \
-      -I"$src/include" -I"$src/src" -isystem "$torch_dir/include" \
-      -isystem "$torch_dir/include/torch/csrc/api/include" $cuda_inc ${MB_GPU_SHIM_FLAGS:-} \
-      "$src/src/runtime/libtorch_module.cpp" -o "$src/libmodelbench-$name.so.part" \
-      -Wl,--no-as-needed -L"$torch_dir/lib" -ltorch -ltorch_cpu -lc10 "${cuda_libs[@]}" \
-      -Wl,-rpath,"$torch_dir/lib") >"$logs/shim_$name.log" 2>&1 &
-    pids+=($!)
-  done
-  for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
-  for name in aoti libtorch; do
-    echo "== $name"
-    tail -20 "$logs/shim_$name.log"
-    if [ -f "$src/libmodelbench-$name.so.part" ]; then
-      mv "$src/libmodelbench-$name.so.part" "$bundle/lib/libmodelbench-$name.so"
-      ldd "$bundle/lib/libmodelbench-$name.so" | grep -E 'not found|libtorch' || true
-    fi
-  done
+  # One build serves both modules: CMakeLists.txt builds libmodelbench-
+  # libtorch.so as C++17 against Debian's libtorch 1.13, but a PyTorch 2.x
+  # wheel's headers need C++20 (as its modelbench_aoti target has), and
+  # the same source against the same libtorch makes the same module.
+  local src=$bundle/shim rc=0
+  # shellcheck disable=SC2086 # cuda_inc and MB_GPU_SHIM_FLAGS are word lists
+  (set -x; g++ -std=c++20 -O2 -fPIC -shared -fvisibility=hidden -fvisibility-inlines-hidden \
+    -D_GLIBCXX_USE_CXX11_ABI="$abi" -Wall -Wextra -Wshadow -Wno-unused-parameter \
+    -I"$src/include" -I"$src/src" -isystem "$torch_dir/include" \
+    -isystem "$torch_dir/include/torch/csrc/api/include" $cuda_inc ${MB_GPU_SHIM_FLAGS:-} \
+    "$src/src/runtime/libtorch_module.cpp" -o "$src/libmodelbench-aoti.so.part" \
+    -Wl,--no-as-needed -L"$torch_dir/lib" -ltorch -ltorch_cpu -lc10 "${cuda_libs[@]}" \
+    -Wl,-rpath,"$torch_dir/lib") >"$logs/shim_aoti.log" 2>&1 || rc=1
+  tail -20 "$logs/shim_aoti.log"
+  if [ "$rc" = 0 ]; then
+    cp "$src/libmodelbench-aoti.so.part" "$bundle/lib/libmodelbench-libtorch.so"
+    mv "$src/libmodelbench-aoti.so.part" "$bundle/lib/libmodelbench-aoti.so"
+    ldd "$bundle/lib/libmodelbench-aoti.so" | grep -E 'not found|libtorch|libc10'
+    ls -l "$bundle"/lib/libmodelbench-*.so
+  fi
   return $rc
 }
 shim_pid=""
@@ -214,6 +216,16 @@ else
     "bert_b32 15 --model bert --batch 32"
     "sweep 13 --sweep"
   )
+  # MB_GPU_PHASES: the phases to run, by name, in this order.
+  if [ -n "${MB_GPU_PHASES:-}" ]; then
+    chosen=()
+    for want in $MB_GPU_PHASES; do
+      for phase in "${phases[@]}"; do
+        [ "${phase%% *}" = "$want" ] && chosen+=("$phase")
+      done
+    done
+    phases=("${chosen[@]}")
+  fi
   shares_left=0
   for phase in "${phases[@]}"; do
     read -r _ share _ <<<"$phase"
@@ -227,7 +239,8 @@ else
     # The driver stops starting work at its own deadline, 10 s before the
     # cap, so that what it measured is written.
     # shellcheck disable=SC2086 # args is a word list
-    step "$name" "$cap" "$python" "$figures" $args --results "$raw" --deadline $(($(date +%s) + cap - 10))
+    step "$name" "$cap" "$python" "$figures" $args ${MB_GPU_FIGURES_ARGS:-} --results "$raw" \
+      --deadline $(($(date +%s) + cap - 10))
     summarize
   done
 fi
@@ -235,14 +248,21 @@ fi
 if [ -n "$shim_pid" ]; then
   wait "$shim_pid"
 fi
-step summary 30 "$python" "$figures" --summary --results "$raw" --out "$OUT/summary.md"
+# The reserve is for this: not a step, which would find no time left.
+summarize
 
-# ---- what comes back: at most 8 files ----
+# ---- what comes back: at most 8 files, 16 MiB each ----
 for f in figures.json sweep.json sweep.html; do
   [ -f "$raw/$f" ] && cp "$raw/$f" "$OUT/"
 done
 cp "$steps" "$OUT/steps.tsv"
-tar -czf "$OUT/logs.tar.gz" -C "$raw" . 2>/dev/null
+# Logs and reports, not the build caches (packages, pickled modules).
+(cd "$raw" && find . -type f \( -name '*.log' -o -name '*.json' -o -name '*.tsv' -o \
+  -name '*.html' \) -size -4M -print0 | tar --null -T - -czf "$OUT/logs.tar.gz") 2>/dev/null
+if [ "$(stat -c %s "$OUT/logs.tar.gz" 2>/dev/null || echo 0)" -gt $((15 * 1024 * 1024)) ]; then
+  (cd "$raw" && find . -type f \( -name '*.log' -o -name '*.json' -o -name '*.tsv' \) \
+    -size -256k -print0 | tar --null -T - -czf "$OUT/logs.tar.gz") 2>/dev/null
+fi
 echo "check.sh: $(($(date +%s) - start)) s; results in $OUT:"
 ls -l "$OUT"
 [ -f "$OUT/summary.md" ] && cat "$OUT/summary.md"

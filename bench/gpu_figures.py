@@ -371,14 +371,14 @@ def aoti_from_cli(runner: Dict[str, Any], device: str, folder: str, timeout: flo
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, errors="replace",
                           timeout=timeout)
     out: Dict[str, Any] = {"argv": " ".join(argv), "exit": proc.returncode,
-                           "log": (proc.stdout + proc.stderr)[-2000:]}
+                           "output": (proc.stdout + proc.stderr)[-2000:]}
     if os.path.exists(json_path):
         with open(json_path) as f:
             rows = json.load(f).get("results") or []
         if rows:
             out.update({k: v for k, v in rows[0].items() if k not in DROP_KEYS})
     if proc.returncode != 0 and "status" not in out:
-        lines = [line for line in out["log"].splitlines() if line.strip()]
+        lines = [line for line in out["output"].splitlines() if line.strip()]
         out["error"] = f"exit {proc.returncode}: {lines[-1] if lines else 'no output'}"
     out["wall_s"] = round(time.time() - t0, 1)
     return out
@@ -392,6 +392,12 @@ def measure_model(args: argparse.Namespace) -> int:
         print("no CUDA device (torch.cuda.is_available() is False); --allow-cpu measures "
               "on the CPU", file=sys.stderr)
         return 1
+    try:  # Inductor's builds here link this torch (modelbench.inductor's docstring)
+        from modelbench import inductor
+
+        inductor.prepare()
+    except Exception:  # noqa: BLE001 - without modelbench, as plain PyTorch does
+        pass
     quick = args.quick
     iterations = 5 if quick else ITERATIONS
     warmup = 2 if quick else WARMUP
@@ -501,25 +507,32 @@ def measure_sweep(args: argparse.Namespace) -> int:
         if not runnable:
             return {"skipped": "none of the sweep's conversions is known here"}
         modelbench.benchmark_sweep(module, config, {"batch": batches}, runnable, data=sample)
-        with open(json_path) as f:
-            report = json.load(f)
-        reports = report.get("reports") or [report]
-        points = {}
-        for rep in reports:
-            points[str(rep.get("sweep_point"))] = {
-                r.get("conversion"): {k: v for k, v in r.items() if k not in DROP_KEYS}
-                for r in rep.get("results") or []}
-        # The crossover and the recommendation are the lead's keys to come:
-        # kept as found.
-        return {"points": points, "crossover": report.get("crossover"),
-                "recommendation": report.get("recommendation"),
-                "report_keys": sorted(report), "json": "sweep.json",
-                "html": "sweep.html" if os.path.exists(html_path) else None}
+        out = sweep_result(json_path)
+        out["html"] = "sweep.html" if os.path.exists(html_path) else None
+        return out
 
+    phase.save()
     phase.part("result", 20, sweep)
     record["finished"] = True
     phase.save()
     return 0
+
+
+def sweep_result(json_path: str) -> Dict[str, Any]:
+    """The sweep's report by point (each conversion's result without its
+    samples), with its crossover and recommendation as found (the keys the
+    CPU-or-GPU answer adds)."""
+    with open(json_path) as f:
+        report = json.load(f)
+    reports = report.get("reports") or [report]
+    points = {}
+    for rep in reports:
+        points[str(rep.get("sweep_point"))] = {
+            r.get("conversion"): {k: v for k, v in r.items() if k not in DROP_KEYS}
+            for r in rep.get("results") or []}
+    return {"points": points, "crossover": report.get("crossover"),
+            "recommendation": report.get("recommendation"),
+            "report_keys": sorted(report), "json": os.path.basename(json_path)}
 
 
 # ---------------------------------------------------------------------------
@@ -713,8 +726,8 @@ def shim_outcome(results: str) -> List[str]:
         if status.startswith("skipped"):
             ok = status
         lines.append(f"- libtorch/AOTInductor module build against the device's PyTorch: "
-                     f"**{ok}** (logs/shim_build.log, logs/shim_aoti.log, logs/shim_libtorch.log)")
-    for name in ("aoti", "libtorch"):
+                     f"**{ok}** (logs/shim_build.log, logs/shim_aoti.log)")
+    for name in ("aoti",):
         log = os.path.join(results, "logs", f"shim_{name}.log")
         if os.path.exists(log):
             with open(log, errors="replace") as f:
@@ -766,6 +779,12 @@ def summarize(args: argparse.Namespace) -> int:
                  for n, r in (fig.get("conversions") or {}).items()]
         lines += table(rows)
     sweep = figures.get("sweep")
+    report = os.path.join(results, "sweep.json")
+    if sweep is not None and not get(sweep, "result", "points") and os.path.exists(report):
+        try:  # cut short: the points the engine had written
+            sweep["result"] = dict(sweep.get("result") or {}, **sweep_result(report))
+        except (OSError, ValueError) as e:
+            sweep["result"] = {"error": f"{report}: {e}"}
     if sweep:
         result = sweep.get("result") or {}
         lines += ["", "## CPU-vs-GPU sweep (ResNet-18, device auto)", "",
@@ -774,9 +793,27 @@ def summarize(args: argparse.Namespace) -> int:
                   f"recommendation: {fmt(json.dumps(result.get('recommendation'))[:300] if result.get('recommendation') else None)}; "
                   f"report: sweep.json, sweep.html; "
                   f"{fmt(result.get('error') or result.get('skipped') or '')[:300]}", ""]
-        for point, convs in (result.get("points") or {}).items():
-            lines += ["", f"### {point}", ""]
-            lines += table([row_cells(n, r) for n, r in convs.items()])
+        # One row per conversion, one column per point: the median
+        # end-to-end latency (ms), its device, or its status.
+        points = result.get("points") or {}
+        names = list(dict.fromkeys(n for convs in points.values() for n in convs))
+        if points:
+            lines += ["| conversion | " + " | ".join(points) + " |",
+                      "|---|" + "---|" * len(points)]
+        for name in names:
+            cells = []
+            for convs in points.values():
+                r = convs.get(name) or {}
+                median = get(r, "latency_ms", "median")
+                where = get(r, "gpu", "info", "name") or r.get("device")
+                cells.append(f"{fmt(median)} ({fmt(where)})" if median is not None
+                             else fmt(r.get("status")))
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    for title, name in (("Machine", "machine.log"), ("Fallback libraries", "fallback.log")):
+        log = os.path.join(results, "logs", name)
+        if os.path.exists(log):
+            with open(log, errors="replace") as f:
+                lines += ["", f"## {title}", "", "```"] + [x.rstrip() for x in f][:30] + ["```"]
     steps = os.path.join(results, "steps.tsv")
     if os.path.exists(steps):
         lines += ["", "## Steps", "", "```"]
