@@ -173,6 +173,9 @@ cpu_check() {
   echo "results in $out:"
   ls "$out"
   [ "$out" != "$carry/out" ] || cat "$out/summary.md"
+  local failed
+  failed=$(awk -F'\t' 'NR > 1 && $2 != "0" && $2 !~ /^skipped/ {print $1}' "$out/steps.tsv")
+  [ -z "$failed" ] || die "cpu-check: failed steps: $(echo $failed)"
 }
 
 case ${1:-} in
