@@ -489,8 +489,15 @@ static const char *cuda_usable(const mb_runtime *rt, char *why, size_t size) {
       snprintf(why, size, "runtime '%s' runs on the CPU only", rt->name);
     return why;
   }
-  if (mb__gpu_count(reason, sizeof reason) <= 0) {
-    snprintf(why, size, "%s", reason[0] ? reason : "no GPU here");
+  /* Counted once per process: NVML starts in tens of milliseconds on a
+   * real driver, and `list` asks for every row. A forked worker inherits
+   * the answer with the environment that decided it. */
+  static int gpus = -1;
+  static char no_gpu[256];
+  if (gpus < 0)
+    gpus = MB_MAX(mb__gpu_count(no_gpu, sizeof no_gpu), 0);
+  if (gpus == 0) {
+    snprintf(why, size, "%s", no_gpu[0] ? no_gpu : "no GPU here");
     return why;
   }
   return NULL;
