@@ -305,9 +305,15 @@ def _benchmark(
             # The exporters run in a process of their own (a crash fails the
             # conversions that need the export), unless everything runs here.
             isolated = spec_path if cfg.multiprocessing else None
+            # EXPORT+AOT_INDUCTOR's package is compiled for the device the
+            # engine will place it on: CUDA when asked for (or auto) and
+            # usable here, else the CPU.
+            aoti_row = rows.get("EXPORT+AOT_INDUCTOR", {})
+            aoti_device = ("cuda" if device in ("cuda", "auto")
+                           and "cuda" in aoti_row.get("devices_here", []) else "cpu")
             formats.update(export_forms(source, sha, inputs, outputs, run_dir, wanted,
                                         cfg.opset, cfg.cache, cfg.cache_dir, isolated,
-                                        cfg.timeout))
+                                        cfg.timeout, aoti_device))
             model_path = write_manifest(run_dir, source, sha, inputs, outputs, formats,
                                         "EAGER")
             if executor is not None and executor.startswith("ssh:"):

@@ -39,7 +39,7 @@ def run(job: Dict[str, Any]) -> Dict[str, Any]:
         trace_module(module, example, job["path"])
         return {}
     if job["what"] == "aoti":
-        compile_aoti(module, example, job["path"])
+        compile_aoti(module, example, job["path"], job.get("device", "cpu"))
         return {}
     raise ValueError(f"unknown export {job['what']!r}")
 
