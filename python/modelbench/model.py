@@ -23,7 +23,7 @@ import time
 import warnings
 import zipfile
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _lib
 from .data import Inputs, InputSpec, signature_text
@@ -437,11 +437,30 @@ def export_module(module: Any, example: Any, names: List[str], out_names: List[s
     raise first_error
 
 
-def trace_module(module: Any, example: Any, path: str) -> None:
-    """The module as TorchScript (traced on example unless it is already
-    scripted), saved at path."""
+def on_device(module: Any, example: Any, device: str) -> Tuple[Any, Any]:
+    """A copy of the module and the example on `device` ("cuda"); the
+    caller's module stays where it is. RuntimeError where this PyTorch sees
+    no GPU."""
+    import copy
+
     import torch
 
+    if not torch.cuda.is_available():
+        raise RuntimeError(f"an export for {device} needs a GPU that this PyTorch "
+                           f"({torch.__version__}) can use")
+    return (copy.deepcopy(module).to(device),
+            tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in example))
+
+
+def trace_module(module: Any, example: Any, path: str, device: str = "cpu") -> None:
+    """The module as TorchScript (traced on example unless it is already
+    scripted), saved at path; traced on `device` ("cuda": a trace keeps the
+    devices its ops were given, so one that will run on the GPU is traced
+    there)."""
+    import torch
+
+    if device != "cpu":
+        module, example = on_device(module, example, device)
     if not isinstance(module, torch.jit.ScriptModule):
         with torch.no_grad():
             module = torch.jit.trace(module.eval(), tuple(example), check_trace=False,
@@ -468,13 +487,7 @@ def compile_aoti(module: Any, example: Any, path: str, device: str = "cpu") -> N
         raise TypeError("torch.export needs an nn.Module, not a TorchScript module")
     inductor.prepare()
     if device != "cpu":
-        if not torch.cuda.is_available():
-            raise RuntimeError(f"an AOTInductor package for {device} needs a GPU that "
-                               f"this PyTorch ({torch.__version__}) can use")
-        import copy
-
-        module = copy.deepcopy(module).to(device)  # the caller's stays where it is
-        example = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in example)
+        module, example = on_device(module, example, device)
     with torch.no_grad():
         program = torch.export.export(module.eval(), tuple(example))
         torch._inductor.aoti_compile_and_package(program, package_path=path)
@@ -580,16 +593,18 @@ def export_onnx(source: ModelSource, sha256: str, inputs: Inputs, outputs: Outpu
 def export_torchscript(source: ModelSource, sha256: str, inputs: Inputs, folder: str,
                        cache: bool, cache_dir: Optional[str],
                        spec_path: Optional[str] = None,
-                       timeout: float = 600.0) -> Dict[str, str]:
+                       timeout: float = 600.0, device: str = "cpu") -> Dict[str, str]:
     """The manifest's "torchscript" entry for the C++ runtime (TORCHSCRIPT):
-    the file given, or the module traced on the example batch and saved,
-    kept in the build cache like the ONNX export (in a process of its own
-    with spec_path)."""
+    the file given, or the module traced on the example batch on `device`
+    and saved, kept in the build cache like the ONNX export (in a process of
+    its own with spec_path)."""
     if source.kind == "torchscript" and source.path:
         return {"path": source.path}
-    make = _maker("torchscript", trace_module, source, inputs, spec_path, timeout)
+    make = _maker("torchscript", trace_module, source, inputs, spec_path, timeout,
+                  device=device)
     return _host_build(source, sha256, inputs, folder, "TORCHSCRIPT_EXPORT",
-                       "trace=1", "model.pt", make, "torch.jit.trace", cache, cache_dir)
+                       "trace=1" + (f";device={device}" if device != "cpu" else ""),
+                       "model.pt", make, "torch.jit.trace", cache, cache_dir)
 
 
 def _maker(what: str, here: Callable[..., None], source: ModelSource,
@@ -648,13 +663,14 @@ def export_aoti(source: ModelSource, sha256: str, inputs: Inputs, folder: str,
 def export_forms(source: ModelSource, sha256: str, inputs: Inputs, outputs: Outputs,
                  folder: str, wanted: Any, opset: Optional[int], cache: bool,
                  cache_dir: Optional[str], spec_path: Optional[str] = None,
-                 timeout: float = 600.0,
-                 aoti_device: str = "cpu") -> Dict[str, Dict[str, Any]]:
+                 timeout: float = 600.0, aoti_device: str = "cpu",
+                 torchscript_device: str = "cpu") -> Dict[str, Dict[str, Any]]:
     """The manifest's entries of the forms in `wanted` that the C runtimes
     run ("onnx", "onnx_dynamo", "torchscript", "aoti"), made from the module
     (in processes of their own with spec_path); the "pytorch" form is the
-    caller's. aoti_device: the device the AOTInductor package is compiled
-    for (where EXPORT+AOT_INDUCTOR will run)."""
+    caller's. aoti_device, torchscript_device: the device the AOTInductor
+    package is compiled for and the module traced on (where
+    EXPORT+AOT_INDUCTOR and TORCHSCRIPT will run)."""
     makers: Dict[str, Callable[[], Dict[str, Any]]] = {
         "onnx": lambda: export_onnx(source, sha256, inputs, outputs, folder, opset, cache,
                                     cache_dir, spec_path, timeout),
@@ -662,7 +678,8 @@ def export_forms(source: ModelSource, sha256: str, inputs: Inputs, outputs: Outp
                                            cache, cache_dir, spec_path, timeout,
                                            dynamo=True),
         "torchscript": lambda: export_torchscript(source, sha256, inputs, folder, cache,
-                                                  cache_dir, spec_path, timeout),
+                                                  cache_dir, spec_path, timeout,
+                                                  torchscript_device),
         "aoti": lambda: export_aoti(source, sha256, inputs, folder, cache, cache_dir,
                                     spec_path, timeout, aoti_device),
     }

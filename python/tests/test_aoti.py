@@ -102,11 +102,14 @@ def test_cuda_package_needs_a_gpu(tmp_path):
     EXPORT+AOT_INDUCTOR on CUDA there: devices_here)."""
     if torch.cuda.is_available():
         pytest.skip("a GPU is here: the device check compiles for it")
-    from modelbench.model import compile_aoti
+    from modelbench.model import compile_aoti, trace_module
 
-    with pytest.raises(RuntimeError, match="an AOTInductor package for cuda needs a GPU"):
+    with pytest.raises(RuntimeError, match="an export for cuda needs a GPU"):
         compile_aoti(mlp(), (torch.randn(2, 16),), str(tmp_path / "m.pt2"), device="cuda")
     assert not (tmp_path / "m.pt2").exists()
+    # TORCHSCRIPT's trace likewise (a trace keeps its ops' devices).
+    with pytest.raises(RuntimeError, match="an export for cuda needs a GPU"):
+        trace_module(mlp(), (torch.randn(2, 16),), str(tmp_path / "m.pt"), device="cuda")
     assert "cuda" not in aoti_row()["devices_here"]
 
 
