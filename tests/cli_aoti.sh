@@ -93,5 +93,17 @@ MODELBENCH_AOTI_TORCH_LIB=$tmp/nocuda/libtorch_cpu.so fails \
   "corrupt.pt2: not an AOTInductor package libtorch" corrupt --device cuda \
   --allow-device-override
 
+# A module built elsewhere (tools/aoti-module) against another wheel: the
+# runtime's version is that wheel's (its torch/version.py), not the one
+# this build saw.
+mkdir -p "$tmp/wheel/torch/lib" && : >"$tmp/wheel/torch/lib/libtorch_cpu.so"
+echo "__version__ = '9.8.7+cu130'" >"$tmp/wheel/torch/version.py"
+MODELBENCH_AOTI_TORCH_LIB=$tmp/wheel/torch/lib/libtorch_cpu.so fails \
+  "corrupt.pt2: not an AOTInductor package libtorch" corrupt &&
+  py "the version of a module built elsewhere" '
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+assert r["runtime_version"] == "9.8.7", r["runtime_version"]' "$tmp/r.json"
+
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]

@@ -148,6 +148,28 @@ static const char *cpu_file(const lt_flavor *f) {
   return env && *env ? env : f->cpu_file;
 }
 
+/* The flavor's libtorch version: the one it was built with, or for a
+ * module built elsewhere ($<torch_env>) its wheel's torch/version.py
+ * ("__version__ = '2.11.0+cu130'" -> "2.11.0"), read each time. */
+static const char *torch_version(const lt_flavor *f) {
+  static __thread char found[32];
+  const char *cpu = getenv(f->torch_env);
+  if (!cpu || !*cpu)
+    return f->version;
+  char path[PATH_MAX], line[256];
+  const char *slash = strrchr(cpu, '/');
+  snprintf(path, sizeof path, "%.*s/../version.py",
+           slash ? (int)(slash - cpu) : 1, slash ? cpu : ".");
+  FILE *file = fopen(path, "r");
+  found[0] = '\0';
+  while (file && fgets(line, sizeof line, file))
+    if (sscanf(line, "__version__ = '%31[^'+]", found) == 1)
+      break;
+  if (file)
+    fclose(file);
+  return found[0] ? found : f->version;
+}
+
 /* Whether `path` is the libtorch_cpu the flavor's module links (by real
  * path). */
 static int is_ours(const lt_flavor *f, const char *path) {
@@ -172,7 +194,7 @@ static int other_libtorch(const lt_flavor *f, char *reason) {
   say(reason,
       "another PyTorch is in this process (%s); %s runs on libtorch %s and "
       "two cannot share one: use the modelbench CLI or that PyTorch's Python",
-      other, f->what, f->version);
+      other, f->what, torch_version(f));
   return 1;
 }
 
@@ -288,7 +310,7 @@ static void probe(const lt_flavor *f, mb_runtime_info *info) {
   char reason[LT_REASON_SIZE] = "";
   info->available = usable(f, reason);
   snprintf(info->version, sizeof info->version, "%s",
-           info->available ? f->version : "");
+           info->available ? torch_version(f) : "");
   snprintf(info->reason, sizeof info->reason, "%s", reason);
 }
 
@@ -397,7 +419,7 @@ static mb_status prepare(lt_flavor *f, int package, const mb_model *model,
     return mb__error(
         err, MB_STATUS_UNAVAILABLE, "%s on %s runs on %s (libtorch %s): %s",
         package ? lt_aoti.what : lt_script.what, mb_device_name(MB_DEVICE_CUDA),
-        f->file, f->version ? f->version : "none", why);
+        f->file, f->version ? torch_version(f) : "none", why);
   const mb_libtorch_module *module = lt_get(f, err);
   mb_status status;
   if (!module)

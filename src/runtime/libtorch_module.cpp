@@ -330,7 +330,10 @@ mb_status host_tensor(int i, const mb_libtorch_tensor &in, at::Tensor *out,
                       mb_error *err) {
   std::vector<int64_t> dims(in.dims, in.dims + in.rank);
   const dtype_row *row = row_of(in.dtype);
-  std::string name = in.name ? in.name : "#" + std::to_string(i);
+  // (Appended, not "#" + ...: GCC 12 at -O3 warns about that falsely.)
+  std::string name = in.name ? in.name : "#";
+  if (!in.name)
+    name += std::to_string(i);
   if (!row)
     return fail(err, MB_STATUS_UNSUPPORTED,
                 "input '" + name + "' is " + dtype_name(in.dtype) +
