@@ -128,6 +128,10 @@ pack() {
   cp "$root"/include/*.h "$stage/shim/include/"
   (cd "$root" && find src -name '*.h' -print0 | tar --null -T - -cf -) | tar -C "$stage/shim" -xf -
   cp "$root/src/runtime/libtorch_module.cpp" "$stage/shim/src/runtime/"
+  # The module's own CMake project (tools/aoti-module), as in the tree.
+  mkdir -p "$stage/shim/tools/aoti-module" "$stage/shim/cmake"
+  cp "$root/tools/aoti-module/CMakeLists.txt" "$stage/shim/tools/aoti-module/"
+  cp "$root/cmake/aoti_module.cmake" "$stage/shim/cmake/"
   {
     echo "commit: $(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
     echo "dirty: $(git -C "$root" status --porcelain 2>/dev/null | grep -c . || true)"

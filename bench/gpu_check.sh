@@ -16,8 +16,8 @@
 # Environment: OUT (default a new /tmp folder), MB_GPU_BUDGET (seconds for
 # everything, default 540), MB_GPU_PYTHON (default /opt/torch/.venv/bin/
 # python3, else python3), MB_GPU_TORCH_DIR (the torch/ folder to build the
-# module against; default that Python's), MB_GPU_SHIM_FLAGS (extra g++
-# flags for the module), MB_GPU_WORK (the unpack folder; default a new /tmp
+# module against; default that Python's), MB_GPU_SHIM_FLAGS (extra CMake
+# options for the module, e.g. -DMB_CUDA_INCLUDE_DIR=...), MB_GPU_WORK (the unpack folder; default a new /tmp
 # folder), MB_GPU_CPU_CHECK=1 (no GPU work: unpack, ldd, list, a bench of a
 # bundled ONNX model and the driver's --dry-run; bench/gpu.sh cpu-check),
 # MB_GPU_PHASES (the phases to run, in order, e.g. "resnet18_b1 sweep";
@@ -150,42 +150,32 @@ step smoke_bench 60 "$cli" bench "$smoke_model" -c REFERENCE,ORT_CPU --warmup 1 
   --warmup-time 0 --min-iterations 3 --min-time 0 --no-record --json "$raw/smoke.json"
 
 # ---- the libtorch/AOTInductor module, built against the device's PyTorch ----
-# The flags of CMakeLists.txt's modelbench_aoti and modelbench_libtorch
-# targets; the module goes beside libmodelbench.so, where the libtorch
-# adapter looks first.
+# Its own CMake project (tools/aoti-module: CUDA events where the wheel has
+# libtorch_cuda and the CUDA headers are found); the module goes beside
+# libmodelbench.so, where the libtorch adapter looks, and
+# MODELBENCH_AOTI_TORCH_LIB names the wheel's libtorch it links. Only the
+# aoti module: a libmodelbench-libtorch.so there would make CPU TORCHSCRIPT
+# look for Debian's libtorch, which this machine lacks.
+shim_torch_dir=${MB_GPU_TORCH_DIR:-}
+[ -n "$shim_torch_dir" ] || [ "$cpu_only" = 1 ] ||
+  shim_torch_dir=$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' \
+    2>/dev/null) || shim_torch_dir=""
+[ -n "$shim_torch_dir" ] && export MODELBENCH_AOTI_TORCH_LIB=$shim_torch_dir/lib/libtorch_cpu.so
 shim_build() {
-  local torch_dir=${MB_GPU_TORCH_DIR:-} abi cuda_inc="" cuda_libs=()
-  [ -n "$torch_dir" ] ||
-    torch_dir=$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))') || return 1
-  abi=$("$python" -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))' 2>/dev/null || echo 1)
-  echo "torch: $torch_dir (CXX11 ABI $abi); $(g++ --version | head -1); $(cmake --version 2>/dev/null | head -1)"
-  [ -f "$torch_dir/include/torch/csrc/inductor/aoti_package/model_package_loader.h" ] || {
-    echo "no AOTInductor headers under $torch_dir/include"
-    return 1
-  }
-  for dir in "${CUDA_HOME:-}" /usr/local/cuda /usr/local/cuda-13.0; do
-    [ -n "$dir" ] && [ -f "$dir/include/cuda_runtime_api.h" ] && { cuda_inc="-isystem $dir/include"; break; }
-  done
-  [ -f "$torch_dir/lib/libtorch_cuda.so" ] && cuda_libs=(-ltorch_cuda -lc10_cuda)
-  # One build serves both modules: CMakeLists.txt builds libmodelbench-
-  # libtorch.so as C++17 against Debian's libtorch 1.13, but a PyTorch 2.x
-  # wheel's headers need C++20 (as its modelbench_aoti target has), and
-  # the same source against the same libtorch makes the same module.
-  local src=$bundle/shim rc=0
-  # shellcheck disable=SC2086 # cuda_inc and MB_GPU_SHIM_FLAGS are word lists
-  (set -x; g++ -std=c++20 -O2 -fPIC -shared -fvisibility=hidden -fvisibility-inlines-hidden \
-    -D_GLIBCXX_USE_CXX11_ABI="$abi" -Wall -Wextra -Wshadow -Wno-unused-parameter \
-    -I"$src/include" -I"$src/src" -isystem "$torch_dir/include" \
-    -isystem "$torch_dir/include/torch/csrc/api/include" $cuda_inc ${MB_GPU_SHIM_FLAGS:-} \
-    "$src/src/runtime/libtorch_module.cpp" -o "$src/libmodelbench-aoti.so.part" \
-    -Wl,--no-as-needed -L"$torch_dir/lib" -ltorch -ltorch_cpu -lc10 "${cuda_libs[@]}" \
-    -Wl,-rpath,"$torch_dir/lib") >"$logs/shim_aoti.log" 2>&1 || rc=1
+  local torch_dir=$shim_torch_dir src=$bundle/shim rc=0
+  [ -n "$torch_dir" ] || { echo "no torch/ folder to build against"; return 1; }
+  echo "torch: $torch_dir; $(g++ --version | head -1); $(cmake --version 2>/dev/null | head -1)"
+  # shellcheck disable=SC2086 # MB_GPU_SHIM_FLAGS is a word list of -D options
+  (set -x
+    cmake -S "$src/tools/aoti-module" -B "$work/aoti" -DMB_AOTI_TORCH_DIR="$torch_dir" \
+      -DCMAKE_BUILD_TYPE=Release ${MB_GPU_SHIM_FLAGS:-} &&
+      cmake --build "$work/aoti" -j "$(nproc)") >"$logs/shim_aoti.log" 2>&1 || rc=1
+  grep -E "AOTInductor module" "$logs/shim_aoti.log"
   tail -20 "$logs/shim_aoti.log"
   if [ "$rc" = 0 ]; then
-    cp "$src/libmodelbench-aoti.so.part" "$bundle/lib/libmodelbench-libtorch.so"
-    mv "$src/libmodelbench-aoti.so.part" "$bundle/lib/libmodelbench-aoti.so"
+    cp "$work/aoti/libmodelbench-aoti.so" "$bundle/lib/libmodelbench-aoti.so.part" &&
+      mv "$bundle/lib/libmodelbench-aoti.so.part" "$bundle/lib/libmodelbench-aoti.so"
     ldd "$bundle/lib/libmodelbench-aoti.so" | grep -E 'not found|libtorch|libc10'
-    ls -l "$bundle"/lib/libmodelbench-*.so
   fi
   return $rc
 }

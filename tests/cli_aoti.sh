@@ -43,10 +43,10 @@ manifest() {
 EOF
 }
 
-# fails NEEDLE MODEL: the conversion fails (exit 1) saying NEEDLE.
+# fails NEEDLE MODEL [ARGS...]: the conversion fails (exit 1) saying NEEDLE.
 fails() {
   run 1 bench "$tmp/$2.json" -c EXPORT+AOT_INDUCTOR "${quick[@]}" \
-    --json "$tmp/r.json" || return
+    --json "$tmp/r.json" "${@:3}" || return
   checks=$((checks + 1))
   if ! grep -qF -- "$1" "$tmp/out" "$tmp/err" "$tmp/r.json"; then
     fail "$2: '$1' not found"
@@ -75,6 +75,35 @@ run 1 bench "$tmp/badms.json" -c EXPORT+AOT_INDUCTOR "${quick[@]}" &&
 MODELBENCH_AOTI_MODULE=$tmp/none.so run 0 list &&
   expect_in "$tmp/out" "MODELBENCH_AOTI_MODULE=$tmp/none.so: no such file" \
     "list without the module"
+
+# EXPORT+AOT_INDUCTOR can run on CUDA. With the wheel's libtorch taken to
+# be one without CUDA (no libtorch_cuda.so beside its libtorch_cpu.so),
+# --device cuda fails it saying why, decided without loading the module;
+# the device override places it on the CPU, where the package is loaded.
+run 0 list --json &&
+  py "list --json: EXPORT+AOT_INDUCTOR devices" '
+import json, sys
+row = [c for c in json.load(open(sys.argv[1]))["conversions"] if c["name"] == "EXPORT+AOT_INDUCTOR"][0]
+assert [d["device"] for d in row["devices"]] == ["cpu", "cuda"], row' "$tmp/out"
+mkdir -p "$tmp/nocuda" && : >"$tmp/nocuda/libtorch_cpu.so"
+MODELBENCH_AOTI_TORCH_LIB=$tmp/nocuda/libtorch_cpu.so fails \
+  "EXPORT+AOT_INDUCTOR cannot run on cuda here (cuda: this libtorch ($tmp/nocuda/libtorch_cpu.so) is built without CUDA" \
+  corrupt --device cuda
+MODELBENCH_AOTI_TORCH_LIB=$tmp/nocuda/libtorch_cpu.so fails \
+  "corrupt.pt2: not an AOTInductor package libtorch" corrupt --device cuda \
+  --allow-device-override
+
+# A module built elsewhere (tools/aoti-module) against another wheel: the
+# runtime's version is that wheel's (its torch/version.py), not the one
+# this build saw.
+mkdir -p "$tmp/wheel/torch/lib" && : >"$tmp/wheel/torch/lib/libtorch_cpu.so"
+echo "__version__ = '9.8.7+cu130'" >"$tmp/wheel/torch/version.py"
+MODELBENCH_AOTI_TORCH_LIB=$tmp/wheel/torch/lib/libtorch_cpu.so fails \
+  "corrupt.pt2: not an AOTInductor package libtorch" corrupt &&
+  py "the version of a module built elsewhere" '
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+assert r["runtime_version"] == "9.8.7", r["runtime_version"]' "$tmp/r.json"
 
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]

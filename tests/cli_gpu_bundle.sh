@@ -41,7 +41,8 @@ checks=$((checks + 1))
 tar -tJf "$tmp/carry/bundle.tar.xz" >"$tmp/contents"
 for want in ./bin/modelbench ./lib/libmodelbench.so ./ort/libonnxruntime.so.1 \
   ./python/modelbench/__init__.py ./bench/gpu_figures.py \
-  ./shim/src/runtime/libtorch_module.cpp ./shim/include/modelbench.h ./BUNDLE; do
+  ./shim/src/runtime/libtorch_module.cpp ./shim/include/modelbench.h \
+  ./shim/tools/aoti-module/CMakeLists.txt ./shim/cmake/aoti_module.cmake ./BUNDLE; do
   expect_in "$tmp/contents" "$want" "the bundle"
 done
 checks=$((checks + 1))

@@ -147,5 +147,37 @@ echo "not a library" >"$tmp/bad.so"
 MODELBENCH_LIBTORCH_MODULE=$tmp/bad.so fails 1 "cannot load $tmp/bad.so" \
   bench "$models/cnn.pt" -c TORCHSCRIPT --shape x=1,3,16,16
 
+# --- devices ---
+# TORCHSCRIPT can run on CUDA (on the PyTorch 2.x wheel's libtorch). With
+# that libtorch taken to be one without CUDA (no libtorch_cuda.so beside
+# its libtorch_cpu.so), CUDA is unusable with why, decided without loading
+# anything; --device cuda fails the conversion with it, and the device
+# override runs it on the CPU.
+py "list --json: TORCHSCRIPT devices" '
+import json, sys
+row = [c for c in json.load(open(sys.argv[1]))["conversions"] if c["name"] == "TORCHSCRIPT"][0]
+assert [d["device"] for d in row["devices"]] == ["cpu", "cuda"], row' "$tmp/list.json"
+mkdir -p "$tmp/nocuda" && : >"$tmp/nocuda/libtorch_cpu.so"
+MODELBENCH_AOTI_TORCH_LIB=$tmp/nocuda/libtorch_cpu.so run 0 list --json &&
+  cp "$tmp/out" "$tmp/list_nocuda.json"
+py "list --json: TORCHSCRIPT without a CUDA libtorch" '
+import json, sys
+row = [c for c in json.load(open(sys.argv[1]))["conversions"] if c["name"] == "TORCHSCRIPT"][0]
+here = {d["device"]: d["here"] for d in row["devices"]}
+assert here == {"cpu": True, "cuda": False}, row
+assert "built without CUDA" in row["devices_reason"] or "built without a PyTorch" in row["devices_reason"], row' \
+  "$tmp/list_nocuda.json"
+MODELBENCH_AOTI_TORCH_LIB=$tmp/nocuda/libtorch_cpu.so fails 1 \
+  "TORCHSCRIPT cannot run on cuda here" \
+  bench "$models/cnn.pt" -c TORCHSCRIPT --shape x=1,3,16,16 --device cuda
+checks=$((checks + 1))
+grep -qF "built without" "$tmp/out" "$tmp/err" "$tmp/err.json" 2>/dev/null ||
+  fail "--device cuda: why not CUDA not said"
+MODELBENCH_AOTI_TORCH_LIB=$tmp/nocuda/libtorch_cpu.so run 0 bench "$models/cnn.pt" \
+  -c TORCHSCRIPT --shape x=1,3,16,16 --device cuda --allow-device-override \
+  "${fast[@]}" --json "$tmp/override.json" &&
+  result "$tmp/override.json" "--device cuda --allow-device-override" \
+    'r["status"] == "ok"' 'r["device"] == "cpu"'
+
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]

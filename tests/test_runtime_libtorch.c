@@ -15,6 +15,7 @@
 #include "runtime/runtime.h"
 #include "test.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define ATOL 1e-5
@@ -169,6 +170,139 @@ static int expect_torch_outputs(const fixture *f, void *session) {
     ASSERT_STR_EQ(outputs[i]->name, name);
   }
   free_tensors(outputs, f->n_expected);
+  return 0;
+}
+
+/* ---- CUDA ----
+ * TORCHSCRIPT on CUDA runs on the PyTorch 2.x wheel's libtorch
+ * (libmodelbench-aoti.so). Whether it can is decided from files alone
+ * (devices: the module is there and libtorch_cuda.so beside its
+ * libtorch_cpu.so); the module then checks for a device. These run
+ * first, in a child process: one process cannot hold Debian's libtorch
+ * (the tests below) and the wheel's. */
+
+/* In a child: prepares "cnn" on CUDA; on success runs it and checks the
+ * device side. Writes "ok" or the error's message to fd. */
+static void cuda_child(int fd) {
+  fixture f;
+  mb_error err = {0};
+  void *session = NULL;
+  char line[600] = "ok";
+  mb_runtime_options options = {.threads = 1,
+                                .device = MB_DEVICE_CUDA,
+                                .precision = MB_PRECISION_FP32,
+                                .conversion = "TORCHSCRIPT"};
+  if (fixture_load(&f, "cnn", -1)) {
+    snprintf(line, sizeof line, "fixture");
+  } else {
+    options.model_path = f.path;
+    if (mb__runtime_libtorch.prepare(f.model, NULL, 0, &options, &session,
+                                     &err)) {
+      snprintf(line, sizeof line, "%s", err.message);
+    } else {
+      mb_gpu_result gpu = {0};
+      double h2d[2], d2h[2], mb[2];
+      if (expect_torch_outputs(&f, session) ||
+          mb__runtime_libtorch.gpu_compute_ms(session) < 0 ||
+          !mb__runtime_libtorch.gpu_describe(session, &gpu) ||
+          !gpu.info.name[0] ||
+          mb__runtime_libtorch.gpu_copies(session,
+                                          (const mb_tensor *const *)f.inputs, 2,
+                                          h2d, d2h, mb, &err) ||
+          !(mb[0] > 0 && mb[1] > 0 && h2d[1] >= 0 && d2h[1] >= 0))
+        snprintf(line, sizeof line, "the device side is wrong: %s",
+                 err.message);
+      mb__runtime_libtorch.release(session);
+    }
+    fixture_free(&f);
+  }
+  ssize_t written = write(fd, line, strlen(line));
+  _exit(written > 0 ? 0 : 1);
+}
+
+TEST(cuda_runs_or_says_why) {
+  REQUIRE_LIBTORCH();
+  char reason[256] = "", got[600] = "";
+  unsigned devices = mb__runtime_libtorch.devices(reason, sizeof reason);
+  ASSERT(devices & (1u << MB_DEVICE_CPU));
+  if (!(devices & (1u << MB_DEVICE_CUDA))) {
+    /* Not even the files: the reason names the wheel's module. */
+    printf("  no CUDA here: %s\n", reason);
+    ASSERT(strstr(reason, "TORCHSCRIPT runs on CUDA on the PyTorch 2.x") !=
+           NULL);
+    return 0;
+  }
+  int fds[2];
+  ASSERT(pipe(fds) == 0);
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    cuda_child(fds[1]);
+  }
+  close(fds[1]);
+  ssize_t n = read(fds[0], got, sizeof got - 1);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT(n > 0);
+  got[n] = '\0';
+  printf("  CUDA: %s\n", got);
+  /* A GPU here (its device nodes): it ran; none: the module says so. */
+  if (access("/dev/nvidiactl", F_OK) == 0)
+    ASSERT_STR_EQ(got, "ok");
+  else
+    ASSERT(strstr(got, "no CUDA device: torch::cuda::is_available() is "
+                       "false") != NULL);
+  return 0;
+}
+
+/* A wheel's libtorch without CUDA (no libtorch_cuda.so beside its
+ * libtorch_cpu.so): CUDA is refused with why, without loading anything. */
+TEST(cuda_without_libtorch_cuda) {
+  REQUIRE_LIBTORCH();
+  mb_runtime_info aoti = {0};
+  mb__runtime_aoti.probe(&aoti);
+  char dir[] = "/tmp/mb-nocuda-XXXXXX", lib[64], reason[256] = "";
+  ASSERT(mkdtemp(dir) != NULL);
+  snprintf(lib, sizeof lib, "%s/libtorch_cpu.so", dir);
+  FILE *stub = fopen(lib, "w"); /* there, but no libtorch_cuda.so beside */
+  ASSERT(stub != NULL);
+  fclose(stub);
+  setenv("MODELBENCH_AOTI_TORCH_LIB", lib, 1);
+  unsigned script = mb__runtime_libtorch.devices(reason, sizeof reason);
+  char script_reason[256];
+  snprintf(script_reason, sizeof script_reason, "%s", reason);
+  unsigned package = mb__runtime_aoti.devices(reason, sizeof reason);
+  fixture f;
+  mb_error err = {0};
+  void *session = NULL;
+  mb_runtime_options options = {.threads = 1,
+                                .device = MB_DEVICE_CUDA,
+                                .precision = MB_PRECISION_FP32,
+                                .conversion = "TORCHSCRIPT"};
+  mb_status status = MB_STATUS_OK;
+  if (!fixture_load(&f, "cnn", -1)) {
+    options.model_path = f.path;
+    status = mb__runtime_libtorch.prepare(f.model, NULL, 0, &options, &session,
+                                          &err);
+    mb__runtime_libtorch.release(session);
+    fixture_free(&f);
+  }
+  unsetenv("MODELBENCH_AOTI_TORCH_LIB");
+  remove(lib);
+  rmdir(dir);
+  ASSERT_EQ(script, 1u << MB_DEVICE_CPU);
+  ASSERT_EQ(package, 1u << MB_DEVICE_CPU);
+  ASSERT_EQ(status, MB_STATUS_UNAVAILABLE);
+  /* With the wheel's module built, the reason is its libtorch's; without
+   * it, why it was not built. */
+  const char *why =
+      aoti.available ? "is built without CUDA: no " : "built without";
+  ASSERT(strstr(reason, why) != NULL);
+  ASSERT(strstr(script_reason, why) != NULL);
+  ASSERT(strstr(err.message, why) != NULL);
+  printf("  %s\n", err.message);
   return 0;
 }
 
@@ -431,7 +565,9 @@ TEST(zz_remove_generated_files) {
   return 0;
 }
 
-TEST_MAIN(TEST_ENTRY(probe_reports_libtorch), TEST_ENTRY(outputs_match_torch),
+TEST_MAIN(TEST_ENTRY(cuda_runs_or_says_why),
+          TEST_ENTRY(cuda_without_libtorch_cuda),
+          TEST_ENTRY(probe_reports_libtorch), TEST_ENTRY(outputs_match_torch),
           TEST_ENTRY(inputs_follow_the_caller),
           TEST_ENTRY(prepare_errors_name_the_fault),
           TEST_ENTRY(non_tensor_argument_is_refused),

@@ -305,9 +305,17 @@ def _benchmark(
             # The exporters run in a process of their own (a crash fails the
             # conversions that need the export), unless everything runs here.
             isolated = spec_path if cfg.multiprocessing else None
+            # EXPORT+AOT_INDUCTOR's package is compiled, and TORCHSCRIPT's
+            # trace made, on the device the engine will place them on: CUDA
+            # when asked for (or auto) and usable here, else the CPU.
+            def placed(name: str) -> str:
+                here = rows.get(name, {}).get("devices_here", [])
+                return "cuda" if device in ("cuda", "auto") and "cuda" in here else "cpu"
+
             formats.update(export_forms(source, sha, inputs, outputs, run_dir, wanted,
                                         cfg.opset, cfg.cache, cfg.cache_dir, isolated,
-                                        cfg.timeout))
+                                        cfg.timeout, placed("EXPORT+AOT_INDUCTOR"),
+                                        placed("TORCHSCRIPT")))
             model_path = write_manifest(run_dir, source, sha, inputs, outputs, formats,
                                         "EAGER")
             if executor is not None and executor.startswith("ssh:"):

@@ -36,10 +36,10 @@ def run(job: Dict[str, Any]) -> Dict[str, Any]:
                               bool(job.get("dynamo")))
         return {"opset": opset}
     if job["what"] == "torchscript":
-        trace_module(module, example, job["path"])
+        trace_module(module, example, job["path"], job.get("device", "cpu"))
         return {}
     if job["what"] == "aoti":
-        compile_aoti(module, example, job["path"])
+        compile_aoti(module, example, job["path"], job.get("device", "cpu"))
         return {}
     raise ValueError(f"unknown export {job['what']!r}")
 

@@ -23,7 +23,7 @@ import time
 import warnings
 import zipfile
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _lib
 from .data import Inputs, InputSpec, signature_text
@@ -437,11 +437,30 @@ def export_module(module: Any, example: Any, names: List[str], out_names: List[s
     raise first_error
 
 
-def trace_module(module: Any, example: Any, path: str) -> None:
-    """The module as TorchScript (traced on example unless it is already
-    scripted), saved at path."""
+def on_device(module: Any, example: Any, device: str) -> Tuple[Any, Any]:
+    """A copy of the module and the example on `device` ("cuda"); the
+    caller's module stays where it is. RuntimeError where this PyTorch sees
+    no GPU."""
+    import copy
+
     import torch
 
+    if not torch.cuda.is_available():
+        raise RuntimeError(f"an export for {device} needs a GPU that this PyTorch "
+                           f"({torch.__version__}) can use")
+    return (copy.deepcopy(module).to(device),
+            tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in example))
+
+
+def trace_module(module: Any, example: Any, path: str, device: str = "cpu") -> None:
+    """The module as TorchScript (traced on example unless it is already
+    scripted), saved at path; traced on `device` ("cuda": a trace keeps the
+    devices its ops were given, so one that will run on the GPU is traced
+    there)."""
+    import torch
+
+    if device != "cpu":
+        module, example = on_device(module, example, device)
     if not isinstance(module, torch.jit.ScriptModule):
         with torch.no_grad():
             module = torch.jit.trace(module.eval(), tuple(example), check_trace=False,
@@ -449,12 +468,14 @@ def trace_module(module: Any, example: Any, path: str) -> None:
     torch.jit.save(module, path)
 
 
-def compile_aoti(module: Any, example: Any, path: str) -> None:
+def compile_aoti(module: Any, example: Any, path: str, device: str = "cpu") -> None:
     """The module exported with torch.export on `example` (eval mode, no
     gradients) and compiled ahead of time by AOTInductor into the package
-    `path` (a .pt2 file that C++ loads with AOTIModelPackageLoader).
-    RuntimeError on a PyTorch without AOTInductor packages (before 2.6),
-    TypeError for a TorchScript module."""
+    `path` (a .pt2 file that C++ loads with AOTIModelPackageLoader), for
+    `device` ("cpu" or "cuda": module and example moved there first; the
+    package runs only on the device it was compiled for).
+    RuntimeError on a PyTorch without AOTInductor packages (before 2.6) or
+    without the device, TypeError for a TorchScript module."""
     import torch
 
     from . import inductor
@@ -465,6 +486,8 @@ def compile_aoti(module: Any, example: Any, path: str) -> None:
     if isinstance(module, torch.jit.ScriptModule):
         raise TypeError("torch.export needs an nn.Module, not a TorchScript module")
     inductor.prepare()
+    if device != "cpu":
+        module, example = on_device(module, example, device)
     with torch.no_grad():
         program = torch.export.export(module.eval(), tuple(example))
         torch._inductor.aoti_compile_and_package(program, package_path=path)
@@ -570,55 +593,84 @@ def export_onnx(source: ModelSource, sha256: str, inputs: Inputs, outputs: Outpu
 def export_torchscript(source: ModelSource, sha256: str, inputs: Inputs, folder: str,
                        cache: bool, cache_dir: Optional[str],
                        spec_path: Optional[str] = None,
-                       timeout: float = 600.0) -> Dict[str, str]:
+                       timeout: float = 600.0, device: str = "cpu") -> Dict[str, str]:
     """The manifest's "torchscript" entry for the C++ runtime (TORCHSCRIPT):
-    the file given, or the module traced on the example batch and saved,
-    kept in the build cache like the ONNX export (in a process of its own
-    with spec_path)."""
+    the file given, or the module traced on the example batch on `device`
+    and saved, kept in the build cache like the ONNX export (in a process of
+    its own with spec_path)."""
     if source.kind == "torchscript" and source.path:
         return {"path": source.path}
-    make = _maker("torchscript", trace_module, source, inputs, spec_path, timeout)
+    make = _maker("torchscript", trace_module, source, inputs, spec_path, timeout,
+                  device=device)
     return _host_build(source, sha256, inputs, folder, "TORCHSCRIPT_EXPORT",
-                       "trace=1", "model.pt", make, "torch.jit.trace", cache, cache_dir)
+                       "trace=1" + (f";device={device}" if device != "cpu" else ""),
+                       "model.pt", make, "torch.jit.trace", cache, cache_dir)
 
 
-def _maker(what: str, here: Callable[[Any, Any, str], None], source: ModelSource,
+def _maker(what: str, here: Callable[..., None], source: ModelSource,
            inputs: Inputs, spec_path: Optional[str],
-           timeout: float) -> Callable[[str], None]:
-    """make(path) for _host_build: here(module, example, path) in this
-    process, or export `what` in a process of its own with spec_path."""
+           timeout: float, **args: Any) -> Callable[[str], None]:
+    """make(path) for _host_build: here(module, example, path, **args) in
+    this process, or export `what` (the job carrying args) in a process of
+    its own with spec_path."""
 
     def make(path: str) -> None:
         if spec_path is None:
-            here(source.module, inputs.example, path)
+            here(source.module, inputs.example, path, **args)
         else:
-            _isolated(what, spec_path, inputs.example, {}, path, timeout)
+            _isolated(what, spec_path, inputs.example, args, path, timeout)
 
     return make
+
+
+def gpu_fingerprint() -> str:
+    """The GPUs' models as the NVIDIA driver names them
+    (/proc/driver/nvidia/gpus/*/information), "" where unknown: what a CUDA
+    package's kernels are compiled for. Reads files: CUDA is not
+    initialised (the engine forks its workers after this)."""
+    import glob
+
+    models = []
+    for info in sorted(glob.glob("/proc/driver/nvidia/gpus/*/information")):
+        try:
+            with open(info) as f:
+                models += [line.split(":", 1)[1].strip() for line in f
+                           if line.startswith("Model:")]
+        except OSError:
+            pass
+    return ",".join(models)
 
 
 def export_aoti(source: ModelSource, sha256: str, inputs: Inputs, folder: str,
                 cache: bool, cache_dir: Optional[str],
                 spec_path: Optional[str] = None,
-                timeout: float = 600.0) -> Dict[str, Any]:
+                timeout: float = 600.0, device: str = "cpu") -> Dict[str, Any]:
     """The manifest's "aoti" entry for EXPORT+AOT_INDUCTOR: the module's
-    AOTInductor package (compile_aoti on the example batch), kept in the
-    build cache under the module's hash and this CPU (the package's code is
-    compiled for it), made in a process of its own with spec_path."""
-    make = _maker("aoti", compile_aoti, source, inputs, spec_path, timeout)
-    return _host_build(source, sha256, inputs, folder, "AOT_INDUCTOR",
-                       f"package=1;cpu={cpu_fingerprint()}", "model.pt2", make,
-                       "torch._inductor.aoti_compile_and_package", cache, cache_dir)
+    AOTInductor package (compile_aoti on the example batch) for `device`
+    ("cpu" or "cuda"), kept in the build cache under the module's hash and
+    this CPU (the package's code is compiled for it), and for CUDA the
+    device and its GPU model; made in a process of its own with
+    spec_path."""
+    make = _maker("aoti", compile_aoti, source, inputs, spec_path, timeout, device=device)
+    options = f"package=1;cpu={cpu_fingerprint()}"
+    if device != "cpu":
+        options += f";device={device};gpu={gpu_fingerprint()}"
+    return _host_build(source, sha256, inputs, folder, "AOT_INDUCTOR", options,
+                       "model.pt2", make, "torch._inductor.aoti_compile_and_package",
+                       cache, cache_dir)
 
 
 def export_forms(source: ModelSource, sha256: str, inputs: Inputs, outputs: Outputs,
                  folder: str, wanted: Any, opset: Optional[int], cache: bool,
                  cache_dir: Optional[str], spec_path: Optional[str] = None,
-                 timeout: float = 600.0) -> Dict[str, Dict[str, Any]]:
+                 timeout: float = 600.0, aoti_device: str = "cpu",
+                 torchscript_device: str = "cpu") -> Dict[str, Dict[str, Any]]:
     """The manifest's entries of the forms in `wanted` that the C runtimes
     run ("onnx", "onnx_dynamo", "torchscript", "aoti"), made from the module
     (in processes of their own with spec_path); the "pytorch" form is the
-    caller's."""
+    caller's. aoti_device, torchscript_device: the device the AOTInductor
+    package is compiled for and the module traced on (where
+    EXPORT+AOT_INDUCTOR and TORCHSCRIPT will run)."""
     makers: Dict[str, Callable[[], Dict[str, Any]]] = {
         "onnx": lambda: export_onnx(source, sha256, inputs, outputs, folder, opset, cache,
                                     cache_dir, spec_path, timeout),
@@ -626,9 +678,10 @@ def export_forms(source: ModelSource, sha256: str, inputs: Inputs, outputs: Outp
                                            cache, cache_dir, spec_path, timeout,
                                            dynamo=True),
         "torchscript": lambda: export_torchscript(source, sha256, inputs, folder, cache,
-                                                  cache_dir, spec_path, timeout),
+                                                  cache_dir, spec_path, timeout,
+                                                  torchscript_device),
         "aoti": lambda: export_aoti(source, sha256, inputs, folder, cache, cache_dir,
-                                    spec_path, timeout),
+                                    spec_path, timeout, aoti_device),
     }
     return {form: make() for form, make in makers.items() if form in wanted}
 

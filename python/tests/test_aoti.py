@@ -66,6 +66,9 @@ def test_aot_inductor_package_runs_from_c(fast, cache_dir, tmp_path):
             meta = [json.loads(z.read(n)) for n in z.namelist()
                     if n.endswith("wrapper_metadata.json")]
         assert meta and meta[0]["AOTI_CPU_ISA"] != "INVALID_VEC_ISA", meta
+        # Compiled for the device it ran on: the CPU here.
+        assert meta[0].get("AOTI_DEVICE_KEY", "cpu") == "cpu", meta
+    assert "cpu" in row["devices_here"], row
 
     again = benchmark_model(mlp(), fast, names, data=x)
     r2 = again["EXPORT+AOT_INDUCTOR"]
@@ -90,6 +93,24 @@ def test_aot_inductor_package_runs_from_c(fast, cache_dir, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(report.read_text())["results"][0]
     assert result["status"] == "ok" and result["runtime"] == "aoti", result
+
+
+@pytest.mark.skipif(not HAS_AOTI, reason="AOTInductor packages need PyTorch 2.6")
+def test_cuda_package_needs_a_gpu(tmp_path):
+    """A package for CUDA is compiled only where this PyTorch sees a GPU;
+    elsewhere the export says why (and the engine never places
+    EXPORT+AOT_INDUCTOR on CUDA there: devices_here)."""
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: the device check compiles for it")
+    from modelbench.model import compile_aoti, trace_module
+
+    with pytest.raises(RuntimeError, match="an export for cuda needs a GPU"):
+        compile_aoti(mlp(), (torch.randn(2, 16),), str(tmp_path / "m.pt2"), device="cuda")
+    assert not (tmp_path / "m.pt2").exists()
+    # TORCHSCRIPT's trace likewise (a trace keeps its ops' devices).
+    with pytest.raises(RuntimeError, match="an export for cuda needs a GPU"):
+        trace_module(mlp(), (torch.randn(2, 16),), str(tmp_path / "m.pt"), device="cuda")
+    assert "cuda" not in aoti_row()["devices_here"]
 
 
 def test_isa_check_links_the_running_torch():

@@ -304,6 +304,8 @@ static const mb_conversion_def builtin[] = {
             "torch::jit::load, eval(), forward() under torch::InferenceMode",
         .tier = 2,
         .format = MB_MODEL_FORMAT_TORCHSCRIPT,
+        /* On CUDA through the PyTorch 2.x wheel's libtorch (libtorch.c). */
+        .devices = (1u << MB_DEVICE_CPU) | (1u << MB_DEVICE_CUDA),
     },
     {
         .id = 51,
@@ -318,6 +320,9 @@ static const mb_conversion_def builtin[] = {
             "(PyTorch 2.x)",
         .tier = 2,
         .format = MB_MODEL_FORMAT_AOTI,
+        /* The package runs on the device it was compiled for: the Python
+         * front compiles it for the run's device. */
+        .devices = (1u << MB_DEVICE_CPU) | (1u << MB_DEVICE_CUDA),
     },
 /* PyTorch's own deployment paths, on the module itself, one Python file
  * each (python/modelbench/conversions/options/, rows generated from them

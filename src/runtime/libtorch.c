@@ -21,7 +21,19 @@
  *
  * The model is opaque: its inputs (from --shape or a manifest) are the
  * arguments of forward() or the package's run(), in order; its declared
- * outputs, when it has any, must match the tensors returned. */
+ * outputs, when it has any, must match the tensors returned.
+ *
+ * CUDA (options->device): both runtimes run there on the wheel's libtorch
+ * (libmodelbench-aoti.so) when it has CUDA: TORCHSCRIPT on the GPU loads
+ * the file with that module (Debian's libtorch has no CUDA), as does
+ * TORCHSCRIPT on the CPU where Debian's module is missing. Whether a
+ * runtime can use CUDA is decided without loading anything (the engine's
+ * parent asks, and must not initialise CUDA before it forks): the module
+ * is there and libtorch_cuda.so is beside its libtorch_cpu.so; whether a
+ * GPU is there is the engine's NVML check. The module does the device
+ * side (libtorch_module.cpp): inputs copied once per sample and kept on
+ * the device, CUDA events around each call and a synchronisation after
+ * it, the timed copies, the device's name and peak memory. */
 #define _GNU_SOURCE /* dladdr */
 #include "ops/op.h"
 #include "runtime/libtorch_module.h"
@@ -39,10 +51,12 @@
 #define LT_REASON_SIZE 256 /* mb_runtime_info's reason holds as much */
 
 typedef struct lt_flavor {
-  const char *runtime; /* the runtime's name */
-  const char *file;    /* the module's file name */
-  const char *env;     /* the variable that names the module's path */
-  const char *what;    /* what it runs, in messages */
+  const char *runtime;   /* the runtime's name */
+  const char *file;      /* the module's file name */
+  const char *env;       /* the variable that names the module's path */
+  const char *torch_env; /* the variable that names its libtorch_cpu (a
+                            module built elsewhere: tools/aoti-module) */
+  const char *what;      /* what it runs, in messages */
   /* The libtorch_cpu the module links, its version, where the build and
    * `make install` put the module; NULL when the module was not built. */
   const char *cpu_file, *version, *build_dir, *install_dir;
@@ -71,6 +85,7 @@ static lt_flavor lt_script = {
     "libtorch",
     MB_LIBTORCH_MODULE_FILE,
     "MODELBENCH_LIBTORCH_MODULE",
+    "MODELBENCH_LIBTORCH_TORCH_LIB",
     "TORCHSCRIPT",
     LT_SCRIPT_BUILT,
     "built without libtorch (apt install libtorch-dev, or "
@@ -84,6 +99,7 @@ static lt_flavor lt_aoti = {
     "aoti",
     MB_AOTI_MODULE_FILE,
     "MODELBENCH_AOTI_MODULE",
+    "MODELBENCH_AOTI_TORCH_LIB",
     "EXPORT+AOT_INDUCTOR",
     LT_AOTI_BUILT,
     "built without a PyTorch >= 2.6 wheel (MB_WITH_TORCH2=1 "
@@ -125,11 +141,40 @@ static int find_loaded_torch(struct dl_phdr_info *info, size_t size,
   return 0;
 }
 
+/* The libtorch_cpu the flavor's module links: $<torch_env> for a module
+ * built elsewhere (with $<env>), else the one it was built with. */
+static const char *cpu_file(const lt_flavor *f) {
+  const char *env = getenv(f->torch_env);
+  return env && *env ? env : f->cpu_file;
+}
+
+/* The flavor's libtorch version: the one it was built with, or for a
+ * module built elsewhere ($<torch_env>) its wheel's torch/version.py
+ * ("__version__ = '2.11.0+cu130'" -> "2.11.0"), read each time. */
+static const char *torch_version(const lt_flavor *f) {
+  static __thread char found[32];
+  const char *cpu = getenv(f->torch_env);
+  if (!cpu || !*cpu)
+    return f->version;
+  char path[PATH_MAX], line[256];
+  const char *slash = strrchr(cpu, '/');
+  snprintf(path, sizeof path, "%.*s/../version.py",
+           slash ? (int)(slash - cpu) : 1, slash ? cpu : ".");
+  FILE *file = fopen(path, "r");
+  found[0] = '\0';
+  while (file && fgets(line, sizeof line, file))
+    if (sscanf(line, "__version__ = '%31[^'+]", found) == 1)
+      break;
+  if (file)
+    fclose(file);
+  return found[0] ? found : f->version;
+}
+
 /* Whether `path` is the libtorch_cpu the flavor's module links (by real
  * path). */
 static int is_ours(const lt_flavor *f, const char *path) {
   char mine[PATH_MAX], theirs[PATH_MAX];
-  if (!realpath(f->cpu_file, mine) || !realpath(path, theirs))
+  if (!realpath(cpu_file(f), mine) || !realpath(path, theirs))
     return 0;
   return strcmp(mine, theirs) == 0;
 }
@@ -149,7 +194,7 @@ static int other_libtorch(const lt_flavor *f, char *reason) {
   say(reason,
       "another PyTorch is in this process (%s); %s runs on libtorch %s and "
       "two cannot share one: use the modelbench CLI or that PyTorch's Python",
-      other, f->what, f->version);
+      other, f->what, torch_version(f));
   return 1;
 }
 
@@ -199,6 +244,13 @@ static int usable(const lt_flavor *f, char *reason) {
   char path[PATH_MAX];
   if (!f->cpu_file) {
     say(reason, "%s", f->not_built);
+    return 0;
+  }
+  if (access(cpu_file(f), F_OK) != 0) {
+    say(reason,
+        "%s: no such file (the libtorch its module links; set %s to it "
+        "where that libtorch is elsewhere)",
+        cpu_file(f), f->torch_env);
     return 0;
   }
   return !other_libtorch(f, reason) &&
@@ -258,15 +310,79 @@ static void probe(const lt_flavor *f, mb_runtime_info *info) {
   char reason[LT_REASON_SIZE] = "";
   info->available = usable(f, reason);
   snprintf(info->version, sizeof info->version, "%s",
-           info->available ? f->version : "");
+           info->available ? torch_version(f) : "");
   snprintf(info->reason, sizeof info->reason, "%s", reason);
 }
 
+/* TORCHSCRIPT on the CPU: Debian's libtorch, or the wheel's where
+ * Debian's module was not built or is not found (a bundle made for a
+ * machine with only the wheel's) and $MODELBENCH_LIBTORCH_MODULE does not
+ * name it. */
+static lt_flavor *script_flavor(void) {
+  char path[PATH_MAX], reason[LT_REASON_SIZE];
+  const char *env = getenv(lt_script.env);
+  int there =
+      (env && *env) || (lt_script.cpu_file &&
+                        find_module(&lt_script, path, sizeof path, reason));
+  return !there && usable(&lt_aoti, reason) ? &lt_aoti : &lt_script;
+}
+
 static void script_probe(mb_runtime_info *info) {
-  probe(&lt_script, info);
+  probe(script_flavor(), info);
 }
 static void aoti_probe(mb_runtime_info *info) {
   probe(&lt_aoti, info);
+}
+
+/* ---- devices ---- */
+
+/* Whether the flavor's module can run on CUDA, by its files alone (no
+ * module loaded, no CUDA initialised): it is there and its libtorch has
+ * CUDA (libtorch_cuda.so beside libtorch_cpu.so). 0 with why when not. */
+static int has_cuda(const lt_flavor *f, char *reason) {
+  char path[PATH_MAX];
+  if (!f->cpu_file) {
+    say(reason, "%s", f->not_built);
+    return 0;
+  }
+  if (!find_module(f, path, sizeof path, reason))
+    return 0;
+  const char *cpu = cpu_file(f);
+  if (access(cpu, F_OK) != 0) {
+    say(reason, "%s: no such file (set %s to the libtorch its module links)",
+        cpu, f->torch_env);
+    return 0;
+  }
+  const char *slash = strrchr(cpu, '/');
+  snprintf(path, sizeof path, "%.*s/libtorch_cuda.so",
+           slash ? (int)(slash - cpu) : 1, slash ? cpu : ".");
+  if (access(path, F_OK) != 0) {
+    say(reason, "this libtorch (%s) is built without CUDA: no %s", cpu, path);
+    return 0;
+  }
+  return 1;
+}
+
+static unsigned aoti_devices(char *reason, size_t size) {
+  char why[LT_REASON_SIZE] = "";
+  unsigned cpu = 1u << MB_DEVICE_CPU;
+  if (has_cuda(&lt_aoti, why))
+    return cpu | 1u << MB_DEVICE_CUDA;
+  snprintf(reason, size, "%s", why);
+  return cpu;
+}
+
+/* TORCHSCRIPT on CUDA runs on the wheel's libtorch (Debian's has none). */
+static unsigned script_devices(char *reason, size_t size) {
+  char why[LT_REASON_SIZE] = "";
+  unsigned cpu = 1u << MB_DEVICE_CPU;
+  if (has_cuda(&lt_aoti, why))
+    return cpu | 1u << MB_DEVICE_CUDA;
+  snprintf(reason, size,
+           "TORCHSCRIPT runs on CUDA on the PyTorch 2.x wheel's libtorch "
+           "(" MB_AOTI_MODULE_FILE "): %s",
+           why);
+  return cpu;
 }
 
 /* ---- sessions ---- */
@@ -274,6 +390,7 @@ static void aoti_probe(mb_runtime_info *info) {
 typedef struct lt_session {
   const mb_libtorch_module *module;
   void *module_session;
+  int cuda; /* the CUDA device it runs on; -1: the CPU */
   int n_inputs, n_outputs;
   mb_libtorch_tensor *inputs; /* views of the caller's tensors, per run */
   const mb_model *model;      /* borrowed: names of the declared outputs */
@@ -291,9 +408,18 @@ static void lt_release(void *session) {
   free(s);
 }
 
-static mb_status prepare(lt_flavor *f, const mb_model *model,
+/* package: an AOTInductor package (else a TorchScript file), on `f`'s
+ * module. */
+static mb_status prepare(lt_flavor *f, int package, const mb_model *model,
                          const mb_runtime_options *options, void **session_out,
                          mb_error *err) {
+  int cuda = options->device == MB_DEVICE_CUDA ? 0 : -1;
+  char why[LT_REASON_SIZE] = "";
+  if (cuda >= 0 && !has_cuda(f, why))
+    return mb__error(
+        err, MB_STATUS_UNAVAILABLE, "%s on %s runs on %s (libtorch %s): %s",
+        package ? lt_aoti.what : lt_script.what, mb_device_name(MB_DEVICE_CUDA),
+        f->file, f->version ? torch_version(f) : "none", why);
   const mb_libtorch_module *module = lt_get(f, err);
   mb_status status;
   if (!module)
@@ -301,11 +427,12 @@ static mb_status prepare(lt_flavor *f, const mb_model *model,
   if (!options->model_path)
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT,
                      "%s runs %s and this model has none", f->runtime,
-                     f->package ? "AOTInductor packages" : "TorchScript files");
+                     package ? "AOTInductor packages" : "TorchScript files");
   lt_session *s = calloc(1, sizeof *s);
   if (!s)
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "out of memory");
   s->module = module;
+  s->cuda = cuda;
   s->model = model;
   s->n_inputs = mb_model_input_count(model);
   s->n_outputs = mb_model_output_count(model);
@@ -325,10 +452,10 @@ static mb_status prepare(lt_flavor *f, const mb_model *model,
    * thread) with the process's OpenBLAS, which at::set_num_threads leaves
    * at one thread per core: --threads holds for it too. */
   mb__blas_set_threads(options->threads);
-  status = f->package
+  status = package
                ? module->load_package(s->path, options->threads, s->n_inputs,
-                                      &s->module_session, err)
-               : module->load(s->path, options->threads, s->n_inputs,
+                                      cuda, &s->module_session, err)
+               : module->load(s->path, options->threads, s->n_inputs, cuda,
                               &s->module_session, err);
   if (status)
     goto fail;
@@ -340,9 +467,8 @@ fail:
   return status;
 }
 
-static mb_status lt_run(void *session, const mb_tensor *const *inputs,
-                        mb_error *err) {
-  lt_session *s = session;
+/* s->inputs: views of the caller's tensors. */
+static void view_inputs(lt_session *s, const mb_tensor *const *inputs) {
   for (int i = 0; i < s->n_inputs; i++) {
     mb_libtorch_tensor *v = &s->inputs[i];
     v->dtype = inputs[i]->dtype;
@@ -351,7 +477,47 @@ static mb_status lt_run(void *session, const mb_tensor *const *inputs,
     v->data = inputs[i]->data;
     v->nbytes = inputs[i]->nbytes;
   }
+}
+
+static mb_status lt_run(void *session, const mb_tensor *const *inputs,
+                        mb_error *err) {
+  lt_session *s = session;
+  view_inputs(s, inputs);
   return s->module->run(s->module_session, s->inputs, err);
+}
+
+static int lt_gpu_describe(void *session, mb_gpu_result *gpu) {
+  lt_session *s = session;
+  mb_host_gpu g = {.index = -1, .memory_peak_mb = -1};
+  if (!s || s->cuda < 0 || !s->module->gpu_describe(s->module_session, &g))
+    return 0;
+  g.name[sizeof g.name - 1] = g.cuda_runtime[sizeof g.cuda_runtime - 1] =
+      g.compute_capability[sizeof g.compute_capability - 1] = '\0';
+  gpu->info.index = g.index;
+  snprintf(gpu->info.name, sizeof gpu->info.name, "%s", g.name);
+  snprintf(gpu->info.cuda_runtime, sizeof gpu->info.cuda_runtime, "%s",
+           g.cuda_runtime);
+  snprintf(gpu->info.compute_capability, sizeof gpu->info.compute_capability,
+           "%s", g.compute_capability);
+  gpu->memory_peak_mb = g.memory_peak_mb;
+  return 1;
+}
+
+static double lt_gpu_compute_ms(void *session) {
+  lt_session *s = session;
+  return s && s->cuda >= 0 ? s->module->gpu_compute_ms(s->module_session) : -1;
+}
+
+static mb_status lt_gpu_copies(void *session, const mb_tensor *const *inputs,
+                               int n, double *h2d_ms, double *d2h_ms,
+                               double *mb, mb_error *err) {
+  lt_session *s = session;
+  if (s->cuda < 0)
+    return mb__error(err, MB_STATUS_UNSUPPORTED,
+                     "%s: timed copies of a session on the CPU", s->path);
+  view_inputs(s, inputs);
+  return s->module->gpu_copies(s->module_session, s->inputs, n, h2d_ms, d2h_ms,
+                               mb, err);
 }
 
 /* Copies the last run's outputs into new tensors, one per declared
@@ -412,7 +578,8 @@ static mb_status script_prepare(const mb_model *model, const void *model_bytes,
                                 void **session_out, mb_error *err) {
   (void)model_bytes;
   (void)model_size;
-  return prepare(&lt_script, model, options, session_out, err);
+  lt_flavor *f = options->device == MB_DEVICE_CUDA ? &lt_aoti : script_flavor();
+  return prepare(f, 0, model, options, session_out, err);
 }
 
 static mb_status aoti_prepare(const mb_model *model, const void *model_bytes,
@@ -421,11 +588,13 @@ static mb_status aoti_prepare(const mb_model *model, const void *model_bytes,
                               void **session_out, mb_error *err) {
   (void)model_bytes;
   (void)model_size;
-  return prepare(&lt_aoti, model, options, session_out, err);
+  return prepare(&lt_aoti, 1, model, options, session_out, err);
 }
 
 static char *script_take_error_detail(void) {
-  return lt_script.module ? lt_script.module->take_error_detail() : NULL;
+  const mb_libtorch_module *module =
+      lt_script.module ? lt_script.module : lt_aoti.module;
+  return module ? module->take_error_detail() : NULL;
 }
 
 static char *aoti_take_error_detail(void) {
@@ -440,6 +609,10 @@ const mb_runtime mb__runtime_libtorch = {
     .fetch_outputs = lt_fetch_outputs,
     .release = lt_release,
     .take_error_detail = script_take_error_detail,
+    .devices = script_devices,
+    .gpu_describe = lt_gpu_describe,
+    .gpu_compute_ms = lt_gpu_compute_ms,
+    .gpu_copies = lt_gpu_copies,
 };
 
 const mb_runtime mb__runtime_aoti = {
@@ -450,4 +623,8 @@ const mb_runtime mb__runtime_aoti = {
     .fetch_outputs = lt_fetch_outputs,
     .release = lt_release,
     .take_error_detail = aoti_take_error_detail,
+    .devices = aoti_devices,
+    .gpu_describe = lt_gpu_describe,
+    .gpu_compute_ms = lt_gpu_compute_ms,
+    .gpu_copies = lt_gpu_copies,
 };

@@ -11,12 +11,34 @@
 // torch::inductor::AOTIModelPackageLoader, run() under InferenceMode, the
 // same threads. No C++ exception leaves this file: every entry point turns
 // one into a status and a one-line message.
+//
+// On CUDA (load's `cuda` >= 0; MB_TORCH_CUDA, which CMake defines when the
+// wheel's libtorch has CUDA and the CUDA runtime's headers are found): the
+// TorchScript module is loaded onto the device (map_location), a package
+// runs on the device it was compiled for. Each sample's inputs are copied
+// to the device once (by their address: the engine passes a sample at the
+// same address every time) and kept there; each call is between two CUDA
+// events on the current stream and ends with torch::cuda::synchronize, so
+// it returns when the device is done; outputs stay on the device until
+// outputs() copies them to the CPU. The events are the CUDA runtime's own
+// (cuda_runtime_api.h), device name and compute capability from
+// cudaGetDeviceProperties, the peak memory from PyTorch's caching
+// allocator (torch.cuda.max_memory_allocated's figure).
 #include "runtime/libtorch_module.h"
 
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
+#include <torch/cuda.h>
 #include <torch/script.h>
 #include <torch/version.h>
+
+#ifdef MB_TORCH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#endif
 
 // AOTInductor's package loader came with libtorch 2.6.
 #if TORCH_VERSION_MAJOR > 2 ||                                                 \
@@ -25,11 +47,13 @@
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #endif
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -161,6 +185,27 @@ struct bound_input {
   std::vector<int64_t> dims;
 };
 
+// One sample's input on the device, copied once (CUDA sessions).
+struct device_input {
+  mb_dtype dtype = MB_DTYPE_UNDEFINED;
+  std::vector<int64_t> dims;
+  at::Tensor tensor;
+};
+
+#ifdef MB_TORCH_CUDA
+// Two timing events on a device (CUDA sessions), destroyed with it.
+struct cuda_clock {
+  cudaEvent_t start = nullptr, end = nullptr;
+  bool timed = false; // a run recorded both
+  ~cuda_clock() {
+    if (start)
+      cudaEventDestroy(start);
+    if (end)
+      cudaEventDestroy(end);
+  }
+};
+#endif
+
 struct session {
   std::string path;
   torch::jit::Module module;
@@ -173,6 +218,13 @@ struct session {
   std::vector<std::string> arg_names;
   std::vector<c10::IValue> inputs;
   std::vector<bound_input> bound;
+  // CUDA: the device index (-1: the CPU), each input's samples on the
+  // device by their host address, the events of the last call.
+  int cuda = -1;
+  std::vector<std::map<const void *, device_input>> on_device;
+#ifdef MB_TORCH_CUDA
+  std::unique_ptr<cuda_clock> clock;
+#endif
   c10::IValue result;
   bool has_result = false;
   // The flattened, converted outputs of `result` (outputs()).
@@ -272,17 +324,16 @@ mb_status check_signature(session &s, int n_inputs, mb_error *err) {
   return MB_STATUS_OK;
 }
 
-// Wraps input i for forward(): the caller's memory when libtorch has its
-// dtype, else a widened copy.
-mb_status bind_input(session &s, int i, const mb_libtorch_tensor &in,
-                     mb_error *err) {
-  bound_input &b = s.bound[(size_t)i];
+// Input i on the CPU: the caller's memory when libtorch has its dtype,
+// else a widened copy.
+mb_status host_tensor(int i, const mb_libtorch_tensor &in, at::Tensor *out,
+                      mb_error *err) {
   std::vector<int64_t> dims(in.dims, in.dims + in.rank);
   const dtype_row *row = row_of(in.dtype);
-  if (b.data == in.data && b.dtype == in.dtype && b.dims == dims && row &&
-      row->shared)
-    return MB_STATUS_OK;
-  std::string name = in.name ? in.name : "#" + std::to_string(i);
+  // (Appended, not "#" + ...: GCC 12 at -O3 warns about that falsely.)
+  std::string name = in.name ? in.name : "#";
+  if (!in.name)
+    name += std::to_string(i);
   if (!row)
     return fail(err, MB_STATUS_UNSUPPORTED,
                 "input '" + name + "' is " + dtype_name(in.dtype) +
@@ -303,6 +354,36 @@ mb_status bind_input(session &s, int i, const mb_libtorch_tensor &in,
     int64_t *dst = t.data_ptr<int64_t>();
     for (int64_t k = 0; k < t.numel(); k++)
       dst[k] = src[k];
+  }
+  *out = t;
+  return MB_STATUS_OK;
+}
+
+// Wraps input i for forward(): host_tensor on the CPU; on CUDA the
+// sample's copy on the device, made on its first run.
+mb_status bind_input(session &s, int i, const mb_libtorch_tensor &in,
+                     mb_error *err) {
+  bound_input &b = s.bound[(size_t)i];
+  std::vector<int64_t> dims(in.dims, in.dims + in.rank);
+  const dtype_row *row = row_of(in.dtype);
+  if (b.data == in.data && b.dtype == in.dtype && b.dims == dims && row &&
+      (row->shared || s.cuda >= 0))
+    return MB_STATUS_OK;
+  at::Tensor t;
+  if (s.cuda >= 0) {
+    auto &samples = s.on_device[(size_t)i];
+    auto it = samples.find(in.data);
+    if (it != samples.end() && it->second.dtype == in.dtype &&
+        it->second.dims == dims) {
+      t = it->second.tensor;
+    } else {
+      if (mb_status status = host_tensor(i, in, &t, err))
+        return status;
+      t = t.to(c10::Device(c10::kCUDA, (c10::DeviceIndex)s.cuda));
+      samples[in.data] = device_input{in.dtype, dims, t};
+    }
+  } else if (mb_status status = host_tensor(i, in, &t, err)) {
+    return status;
   }
   s.inputs[(size_t)i] = t;
   b.data = in.data;
@@ -349,6 +430,24 @@ bool flatten(const c10::IValue &v, const std::string &where,
   }
   *bad = where + " is " + (v.isNone() ? std::string("None") : v.tagKind());
   return false;
+}
+
+// The tensors of v in order, as flatten finds them (no checks).
+[[maybe_unused]] void collect(const c10::IValue &v,
+                              std::vector<at::Tensor> &out) {
+  if (v.isTensor()) {
+    out.push_back(v.toTensor());
+  } else if (v.isTuple()) {
+    for (const auto &item : v.toTupleRef().elements())
+      collect(item, out);
+  } else if (v.isList()) {
+    c10::List<c10::IValue> items = v.toList();
+    for (size_t i = 0; i < items.size(); i++)
+      collect(items.get(i), out);
+  } else if (v.isGenericDict()) {
+    for (const auto &entry : v.toGenericDict())
+      collect(entry.value(), out);
+  }
 }
 
 // A flattened output as modelbench stores it: dense, contiguous, float32
@@ -417,8 +516,37 @@ mb_status readable(const std::string &file, mb_error *err) {
 // set, the file checked, open(session) loading it (a c10::Error there: the
 // file is not `what` this libtorch can load), then check(session) and the
 // input slots sized.
+// MB_STATUS_OK when CUDA device `cuda` can be used: this module was built
+// with CUDA and libtorch sees the device. Initialises CUDA (in the
+// worker, never in the engine's parent).
+mb_status cuda_usable(int cuda, mb_error *err) {
+#ifdef MB_TORCH_CUDA
+  if (!torch::cuda::is_available())
+    return fail(err, MB_STATUS_UNAVAILABLE,
+                "no CUDA device: torch::cuda::is_available() is false "
+                "(libtorch " TORCH_VERSION ")");
+  if (cuda >= (int)torch::cuda::device_count())
+    return fail(err, MB_STATUS_UNAVAILABLE,
+                "CUDA device " + std::to_string(cuda) + " asked for but " +
+                    std::to_string((int)torch::cuda::device_count()) +
+                    " are there");
+  return MB_STATUS_OK;
+#else
+  (void)cuda;
+  return fail(err, MB_STATUS_UNAVAILABLE,
+              std::string(torch::cuda::is_available()
+                              ? "this module"
+                              : "this libtorch (" TORCH_VERSION ")") +
+                  " is built without CUDA" +
+                  (torch::cuda::is_available()
+                       ? ": rebuild libmodelbench-aoti.so with the CUDA "
+                         "runtime's headers (-DMB_CUDA_INCLUDE_DIR)"
+                       : ""));
+#endif
+}
+
 template <class Open, class Check>
-mb_status open_session(const char *path, int threads, int n_inputs,
+mb_status open_session(const char *path, int threads, int n_inputs, int cuda,
                        const char *what, void **session_out, mb_error *err,
                        Open &&open, Check &&check) {
   *session_out = nullptr;
@@ -427,8 +555,20 @@ mb_status open_session(const char *path, int threads, int n_inputs,
     set_threads(threads);
     if (mb_status status = readable(file, err))
       return status;
+    if (cuda >= 0)
+      if (mb_status status = cuda_usable(cuda, err))
+        return status;
     auto s = std::make_unique<session>();
     s->path = file;
+    s->cuda = cuda < 0 ? -1 : cuda;
+#ifdef MB_TORCH_CUDA
+    if (s->cuda >= 0) {
+      c10::cuda::CUDAGuard device(static_cast<c10::DeviceIndex>(s->cuda));
+      s->clock = std::make_unique<cuda_clock>();
+      C10_CUDA_CHECK(cudaEventCreate(&s->clock->start));
+      C10_CUDA_CHECK(cudaEventCreate(&s->clock->end));
+    }
+#endif
     try {
       open(*s);
     } catch (const c10::Error &e) {
@@ -442,17 +582,25 @@ mb_status open_session(const char *path, int threads, int n_inputs,
       return status;
     s->inputs.resize((size_t)n_inputs);
     s->bound.resize((size_t)n_inputs);
+    s->on_device.resize((size_t)n_inputs);
     *session_out = s.release();
     return MB_STATUS_OK;
   });
 }
 
-mb_status module_load(const char *path, int threads, int n_inputs,
+// The device a session runs on.
+c10::Device device_of(const session &s) {
+  return s.cuda < 0
+             ? c10::Device(c10::kCPU)
+             : c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(s.cuda));
+}
+
+mb_status module_load(const char *path, int threads, int n_inputs, int cuda,
                       void **session_out, mb_error *err) {
   return open_session(
-      path, threads, n_inputs, "a TorchScript file", session_out, err,
+      path, threads, n_inputs, cuda, "a TorchScript file", session_out, err,
       [](session &s) {
-        s.module = torch::jit::load(s.path, c10::Device(c10::kCPU));
+        s.module = torch::jit::load(s.path, device_of(s));
         s.module.eval();
       },
       [&](session &s) { return check_signature(s, n_inputs, err); });
@@ -460,51 +608,82 @@ mb_status module_load(const char *path, int threads, int n_inputs,
 
 #ifdef MB_HAVE_AOTI
 mb_status module_load_package(const char *path, int threads, int n_inputs,
-                              void **session_out, mb_error *err) {
+                              int cuda, void **session_out, mb_error *err) {
   return open_session(
-      path, threads, n_inputs, "an AOTInductor package", session_out, err,
+      path, threads, n_inputs, cuda, "an AOTInductor package", session_out, err,
       [](session &s) {
         // "model": the name aoti_compile_and_package gives a package's
         // model; one runner: one inference at a time, as the engine runs.
         s.package = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
-            s.path, "model", false, 1, (c10::DeviceIndex)-1);
+            s.path, "model", false, 1, (c10::DeviceIndex)s.cuda);
       },
       [&](session &s) {
+        // The package's code was compiled for one device: it must be the
+        // one asked for.
+        auto metadata = s.package->get_metadata();
+        auto it = metadata.find("AOTI_DEVICE_KEY");
+        std::string compiled = it == metadata.end() ? "cpu" : it->second;
+        std::string wanted = s.cuda < 0 ? "cpu" : "cuda";
+        if (compiled != wanted)
+          return fail(err, MB_STATUS_UNSUPPORTED,
+                      s.path + ": the package was compiled for " + compiled +
+                          " and this run is on " + wanted +
+                          " (compile it with aoti_compile_and_package on a " +
+                          wanted + " module and inputs)");
         s.package_args.resize((size_t)n_inputs);
         return MB_STATUS_OK;
       });
 }
 #endif
 
+// The timed call itself: forward() or the package's run(), its result
+// kept in the session.
+void call(session &s) {
+#ifdef MB_HAVE_AOTI
+  if (s.package) {
+    for (size_t i = 0; i < s.inputs.size(); i++)
+      s.package_args[i] = s.inputs[i].toTensor();
+    c10::List<at::Tensor> outputs;
+    for (at::Tensor &t : s.package->run(s.package_args))
+      outputs.push_back(std::move(t));
+    s.result = c10::IValue(std::move(outputs));
+    s.has_result = true;
+    return;
+  }
+#endif
+  s.result = s.module.forward(s.inputs);
+  s.has_result = true;
+}
+
 mb_status module_run(void *handle, const mb_libtorch_tensor *inputs,
                      mb_error *err) {
   session &s = *static_cast<session *>(handle);
-  return guarded(err, s.path + ": " + entry_point(s) + " failed",
-                 [&]() -> mb_status {
-                   for (size_t i = 0; i < s.inputs.size(); i++) {
-                     mb_status status = bind_input(s, (int)i, inputs[i], err);
-                     if (status)
-                       return status;
-                   }
-                   c10::InferenceMode guard;
-                   s.has_result = false;
-                   s.outputs_ready = false;
-#ifdef MB_HAVE_AOTI
-                   if (s.package) {
-                     for (size_t i = 0; i < s.inputs.size(); i++)
-                       s.package_args[i] = s.inputs[i].toTensor();
-                     c10::List<at::Tensor> outputs;
-                     for (at::Tensor &t : s.package->run(s.package_args))
-                       outputs.push_back(std::move(t));
-                     s.result = c10::IValue(std::move(outputs));
-                     s.has_result = true;
-                     return MB_STATUS_OK;
-                   }
+  return guarded(
+      err, s.path + ": " + entry_point(s) + " failed", [&]() -> mb_status {
+        for (size_t i = 0; i < s.inputs.size(); i++) {
+          mb_status status = bind_input(s, (int)i, inputs[i], err);
+          if (status)
+            return status;
+        }
+        c10::InferenceMode guard;
+        s.has_result = false;
+        s.outputs_ready = false;
+#ifdef MB_TORCH_CUDA
+        if (s.cuda >= 0) {
+          c10::cuda::CUDAGuard device(static_cast<c10::DeviceIndex>(s.cuda));
+          cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+          s.clock->timed = false;
+          C10_CUDA_CHECK(cudaEventRecord(s.clock->start, stream));
+          call(s);
+          C10_CUDA_CHECK(cudaEventRecord(s.clock->end, stream));
+          torch::cuda::synchronize(s.cuda);
+          s.clock->timed = true;
+          return MB_STATUS_OK;
+        }
 #endif
-                   s.result = s.module.forward(s.inputs);
-                   s.has_result = true;
-                   return MB_STATUS_OK;
-                 });
+        call(s);
+        return MB_STATUS_OK;
+      });
 }
 
 mb_status module_outputs(void *handle, const mb_libtorch_tensor **outputs_out,
@@ -540,6 +719,121 @@ mb_status module_outputs(void *handle, const mb_libtorch_tensor **outputs_out,
   });
 }
 
+double module_gpu_compute_ms(void *handle) {
+#ifdef MB_TORCH_CUDA
+  session &s = *static_cast<session *>(handle);
+  float ms = -1.0f;
+  if (s.cuda < 0 || !s.clock->timed ||
+      cudaEventElapsedTime(&ms, s.clock->start, s.clock->end) != cudaSuccess)
+    return -1.0;
+  return ms;
+#else
+  (void)handle;
+  return -1.0;
+#endif
+}
+
+int module_gpu_describe(void *handle, mb_host_gpu *gpu) {
+#ifdef MB_TORCH_CUDA
+  session &s = *static_cast<session *>(handle);
+  if (s.cuda < 0)
+    return 0;
+  try {
+    // The name is cudaDeviceProp's first field; the rest of the struct
+    // changes between CUDA versions (the headers compiled against may be
+    // older than the runtime that fills it), hence the room to spare and
+    // the attributes for the compute capability.
+    alignas(cudaDeviceProp) unsigned char prop[sizeof(cudaDeviceProp) + 4096];
+    int major = 0, minor = 0, runtime = 0;
+    C10_CUDA_CHECK(cudaGetDeviceProperties(
+        reinterpret_cast<cudaDeviceProp *>(prop), s.cuda));
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(
+        &major, cudaDevAttrComputeCapabilityMajor, s.cuda));
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(
+        &minor, cudaDevAttrComputeCapabilityMinor, s.cuda));
+    C10_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+    gpu->index = s.cuda;
+    const char *name = reinterpret_cast<cudaDeviceProp *>(prop)->name;
+    size_t len = strnlen(name, sizeof(cudaDeviceProp::name));
+    len = std::min(len, sizeof gpu->name - 1);
+    std::memcpy(gpu->name, name, len);
+    gpu->name[len] = '\0';
+    std::snprintf(gpu->compute_capability, sizeof gpu->compute_capability,
+                  "%d.%d", major, minor);
+    std::snprintf(gpu->cuda_runtime, sizeof gpu->cuda_runtime, "%d.%d",
+                  runtime / 1000, runtime % 1000 / 10);
+    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(
+        static_cast<c10::DeviceIndex>(s.cuda));
+    gpu->memory_peak_mb = (double)stats.allocated_bytes[0].peak / (1 << 20);
+    return 1;
+  } catch (const std::exception &) {
+    return 0;
+  }
+#else
+  (void)handle;
+  (void)gpu;
+  return 0;
+#endif
+}
+
+mb_status module_gpu_copies(void *handle, const mb_libtorch_tensor *inputs,
+                            int n, double *h2d_ms, double *d2h_ms, double *mb,
+                            mb_error *err) {
+  session &s = *static_cast<session *>(handle);
+  return guarded(err, s.path + ": timed copies", [&]() -> mb_status {
+    if (s.cuda < 0)
+      return fail(err, MB_STATUS_UNSUPPORTED,
+                  s.path + ": timed copies of a session on the CPU");
+#ifdef MB_TORCH_CUDA
+    c10::InferenceMode mode;
+    c10::cuda::CUDAGuard device(static_cast<c10::DeviceIndex>(s.cuda));
+    std::vector<at::Tensor> src, dst, outs, back;
+    for (size_t i = 0; i < s.inputs.size(); i++) {
+      at::Tensor t;
+      if (mb_status status = host_tensor((int)i, inputs[i], &t, err))
+        return status;
+      src.push_back(t.contiguous().pin_memory());
+      dst.push_back(at::empty_like(src.back(), device_of(s)));
+    }
+    if (s.has_result)
+      collect(s.result, outs);
+    for (const at::Tensor &t : outs)
+      back.push_back(at::empty(t.sizes(), at::TensorOptions()
+                                              .dtype(t.scalar_type())
+                                              .pinned_memory(t.is_cuda())));
+    cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+    cuda_clock &c = *s.clock;
+    auto timed = [&](std::vector<at::Tensor> &to, std::vector<at::Tensor> &from,
+                     double *ms_out) {
+      C10_CUDA_CHECK(cudaEventRecord(c.start, stream));
+      for (size_t k = 0; k < to.size(); k++)
+        to[k].copy_(from[k], true);
+      C10_CUDA_CHECK(cudaEventRecord(c.end, stream));
+      C10_CUDA_CHECK(cudaEventSynchronize(c.end));
+      float ms = 0.0f;
+      C10_CUDA_CHECK(cudaEventElapsedTime(&ms, c.start, c.end));
+      *ms_out = ms;
+    };
+    c.timed = false; // the events now hold a copy, not the last run
+    for (int k = 0; k < n; k++) {
+      timed(dst, src, &h2d_ms[k]);
+      timed(back, outs, &d2h_ms[k]);
+    }
+    double h2d = 0, d2h = 0;
+    for (const at::Tensor &t : src)
+      h2d += (double)t.nbytes();
+    for (const at::Tensor &t : back)
+      d2h += (double)t.nbytes();
+    mb[0] = h2d / (1 << 20);
+    mb[1] = d2h / (1 << 20);
+    return MB_STATUS_OK;
+#else
+    (void)inputs, (void)n, (void)h2d_ms, (void)d2h_ms, (void)mb;
+    return MB_STATUS_UNSUPPORTED;
+#endif
+  });
+}
+
 void module_release(void *handle) {
   try {
     delete static_cast<session *>(handle);
@@ -559,14 +853,21 @@ char *module_take_error_detail() {
 }
 
 const mb_libtorch_module module_table = {
-    MB_LIBTORCH_ABI_VERSION,  TORCH_VERSION,  module_load, module_run,
-    module_outputs,           module_release,
+    MB_LIBTORCH_ABI_VERSION,
+    TORCH_VERSION,
+    module_load,
+    module_run,
+    module_outputs,
+    module_release,
 #ifdef MB_HAVE_AOTI
     module_load_package,
 #else
     nullptr,
 #endif
     module_take_error_detail,
+    module_gpu_compute_ms,
+    module_gpu_describe,
+    module_gpu_copies,
 };
 
 } // namespace
