@@ -1046,7 +1046,7 @@ typedef struct mb_gpu_info {
 
 /* NVML's samples of the device over a timed phase. */
 typedef struct mb_gpu_state {
-  int available;         /* 0: not sampled; unavailable says why */
+  int available; /* 0: not sampled; unavailable says why */
   char unavailable[160];
   int64_t samples;
   double period_ms; /* between samples */
@@ -1711,9 +1711,8 @@ typedef struct mb_host_runtime {
    * device, into h2d_ms[0..n) and d2h_ms[0..n) (caller-owned); the MB of
    * one copy each way into mb[0] (to the device) and mb[1] (back). */
   mb_status (*gpu_copies)(void *user, void *session,
-                          const mb_tensor *const *inputs, int n,
-                          double *h2d_ms, double *d2h_ms, double *mb,
-                          mb_error *err);
+                          const mb_tensor *const *inputs, int n, double *h2d_ms,
+                          double *d2h_ms, double *mb, mb_error *err);
 } mb_host_runtime;
 
 /* Installs the host's implementation of runtime `name` (a runtime whose

@@ -320,7 +320,8 @@ static int scenario_on_gpu(void) {
   ASSERT(table != NULL);
   mb_bench_report_print_table(report, table, 0);
   fclose(table);
-  ASSERT_EQ(file_has(path, "TEST_FAKE_GPU on Played GPU sm_8.0: end-to-end"), 1);
+  ASSERT_EQ(file_has(path, "TEST_FAKE_GPU on Played GPU sm_8.0: end-to-end"),
+            1);
   ASSERT_EQ(file_has(path, "host latency 0.4375 ms"), 1);
   unlink(path);
   rmdir(dir);
