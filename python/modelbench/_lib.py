@@ -348,11 +348,9 @@ def conversion_info(index: int) -> dict:
         "tier": info.tier,
         "available": bool(info.available),
         "reason": info.reason.decode("utf-8", "replace"),
-        # The devices it can run on here ("cpu", "cuda").
-        "devices_here": [lib.mb_device_name(d).decode() for d in range(2)
-                         if info.devices_here >> d & 1],
         "int8_weights": lib.mb_int8_weights_name(info.int8_weights).decode()
         if info.int8_weights else None,
+        # The devices it can run on, and whether each is usable here.
         "devices": [{"device": lib.mb_device_name(d).decode(),
                      "here": bool(info.devices_here >> d & 1)}
                     for d in range(32) if info.devices >> d & 1],

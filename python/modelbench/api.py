@@ -309,7 +309,7 @@ def _benchmark(
             # trace made, on the device the engine will place them on: CUDA
             # when asked for (or auto) and usable here, else the CPU.
             def placed(name: str) -> str:
-                here = rows.get(name, {}).get("devices_here", [])
+                here = [d["device"] for d in rows.get(name, {}).get("devices", []) if d["here"]]
                 return "cuda" if device in ("cuda", "auto") and "cuda" in here else "cpu"
 
             formats.update(export_forms(source, sha, inputs, outputs, run_dir, wanted,

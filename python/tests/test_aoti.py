@@ -68,7 +68,7 @@ def test_aot_inductor_package_runs_from_c(fast, cache_dir, tmp_path):
         assert meta and meta[0]["AOTI_CPU_ISA"] != "INVALID_VEC_ISA", meta
         # Compiled for the device it ran on: the CPU here.
         assert meta[0].get("AOTI_DEVICE_KEY", "cpu") == "cpu", meta
-    assert "cpu" in row["devices_here"], row
+    assert {"device": "cpu", "here": True} in row["devices"], row
 
     again = benchmark_model(mlp(), fast, names, data=x)
     r2 = again["EXPORT+AOT_INDUCTOR"]
@@ -99,7 +99,7 @@ def test_aot_inductor_package_runs_from_c(fast, cache_dir, tmp_path):
 def test_cuda_package_needs_a_gpu(tmp_path):
     """A package for CUDA is compiled only where this PyTorch sees a GPU;
     elsewhere the export says why (and the engine never places
-    EXPORT+AOT_INDUCTOR on CUDA there: devices_here)."""
+    EXPORT+AOT_INDUCTOR on CUDA there: its devices' "here")."""
     if torch.cuda.is_available():
         pytest.skip("a GPU is here: the device check compiles for it")
     from modelbench.model import compile_aoti, trace_module
@@ -110,7 +110,7 @@ def test_cuda_package_needs_a_gpu(tmp_path):
     # TORCHSCRIPT's trace likewise (a trace keeps its ops' devices).
     with pytest.raises(RuntimeError, match="an export for cuda needs a GPU"):
         trace_module(mlp(), (torch.randn(2, 16),), str(tmp_path / "m.pt"), device="cuda")
-    assert "cuda" not in aoti_row()["devices_here"]
+    assert {"device": "cuda", "here": False} in aoti_row()["devices"]
 
 
 def test_isa_check_links_the_running_torch():
