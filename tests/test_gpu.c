@@ -200,6 +200,34 @@ TEST(cuda_visible_devices) {
   IN_CHILD(cuda_visible_devices, "FAKE_NVML_GPUS", "4");
 }
 
+/* CUDA's device index to NVML's, through CUDA_VISIBLE_DEVICES. */
+static int nvml_index_of(const char *list, int cuda_index) {
+  if (list)
+    setenv("CUDA_VISIBLE_DEVICES", list, 1);
+  else
+    unsetenv("CUDA_VISIBLE_DEVICES");
+  return mb__gpu_nvml_index(cuda_index);
+}
+
+static int nvml_index(void) {
+  ASSERT_EQ(nvml_index_of(NULL, 1), 1);
+  ASSERT_EQ(nvml_index_of("", 0), 0);
+  ASSERT_EQ(nvml_index_of("2,3", 0), 2);
+  ASSERT_EQ(nvml_index_of("2,3", 1), 3);
+  /* UUIDs, whole or a prefix, looked up by NVML. */
+  ASSERT_EQ(nvml_index_of("GPU-fake-3,GPU-fake-1", 0), 3);
+  ASSERT_EQ(nvml_index_of("GPU-fake-3,GPU-fake-1", 1), 1);
+  ASSERT_EQ(nvml_index_of("GPU-fake-2", 0), 2);
+  /* What the list does not say: the index as it is. */
+  ASSERT_EQ(nvml_index_of("GPU-nowhere", 0), 0);
+  ASSERT_EQ(nvml_index_of("1", 3), 3);
+  ASSERT_EQ(fake_init_count(), 0);
+  return 0;
+}
+TEST(nvml_index) {
+  IN_CHILD(nvml_index, "FAKE_NVML_GPUS", "4");
+}
+
 /* ---- which one ---- */
 
 static int describe(void) {
@@ -442,8 +470,8 @@ TEST(throttle_words) {
 }
 
 TEST_MAIN(TEST_ENTRY(no_library), TEST_ENTRY(init_fails), TEST_ENTRY(no_device),
-          TEST_ENTRY(cuda_visible_devices), TEST_ENTRY(describe),
-          TEST_ENTRY(clock_drop), TEST_ENTRY(steady),
+          TEST_ENTRY(nvml_index), TEST_ENTRY(cuda_visible_devices),
+          TEST_ENTRY(describe), TEST_ENTRY(clock_drop), TEST_ENTRY(steady),
           TEST_ENTRY(failing_readings), TEST_ENTRY(nothing_sampled),
           TEST_ENTRY(stop_is_prompt), TEST_ENTRY(bad_arguments),
           TEST_ENTRY(older_driver), TEST_ENTRY(throttle_words))

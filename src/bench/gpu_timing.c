@@ -17,26 +17,6 @@
 /* NVML's samples this often during the timed phase. */
 #define MB_GPU_SAMPLE_PERIOD_MS 50.0
 
-/* NVML's index of CUDA device `cuda_index`: CUDA_VISIBLE_DEVICES="2,3"
- * makes CUDA's device 0 NVML's 2. A list of UUIDs (or anything else) is
- * taken as the identity. */
-static int nvml_index(int cuda_index) {
-  const char *visible = getenv("CUDA_VISIBLE_DEVICES");
-  if (!visible || !visible[0] || cuda_index < 0)
-    return cuda_index;
-  const char *p = visible;
-  for (int i = 0; *p; i++) {
-    char *end;
-    long v = strtol(p, &end, 10);
-    if (end == p || v < 0 || (*end && *end != ','))
-      return cuda_index;
-    if (i == cuda_index)
-      return (int)v;
-    p = *end ? end + 1 : end;
-  }
-  return cuda_index;
-}
-
 void mb__gpu_timing_begin(const mb_runtime *rt, void *session,
                           mb_bench_result *result, mb_gpu_timing *t) {
   memset(t, 0, sizeof *t);
@@ -46,7 +26,7 @@ void mb__gpu_timing_begin(const mb_runtime *rt, void *session,
   t->on = 1;
   result->gpu.used = 1;
   mb_error e = {MB_STATUS_OK, ""};
-  if (mb__gpu_sampler_start(nvml_index(result->gpu.info.index),
+  if (mb__gpu_sampler_start(mb__gpu_nvml_index(result->gpu.info.index),
                             MB_GPU_SAMPLE_PERIOD_MS, &t->sampler, &e)) {
     t->sampler = NULL;
     snprintf(result->gpu.state.unavailable,
@@ -136,7 +116,8 @@ mb_status mb__gpu_timing_end(const mb_runtime *rt, void *session,
   rt->gpu_describe(session, g);
   mb_error e = {MB_STATUS_OK, ""};
   mb_gpu_info nvml = mine;
-  if (mb__gpu_describe(nvml_index(mine.index), &nvml, &e) == MB_STATUS_OK) {
+  if (mb__gpu_describe(mb__gpu_nvml_index(mine.index), &nvml, &e) ==
+      MB_STATUS_OK) {
     nvml.index = mine.index;
     if (g->info.name[0])
       memcpy(nvml.name, g->info.name, sizeof nvml.name);

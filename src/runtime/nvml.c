@@ -244,6 +244,57 @@ int mb__gpu_count(char *reason, size_t size) {
   return n;
 }
 
+/* Entry `i` of CUDA_VISIBLE_DEVICES: its start and length, 0 when there
+ * is none. */
+static size_t visible_entry(const char *list, int i, const char **entry) {
+  const char *p = list;
+  for (int k = 0; *p; k++) {
+    size_t len = strcspn(p, ",");
+    if (k == i) {
+      *entry = p;
+      return len;
+    }
+    p += len;
+    if (*p == ',')
+      p++;
+  }
+  return 0;
+}
+
+int mb__gpu_nvml_index(int cuda_index) {
+  const char *visible = getenv("CUDA_VISIBLE_DEVICES"), *entry = NULL;
+  size_t len = visible && cuda_index >= 0
+                   ? visible_entry(visible, cuda_index, &entry)
+                   : 0;
+  if (!len)
+    return cuda_index;
+  if (entry[0] >= '0' && entry[0] <= '9') {
+    long index = strtol(entry, NULL, 10);
+    return index >= 0 && index <= INT32_MAX ? (int)index : cuda_index;
+  }
+  /* A UUID, or a unique prefix of one, as CUDA takes them: the device of
+   * NVML's whose UUID starts with it. */
+  char reason[160];
+  unsigned int count = 0;
+  int found = cuda_index;
+  if (strncmp(entry, "GPU-", 4) != 0 || !nvml_begin(reason, sizeof reason))
+    return cuda_index;
+  /* (The library's symbols are known once nvml_begin has loaded it.) */
+  if (nvml.device_uuid && nvml.device_count(&count) == NVML_SUCCESS)
+    for (unsigned int k = 0; k < count && k <= INT32_MAX; k++) {
+      nvmlDevice_t device;
+      char uuid[96];
+      if (nvml.device_handle(k, &device) == NVML_SUCCESS &&
+          nvml.device_uuid(device, uuid, sizeof uuid) == NVML_SUCCESS &&
+          strncmp(uuid, entry, len) == 0) {
+        found = (int)k;
+        break;
+      }
+    }
+  nvml_end();
+  return found;
+}
+
 /* ---- which one ---- */
 
 static mb_status device_handle(int index, nvmlDevice_t *device, mb_error *err) {

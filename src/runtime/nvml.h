@@ -21,6 +21,12 @@
  * so. Never initialises CUDA (forking after it is safe). */
 int mb__gpu_count(char *reason, size_t size);
 
+/* NVML's index of CUDA's device `cuda_index`: CUDA_VISIBLE_DEVICES="2,3"
+ * makes CUDA's device 0 NVML's 2, and a UUID (or a prefix of one) there is
+ * looked up by NVML; cuda_index itself when the list is unset or does not
+ * say. */
+int mb__gpu_nvml_index(int cuda_index);
+
 /* Fills info for device `index` (NVML's index): name, uuid, driver, the
  * CUDA the driver supports, compute capability, memory, maximum clocks,
  * power limit. info->cuda_runtime is left as it was (the runtime's). */
