@@ -305,8 +305,9 @@ mb_status mb__measure(const mb_runtime *rt, void *session,
 
   /* A single-threaded run that got much less than one CPU was preempted:
    * other processes competed for the core, so latencies are inflated.
-   * (With more threads the expected CPU time is not known.) */
-  if (c->threads <= 1 && result->elapsed_seconds >= 0.05 &&
+   * (With more threads the expected CPU time is not known; a GPU run may
+   * sleep while it waits for the device.) */
+  if (c->threads <= 1 && !result->gpu.used && result->elapsed_seconds >= 0.05 &&
       cpu_s < 0.8 * result->elapsed_seconds)
     mb__result_add_warning(result,
                            "machine busy: the worker got %.0f%% of a CPU "
