@@ -17,29 +17,14 @@
 
 #define XO_WIDTH 760
 #define XO_HEIGHT 300
-#define XO_LEFT 64
-#define XO_RIGHT 540
-#define XO_TOP 14
-#define XO_BOTTOM 246
+/* The sweep section's plot area: this chart sits among its charts. */
+#define XO_LEFT MB_HTML_PLOT_LEFT
+#define XO_RIGHT MB_HTML_PLOT_RIGHT
+#define XO_TOP MB_HTML_PLOT_TOP
+#define XO_BOTTOM MB_HTML_PLOT_BOTTOM
 #define XO_LEGEND_X 556
 
-typedef struct frame {
-  double x0, x1, y1;
-  bool log_x;
-} frame;
-
-static double px(const frame *fr, double x) {
-  double t = fr->log_x
-                 ? (log2(x) - log2(fr->x0)) / (log2(fr->x1) - log2(fr->x0))
-                 : (x - fr->x0) / (fr->x1 - fr->x0);
-  if (!isfinite(t))
-    t = 0.5;
-  return XO_LEFT + t * (XO_RIGHT - XO_LEFT);
-}
-
-static double py(const frame *fr, double y) {
-  return XO_BOTTOM - y / fr->y1 * (XO_BOTTOM - XO_TOP);
-}
+typedef mb_html_frame frame;
 
 static void put_html(FILE *f, const char *s) {
   mb__html_put_n(f, s, -1, false);
@@ -93,7 +78,8 @@ static void draw_options(FILE *f, const mb_bench_report *const *reports, int n,
         fputs("\" d=\"", f);
       }
       fprintf(f, "%s%.1f %.1f", drawn > 1 ? " L" : "M",
-              px(fr, c->points[k].batch), py(fr, best));
+              mb__html_frame_x(fr, c->points[k].batch),
+              mb__html_frame_y(fr, best));
     }
     if (drawn > 0)
       fputs("\"/>\n", f);
@@ -112,7 +98,8 @@ static void draw_best(FILE *f, const mb_bench_report *const *reports,
     const mb_crossover_option *o = gpu ? &c->points[k].gpu : &c->points[k].cpu;
     if (o->report >= 0)
       fprintf(f, "%s%.1f %.1f", drawn++ ? " L" : "M",
-              px(fr, c->points[k].batch), py(fr, o->ms_per_sample));
+              mb__html_frame_x(fr, c->points[k].batch),
+              mb__html_frame_y(fr, o->ms_per_sample));
   }
   fputs("\"/>\n", f);
   for (int k = 0; k < c->n_points; k++) {
@@ -121,7 +108,8 @@ static void draw_best(FILE *f, const mb_bench_report *const *reports,
       continue;
     const mb_bench_result *r = result_of(reports, o);
     fprintf(f, "<circle class=\"point\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"",
-            px(fr, c->points[k].batch), py(fr, o->ms_per_sample));
+            mb__html_frame_x(fr, c->points[k].batch),
+            mb__html_frame_y(fr, o->ms_per_sample));
     mb__html_put_number(f, "data-x", c->points[k].batch);
     mb__html_put_number(f, "data-y", o->ms_per_sample);
     fputs(" data-conversion=\"", f);
@@ -193,7 +181,7 @@ static void draw_chart(FILE *f, const mb_bench_report *const *reports, int n,
           title, id, kind_name(c->kind), c->batch, XO_WIDTH, XO_HEIGHT,
           XO_WIDTH, XO_HEIGHT, title);
   for (int k = 0; k <= 20 && y_step > 0 && k * y_step <= fr.y1 + 1e-9; k++) {
-    double y = py(&fr, k * y_step);
+    double y = mb__html_frame_y(&fr, k * y_step);
     fprintf(f,
             "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" "
             "y2=\"%.1f\"/><text class=\"tick\" x=\"%d\" y=\"%.1f\" "
@@ -206,7 +194,7 @@ static void draw_chart(FILE *f, const mb_bench_report *const *reports, int n,
     n_ticks++;
   for (int k = 0; k < n_ticks; k++) {
     double v = fr.log_x ? c->points[k].batch : k * x_step;
-    double x = px(&fr, v);
+    double x = mb__html_frame_x(&fr, v);
     fprintf(f,
             "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" "
             "y2=\"%d\"/><text class=\"tick\" x=\"%.1f\" y=\"%d\" "
@@ -231,7 +219,7 @@ static void draw_chart(FILE *f, const mb_bench_report *const *reports, int n,
   draw_best(f, reports, c, &fr, false);
   draw_best(f, reports, c, &fr, true);
   if (c->kind == MB_CROSSOVER_AT) {
-    double x = px(&fr, c->batch);
+    double x = mb__html_frame_x(&fr, c->batch);
     fprintf(f,
             "<line class=\"crossover-at\" data-batch=\"%d\" x1=\"%.1f\" "
             "y1=\"%d\" x2=\"%.1f\" y2=\"%d\"><title>the GPU is ahead from "

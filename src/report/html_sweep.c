@@ -24,10 +24,10 @@
 
 #define SW_WIDTH 760
 #define SW_HEIGHT 300
-#define SW_LEFT 64
-#define SW_RIGHT 540
-#define SW_TOP 14
-#define SW_BOTTOM 246
+#define SW_LEFT MB_HTML_PLOT_LEFT
+#define SW_RIGHT MB_HTML_PLOT_RIGHT
+#define SW_TOP MB_HTML_PLOT_TOP
+#define SW_BOTTOM MB_HTML_PLOT_BOTTOM
 #define SW_LEGEND_X 556
 #define SW_COLORS 8
 
@@ -233,12 +233,9 @@ static int compare_x(const void *a, const void *b) {
 
 /* ---- drawing ---- */
 
-typedef struct frame {
-  double x0, x1, y1; /* data ranges (y from 0) */
-  bool log_x;
-} frame;
+typedef mb_html_frame frame;
 
-static double px(const frame *fr, double x) {
+double mb__html_frame_x(const mb_html_frame *fr, double x) {
   double t = fr->log_x
                  ? (log2(x) - log2(fr->x0)) / (log2(fr->x1) - log2(fr->x0))
                  : (x - fr->x0) / (fr->x1 - fr->x0);
@@ -247,7 +244,7 @@ static double px(const frame *fr, double x) {
   return SW_LEFT + t * (SW_RIGHT - SW_LEFT);
 }
 
-static double py(const frame *fr, double y) {
+double mb__html_frame_y(const mb_html_frame *fr, double y) {
   return SW_BOTTOM - y / fr->y1 * (SW_BOTTOM - SW_TOP);
 }
 
@@ -322,7 +319,7 @@ static void draw_chart(FILE *f, chart *c, const chart_text *t, int group) {
   fputs("\">\n", f);
   /* Grid: y ticks, then x ticks (the swept values on a log axis). */
   for (int k = 0; k <= 20 && y_step > 0 && k * y_step <= fr.y1 + 1e-9; k++) {
-    double y = py(&fr, k * y_step);
+    double y = mb__html_frame_y(&fr, k * y_step);
     fprintf(f,
             "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" "
             "y2=\"%.1f\"/><text class=\"tick\" x=\"%d\" y=\"%.1f\" "
@@ -338,7 +335,7 @@ static void draw_chart(FILE *f, chart *c, const chart_text *t, int group) {
       xs[n_xs++] = x;
   }
   for (int k = 0; k < n_xs; k++) {
-    double x = px(&fr, xs[k]);
+    double x = mb__html_frame_x(&fr, xs[k]);
     fprintf(f,
             "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" "
             "y2=\"%d\"/><text class=\"tick\" x=\"%.1f\" y=\"%d\" "
@@ -358,7 +355,7 @@ static void draw_chart(FILE *f, chart *c, const chart_text *t, int group) {
   put_html(f, t->y_title);
   fputs("</text>\n", f);
   if (t->slo_ms > 0) {
-    double y = py(&fr, t->slo_ms);
+    double y = mb__html_frame_y(&fr, t->slo_ms);
     fprintf(f,
             "<line class=\"slo\" data-slo-ms=\"%g\" x1=\"%d\" y1=\"%.1f\" "
             "x2=\"%d\" y2=\"%.1f\"><title>SLO %g ms</title></line>\n",
@@ -372,12 +369,14 @@ static void draw_chart(FILE *f, chart *c, const chart_text *t, int group) {
     put_html(f, s->key);
     fputs("\">\n<path class=\"line\" d=\"", f);
     for (int k = 0; k < s->n; k++)
-      fprintf(f, "%s%.1f %.1f", k ? " L" : "M", px(&fr, s->points[k].x),
-              py(&fr, s->points[k].y));
+      fprintf(f, "%s%.1f %.1f", k ? " L" : "M",
+              mb__html_frame_x(&fr, s->points[k].x),
+              mb__html_frame_y(&fr, s->points[k].y));
     fputs("\"/>\n", f);
     for (int k = 0; k < s->n; k++) {
       fprintf(f, "<circle class=\"point\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"",
-              px(&fr, s->points[k].x), py(&fr, s->points[k].y));
+              mb__html_frame_x(&fr, s->points[k].x),
+              mb__html_frame_y(&fr, s->points[k].y));
       mb__html_put_number(f, "data-x", s->points[k].x);
       mb__html_put_number(f, "data-y", s->points[k].y);
       fputs("><title>", f);

@@ -182,6 +182,19 @@ extern const char mb__html_page_style[];
 /* 'sha256-BASE64' of "\n" a b: the CSP source naming an inline <style> or
  * <script> whose text is "\n" a b. */
 void mb__html_put_csp_hash(FILE *f, const char *a, const char *b);
+/* The plot area of the sweep section's line charts (html_sweep.c) and of
+ * its CPU-or-GPU chart (html_crossover.c), in SVG units, and the mapping
+ * of data to it: x from x0 to x1 (log2 when log_x), y from 0 to y1. */
+#define MB_HTML_PLOT_LEFT 64
+#define MB_HTML_PLOT_RIGHT 540
+#define MB_HTML_PLOT_TOP 14
+#define MB_HTML_PLOT_BOTTOM 246
+typedef struct mb_html_frame {
+  double x0, x1, y1; /* data ranges (y from 0) */
+  bool log_x;
+} mb_html_frame;
+double mb__html_frame_x(const mb_html_frame *fr, double x);
+double mb__html_frame_y(const mb_html_frame *fr, double y);
 /* CSS of the line charts, part of the page's one <style>. */
 extern const char mb__html_sweep_style[];
 /* When reports[m] starts a run of reports of one model that a sweep made

@@ -237,16 +237,20 @@ static int host_gpu_describe(void *session, mb_gpu_result *gpu) {
   mb_host_gpu g = {.index = -1, .memory_peak_mb = -1};
   if (!s->slot->callbacks.gpu_describe(s->slot->callbacks.user, s->session, &g))
     return 0;
-  g.name[sizeof g.name - 1] = g.cuda_runtime[sizeof g.cuda_runtime - 1] =
-      g.compute_capability[sizeof g.compute_capability - 1] = '\0';
-  gpu->info.index = g.index;
-  snprintf(gpu->info.name, sizeof gpu->info.name, "%s", g.name);
-  snprintf(gpu->info.cuda_runtime, sizeof gpu->info.cuda_runtime, "%s",
-           g.cuda_runtime);
-  snprintf(gpu->info.compute_capability, sizeof gpu->info.compute_capability,
-           "%s", g.compute_capability);
-  gpu->memory_peak_mb = g.memory_peak_mb;
+  mb__gpu_from_host(&g, gpu);
   return 1;
+}
+
+void mb__gpu_from_host(const mb_host_gpu *g, mb_gpu_result *gpu) {
+  gpu->info.index = g->index;
+  snprintf(gpu->info.name, sizeof gpu->info.name, "%.*s",
+           (int)sizeof g->name - 1, g->name);
+  snprintf(gpu->info.cuda_runtime, sizeof gpu->info.cuda_runtime, "%.*s",
+           (int)sizeof g->cuda_runtime - 1, g->cuda_runtime);
+  snprintf(gpu->info.compute_capability, sizeof gpu->info.compute_capability,
+           "%.*s", (int)sizeof g->compute_capability - 1,
+           g->compute_capability);
+  gpu->memory_peak_mb = g->memory_peak_mb;
 }
 
 static double host_gpu_compute_ms(void *session) {

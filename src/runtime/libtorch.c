@@ -491,15 +491,7 @@ static int lt_gpu_describe(void *session, mb_gpu_result *gpu) {
   mb_host_gpu g = {.index = -1, .memory_peak_mb = -1};
   if (!s || s->cuda < 0 || !s->module->gpu_describe(s->module_session, &g))
     return 0;
-  g.name[sizeof g.name - 1] = g.cuda_runtime[sizeof g.cuda_runtime - 1] =
-      g.compute_capability[sizeof g.compute_capability - 1] = '\0';
-  gpu->info.index = g.index;
-  snprintf(gpu->info.name, sizeof gpu->info.name, "%s", g.name);
-  snprintf(gpu->info.cuda_runtime, sizeof gpu->info.cuda_runtime, "%s",
-           g.cuda_runtime);
-  snprintf(gpu->info.compute_capability, sizeof gpu->info.compute_capability,
-           "%s", g.compute_capability);
-  gpu->memory_peak_mb = g.memory_peak_mb;
+  mb__gpu_from_host(&g, gpu);
   return 1;
 }
 

@@ -180,6 +180,10 @@ const char *mb__int8_weights_words(mb_int8_weights weights);
 
 /* The adapter named `name`, or NULL. */
 const mb_runtime *mb__runtime_find(const char *name);
+/* A GPU session's description as a host or a libtorch module gives it
+ * (mb_host_gpu) into gpu->info and gpu->memory_peak_mb (host.c). g's
+ * strings need not end inside their arrays. */
+void mb__gpu_from_host(const mb_host_gpu *g, mb_gpu_result *gpu);
 /* Adds an adapter at run time (tests register runtimes that crash, hang or
  * leak). rt must outlive the process. At most 16. */
 mb_status mb__runtime_register(const mb_runtime *rt, mb_error *err);
