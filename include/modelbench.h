@@ -762,6 +762,11 @@ typedef struct mb_bench_config {
    * few seconds) and each result's roofline: 1 (default) or 0 (bench
    * --no-roofline, $MODELBENCH_NO_ROOFLINE=1). */
   int roofline;
+  /* Hybrid conversions (XNNPACK, ONEDNN...): the untimed per-segment pass
+   * after the benchmark (the result's segments and precision_share): 1
+   * (default) or 0 (tune's measurements, which read neither: 0.45 s of
+   * every ResNet-18 measurement on ONEDNN). */
+  int segments;
 } mb_bench_config;
 
 /* Fills every field with its default. */
@@ -1333,6 +1338,9 @@ typedef struct mb_tune_step {
   double median_ms;      /* < 0 not measured (estimates) */
   double slo_latency_ms; /* at the SLO's percentile; < 0 no SLO */
   double min_seconds;    /* the timed phase asked for */
+  /* When the measurement or estimate finished, in seconds since the search
+   * began: where a search's time went. */
+  double at_seconds;
   /* Why the candidate went no further ("slower half of round 0", "fails
    * the SLO", "inaccurate, no per-node precision for fp16"...); "" when it
    * did. */

@@ -64,6 +64,7 @@ class TuneStep:
         per_sample_ms: median_ms / batch_size, what candidates of different
             batch sizes are ranked by.
         min_seconds: the timed phase the measurement asked for.
+        at_seconds: when it finished, in seconds from the start of the search.
         dropped: why the configuration went no further (None: it did not drop out).
     """
 
@@ -86,6 +87,7 @@ class TuneStep:
     per_sample_ms: Optional[float] = None
     slo_latency_ms: Optional[float] = None
     min_seconds: Optional[float] = None
+    at_seconds: Optional[float] = None
     dropped: Optional[str] = None
 
     @classmethod

@@ -23,6 +23,7 @@ void mb_bench_config_init(mb_bench_config *config) {
   config->build_only = 0;
   config->threads = 1;
   config->roofline = 1;
+  config->segments = 1;
   config->warmup_iterations = 5;
   config->warmup_seconds = 0.5;
   config->min_iterations = 20;

@@ -20,6 +20,9 @@
 
 #define DEFAULT_ROUND_SECONDS 0.25
 #define MAX_ROUNDS 4
+/* After a round, a candidate this many times slower than the fastest
+ * accurate one is out, whatever halving would keep. */
+#define CANNOT_WIN_RATIO 1.5
 #define MAX_MIXED_CANDIDATES 3 /* inaccurate int8 candidates tried mixed */
 #define MAX_MIXED_MEASURES 3   /* engine measurements per such candidate */
 /* The estimate a kept-float set must meet, as a share of the budget in the
@@ -65,6 +68,7 @@ typedef struct tune {
   const char *model_path;
   mb_bench_config base;
   double max_error;
+  double t0;       /* mb__now() at the start */
   double deadline; /* mb__now() clock; 0: none */
   double round_seconds;
   mb_tune_result *res;
@@ -135,6 +139,7 @@ static mb_tune_step *add_step(tune *t, const char *phase, int conversion,
   s->median_ms = -1;
   s->slo_latency_ms = -1;
   s->task_accuracy = -1;
+  s->at_seconds = mb__now() - t->t0;
   if (n_keep > 0) {
     const char **kept =
         mb__arena_alloc(st->arena, sizeof *kept * (size_t)n_keep);
@@ -466,8 +471,39 @@ static int by_median(const void *a, const void *b) {
   return (x->median_ms > y->median_ms) - (x->median_ms < y->median_ms);
 }
 
-/* Keeps the faster half of the candidates alive (and the fastest accurate
- * one, the configuration to beat). */
+/* Drops the candidates that cannot win whatever the next rounds measure:
+ * more than CANNOT_WIN_RATIO times the best time of the fastest accurate
+ * candidate (sorted[] by time, n of them). The noise of a short round is
+ * a few percent, and an int8 candidate's per-node precision only adds
+ * time, so none of them comes back. Returns how many are left, in
+ * order. */
+static int drop_hopeless(tune *t, timed *sorted, int n, int round) {
+  const timed *best = NULL;
+  for (int i = 0; i < n && !best; i++)
+    if (cand_step(t, sorted[i].c)->accurate)
+      best = &sorted[i];
+  if (!best || best->median_ms <= 0)
+    return n;
+  int left = n;
+  while (left > 0 &&
+         sorted[left - 1].median_ms > CANNOT_WIN_RATIO * best->median_ms) {
+    timed *x = &sorted[--left];
+    mb_tune_step *s = cand_step(t, x->c);
+    char where[48];
+    const mb_tune_step *b = cand_step(t, best->c);
+    snprintf(s->dropped, sizeof s->dropped,
+             "cannot win after round %d: best %.4g ms%s, over %.1fx %s at "
+             "%s (%.4g ms)",
+             round, x->median_ms, x->c->batch > 1 ? " per sample" : "",
+             CANNOT_WIN_RATIO, b->conversion, setting(b, where, sizeof where),
+             best->median_ms);
+    x->c->alive = false;
+  }
+  return left;
+}
+
+/* Keeps the faster half of the candidates that can still win alive (and
+ * the fastest accurate one, the configuration to beat). */
 static void halve(tune *t, int round) {
   timed *alive = malloc(sizeof *alive * (size_t)t->n_cands);
   int n = 0;
@@ -477,6 +513,7 @@ static void halve(tune *t, int round) {
     if (t->cands[i].alive)
       alive[n++] = (timed){&t->cands[i], t->cands[i].best_median_ms};
   qsort(alive, (size_t)n, sizeof *alive, by_median);
+  n = drop_hopeless(t, alive, n, round);
   int keep = (n + 1) / 2;
   bool accurate_kept = false;
   for (int i = 0; i < keep; i++)
@@ -704,13 +741,77 @@ static mb_status mixed_target(tune *t, int e, const candidate *c,
   return MB_STATUS_OK;
 }
 
+/* A candidate's speed: the lowest median of its rounds (as halving ranks
+ * them: other processes only ever add latency, and one slow last round of
+ * ResNet-18's INT8_STATIC+OPENVINO, 22.0 ms after 13.1, would otherwise
+ * keep it from the per-node search). */
+static double cand_ms(const tune *t, const candidate *c) {
+  const mb_tune_step *s = cand_step(t, c);
+  return c->best_median_ms >= 0 ? c->best_median_ms : s ? per_sample_ms(s) : -1;
+}
+
+/* The fastest fp32 candidate of c's runtime at c's setting (ORT_CPU for
+ * INT8_STATIC+ORT_CPU), by its best time; NULL when none was measured. */
+static const candidate *fp32_twin(const tune *t, const candidate *c) {
+  const mb_conversion_def *def = mb__conversion_def(c->conversion);
+  const candidate *twin = NULL;
+  for (int i = 0; i < t->n_cands; i++) {
+    const candidate *o = &t->cands[i];
+    const mb_conversion_def *d = mb__conversion_def(o->conversion);
+    if (o->best_median_ms > 0 && same_setting(o, c) &&
+        d->precision == MB_PRECISION_FP32 &&
+        strcmp(d->runtime, def->runtime) == 0 && d->device == def->device &&
+        (!twin || o->best_median_ms < twin->best_median_ms))
+      twin = o;
+  }
+  return twin;
+}
+
+/* The step that chose k nodes for c: its latest estimate keeping k, else
+ * its latest step (a measurement that kept fewer). */
+static mb_tune_step *kept_step(tune *t, const candidate *c, int k) {
+  const char *name = mb__conversion_def(c->conversion)->name;
+  mb_tune_step *latest = NULL;
+  for (int i = t->res->n_steps - 1; i >= 0; i--) {
+    mb_tune_step *s = &t->res->steps[i];
+    if (strcmp(s->conversion, name) != 0 || s->threads != c->threads ||
+        s->batch_size != c->batch)
+      continue;
+    if (!latest)
+      latest = s;
+    if (strcmp(s->phase, "mixed-estimate") == 0 && s->n_kept_float == k)
+      return s;
+  }
+  return latest;
+}
+
+/* What c should cost with the nodes of keep (k of them) in float, at the
+ * least: its int8 time plus, for the share of its int8 FLOPs back in
+ * float, that share of the gap to its runtime's fp32 time. The int8 /
+ * float boundaries the kept nodes add (QuantizeLinear, DequantizeLinear,
+ * reorders) only add to it. < 0 when not known (no fp32 twin measured,
+ * FLOPs unknown). */
+static double predicted_ms(const tune *t, const candidate *c,
+                           mb_tune_estimator *est, int k,
+                           const char *const *keep, const candidate **twin) {
+  *twin = fp32_twin(t, c);
+  double all = mb__tune_estimator_int8_share(est, 0, NULL);
+  double now = mb__tune_estimator_int8_share(est, k, keep);
+  double int8_ms = c->best_median_ms;
+  if (!*twin || !(all > 0) || now < 0 || int8_ms <= 0)
+    return -1;
+  double back = MB_MIN(MB_MAX(1.0 - now / all, 0.0), 1.0);
+  double fp32_ms = (*twin)->best_median_ms;
+  return int8_ms + back * MB_MAX(fp32_ms - int8_ms, 0.0);
+}
+
 /* Phase 2 for one inaccurate int8 candidate: keep the most sensitive nodes
  * in float until the estimate meets the target (mixed_target: the budget in
  * the estimator's terms), one node at least left in int8 (all of them in
  * float is no int8 configuration: the fp32 conversions stand for that),
  * then measure on the engine, keeping more while it is inaccurate there. */
 static mb_status mixed_precision(tune *t, candidate *c, double seconds,
-                                 mb_error *err) {
+                                 const candidate *to_beat, mb_error *err) {
   mb_tune_estimator *est = NULL;
   const ranked *rank = NULL;
   int e = 0;
@@ -785,6 +886,27 @@ static mb_status mixed_precision(tune *t, candidate *c, double seconds,
       t->res->budget_exhausted = 1;
       goto done;
     }
+    /* No measurement (a build, for NNCF a quantisation) for what cannot
+     * beat the fastest accurate candidate even at its predicted least. */
+    const candidate *twin = NULL;
+    double least = predicted_ms(t, c, est, k, keep, &twin);
+    if (to_beat && least > 0 && least >= cand_ms(t, to_beat)) {
+      mb_tune_step *last = kept_step(t, c, k);
+      const mb_tune_step *b = cand_step(t, to_beat);
+      char where[48];
+      size_t used = last->dropped[0] ? strlen(last->dropped) : 0;
+      snprintf(last->dropped + used, sizeof last->dropped - used,
+               "%snot measured: with %d node%s in float it would take %.4g ms "
+               "at least (%.4g ms in int8, %s %.4g ms, %.1f%% of its int8 "
+               "FLOPs back in float), no faster than %s at %s (%.4g ms)",
+               used ? "; " : "", k, k == 1 ? "" : "s", least, c->best_median_ms,
+               mb__conversion_def(twin->conversion)->name, twin->best_median_ms,
+               100.0 * (1.0 - mb__tune_estimator_int8_share(est, k, keep) /
+                                  mb__tune_estimator_int8_share(est, 0, NULL)),
+               b->conversion, setting(b, where, sizeof where),
+               cand_ms(t, to_beat));
+      goto done;
+    }
     if ((status = measure(t, "mixed", 0, &c->conversion, 1, c->threads,
                           c->batch, k, keep, seconds, &index, err)))
       goto done;
@@ -819,15 +941,6 @@ static mb_status mixed_precision(tune *t, candidate *c, double seconds,
 done:
   free(keep);
   return status;
-}
-
-/* A candidate's speed: the lowest median of its rounds (as halving ranks
- * them: other processes only ever add latency, and one slow last round of
- * ResNet-18's INT8_STATIC+OPENVINO, 22.0 ms after 13.1, would otherwise
- * keep it from the per-node search). */
-static double cand_ms(const tune *t, const candidate *c) {
-  const mb_tune_step *s = cand_step(t, c);
-  return c->best_median_ms >= 0 ? c->best_median_ms : s ? per_sample_ms(s) : -1;
 }
 
 /* Phase 2: the inaccurate int8 candidates faster than the fastest accurate
@@ -896,7 +1009,7 @@ static mb_status mixed_rounds(tune *t, mb_error *err) {
     inaccuracy(t, s, why, sizeof why);
     snprintf(s->dropped, sizeof s->dropped,
              "inaccurate (%s): tried with per-node precision", why);
-    mb_status status = mixed_precision(t, pool[i], seconds, err);
+    mb_status status = mixed_precision(t, pool[i], seconds, best_c, err);
     if (status)
       return status;
     if (t->res->budget_exhausted)
@@ -1096,6 +1209,7 @@ mb_status mb_tune(const char *model_path, const mb_tune_config *config,
   mb_status status;
   double t0 = mb__now();
   memset(&t, 0, sizeof t);
+  t.t0 = t0;
   for (int i = 0; i < MAX_ESTIMATORS; i++)
     t.all_int8[i] = NAN;
   if (!result_out)
@@ -1129,6 +1243,7 @@ mb_status mb_tune(const char *model_path, const mb_tune_config *config,
   t.base.n_keep_float = 0;
   t.base.keep_float = NULL;
   t.base.load.scenario = MB_LOAD_NONE;
+  t.base.segments = 0; /* nothing here reads them */
   t.max_error = config->bench.max_error > 0 ? config->bench.max_error : 1e-3;
   t.base.max_error = t.max_error;
   t.round_seconds =

@@ -836,7 +836,8 @@ void mb__worker_run_conversion(const mb_bench_job *job, int index,
   report(progress, "accuracy");
   if ((status = check_accuracy(p.rt, p.session, job, p.def, result, &err)))
     goto failed;
-  if (p.rt->hybrid && p.rt->profile_reset && p.rt->profile_collect) {
+  if (job->config->segments && p.rt->hybrid && p.rt->profile_reset &&
+      p.rt->profile_collect) {
     report(progress, "segments");
     if ((status = collect_segments(p.rt, p.session, job, result, &err)))
       goto failed;

@@ -1,0 +1,331 @@
+/* The search of mb_tune (src/bench/tune.c) on runtimes whose speed the test
+ * sets: each computes with the reference interpreter (so accuracy is real)
+ * and then sleeps a fixed time per inference, so that which candidate is
+ * faster, and by how much, is the test's choice on any machine.
+ *
+ *   TEST_TUNE_FP32   runtime test_tune, fp32: sleeps fp32_sleep_ms
+ *   TEST_TUNE_INT8   runtime test_tune, INT8_STATIC: sleeps 1 ms (a model
+ *                    with QuantizeLinear nodes); inaccurate on
+ *                    sensitive_mlp.onnx, whose "sensitive_matmul" (46% of
+ *                    its quantisable FLOPs) int8 ruins
+ *   TEST_TUNE_OTHER  runtime test_tune_other, fp32, accurate: 4 ms
+ *
+ * Checked: a candidate more than 1.5x slower than the fastest accurate one
+ * leaves after round 0 whatever halving would keep; per-node precision is
+ * not measured when its predicted least time (int8 time plus the kept share
+ * of the gap to the fp32 twin) cannot beat the fastest accurate candidate,
+ * and is measured, and wins, when it can; the log's at_seconds. */
+#include "bench/bench_internal.h"
+#include "conversions/conversion.h"
+#include "core/ir.h"
+#include "runtime/runtime.h"
+#include "test.h"
+
+#include <limits.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static long fp32_sleep_ms = 60; /* read by forked workers */
+
+static const char *model_path(const char *name) {
+  static char path[PATH_MAX];
+  const char *dir = getenv("MB_TEST_MODELS");
+  snprintf(path, sizeof path, "%s/%s", dir ? dir : "build/models", name);
+  return path;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+/* ---- the runtimes ---- */
+
+typedef struct timed_session {
+  mb_session *session;
+  int n_inputs, n_outputs;
+  mb_tensor **outputs;
+  long sleep_ms;
+} timed_session;
+
+static void probe_ok(mb_runtime_info *info) {
+  info->available = 1;
+  snprintf(info->version, sizeof info->version, "test");
+}
+
+static void timed_release(void *session) {
+  timed_session *s = session;
+  if (!s)
+    return;
+  for (int i = 0; s->outputs && i < s->n_outputs; i++)
+    mb_tensor_free(s->outputs[i]);
+  free(s->outputs);
+  mb_session_free(s->session);
+  free(s);
+}
+
+static bool has_quantize(const mb_model *model) {
+  const mb_graph *g = model->graph;
+  for (int i = 0; g && i < g->n_nodes; i++)
+    if (strcmp(g->nodes[i].op_type, "QuantizeLinear") == 0)
+      return true;
+  return false;
+}
+
+static mb_status timed_prepare(const mb_model *model, long ms,
+                               void **session_out, mb_error *err) {
+  timed_session *s = calloc(1, sizeof *s);
+  if (!s)
+    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "test: no memory");
+  s->sleep_ms = ms;
+  s->n_inputs = mb_model_input_count(model);
+  s->n_outputs = mb_model_output_count(model);
+  s->outputs = calloc((size_t)s->n_outputs + 1, sizeof *s->outputs);
+  mb_status status = s->outputs
+                         ? mb_session_create(model, NULL, &s->session, err)
+                         : mb__error(err, MB_STATUS_OUT_OF_MEMORY, "no memory");
+  if (status) {
+    timed_release(s);
+    return status;
+  }
+  *session_out = s;
+  return MB_STATUS_OK;
+}
+
+static mb_status tune_prepare(const mb_model *model, const void *bytes,
+                              size_t size, const mb_runtime_options *options,
+                              void **session_out, mb_error *err) {
+  return timed_prepare(model, has_quantize(model) ? 1 : fp32_sleep_ms,
+                       session_out, err);
+}
+
+static mb_status other_prepare(const mb_model *model, const void *bytes,
+                               size_t size, const mb_runtime_options *options,
+                               void **session_out, mb_error *err) {
+  return timed_prepare(model, 4, session_out, err);
+}
+
+static mb_status timed_run(void *session, const mb_tensor *const *inputs,
+                           mb_error *err) {
+  timed_session *s = session;
+  for (int i = 0; i < s->n_outputs; i++) {
+    mb_tensor_free(s->outputs[i]);
+    s->outputs[i] = NULL;
+  }
+  mb_status status = mb_session_run(s->session, s->n_inputs, inputs,
+                                    s->n_outputs, s->outputs, err);
+  sleep_ms(s->sleep_ms);
+  return status;
+}
+
+static mb_status timed_fetch(void *session, mb_tensor **outputs_out,
+                             mb_error *err) {
+  timed_session *s = session;
+  for (int i = 0; i < s->n_outputs; i++) {
+    mb_status status = mb_tensor_clone(s->outputs[i], &outputs_out[i], err);
+    if (status)
+      return status;
+  }
+  return MB_STATUS_OK;
+}
+
+static const mb_runtime rt_tune = {.name = "test_tune",
+                                   .probe = probe_ok,
+                                   .prepare = tune_prepare,
+                                   .run = timed_run,
+                                   .fetch_outputs = timed_fetch,
+                                   .release = timed_release};
+static const mb_runtime rt_other = {.name = "test_tune_other",
+                                    .probe = probe_ok,
+                                    .prepare = other_prepare,
+                                    .run = timed_run,
+                                    .fetch_outputs = timed_fetch,
+                                    .release = timed_release};
+
+static int conv_fp32 = -1, conv_int8 = -1, conv_other = -1;
+
+static int register_rows(void) {
+  static mb_conversion_def defs[3] = {
+      {.id = 9101,
+       .name = "TEST_TUNE_FP32",
+       .runtime = "test_tune",
+       .device = MB_DEVICE_CPU,
+       .precision = MB_PRECISION_FP32,
+       .opt_level = MB_GRAPH_OPT_ALL,
+       .steps = "optimize",
+       .description = "test-only conversion"},
+      {.id = 9102,
+       .name = "TEST_TUNE_INT8",
+       .runtime = "test_tune",
+       .device = MB_DEVICE_CPU,
+       .precision = MB_PRECISION_INT8,
+       .opt_level = MB_GRAPH_OPT_ALL,
+       .steps = "optimize,quantize_static",
+       .description = "test-only conversion"},
+      {.id = 9103,
+       .name = "TEST_TUNE_OTHER",
+       .runtime = "test_tune_other",
+       .device = MB_DEVICE_CPU,
+       .precision = MB_PRECISION_FP32,
+       .opt_level = MB_GRAPH_OPT_ALL,
+       .steps = "optimize",
+       .description = "test-only conversion"},
+  };
+  static bool done;
+  mb_error err;
+  if (done)
+    return 0;
+  if (mb__runtime_register(&rt_tune, &err) ||
+      mb__runtime_register(&rt_other, &err) ||
+      (conv_fp32 = mb__conversion_register(&defs[0], &err)) < 0 ||
+      (conv_int8 = mb__conversion_register(&defs[1], &err)) < 0 ||
+      (conv_other = mb__conversion_register(&defs[2], &err)) < 0) {
+    fprintf(stderr, "registering the test rows: %s\n", err.message);
+    return 1;
+  }
+  done = true;
+  return 0;
+}
+
+/* ---- helpers ---- */
+
+static char cache_dir[PATH_MAX];
+
+/* Tunes sensitive_mlp.onnx over the three rows at 1 thread. */
+static mb_status tune_three(mb_tune_result **res, mb_error *err) {
+  int conversions[3] = {conv_fp32, conv_int8, conv_other};
+  mb_tune_config c;
+  mb_tune_config_init(&c);
+  c.bench.conversions = conversions;
+  c.bench.n_conversions = 3;
+  c.bench.max_error = 1e-3;
+  c.bench.calibration_samples = 32;
+  c.bench.cache_dir = cache_dir;
+  c.round_seconds = 0.05;
+  return mb_tune(model_path("sensitive_mlp.onnx"), &c, res, err);
+}
+
+static const mb_tune_step *step_of(const mb_tune_result *r, const char *phase,
+                                   const char *conversion, int round) {
+  for (int i = 0; i < r->n_steps; i++)
+    if (strcmp(r->steps[i].phase, phase) == 0 &&
+        strcmp(r->steps[i].conversion, conversion) == 0 &&
+        (round < 0 || r->steps[i].round == round))
+      return &r->steps[i];
+  return NULL;
+}
+
+static int count_phase(const mb_tune_result *r, const char *phase) {
+  int n = 0;
+  for (int i = 0; i < r->n_steps; i++)
+    n += strcmp(r->steps[i].phase, phase) == 0;
+  return n;
+}
+
+static int check_at_seconds(const mb_tune_result *r) {
+  double last = 0;
+  for (int i = 0; i < r->n_steps; i++) {
+    ASSERT(r->steps[i].at_seconds >= last);
+    last = r->steps[i].at_seconds;
+  }
+  ASSERT(last > 0 && last <= r->wall_seconds);
+  return 0;
+}
+
+/* ---- tests ---- */
+
+/* fp32 60 ms: over 1.5x TEST_TUNE_OTHER's 4 ms, so it leaves after round
+ * 0; the int8 model with sensitive_matmul in float would take at least
+ * 1 + 0.46 x (60 - 1) ms, so it is not measured; the 4 ms fp32 wins. */
+TEST(hopeless_dropped_and_mixed_not_measured) {
+  ASSERT_EQ(register_rows(), 0);
+  fp32_sleep_ms = 60;
+  mb_tune_result *r = NULL;
+  mb_error err = {MB_STATUS_OK, ""};
+  mb_status status = tune_three(&r, &err);
+  if (status)
+    TEST_FAIL_("tune: %s", err.message);
+  const mb_tune_step *fp32 = step_of(r, "uniform", "TEST_TUNE_FP32", 0);
+  ASSERT(fp32 && fp32->accurate);
+  ASSERT(strncmp(fp32->dropped, "cannot win after round 0", 24) == 0);
+  ASSERT(strstr(fp32->dropped, "TEST_TUNE_OTHER") != NULL);
+  ASSERT(step_of(r, "uniform", "TEST_TUNE_FP32", 1) == NULL);
+  const mb_tune_step *int8 = step_of(r, "uniform", "TEST_TUNE_INT8", 0);
+  ASSERT(int8 && !int8->accurate);
+  /* The per-node search ran on the estimator, the engine measured none. */
+  ASSERT(count_phase(r, "sensitivity") == 3);
+  ASSERT_EQ(count_phase(r, "mixed"), 0);
+  const mb_tune_step *skipped = NULL;
+  for (int i = 0; i < r->n_steps; i++)
+    if (strstr(r->steps[i].dropped, "not measured: with 1 node in float"))
+      skipped = &r->steps[i];
+  ASSERT(skipped != NULL);
+  ASSERT(strcmp(skipped->phase, "mixed-estimate") == 0);
+  ASSERT(skipped->n_kept_float == 1);
+  ASSERT(strcmp(skipped->kept_float[0], "sensitive_matmul") == 0);
+  /* "would take L ms at least (A ms in int8, TEST_TUNE_FP32 B ms, P% of its
+   * int8 FLOPs back in float)": L = A + P/100 (B - A). */
+  double least, a, b, p;
+  const char *at = strstr(skipped->dropped, "would take ");
+  ASSERT(at && sscanf(at,
+                      "would take %lf ms at least (%lf ms in int8, "
+                      "TEST_TUNE_FP32 %lf ms, %lf%%",
+                      &least, &a, &b, &p) == 4);
+  ASSERT(p > 30 && p < 60); /* sensitive_matmul: 4096 of 8832 FLOPs */
+  ASSERT(fabs(least - (a + p / 100 * (b - a))) < 0.01 * least);
+  ASSERT(b >= 55 && a < 0.5 * least);
+  ASSERT(r->found && r->winner >= 0);
+  ASSERT(strcmp(r->steps[r->winner].conversion, "TEST_TUNE_OTHER") == 0);
+  ASSERT_EQ(check_at_seconds(r), 0);
+  mb_tune_result_free(r);
+  return 0;
+}
+
+/* fp32 5 ms: the int8 model with sensitive_matmul in float should take
+ * about 1 + 0.46 x 4 ms, under TEST_TUNE_OTHER's 4 ms: measured, accurate,
+ * the winner. */
+TEST(mixed_measured_when_it_can_win) {
+  ASSERT_EQ(register_rows(), 0);
+  fp32_sleep_ms = 5;
+  mb_tune_result *r = NULL;
+  mb_error err = {MB_STATUS_OK, ""};
+  mb_status status = tune_three(&r, &err);
+  if (status)
+    TEST_FAIL_("tune: %s", err.message);
+  const mb_tune_step *fp32 = step_of(r, "uniform", "TEST_TUNE_FP32", 0);
+  ASSERT(fp32 && strncmp(fp32->dropped, "cannot win", 10) != 0);
+  const mb_tune_step *mixed = step_of(r, "mixed", "TEST_TUNE_INT8", -1);
+  ASSERT(mixed != NULL);
+  ASSERT(mixed->n_kept_float == 1);
+  ASSERT(strcmp(mixed->kept_float[0], "sensitive_matmul") == 0);
+  ASSERT(mixed->accurate && mixed->median_ms > 0);
+  ASSERT(r->found && r->winner >= 0);
+  ASSERT(&r->steps[r->winner] == mixed);
+  ASSERT_EQ(check_at_seconds(r), 0);
+  mb_tune_result_free(r);
+  return 0;
+}
+
+static int setup(void) {
+  snprintf(cache_dir, sizeof cache_dir, "%s/mb-tune-search-XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  return mkdtemp(cache_dir) ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  static const mb_test_case cases[] = {
+      TEST_ENTRY(hopeless_dropped_and_mixed_not_measured),
+      TEST_ENTRY(mixed_measured_when_it_can_win)};
+  if (setup()) {
+    fprintf(stderr, "cannot make a cache folder\n");
+    return 1;
+  }
+  int failed = mb_test_main(argc, argv, cases, MB_ARRAY_COUNT(cases));
+  char cmd[PATH_MAX + 16];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", cache_dir);
+  return failed;
+}
