@@ -11,7 +11,7 @@ JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 RUN_MODEL  ?= $(BUILD)/models/resnet_blocks.onnx
 
-.PHONY: all deps build run test test-unit test-asan test-fuzz fuzz-build bench bench-load-harness fuzz format clean install
+.PHONY: all deps build run test test-unit test-asan test-fuzz fuzz-build bench bench-tune bench-load-harness fuzz format clean install
 
 all: build
 
@@ -63,6 +63,11 @@ test-asan:
 
 bench: build
 	bench/run.sh $(BUILD)
+
+# modelbench tune on ResNet-18 (empty and warm cache), ResNet-50, ViT and
+# Swin-T with natural images (issue 29); also the last part of `make bench`.
+bench-tune: build
+	bench/tune.sh $(BUILD)
 
 # The server scenario's harness against an ideal queue (issue 30 item 8):
 # resnet_blocks under ORT_CPU at 30% load, p99 vs the ideal p99, the

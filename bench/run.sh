@@ -31,7 +31,8 @@
 # fidelity against a plain loop, a function profile across batch sizes and
 # the PyTorch conversions' cached builds, and alma-torch itself beside
 # modelbench (bench/alma_peer.py, MB_BENCH_ALMA=0 skips it);
-# MB_BENCH_PYTORCH=0 skips them all.
+# MB_BENCH_PYTORCH=0 skips them all. Last bench/tune.sh (issue 29: modelbench
+# tune on ResNet-18, ResNet-50, ViT and Swin-T); MB_BENCH_TUNE=0 skips it.
 set -euo pipefail
 
 build=${1:-build}
@@ -207,4 +208,12 @@ if [ "${MB_BENCH_PYTORCH:-1}" != 0 ]; then
   else
     echo "PyTorch 2.x front skipped: no $venv_python (scripts/python-venv.sh makes it)"
   fi
+fi
+
+# modelbench tune (issue 29): ResNet-18's search time from an empty and a
+# warm cache, then ResNet-50, ViT and Swin-T on natural images
+# (bench/tune.sh, also `make bench-tune`). MB_BENCH_TUNE=0 skips it.
+if [ "${MB_BENCH_TUNE:-1}" != 0 ]; then
+  echo
+  "$(dirname "$0")/tune.sh" "$build"
 fi

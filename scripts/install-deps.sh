@@ -22,6 +22,9 @@
 #                    Runtime's kernels on an emulated AVX2-only CPU
 #                    (qemu-x86_64 -cpu Haswell-v4), whatever CPU runs them
 #                    (`make test` sets it).
+#   MB_WITH_IMAGES=1 also install python3-skimage: the photographs
+#                    tools/real_images.py crops into natural-looking inputs
+#                    (`make bench-tune`).
 #   MB_WITH_ORT=0    skip ONNX Runtime (default: fetch it with
 #                    scripts/fetch-onnxruntime.sh, installing npm if needed).
 #   MB_WITH_OPENVINO=0 skip OpenVINO (default: fetch its C API from PyPI's
@@ -59,6 +62,9 @@ if [ "${MB_WITH_SLURM:-0}" = 1 ]; then
 fi
 if [ "${MB_WITH_FUZZ:-0}" = 1 ]; then
   packages+=(clang libclang-rt-dev)
+fi
+if [ "${MB_WITH_IMAGES:-0}" = 1 ]; then
+  packages+=(python3-skimage)             # tools/real_images.py's photographs
 fi
 if [ "${MB_WITH_QEMU:-0}" = 1 ]; then
   packages+=(qemu-user)                   # an AVX2-only CPU for the int8 tests

@@ -110,6 +110,26 @@ assert "all but one quantisable node in float" in last["dropped"], last
 ' "$tmp/none.json"
 }
 
+# ---- per-node precision cannot reach the budget: no node ranking ----
+# resnet_blocks' residual Adds stay quantised whatever Conv/Gemm is kept in
+# float: with all of them in float the estimate still misses 1e-9, so the
+# search says so after one estimate instead of ranking every node.
+run 3 tune "$models/resnet_blocks.onnx" --max-error 1e-9 \
+  -c INT8_STATIC+REFERENCE "${quick[@]}" --json "$tmp/floor.json" \
+  --no-record && py "the floor of per-node precision, one estimate" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+steps = d["steps"]
+assert not d["found"], d["summary"]
+assert not [s for s in steps if s["phase"] in ("sensitivity", "mixed")], steps
+floor = [s for s in steps if s["phase"] == "mixed-estimate" and s["kept_float"]]
+assert len(floor) == 1, floor
+f = floor[0]
+assert len(f["kept_float"]) > 1 and f["error"] > 1e-9, f
+assert "quantisable nodes in float the estimate is still" in f["dropped"], f
+assert "no per-node search" in f["dropped"], f
+' "$tmp/floor.json"
+
 # ---- the budget as task accuracy (--max-accuracy-drop, --labels) ----
 # 64 rows of one input, labelled with the reference's own top-1 class: the
 # fp32 REFERENCE candidate is the baseline at 100%; the int8 candidates,

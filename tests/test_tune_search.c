@@ -12,7 +12,7 @@
  *
  * Checked: a candidate more than 1.5x slower than the fastest accurate one
  * leaves after round 0 whatever halving would keep; per-node precision is
- * not measured when its predicted least time (int8 time plus the kept share
+ * not measured when its predicted time (int8 time plus the kept share
  * of the gap to the fp32 twin) cannot beat the fastest accurate candidate,
  * and is measured, and wins, when it can; the log's at_seconds. */
 #include "bench/bench_internal.h"
@@ -265,12 +265,12 @@ TEST(hopeless_dropped_and_mixed_not_measured) {
   ASSERT(strcmp(skipped->phase, "mixed-estimate") == 0);
   ASSERT(skipped->n_kept_float == 1);
   ASSERT(strcmp(skipped->kept_float[0], "sensitive_matmul") == 0);
-  /* "would take L ms at least (A ms in int8, TEST_TUNE_FP32 B ms, P% of its
+  /* "would take about L ms (A ms in int8, TEST_TUNE_FP32 B ms, P% of its
    * int8 FLOPs back in float)": L = A + P/100 (B - A). */
   double least, a, b, p;
   const char *at = strstr(skipped->dropped, "would take ");
   ASSERT(at && sscanf(at,
-                      "would take %lf ms at least (%lf ms in int8, "
+                      "would take about %lf ms (%lf ms in int8, "
                       "TEST_TUNE_FP32 %lf ms, %lf%%",
                       &least, &a, &b, &p) == 4);
   ASSERT(p > 30 && p < 60); /* sensitive_matmul: 4096 of 8832 FLOPs */

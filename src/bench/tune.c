@@ -79,6 +79,7 @@ typedef struct tune {
   ranked *rank[MAX_ESTIMATORS];    /* per estimator, once ranked */
   double all_int8[MAX_ESTIMATORS]; /* its estimate of the all-int8 model;
                                       NAN until estimated */
+  double floor[MAX_ESTIMATORS];    /* ... with every group in float */
   int n_est;
 } tune;
 
@@ -785,12 +786,13 @@ static mb_tune_step *kept_step(tune *t, const candidate *c, int k) {
   return latest;
 }
 
-/* What c should cost with the nodes of keep (k of them) in float, at the
- * least: its int8 time plus, for the share of its int8 FLOPs back in
- * float, that share of the gap to its runtime's fp32 time. The int8 /
- * float boundaries the kept nodes add (QuantizeLinear, DequantizeLinear,
- * reorders) only add to it. < 0 when not known (no fp32 twin measured,
- * FLOPs unknown). */
+/* What c should cost with the nodes of keep (k of them) in float: its
+ * int8 time plus, for the share of its int8 FLOPs back in float, that
+ * share of the gap to its runtime's fp32 time. It leaves out what the
+ * int8 / float boundaries add (QuantizeLinear, DequantizeLinear,
+ * reorders), so it errs low, except where the kept nodes gained less from
+ * int8 than the model's average. < 0 when not known (no fp32 twin
+ * measured, FLOPs unknown). */
 static double predicted_ms(const tune *t, const candidate *c,
                            mb_tune_estimator *est, int k,
                            const char *const *keep, const candidate **twin) {
@@ -827,20 +829,40 @@ static mb_status mixed_precision(tune *t, candidate *c, double seconds,
              n_groups, n_groups == 1 ? "" : "s");
     return MB_STATUS_OK;
   }
-  if ((status = rank_nodes(t, e, c, &rank, err)) || !rank)
-    return status;
   const char **keep = calloc((size_t)n_groups + 1, sizeof *keep);
   double error = 0;
   if (!keep)
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "tune: ranking");
   for (int g = 0; g < n_groups; g++)
+    keep[g] = mb__tune_estimator_group(est, g);
+  double target;
+  if ((status = mixed_target(t, e, c, keep, &target, err)))
+    goto done;
+  /* What per-node precision can reach at best: every quantisable node in
+   * float, the rest (Add, pooling, Concat...) still quantised. Where even
+   * that misses the target the error is spread over what no node group
+   * holds, and ranking the nodes (one estimate each) is spared. */
+  if (isnan(t->floor[e]) &&
+      (status = estimate_step(t, est, "mixed-estimate", c, n_groups, keep,
+                              &t->floor[e], err)))
+    goto done;
+  if (t->floor[e] > target) {
+    mb_tune_step *s = kept_step(t, c, n_groups);
+    size_t used = s->dropped[0] ? strlen(s->dropped) : 0;
+    snprintf(s->dropped + used, sizeof s->dropped - used,
+             "%swith all %d quantisable nodes in float the estimate is still "
+             "1 - cosine %.3g > %.3g: the error is in what stays quantised "
+             "besides them; no per-node search",
+             used ? "; " : "", n_groups, t->floor[e], target);
+    goto done;
+  }
+  if ((status = rank_nodes(t, e, c, &rank, err)) || !rank)
+    goto done;
+  for (int g = 0; g < n_groups; g++)
     keep[g] = rank[g].name;
   /* The fewest nodes whose estimate meets the target: doubling k, then
    * bisecting between the last miss and the first hit (the error falls,
    * roughly, as more nodes stay in float). */
-  double target;
-  if ((status = mixed_target(t, e, c, keep, &target, err)))
-    goto done;
   int lo = 0, hi = -1; /* lo misses (0: all int8 did), hi meets */
   for (int k = 1; hi < 0 && !status; k = MB_MIN(k * 2, n_groups - 1)) {
     if (out_of_budget(t)) {
@@ -886,25 +908,25 @@ static mb_status mixed_precision(tune *t, candidate *c, double seconds,
       t->res->budget_exhausted = 1;
       goto done;
     }
-    /* No measurement (a build, for NNCF a quantisation) for what cannot
-     * beat the fastest accurate candidate even at its predicted least. */
+    /* No measurement (a build, for NNCF a quantisation) for what its
+     * predicted time says cannot beat the fastest accurate candidate. */
     const candidate *twin = NULL;
-    double least = predicted_ms(t, c, est, k, keep, &twin);
-    if (to_beat && least > 0 && least >= cand_ms(t, to_beat)) {
+    double predicted = predicted_ms(t, c, est, k, keep, &twin);
+    if (to_beat && predicted > 0 && predicted >= cand_ms(t, to_beat)) {
       mb_tune_step *last = kept_step(t, c, k);
       const mb_tune_step *b = cand_step(t, to_beat);
       char where[48];
       size_t used = last->dropped[0] ? strlen(last->dropped) : 0;
-      snprintf(last->dropped + used, sizeof last->dropped - used,
-               "%snot measured: with %d node%s in float it would take %.4g ms "
-               "at least (%.4g ms in int8, %s %.4g ms, %.1f%% of its int8 "
-               "FLOPs back in float), no faster than %s at %s (%.4g ms)",
-               used ? "; " : "", k, k == 1 ? "" : "s", least, c->best_median_ms,
-               mb__conversion_def(twin->conversion)->name, twin->best_median_ms,
-               100.0 * (1.0 - mb__tune_estimator_int8_share(est, k, keep) /
-                                  mb__tune_estimator_int8_share(est, 0, NULL)),
-               b->conversion, setting(b, where, sizeof where),
-               cand_ms(t, to_beat));
+      snprintf(
+          last->dropped + used, sizeof last->dropped - used,
+          "%snot measured: with %d node%s in float it would take about "
+          "%.4g ms (%.4g ms in int8, %s %.4g ms, %.1f%% of its int8 "
+          "FLOPs back in float), no faster than %s at %s (%.4g ms)",
+          used ? "; " : "", k, k == 1 ? "" : "s", predicted, c->best_median_ms,
+          mb__conversion_def(twin->conversion)->name, twin->best_median_ms,
+          100.0 * (1.0 - mb__tune_estimator_int8_share(est, k, keep) /
+                             mb__tune_estimator_int8_share(est, 0, NULL)),
+          b->conversion, setting(b, where, sizeof where), cand_ms(t, to_beat));
       goto done;
     }
     if ((status = measure(t, "mixed", 0, &c->conversion, 1, c->threads,
@@ -1211,7 +1233,7 @@ mb_status mb_tune(const char *model_path, const mb_tune_config *config,
   memset(&t, 0, sizeof t);
   t.t0 = t0;
   for (int i = 0; i < MAX_ESTIMATORS; i++)
-    t.all_int8[i] = NAN;
+    t.all_int8[i] = t.floor[i] = NAN;
   if (!result_out)
     return mb__error(err, MB_STATUS_INVALID_ARGUMENT, "tune: no result_out");
   *result_out = NULL;
