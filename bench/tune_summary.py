@@ -43,7 +43,7 @@ def main():
                   f"({fmt(100 * s['int8_flops_share'] if s['int8_flops_share'] is not None else None, '.1f')}% "
                   f"of FLOPs in int8), {fmt(s['median_ms'], '.2f')} ms, cosine "
                   f"{fmt(s['cosine'], '.6f')}, {'accurate' if s['accurate'] else 'inaccurate'}")
-        elif "not measured" in (s["dropped"] or ""):
+        elif any(w in (s["dropped"] or "") for w in ("not measured", "no per-node search")):
             print(f"per-node  {s['conversion']}: {s['dropped']}")
     fu = d["fastest_uniform"]
     if fu is not None:
@@ -55,9 +55,10 @@ def main():
         return
     w = steps[d["winner"]]
     share = w["int8_flops_share"]
+    share = "-" if share is None else "%.1f%%" % (100 * share)
     print(f"tuned: {w['conversion']} {w['median_ms']:.2f} ms, cosine {w['cosine']:.6f}, "
           f"kept in float: {', '.join(w['kept_float']) or 'none'}, int8 share of FLOPs "
-          f"{fmt(100 * share if share is not None else None, '.1f')}%")
+          f"{share}")
     print("       " + ("per-node precision beats every accurate uniform option"
                        if w["phase"] == "mixed" else
                        "no per-node configuration beats the fastest accurate uniform option"))

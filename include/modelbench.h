@@ -1341,6 +1341,9 @@ typedef struct mb_tune_step {
   /* When the measurement or estimate finished, in seconds since the search
    * began: where a search's time went. */
   double at_seconds;
+  /* Estimates: the evaluation samples it ran on (the sensitivity ranking
+   * runs on the first 2); 0 for measurements. */
+  int samples;
   /* Why the candidate went no further ("slower half of round 0", "fails
    * the SLO", "inaccurate, no per-node precision for fp16"...); "" when it
    * did. */

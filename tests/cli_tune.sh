@@ -41,7 +41,7 @@ assert d["kind"] == "tune" and d["schema_version"] == 1, d
 step = {"index", "phase", "round", "conversion", "threads", "kept_float",
         "int8_flops_share", "estimated", "status", "error_message", "error",
         "cosine", "accurate", "median_ms", "slo_latency_ms", "min_seconds",
-        "dropped"}
+        "at_seconds", "samples", "dropped"}
 phases = {"uniform", "sensitivity", "mixed-estimate", "mixed"}
 for i, s in enumerate(d["steps"]):
     assert step <= set(s), step - set(s)

@@ -14,7 +14,8 @@
  * leaves after round 0 whatever halving would keep; per-node precision is
  * not measured when its predicted time (int8 time plus the kept share
  * of the gap to the fp32 twin) cannot beat the fastest accurate candidate,
- * and is measured, and wins, when it can; the log's at_seconds. */
+ * and is measured, and wins, when it can; the steps' at_seconds and
+ * samples. */
 #include "bench/bench_internal.h"
 #include "conversions/conversion.h"
 #include "core/ir.h"
@@ -202,6 +203,7 @@ static mb_status tune_three(mb_tune_result **res, mb_error *err) {
   c.bench.n_conversions = 3;
   c.bench.max_error = 1e-3;
   c.bench.calibration_samples = 32;
+  c.bench.n_samples = 4; /* the ranking runs on 2 of them */
   c.bench.cache_dir = cache_dir;
   c.round_seconds = 0.05;
   return mb_tune(model_path("sensitive_mlp.onnx"), &c, res, err);
@@ -224,11 +226,20 @@ static int count_phase(const mb_tune_result *r, const char *phase) {
   return n;
 }
 
-static int check_at_seconds(const mb_tune_result *r) {
+/* at_seconds in order; estimates on all 4 samples, the sensitivity
+ * ranking's on 2, measurements none. */
+static int check_steps(const mb_tune_result *r) {
   double last = 0;
   for (int i = 0; i < r->n_steps; i++) {
-    ASSERT(r->steps[i].at_seconds >= last);
-    last = r->steps[i].at_seconds;
+    const mb_tune_step *s = &r->steps[i];
+    ASSERT(s->at_seconds >= last);
+    last = s->at_seconds;
+    if (strcmp(s->phase, "sensitivity") == 0)
+      ASSERT_EQ(s->samples, 2);
+    else if (strcmp(s->phase, "mixed-estimate") == 0)
+      ASSERT_EQ(s->samples, 4);
+    else
+      ASSERT_EQ(s->samples, 0);
   }
   ASSERT(last > 0 && last <= r->wall_seconds);
   return 0;
@@ -278,7 +289,7 @@ TEST(hopeless_dropped_and_mixed_not_measured) {
   ASSERT(b >= 55 && a < 0.5 * least);
   ASSERT(r->found && r->winner >= 0);
   ASSERT(strcmp(r->steps[r->winner].conversion, "TEST_TUNE_OTHER") == 0);
-  ASSERT_EQ(check_at_seconds(r), 0);
+  ASSERT_EQ(check_steps(r), 0);
   mb_tune_result_free(r);
   return 0;
 }
@@ -303,7 +314,7 @@ TEST(mixed_measured_when_it_can_win) {
   ASSERT(mixed->accurate && mixed->median_ms > 0);
   ASSERT(r->found && r->winner >= 0);
   ASSERT(&r->steps[r->winner] == mixed);
-  ASSERT_EQ(check_at_seconds(r), 0);
+  ASSERT_EQ(check_steps(r), 0);
   mb_tune_result_free(r);
   return 0;
 }

@@ -65,6 +65,8 @@ class TuneStep:
             batch sizes are ranked by.
         min_seconds: the timed phase the measurement asked for.
         at_seconds: when it finished, in seconds from the start of the search.
+        samples: estimates: the evaluation samples they ran on (the
+            sensitivity ranking's first 2); None for measurements.
         dropped: why the configuration went no further (None: it did not drop out).
     """
 
@@ -88,6 +90,7 @@ class TuneStep:
     slo_latency_ms: Optional[float] = None
     min_seconds: Optional[float] = None
     at_seconds: Optional[float] = None
+    samples: Optional[int] = None
     dropped: Optional[str] = None
 
     @classmethod

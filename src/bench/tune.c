@@ -24,7 +24,11 @@
  * accurate one is out, whatever halving would keep. */
 #define CANNOT_WIN_RATIO 1.5
 #define MAX_MIXED_CANDIDATES 3 /* inaccurate int8 candidates tried mixed */
-#define MAX_MIXED_MEASURES 3   /* engine measurements per such candidate */
+/* Evaluation samples the sensitivity ranking runs on: one estimate per
+ * node, each a pass over them on the reference interpreter (Swin-T: 77
+ * nodes, ~1.4 s a sample at 2 threads). */
+#define RANK_SAMPLES 2
+#define MAX_MIXED_MEASURES 3 /* engine measurements per such candidate */
 /* The estimate a kept-float set must meet, as a share of the budget in the
  * engine's terms: the estimator's int8 (the reference interpreter's) and
  * the engine's round differently, so estimates are scaled by how the two
@@ -515,7 +519,8 @@ static void halve(tune *t, int round) {
       alive[n++] = (timed){&t->cands[i], t->cands[i].best_median_ms};
   qsort(alive, (size_t)n, sizeof *alive, by_median);
   n = drop_hopeless(t, alive, n, round);
-  int keep = (n + 1) / 2;
+  /* Two at least: of two, a short round's noise is not a verdict. */
+  int keep = MB_MAX((n + 1) / 2, MB_MIN(n, 2));
   bool accurate_kept = false;
   for (int i = 0; i < keep; i++)
     accurate_kept |= cand_step(t, alive[i].c)->accurate;
@@ -642,19 +647,26 @@ static int by_error(const void *a, const void *b) {
   return (x->error > y->error) - (x->error < y->error);
 }
 
-/* One estimate as a step. */
+/* One estimate as a step: on every evaluation sample, but the
+ * sensitivity ranking's on the first RANK_SAMPLES (they only order the
+ * nodes; what is kept is decided on all of them). */
 static mb_status estimate_step(tune *t, mb_tune_estimator *est,
                                const char *phase, const candidate *c,
                                int n_keep, const char *const *keep,
                                double *error_out, mb_error *err) {
   double error, cosine;
-  mb_status status = mb__tune_estimate(est, n_keep, keep, &error, &cosine, err);
+  int samples = mb__tune_estimator_samples(est);
+  if (strcmp(phase, "sensitivity") == 0)
+    samples = MB_MIN(samples, RANK_SAMPLES);
+  mb_status status =
+      mb__tune_estimate(est, samples, n_keep, keep, &error, &cosine, err);
   if (status)
     return status;
   mb_tune_step *s = add_step(t, phase, c->conversion, c->threads, c->batch,
                              n_keep, keep, err);
   if (!s)
     return err ? err->status : MB_STATUS_OUT_OF_MEMORY;
+  s->samples = samples;
   s->error = error;
   s->cosine = cosine;
   s->accurate = error <= t->max_error;

@@ -38,11 +38,11 @@ struct mb_tune_estimator {
 };
 
 static mb_status run_model(const mb_tune_estimator *est, const mb_model *model,
-                           mb_tensor **outputs, mb_error *err) {
+                           int n_samples, mb_tensor **outputs, mb_error *err) {
   mb_session_options so = {.threads = MB_MAX(est->job.config->threads, 1)};
   mb_session *session = NULL;
   mb_status status = mb_session_create(model, &so, &session, err);
-  for (int s = 0; !status && s < est->n_samples; s++)
+  for (int s = 0; !status && s < n_samples; s++)
     status = mb_session_run(session, est->job.n_inputs,
                             (const mb_tensor *const *)est->samples[s],
                             est->n_outputs, outputs + s * est->n_outputs, err);
@@ -240,7 +240,8 @@ static mb_status prepare(mb_tune_estimator *est, mb_error *err) {
                           sizeof *est->reference);
   if (!est->reference)
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "tune: reference");
-  if ((status = run_model(est, est->optimized, est->reference, err))) {
+  if ((status = run_model(est, est->optimized, est->n_samples, est->reference,
+                          err))) {
     for (int i = 0; i < est->n_samples * est->n_outputs; i++)
       mb_tensor_free(est->reference[i]);
     free(est->reference);
@@ -305,13 +306,19 @@ double mb__tune_estimator_int8_share(const mb_tune_estimator *est, int n_keep,
   return MB_MIN(int8 / est->total_flops, 1.0);
 }
 
-mb_status mb__tune_estimate(mb_tune_estimator *est, int n_keep,
+int mb__tune_estimator_samples(const mb_tune_estimator *est) {
+  return est->n_samples;
+}
+
+mb_status mb__tune_estimate(mb_tune_estimator *est, int max_samples, int n_keep,
                             const char *const *keep, double *error_out,
                             double *cosine_out, mb_error *err) {
   mb_model *copy = NULL;
   mb_quant_params *params = NULL;
   mb_quant_options qo = est->qo;
-  size_t n = (size_t)est->n_samples * (size_t)est->n_outputs;
+  int n_samples =
+      max_samples > 0 ? MB_MIN(max_samples, est->n_samples) : est->n_samples;
+  size_t n = (size_t)n_samples * (size_t)est->n_outputs;
   mb_tensor **outputs = calloc(n + 1, sizeof *outputs);
   mb_quant_stats qs;
   mb_status status = MB_STATUS_OK;
@@ -329,7 +336,7 @@ mb_status mb__tune_estimate(mb_tune_estimator *est, int n_keep,
   else if (!(status = params_copy(est->params, &params, err)))
     status = mb__quantize_static(copy, params, &qo, &qs, err);
   if (!status)
-    status = run_model(est, copy, outputs, err);
+    status = run_model(est, copy, n_samples, outputs, err);
   for (size_t i = 0; !status && i < n; i++) {
     mb_compare_result cmp;
     if ((status =

@@ -39,10 +39,13 @@ const char *mb__tune_estimator_group(const mb_tune_estimator *est, int i);
 double mb__tune_estimator_int8_share(const mb_tune_estimator *est, int n_keep,
                                      const char *const *keep);
 /* The int8 model with the nodes of keep in float: max over outputs and
- * samples of 1 - cosine against the float model, and the min cosine. */
-mb_status mb__tune_estimate(mb_tune_estimator *est, int n_keep,
+ * the first max_samples evaluation samples (all of them when <= 0) of 1 -
+ * cosine against the float model, and the min cosine. */
+mb_status mb__tune_estimate(mb_tune_estimator *est, int max_samples, int n_keep,
                             const char *const *keep, double *error_out,
                             double *cosine_out, mb_error *err);
+/* How many evaluation samples the estimator holds. */
+int mb__tune_estimator_samples(const mb_tune_estimator *est);
 
 /* ---- the winner as a model (tune_artifact.c) ---- */
 

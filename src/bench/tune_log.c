@@ -55,6 +55,10 @@ static void write_step(mb_json *j, int index, const mb_tune_step *s) {
   kv_known(j, "slo_latency_ms", s->slo_latency_ms, s->slo_latency_ms >= 0);
   kv_known(j, "min_seconds", s->min_seconds, s->min_seconds > 0);
   mb__json_kv_double(j, "at_seconds", s->at_seconds);
+  if (s->samples > 0)
+    mb__json_kv_int(j, "samples", s->samples);
+  else
+    kv_known(j, "samples", 0, false);
   mb__json_kv_string(j, "dropped", s->dropped[0] ? s->dropped : NULL);
   mb__json_object_end(j);
 }
