@@ -39,6 +39,43 @@ sys.exit(0 if rows["OPENVINO"]["available"] else 1)' "$tmp/out"; then
   exit
 fi
 
+# ---- a Dropout that drops nothing, fed by Constant nodes ----
+# torch.onnx.export writes Swin-T's attention dropout as Dropout(ratio 0,
+# training_mode true), both Constant nodes: an identity, which OpenVINO's
+# ONNX frontend refuses ("Training mode is not supported for Dropout op");
+# the OPENVINO row's cleanup removes it first.
+if "$python" - "$tmp/dropout.onnx" <<'PY'
+import sys
+try:
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper, save
+except ImportError:
+    sys.exit(1)
+w = numpy_helper.from_array(np.arange(16, dtype=np.float32).reshape(4, 4) / 16, "w")
+nodes = [
+    helper.make_node("MatMul", ["x", "w"], ["h"], name="matmul"),
+    helper.make_node("Constant", [], ["ratio"], name="c_ratio",
+                     value=numpy_helper.from_array(np.array(0.0, np.float32))),
+    helper.make_node("Constant", [], ["training"], name="c_training",
+                     value=numpy_helper.from_array(np.array(True))),
+    helper.make_node("Dropout", ["h", "ratio", "training"], ["y", "mask"], name="dropout"),
+]
+g = helper.make_graph(nodes, "dropout", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [w])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+PY
+then
+  run 0 bench "$tmp/dropout.onnx" -c OPENVINO "${quick[@]}" --json "$tmp/dropout.json" &&
+    py "OPENVINO runs a model with a Dropout of ratio 0" '
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+assert r["status"] == "ok", r["error"]
+assert r["accuracy"]["max_abs_err"] < 1e-5, r["accuracy"]
+' "$tmp/dropout.json"
+else
+  echo "SKIP: no onnx module for the Dropout model"
+fi
+
 # ---- bench: accuracy against the reference, the int8 build cached ----
 conversions=ORT_CPU,OPENVINO,BF16+OPENVINO,INT8_STATIC+OPENVINO
 # A conversion named with -c that is unavailable here makes bench exit 1:

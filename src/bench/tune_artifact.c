@@ -190,14 +190,28 @@ static mb_status set_metadata(const void *bytes, size_t n, const char *key,
  * runtime's own conversion to run it (ORT_CPU for INT8_STATIC+ORT_CPU);
  * one with no steps (ORT_CPU, BF16+ONEDNN) or whose int8 lives in the
  * engine (quant_params: the file is the float model) runs as itself. */
+/* A row that runs the model as given: no steps, or only the cleanup
+ * OPENVINO's rows run (Constant nodes to initializers, inference-mode
+ * Dropout and Identity out), none that changes the graph's arithmetic. */
+static bool as_given(const mb_conversion_def *d) {
+  static const char *const changing[] = {"optimize", "fold_batchnorm",
+                                         "fold_constants", "to_fp16", "quant"};
+  if (!d->steps)
+    return true;
+  for (size_t i = 0; i < MB_ARRAY_COUNT(changing); i++)
+    if (strstr(d->steps, changing[i]))
+      return false;
+  return true;
+}
+
 static const char *rerun_conversion(const mb_conversion_def *def) {
   if (!def->steps || !def->steps[0] || strstr(def->steps, "quant_params"))
     return def->name;
   for (int i = 0; i < mb_conversion_count(); i++) {
     const mb_conversion_def *d = mb__conversion_def(i);
-    if (d && (!d->steps || !d->steps[0]) && !d->format &&
-        d->precision == MB_PRECISION_FP32 && d->device == def->device &&
-        d->opt_level == def->opt_level && strcmp(d->runtime, def->runtime) == 0)
+    if (d && as_given(d) && !d->format && d->precision == MB_PRECISION_FP32 &&
+        d->device == def->device && d->opt_level == def->opt_level &&
+        strcmp(d->runtime, def->runtime) == 0)
       return d->name;
   }
   return def->name;

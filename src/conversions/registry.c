@@ -49,6 +49,12 @@ static int check_cpu_BF16(char *reason, size_t size) {
 
 /* ---- the table ---- */
 
+/* The fp32 and bf16 OpenVINO rows' model: as given, less the Dropouts
+ * that are identities and Identity nodes (Constant nodes made
+ * initializers first, so that constant inputs are seen). */
+#define OPENVINO_CLEANUP                                                       \
+  "constant_to_initializer,remove_identity,eliminate_dead"
+
 static const mb_conversion_def builtin[] = {
     {
         .id = 1,
@@ -264,6 +270,10 @@ static const mb_conversion_def builtin[] = {
         .description = "OpenVINO's CPU plugin (its own graph transformations "
                        "and kernels) in fp32, inputs fixed to the run's shapes",
         .tier = 2,
+        /* OpenVINO's ONNX frontend refuses any Dropout in training mode,
+         * even of ratio 0, as torch.onnx.export writes Swin-T's attention
+         * dropout (Constant nodes for both): such identities go first. */
+        .steps = OPENVINO_CLEANUP,
     },
     {
         .id = 101,
@@ -276,6 +286,7 @@ static const mb_conversion_def builtin[] = {
                        "outputs",
         .check = check_cpu_BF16,
         .tier = 3,
+        .steps = OPENVINO_CLEANUP,
     },
     {
         .id = 102,
@@ -330,6 +341,7 @@ static const mb_conversion_def builtin[] = {
  * speed-ups and accuracy are relative to it (the model manifest names it
  * as the reference). */
 #include "pytorch_conversions.inc"
+
 };
 
 #define MB_MAX_EXTRA_CONVERSIONS 32
