@@ -19,6 +19,8 @@
 #include "conversions/conversion.h"
 #include "runtime/runtime.h"
 
+#include "reference_session.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
@@ -32,12 +34,6 @@ static void test_rt_probe_never(mb_runtime_info *info) {
   info->available = 0;
   snprintf(info->reason, sizeof info->reason,
            "test runtime that is never available");
-}
-
-static void test_rt_sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
 }
 
 /* A session that only remembers the model. */
@@ -71,7 +67,7 @@ static mb_status test_rt_prepare_hang(const mb_model *model, const void *bytes,
                                       const mb_runtime_options *options,
                                       void **session_out, mb_error *err) {
   for (;;)
-    test_rt_sleep_ms(1000);
+    test_sleep_ms(1000);
   return MB_STATUS_OK;
 }
 
@@ -96,73 +92,27 @@ static mb_status test_rt_run_leak(void *session, const mb_tensor *const *inputs,
   memset(b, 0x5a, size); /* touched, so it counts in the RSS */
   b->next = test_leak_list;
   test_leak_list = b;
-  test_rt_sleep_ms(2);
+  test_sleep_ms(2);
   return MB_STATUS_OK;
 }
 
 /* TEST_WRONG: the reference interpreter with every output off by one. */
-typedef struct test_wrong_session {
-  mb_session *session;
-  int n_inputs, n_outputs;
-  mb_tensor **outputs;
-} test_wrong_session;
-
-static void test_rt_release_wrong(void *session) {
-  test_wrong_session *s = session;
-  if (!s)
-    return;
-  for (int i = 0; s->outputs && i < s->n_outputs; i++)
-    mb_tensor_free(s->outputs[i]);
-  free(s->outputs);
-  mb_session_free(s->session);
-  free(s);
-}
-
 static mb_status test_rt_prepare_wrong(const mb_model *model, const void *bytes,
                                        size_t size,
                                        const mb_runtime_options *options,
                                        void **session_out, mb_error *err) {
-  test_wrong_session *s = calloc(1, sizeof *s);
-  if (!s)
-    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "test wrong: no memory");
-  s->n_inputs = mb_model_input_count(model);
-  s->n_outputs = mb_model_output_count(model);
-  s->outputs = calloc((size_t)s->n_outputs + 1, sizeof *s->outputs);
-  mb_status status = s->outputs
-                         ? mb_session_create(model, NULL, &s->session, err)
-                         : mb__error(err, MB_STATUS_OUT_OF_MEMORY, "no memory");
-  if (status) {
-    test_rt_release_wrong(s);
-    return status;
-  }
-  *session_out = s;
-  return MB_STATUS_OK;
-}
-
-static mb_status test_rt_run_wrong(void *session,
-                                   const mb_tensor *const *inputs,
-                                   mb_error *err) {
-  test_wrong_session *s = session;
-  for (int i = 0; i < s->n_outputs; i++) {
-    mb_tensor_free(s->outputs[i]);
-    s->outputs[i] = NULL;
-  }
-  return mb_session_run(s->session, s->n_inputs, inputs, s->n_outputs,
-                        s->outputs, err);
+  return test_ref_create(model, 0, session_out, err);
 }
 
 static mb_status test_rt_fetch_wrong(void *session, mb_tensor **outputs_out,
                                      mb_error *err) {
-  test_wrong_session *s = session;
-  for (int i = 0; i < s->n_outputs; i++) {
-    mb_status status = mb_tensor_clone(s->outputs[i], &outputs_out[i], err);
-    if (status)
-      return status;
+  test_ref_session *s = session;
+  mb_status status = test_ref_fetch(session, outputs_out, err);
+  for (int i = 0; !status && i < s->n_outputs; i++)
     for (int64_t j = 0; j < outputs_out[i]->numel; j++)
       mb__tensor_set_f64(outputs_out[i], j,
                          mb__tensor_get_f64(outputs_out[i], j) + 1.0);
-  }
-  return MB_STATUS_OK;
+  return status;
 }
 
 #define TEST_RUNTIME(var, rt_name, probe_fn, prepare_fn, run_fn, fetch_fn,     \
@@ -187,8 +137,8 @@ TEST_RUNTIME(test_rt_error, "test_error", test_rt_probe_ok,
 TEST_RUNTIME(test_rt_noop, "test_noop", test_rt_probe_ok, test_rt_prepare_plain,
              test_rt_run_noop, NULL, test_rt_release_plain);
 TEST_RUNTIME(test_rt_wrong, "test_wrong", test_rt_probe_ok,
-             test_rt_prepare_wrong, test_rt_run_wrong, test_rt_fetch_wrong,
-             test_rt_release_wrong);
+             test_rt_prepare_wrong, test_ref_run, test_rt_fetch_wrong,
+             test_ref_release);
 TEST_RUNTIME(test_rt_unavailable, "test_unavailable", test_rt_probe_never,
              test_rt_prepare_plain, test_rt_run_noop, NULL,
              test_rt_release_plain);

@@ -19,6 +19,7 @@
 #include "bench/bench_internal.h"
 #include "conversions/conversion.h"
 #include "core/ir.h"
+#include "reference_session.h"
 #include "runtime/runtime.h"
 #include "test.h"
 
@@ -36,35 +37,11 @@ static const char *model_path(const char *name) {
   return path;
 }
 
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
-}
-
 /* ---- the runtimes ---- */
-
-typedef struct timed_session {
-  mb_session *session;
-  int n_inputs, n_outputs;
-  mb_tensor **outputs;
-  long sleep_ms;
-} timed_session;
 
 static void probe_ok(mb_runtime_info *info) {
   info->available = 1;
   snprintf(info->version, sizeof info->version, "test");
-}
-
-static void timed_release(void *session) {
-  timed_session *s = session;
-  if (!s)
-    return;
-  for (int i = 0; s->outputs && i < s->n_outputs; i++)
-    mb_tensor_free(s->outputs[i]);
-  free(s->outputs);
-  mb_session_free(s->session);
-  free(s);
 }
 
 static bool has_quantize(const mb_model *model) {
@@ -75,75 +52,31 @@ static bool has_quantize(const mb_model *model) {
   return false;
 }
 
-static mb_status timed_prepare(const mb_model *model, long ms,
-                               void **session_out, mb_error *err) {
-  timed_session *s = calloc(1, sizeof *s);
-  if (!s)
-    return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "test: no memory");
-  s->sleep_ms = ms;
-  s->n_inputs = mb_model_input_count(model);
-  s->n_outputs = mb_model_output_count(model);
-  s->outputs = calloc((size_t)s->n_outputs + 1, sizeof *s->outputs);
-  mb_status status = s->outputs
-                         ? mb_session_create(model, NULL, &s->session, err)
-                         : mb__error(err, MB_STATUS_OUT_OF_MEMORY, "no memory");
-  if (status) {
-    timed_release(s);
-    return status;
-  }
-  *session_out = s;
-  return MB_STATUS_OK;
-}
-
 static mb_status tune_prepare(const mb_model *model, const void *bytes,
                               size_t size, const mb_runtime_options *options,
                               void **session_out, mb_error *err) {
-  return timed_prepare(model, has_quantize(model) ? 1 : fp32_sleep_ms,
-                       session_out, err);
+  return test_ref_create(model, has_quantize(model) ? 1 : fp32_sleep_ms,
+                         session_out, err);
 }
 
 static mb_status other_prepare(const mb_model *model, const void *bytes,
                                size_t size, const mb_runtime_options *options,
                                void **session_out, mb_error *err) {
-  return timed_prepare(model, 4, session_out, err);
-}
-
-static mb_status timed_run(void *session, const mb_tensor *const *inputs,
-                           mb_error *err) {
-  timed_session *s = session;
-  for (int i = 0; i < s->n_outputs; i++) {
-    mb_tensor_free(s->outputs[i]);
-    s->outputs[i] = NULL;
-  }
-  mb_status status = mb_session_run(s->session, s->n_inputs, inputs,
-                                    s->n_outputs, s->outputs, err);
-  sleep_ms(s->sleep_ms);
-  return status;
-}
-
-static mb_status timed_fetch(void *session, mb_tensor **outputs_out,
-                             mb_error *err) {
-  timed_session *s = session;
-  for (int i = 0; i < s->n_outputs; i++) {
-    mb_status status = mb_tensor_clone(s->outputs[i], &outputs_out[i], err);
-    if (status)
-      return status;
-  }
-  return MB_STATUS_OK;
+  return test_ref_create(model, 4, session_out, err);
 }
 
 static const mb_runtime rt_tune = {.name = "test_tune",
                                    .probe = probe_ok,
                                    .prepare = tune_prepare,
-                                   .run = timed_run,
-                                   .fetch_outputs = timed_fetch,
-                                   .release = timed_release};
+                                   .run = test_ref_run,
+                                   .fetch_outputs = test_ref_fetch,
+                                   .release = test_ref_release};
 static const mb_runtime rt_other = {.name = "test_tune_other",
                                     .probe = probe_ok,
                                     .prepare = other_prepare,
-                                    .run = timed_run,
-                                    .fetch_outputs = timed_fetch,
-                                    .release = timed_release};
+                                    .run = test_ref_run,
+                                    .fetch_outputs = test_ref_fetch,
+                                    .release = test_ref_release};
 
 static int conv_fp32 = -1, conv_int8 = -1, conv_other = -1;
 
@@ -194,10 +127,16 @@ static int register_rows(void) {
 
 static char cache_dir[PATH_MAX];
 
-/* Tunes sensitive_mlp.onnx over the three rows at 1 thread. */
-static mb_status tune_three(mb_tune_result **res, mb_error *err) {
-  int conversions[3] = {conv_fp32, conv_int8, conv_other};
+/* Tunes sensitive_mlp.onnx over the three rows at 1 thread, the fp32 row
+ * sleeping fp32_ms a run; NULL (with the reason on stderr) on failure. */
+static mb_tune_result *tune_three(long fp32_ms) {
   mb_tune_config c;
+  mb_tune_result *res = NULL;
+  mb_error err = {MB_STATUS_OK, ""};
+  if (register_rows())
+    return NULL;
+  int conversions[3] = {conv_fp32, conv_int8, conv_other};
+  fp32_sleep_ms = fp32_ms;
   mb_tune_config_init(&c);
   c.bench.conversions = conversions;
   c.bench.n_conversions = 3;
@@ -206,7 +145,11 @@ static mb_status tune_three(mb_tune_result **res, mb_error *err) {
   c.bench.n_samples = 4; /* the ranking runs on 2 of them */
   c.bench.cache_dir = cache_dir;
   c.round_seconds = 0.05;
-  return mb_tune(model_path("sensitive_mlp.onnx"), &c, res, err);
+  if (mb_tune(model_path("sensitive_mlp.onnx"), &c, &res, &err)) {
+    fprintf(stderr, "  tune: %s\n", err.message);
+    return NULL;
+  }
+  return res;
 }
 
 static const mb_tune_step *step_of(const mb_tune_result *r, const char *phase,
@@ -248,16 +191,11 @@ static int check_steps(const mb_tune_result *r) {
 /* ---- tests ---- */
 
 /* fp32 60 ms: over 1.5x TEST_TUNE_OTHER's 4 ms, so it leaves after round
- * 0; the int8 model with sensitive_matmul in float would take at least
+ * 0; the int8 model with sensitive_matmul in float would take about
  * 1 + 0.46 x (60 - 1) ms, so it is not measured; the 4 ms fp32 wins. */
 TEST(hopeless_dropped_and_mixed_not_measured) {
-  ASSERT_EQ(register_rows(), 0);
-  fp32_sleep_ms = 60;
-  mb_tune_result *r = NULL;
-  mb_error err = {MB_STATUS_OK, ""};
-  mb_status status = tune_three(&r, &err);
-  if (status)
-    TEST_FAIL_("tune: %s", err.message);
+  mb_tune_result *r = tune_three(60);
+  ASSERT(r != NULL);
   const mb_tune_step *fp32 = step_of(r, "uniform", "TEST_TUNE_FP32", 0);
   ASSERT(fp32 && fp32->accurate);
   ASSERT(strncmp(fp32->dropped, "cannot win after round 0", 24) == 0);
@@ -298,13 +236,8 @@ TEST(hopeless_dropped_and_mixed_not_measured) {
  * about 1 + 0.46 x 4 ms, under TEST_TUNE_OTHER's 4 ms: measured, accurate,
  * the winner. */
 TEST(mixed_measured_when_it_can_win) {
-  ASSERT_EQ(register_rows(), 0);
-  fp32_sleep_ms = 5;
-  mb_tune_result *r = NULL;
-  mb_error err = {MB_STATUS_OK, ""};
-  mb_status status = tune_three(&r, &err);
-  if (status)
-    TEST_FAIL_("tune: %s", err.message);
+  mb_tune_result *r = tune_three(5);
+  ASSERT(r != NULL);
   const mb_tune_step *fp32 = step_of(r, "uniform", "TEST_TUNE_FP32", 0);
   ASSERT(fp32 && strncmp(fp32->dropped, "cannot win", 10) != 0);
   const mb_tune_step *mixed = step_of(r, "mixed", "TEST_TUNE_INT8", -1);
