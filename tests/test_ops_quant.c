@@ -1002,6 +1002,161 @@ TEST(conv_integer_per_channel) {
   return 0;
 }
 
+/* The integer products past toy sizes, as quantised models run them: split
+ * over a pool (mb__igemm through double), batched with a broadcast B, and
+ * at the edge where the sums still fit int32 (k * 255 * 255 just below
+ * 2^31), every element against int64 loops. */
+static int64_t matmul_int_ref(const mb_tensor *a, const mb_tensor *b,
+                              int64_t a0, const mb_tensor *bz, int64_t base_a,
+                              int64_t i, int64_t j, int64_t k, int64_t n) {
+  int64_t acc = 0;
+  for (int64_t p = 0; p < k; p++)
+    acc += (mb__tensor_get_i64(a, base_a + i * k + p) - a0) *
+           (mb__tensor_get_i64(b, p * n + j) - mb__tensor_get_i64(bz, j));
+  return acc;
+}
+
+TEST(integer_products_large_and_threaded) {
+  mb_threadpool *pool = mb__threadpool_create(2);
+  ASSERT(pool);
+  /* MatMulInteger: A [2, 70, 300] uint8, B [300, 90] int8 with a zero
+   * point per column, 2 x 70 x 90 x 300 = 3.8M products: split. */
+  int64_t ad[3] = {2, 70, 300}, bd[2] = {300, 90}, ninety = 90;
+  mb_tensor *in[4] = {rand_8bit(MB_DTYPE_UINT8, 3, ad, 0, 255),
+                      rand_8bit(MB_DTYPE_INT8, 2, bd, -128, 127),
+                      tensor_of(MB_DTYPE_UINT8, 0, NULL, V(128)),
+                      rand_8bit(MB_DTYPE_INT8, 1, &ninety, -4, 4)};
+  ASSERT(in[0] && in[1] && in[2] && in[3]);
+  node_run r = {0};
+  ASSERT_EQ(case_init(&r.oc, "", "MatMulInteger", 4, 1), 0);
+  r.out[0] = empty_output();
+  ASSERT_OK(case_run_pool(&r.oc, 10, in, 4, r.out, 1, pool), &r.oc.err);
+  ASSERT_EQ(r.out[0]->numel, 2 * 70 * 90);
+  for (int64_t bt = 0; bt < 2; bt++)
+    for (int64_t i = 0; i < 70; i++)
+      for (int64_t j = 0; j < 90; j++) {
+        int64_t want = matmul_int_ref(in[0], in[1], 128, in[3], bt * 70 * 300,
+                                      i, j, 300, 90);
+        int64_t got = mb__tensor_get_i64(r.out[0], (bt * 70 + i) * 90 + j);
+        if (got != want)
+          TEST_FAIL_("MatMulInteger [%lld,%lld,%lld] is %lld, expected %lld",
+                     (long long)bt, (long long)i, (long long)j, (long long)got,
+                     (long long)want);
+      }
+  node_run_free(&r);
+  free_tensors(in, 4);
+
+  /* A broadcast against a batch of B [3, 40, 30] (attention's shape of
+   * product): one product per matrix of B. */
+  int64_t pd[2] = {20, 40}, qd[3] = {3, 40, 30};
+  mb_tensor *bat[4] = {rand_8bit(MB_DTYPE_UINT8, 2, pd, 0, 255),
+                       rand_8bit(MB_DTYPE_UINT8, 3, qd, 0, 255),
+                       tensor_of(MB_DTYPE_UINT8, 0, NULL, V(100)),
+                       tensor_of(MB_DTYPE_UINT8, 0, NULL, V(140))};
+  ASSERT(bat[0] && bat[1] && bat[2] && bat[3]);
+  ASSERT_EQ(case_init(&r.oc, "", "MatMulInteger", 4, 1), 0);
+  r.out[0] = empty_output();
+  ASSERT_OK(case_run_pool(&r.oc, 10, bat, 4, r.out, 1, pool), &r.oc.err);
+  ASSERT_EQ(r.out[0]->numel, 3 * 20 * 30);
+  for (int64_t bt = 0; bt < 3; bt++)
+    for (int64_t i = 0; i < 20; i++)
+      for (int64_t j = 0; j < 30; j++) {
+        int64_t want = 0;
+        for (int64_t p = 0; p < 40; p++)
+          want += (mb__tensor_get_i64(bat[0], i * 40 + p) - 100) *
+                  (mb__tensor_get_i64(bat[1], (bt * 40 + p) * 30 + j) - 140);
+        int64_t got = mb__tensor_get_i64(r.out[0], (bt * 20 + i) * 30 + j);
+        if (got != want)
+          TEST_FAIL_("batched MatMulInteger [%lld,%lld,%lld] is %lld, "
+                     "expected %lld",
+                     (long long)bt, (long long)i, (long long)j, (long long)got,
+                     (long long)want);
+      }
+  node_run_free(&r);
+  free_tensors(bat, 4);
+
+  /* Sums up to 33,000 x 255 x 255 = 2,145,825,000 (int32 holds
+   * 2,147,483,647): the double path must be exact at the top of the range,
+   * in both signs. */
+  int64_t k = 33000, ld[2] = {2, 33000}, rd[2] = {33000, 2};
+  mb_tensor *edge[4] = {tensor_of(MB_DTYPE_UINT8, 2, ld, NULL),
+                        tensor_of(MB_DTYPE_UINT8, 2, rd, NULL),
+                        tensor_of(MB_DTYPE_UINT8, 0, NULL, V(0)),
+                        tensor_of(MB_DTYPE_UINT8, 0, NULL, V(255))};
+  ASSERT(edge[0] && edge[1]);
+  uint8_t *ev = edge[0]->data, *rv = edge[1]->data;
+  for (int64_t p = 0; p < k; p++) {
+    ev[p] = 255;                                /* row 0: all 255 */
+    ev[k + p] = (uint8_t)(p % 256);             /* row 1: a ramp */
+    rv[p * 2] = 0;                              /* column 0: 0 - 255 = -255 */
+    rv[p * 2 + 1] = (uint8_t)(p & 1 ? 0 : 255); /* column 1: -255, 0 */
+  }
+  ASSERT_EQ(case_init(&r.oc, "", "MatMulInteger", 4, 1), 0);
+  r.out[0] = empty_output();
+  ASSERT_OK(case_run_pool(&r.oc, 10, edge, 4, r.out, 1, pool), &r.oc.err);
+  int64_t want[4];
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++) {
+      int64_t acc = 0;
+      for (int64_t p = 0; p < k; p++)
+        acc += (int64_t)ev[i * k + p] * ((int64_t)rv[p * 2 + j] - 255);
+      want[i * 2 + j] = acc;
+    }
+  ASSERT_EQ(want[0], -2145825000LL);
+  if (expect_ints("MatMulInteger at the int32 edge", r.out[0], MB_DTYPE_INT32,
+                  want, 4))
+    return 1;
+  node_run_free(&r);
+  free_tensors(edge, 4);
+
+  /* ConvInteger with 2 groups, padding and a stride, on the pool. */
+  int64_t xd[4] = {2, 4, 12, 12}, wd[4] = {6, 2, 3, 3}, six = 6;
+  mb_tensor *cin[4] = {rand_8bit(MB_DTYPE_UINT8, 4, xd, 0, 255),
+                       rand_8bit(MB_DTYPE_INT8, 4, wd, -128, 127),
+                       tensor_of(MB_DTYPE_UINT8, 0, NULL, V(9)),
+                       rand_8bit(MB_DTYPE_INT8, 1, &six, -3, 3)};
+  ASSERT(cin[0] && cin[1] && cin[2] && cin[3]);
+  ASSERT_EQ(case_init(&r.oc, "", "ConvInteger", 4, 1), 0);
+  case_int(&r.oc, "group", 2);
+  case_ints(&r.oc, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+  case_ints(&r.oc, "strides", 2, (const int64_t[]){2, 1});
+  r.out[0] = empty_output();
+  ASSERT_OK(case_run_pool(&r.oc, 10, cin, 4, r.out, 1, pool), &r.oc.err);
+  const int64_t oh = 6, ow = 12;
+  ASSERT_EQ(r.out[0]->numel, 2 * 6 * oh * ow);
+  for (int64_t n = 0; n < 2; n++)
+    for (int64_t m = 0; m < 6; m++)
+      for (int64_t oy = 0; oy < oh; oy++)
+        for (int64_t ox = 0; ox < ow; ox++) {
+          int64_t acc = 0, grp = m / 3;
+          for (int64_t c = 0; c < 2; c++)
+            for (int64_t ky = 0; ky < 3; ky++)
+              for (int64_t kx = 0; kx < 3; kx++) {
+                int64_t iy = oy * 2 - 1 + ky, ix = ox - 1 + kx;
+                if (iy < 0 || iy >= 12 || ix < 0 || ix >= 12)
+                  continue;
+                int64_t xc = grp * 2 + c;
+                acc += (mb__tensor_get_i64(cin[0],
+                                           ((n * 4 + xc) * 12 + iy) * 12 + ix) -
+                        9) *
+                       (mb__tensor_get_i64(cin[1],
+                                           ((m * 2 + c) * 3 + ky) * 3 + kx) -
+                        mb__tensor_get_i64(cin[3], m));
+              }
+          int64_t got =
+              mb__tensor_get_i64(r.out[0], ((n * 6 + m) * oh + oy) * ow + ox);
+          if (got != acc)
+            TEST_FAIL_("ConvInteger [%lld,%lld,%lld,%lld] is %lld, expected "
+                       "%lld",
+                       (long long)n, (long long)m, (long long)oy, (long long)ox,
+                       (long long)got, (long long)acc);
+        }
+  node_run_free(&r);
+  free_tensors(cin, 4);
+  mb__threadpool_free(pool);
+  return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Whole quantised graphs against ONNX Runtime                               */
 /* ------------------------------------------------------------------------ */
@@ -1293,4 +1448,5 @@ TEST_MAIN(TEST_ENTRY(quantize_rounds_half_to_even_and_saturates),
           TEST_ENTRY(qlinear_matmul_per_row_and_column),
           TEST_ENTRY(matmul_integer_zero_points_and_wraparound),
           TEST_ENTRY(conv_integer_per_channel),
+          TEST_ENTRY(integer_products_large_and_threaded),
           TEST_ENTRY(quantized_graphs_match_onnxruntime))

@@ -354,33 +354,32 @@ static mb_status int_matmul_compute(mb_op_ctx *ctx, const int_matmul_layout *l,
   int32_t *bi = mb__op_scratch(ctx, 1, sizeof(int32_t) * (size_t)b->numel + 1);
   if (!ai || !bi)
     return MB_STATUS_OUT_OF_MEMORY;
-  for (int64_t i = 0; i < a->numel; i++) {
-    int64_t row = (i / MB_MAX(g->k, 1)) % MB_MAX(g->m, 1);
-    ai[i] = mb__get_8bit(a, i) -
-            (az ? mb__get_8bit(az, az->numel == 1 ? 0 : row) : 0);
+  /* Row by row of A (a zero point per row of each matrix) and of B (one
+   * per column). */
+  for (int64_t r = 0; g->k > 0 && r < a->numel / g->k; r++) {
+    int32_t zero = az ? mb__get_8bit(az, az->numel == 1 ? 0 : r % g->m) : 0;
+    for (int64_t p = r * g->k; p < (r + 1) * g->k; p++)
+      ai[p] = mb__get_8bit(a, p) - zero;
   }
-  for (int64_t i = 0; i < b->numel; i++) {
-    int64_t col = i % MB_MAX(g->n, 1);
-    bi[i] = mb__get_8bit(b, i) -
-            (bz ? mb__get_8bit(bz, bz->numel == 1 ? 0 : col) : 0);
-  }
-  for (int64_t bt = 0; bt < g->batch; bt++) {
+  for (int64_t r = 0; g->n > 0 && r < b->numel / g->n; r++)
+    for (int64_t j = 0; j < g->n; j++)
+      bi[r * g->n + j] = mb__get_8bit(b, r * g->n + j) -
+                         (bz ? mb__get_8bit(bz, bz->numel == 1 ? 0 : j) : 0);
+  /* B shared by every batch and A's batches in a row (a Linear layer over
+   * tokens): one product of batch * m rows, converted once. */
+  bool stacked = g->b_batch == 1 && g->a_batch == g->batch;
+  int64_t rows = stacked ? g->batch * g->m : g->m;
+  /* The exact product's workspace (scratch slot 4: QLinearMatMul holds
+   * 0 to 3); none for sizes past size_t, which take the plain loops. */
+  size_t work_bytes = mb__igemm_work_size(rows, g->n, g->k);
+  double *work = work_bytes ? mb__op_scratch(ctx, 4, work_bytes) : NULL;
+  if (work_bytes && !work)
+    return MB_STATUS_OUT_OF_MEMORY;
+  for (int64_t bt = 0; bt < (stacked ? 1 : g->batch); bt++) {
     int64_t ao, bo;
     batch_offsets(g, bt, &ao, &bo);
-    const int32_t *am = ai + ao * g->m * g->k, *bm = bi + bo * g->k * g->n;
-    int32_t *ym = acc + bt * g->m * g->n;
-    for (int64_t i = 0; i < g->m; i++) {
-      /* unsigned arithmetic: the int32 accumulation wraps around on
-       * overflow (as the spec allows) instead of being undefined */
-      uint32_t *yr = (uint32_t *)(ym + i * g->n);
-      memset(yr, 0, sizeof(int32_t) * (size_t)g->n);
-      for (int64_t p = 0; p < g->k; p++) {
-        uint32_t av = (uint32_t)am[i * g->k + p];
-        const int32_t *br = bm + p * g->n;
-        for (int64_t j = 0; j < g->n; j++)
-          yr[j] += av * (uint32_t)br[j];
-      }
-    }
+    mb__igemm(ctx->pool, rows, g->n, g->k, ai + ao * g->m * g->k,
+              bi + bo * g->k * g->n, acc + bt * g->m * g->n, work);
   }
   return MB_STATUS_OK;
 }

@@ -55,7 +55,7 @@ typedef struct mb_op_def {
   unsigned flags; /* MB_OP_* bits; 0 for most rows */
 } mb_op_def;
 
-#define MB_OP_SCRATCH_SLOTS 4
+#define MB_OP_SCRATCH_SLOTS 5
 
 /* A value as operators see it: its tensor and its sequence record (seq
  * NULL, or kind TENSOR, for a plain tensor). */
@@ -268,6 +268,23 @@ void mb__sgemm(struct mb_threadpool *pool, bool trans_a, bool trans_b,
                int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                int64_t ldc);
+/* The same in double (exact integer products use it). */
+void mb__dgemm(struct mb_threadpool *pool, bool trans_a, bool trans_b,
+               int64_t m, int64_t n, int64_t k, double alpha, const double *a,
+               int64_t lda, const double *b, int64_t ldb, double beta,
+               double *c, int64_t ldc);
+/* C[MxN] = A[MxK] x B[KxN] for A and B holding differences of 8-bit values
+ * (|v| <= 255, as x - x_zero_point), row-major and dense, exact as int32
+ * arithmetic (wrapping around on overflow, as ONNX's integer products
+ * allow). Through mb__dgemm over pool while no sum can leave int32 (k <=
+ * MB_IGEMM_EXACT_K), else plain loops on the calling thread. work:
+ * borrowed, mb__igemm_work_size(m, n, k) bytes, or NULL for the plain
+ * loops. */
+#define MB_IGEMM_EXACT_K 33025 /* 33,025 x 255 x 255 <= INT32_MAX */
+void mb__igemm(struct mb_threadpool *pool, int64_t m, int64_t n, int64_t k,
+               const int32_t *a, const int32_t *b, int32_t *c, double *work);
+/* 0 when the workspace's size overflows. */
+size_t mb__igemm_work_size(int64_t m, int64_t n, int64_t k);
 
 /* ---- family tables, one line per family file (see registry.c) ---- */
 #define MB_OP_FAMILY_LIST(X)                                                   \

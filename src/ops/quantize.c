@@ -220,7 +220,13 @@ static const int32_t *q_zero_points(mb_op_ctx *ctx, const mb_tensor *zp,
  * for |v| < 2^22. NaN saturates to lo, as ONNX Runtime's vector kernel
  * does (max/min return the bound). */
 static inline int32_t q_round(float v, int32_t zp, float lo, float hi) {
-  v = fminf(fmaxf(v, lo - (float)zp), hi - (float)zp);
+  /* Comparisons rather than fmaxf/fminf, which GCC leaves as libm calls
+   * (their NaN rules are not maxss's) that kept this loop from
+   * vectorising; a NaN fails the first test and becomes lo - zp, as
+   * fmaxf(NaN, lo - zp) does. */
+  float low = lo - (float)zp, high = hi - (float)zp;
+  v = v > low ? v : low;
+  v = v < high ? v : high;
   float r = (v + 12582912.0f) - 12582912.0f;
   return (int32_t)r + zp;
 }
@@ -233,20 +239,26 @@ typedef struct q_job {
   void *y;
 } q_job;
 
+/* The job's fields in locals: stores through an 8-bit T may alias
+ * anything, so reading them through j in the loop kept it from
+ * vectorising. */
 #define Q_QUANTIZE_KERNEL(name, T)                                             \
   static void name(void *arg, int64_t begin, int64_t end) {                    \
     const q_job *j = arg;                                                      \
-    T *y = j->y;                                                               \
+    T *restrict y = j->y;                                                      \
+    const float *restrict x = j->x;                                            \
+    const float *scale = j->scale;                                             \
+    const int32_t *zp = j->zp;                                                 \
+    const float lo = j->lo, hi = j->hi;                                        \
     Q_FOR_RUNS(j->l, begin, end, {                                             \
       if (p_step == 0) {                                                       \
-        float s = j->scale[p];                                                 \
-        int32_t z = j->zp[p];                                                  \
+        float s = scale[p];                                                    \
+        int32_t z = zp[p];                                                     \
         for (int64_t k = 0; k < n; k++)                                        \
-          y[e + k] = (T)q_round(j->x[e + k] / s, z, j->lo, j->hi);             \
+          y[e + k] = (T)q_round(x[e + k] / s, z, lo, hi);                      \
       } else {                                                                 \
         for (int64_t k = 0; k < n; k++)                                        \
-          y[e + k] = (T)q_round(j->x[e + k] / j->scale[p + k], j->zp[p + k],   \
-                                j->lo, j->hi);                                 \
+          y[e + k] = (T)q_round(x[e + k] / scale[p + k], zp[p + k], lo, hi);   \
       }                                                                        \
     });                                                                        \
   }
@@ -366,31 +378,34 @@ typedef struct dq_job {
   float *y;
 } dq_job;
 
-/* The difference is formed in int64 so that int32 inputs cannot overflow,
- * then multiplied in float32 as ONNX Runtime does. */
-#define Q_DEQUANTIZE_KERNEL(name, T)                                           \
+/* The difference is formed in W, int64 for int32 inputs so that they
+ * cannot overflow (int32 for the narrower types, whose conversion to
+ * float vectorises), then multiplied in float32 as ONNX Runtime does. */
+#define Q_DEQUANTIZE_KERNEL(name, T, W)                                        \
   static void name(void *arg, int64_t begin, int64_t end) {                    \
     const dq_job *j = arg;                                                     \
-    const T *x = j->x;                                                         \
+    const T *restrict x = j->x;                                                \
+    float *restrict y = j->y;                                                  \
+    const float *scale = j->scale;                                             \
+    const int32_t *zp = j->zp;                                                 \
     Q_FOR_RUNS(j->l, begin, end, {                                             \
       if (p_step == 0) {                                                       \
-        float s = j->scale[p];                                                 \
-        int64_t z = j->zp[p];                                                  \
+        float s = scale[p];                                                    \
+        W z = zp[p];                                                           \
         for (int64_t k = 0; k < n; k++)                                        \
-          j->y[e + k] = (float)((int64_t)x[e + k] - z) * s;                    \
+          y[e + k] = (float)((W)x[e + k] - z) * s;                             \
       } else {                                                                 \
         for (int64_t k = 0; k < n; k++)                                        \
-          j->y[e + k] =                                                        \
-              (float)((int64_t)x[e + k] - j->zp[p + k]) * j->scale[p + k];     \
+          y[e + k] = (float)((W)x[e + k] - (W)zp[p + k]) * scale[p + k];       \
       }                                                                        \
     });                                                                        \
   }
 
-Q_DEQUANTIZE_KERNEL(dequantize_u8, uint8_t)
-Q_DEQUANTIZE_KERNEL(dequantize_i8, int8_t)
-Q_DEQUANTIZE_KERNEL(dequantize_u16, uint16_t)
-Q_DEQUANTIZE_KERNEL(dequantize_i16, int16_t)
-Q_DEQUANTIZE_KERNEL(dequantize_i32, int32_t)
+Q_DEQUANTIZE_KERNEL(dequantize_u8, uint8_t, int32_t)
+Q_DEQUANTIZE_KERNEL(dequantize_i8, int8_t, int32_t)
+Q_DEQUANTIZE_KERNEL(dequantize_u16, uint16_t, int32_t)
+Q_DEQUANTIZE_KERNEL(dequantize_i16, int16_t, int32_t)
+Q_DEQUANTIZE_KERNEL(dequantize_i32, int32_t, int64_t)
 
 static void (*const dequantize_kernels[Q_KIND_COUNT])(void *, int64_t,
                                                       int64_t) = {

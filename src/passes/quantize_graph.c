@@ -272,17 +272,28 @@ mb_status mb__qz_quantize_symmetric(const mb_tensor *w, int axis, int qmax,
     inner *= w->dims[d];
   const float *x = w->data;
   double lo = 0.0, hi = 0.0;
+  /* Row by row of `run` elements that share a scale (all of w without an
+   * axis): no division per element. */
+  int64_t run = axis >= 0 ? inner : w->numel;
+  int64_t rows = run > 0 ? w->numel / run : 0;
   for (int64_t c = 0; c < channels; c++)
     scales_out[c] = 0.0f;
-  for (int64_t i = 0; i < w->numel; i++) {
-    int64_t c = axis >= 0 ? (i / inner) % channels : 0;
-    float a = fabsf(x[i]);
-    if (isfinite(a) && a > scales_out[c])
-      scales_out[c] = a; /* max |w| for now */
-    if (isfinite(x[i])) {
-      lo = MB_MIN(lo, (double)x[i]);
-      hi = MB_MAX(hi, (double)x[i]);
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * run;
+    float most = 0.0f, least = 0.0f, top = 0.0f;
+    for (int64_t i = 0; i < run; i++) {
+      /* x - x is 0 for finite x, NaN for an infinity or NaN */
+      bool finite = xr[i] - xr[i] == 0.0f;
+      float v = finite ? xr[i] : 0.0f;
+      least = v < least ? v : least;
+      top = v > top ? v : top;
     }
+    most = MB_MAX(-least, top);
+    int64_t c = axis >= 0 ? r % channels : 0;
+    if (most > scales_out[c])
+      scales_out[c] = most; /* max |w| for now */
+    lo = MB_MIN(lo, (double)least);
+    hi = MB_MAX(hi, (double)top);
   }
   for (int64_t c = 0; c < channels; c++) {
     /* As mb__quant_scale_zero_point for INT8, over [-qmax, qmax]. */
@@ -295,10 +306,21 @@ mb_status mb__qz_quantize_symmetric(const mb_tensor *w, int axis, int qmax,
   if (status)
     return status;
   int8_t *y = q->data;
-  for (int64_t i = 0; i < w->numel; i++) {
-    int64_t c = axis >= 0 ? (i / inner) % channels : 0;
-    float v = nearbyintf(x[i] / scales_out[c]);
-    y[i] = (int8_t)(v != v ? 0 : v < -lim ? -lim : v > lim ? lim : v);
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * run;
+    float s = scales_out[axis >= 0 ? r % channels : 0];
+    int8_t *yr = y + r * run;
+    for (int64_t i = 0; i < run; i++) {
+      /* Clamped to [-qmax, qmax] (integers, so before rounding is the same
+       * as after), then rounded half to even by adding and subtracting
+       * 1.5 * 2^23, as nearbyintf would in the default rounding mode but
+       * without a libm call per element; NaN becomes 0. */
+      float v = xr[i] / s;
+      float c = v > -lim ? v : -lim;
+      c = c < lim ? c : lim;
+      c = (c + 12582912.0f) - 12582912.0f;
+      yr[i] = (int8_t)(v == v ? c : 0.0f);
+    }
   }
   *q_out = q;
   *min_out = lo;
