@@ -15,8 +15,11 @@
  * not measured when its predicted time (int8 time plus the kept share
  * of the gap to the fp32 twin) cannot beat the fastest accurate candidate,
  * and is measured, and wins, when it can; the steps' at_seconds and
- * samples. */
+ * samples. And the estimator's shortcut (tune_estimate.c): estimates that
+ * rerun only what their kept nodes change give exactly what whole runs
+ * give, on every node of three models in both int8 forms. */
 #include "bench/bench_internal.h"
+#include "bench/tune_internal.h"
 #include "conversions/conversion.h"
 #include "core/ir.h"
 #include "reference_session.h"
@@ -252,6 +255,79 @@ TEST(mixed_measured_when_it_can_win) {
   return 0;
 }
 
+/* Every group of MODEL alone in float, then the first and last together,
+ * then none: with the kept all-int8 values (est) and without (whole), the
+ * same error and cosine to the bit; the shortcut must run fewer nodes for
+ * the last group than the model has, and none for the all-int8 model. */
+static int check_reuse(const char *model, const char *conversion) {
+  mb_bench_config config;
+  mb_error err = {MB_STATUS_OK, ""};
+  mb_tune_estimator *est = NULL, *whole = NULL;
+  const mb_conversion_def *def = NULL;
+  for (int i = 0; i < mb_conversion_count(); i++)
+    if (strcmp(mb__conversion_def(i)->name, conversion) == 0)
+      def = mb__conversion_def(i);
+  ASSERT(def != NULL);
+  mb_bench_config_init(&config);
+  config.n_samples = 3;
+  config.calibration_samples = 8;
+  config.threads = 2;
+  config.cache_dir = cache_dir;
+  ASSERT_OK(
+      mb__tune_estimator_open(model_path(model), &config, def, &est, &err),
+      &err);
+  ASSERT_OK(
+      mb__tune_estimator_open(model_path(model), &config, def, &whole, &err),
+      &err);
+  mb__tune_estimator_set_reuse(whole, false);
+  ASSERT_OK(mb__tune_estimator_cache(est, 2, &err), &err);
+  int n = mb__tune_estimator_groups(est);
+  ASSERT(n >= 2);
+  ASSERT_EQ(mb__tune_estimator_groups(whole), n);
+  int shortened = 0;
+  for (int g = -2; g < n; g++) {
+    const char *keep[2] = {mb__tune_estimator_group(est, g < 0 ? 0 : g),
+                           mb__tune_estimator_group(est, n - 1)};
+    int n_keep = g == -2 ? 0 : g == -1 ? 2 : 1;
+    double e1, c1, e2, c2;
+    int nodes;
+    ASSERT_OK(mb__tune_estimate(est, 2, n_keep, keep, &e1, &c1, &err), &err);
+    int ran = mb__tune_estimator_last_run(est, &nodes);
+    ASSERT_OK(mb__tune_estimate(whole, 2, n_keep, keep, &e2, &c2, &err), &err);
+    if (memcmp(&e1, &e2, sizeof e1) != 0 || memcmp(&c1, &c2, sizeof c1) != 0)
+      TEST_FAIL_("%s %s keeping %d from '%s': error %.17g / cosine %.17g "
+                 "from the kept values, %.17g / %.17g whole",
+                 model, conversion, n_keep, keep[0], e1, c1, e2, c2);
+    if (n_keep == 0)
+      ASSERT_EQ(ran, 0);
+    if (n_keep == 1 && g == n - 1)
+      ASSERT(ran > 0 && ran < nodes);
+    shortened += ran < nodes;
+    /* Estimates on more samples than are kept run whole. */
+    if (g == n - 1) {
+      ASSERT_OK(mb__tune_estimate(est, 3, n_keep, keep, &e1, &c1, &err), &err);
+      ASSERT_EQ(mb__tune_estimator_last_run(est, &nodes), nodes);
+    }
+  }
+  ASSERT(shortened >= n / 2);
+  mb__tune_estimator_close(est);
+  mb__tune_estimator_close(whole);
+  return 0;
+}
+
+TEST(estimates_from_kept_values_match_whole_runs) {
+  static const char *const models[] = {
+      "sensitive_mlp.onnx", "resnet_blocks.onnx", "transformer_block.onnx"};
+  for (size_t m = 0; m < MB_ARRAY_COUNT(models); m++) {
+    if (check_reuse(models[m], "INT8_STATIC+REFERENCE"))
+      return 1;
+    if (strcmp(models[m], "resnet_blocks.onnx") != 0 && /* no MatMul */
+        check_reuse(models[m], "INT8_DYNAMIC+ORT_CPU"))
+      return 1;
+  }
+  return 0;
+}
+
 static int setup(void) {
   snprintf(cache_dir, sizeof cache_dir, "%s/mb-tune-search-XXXXXX",
            getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -261,7 +337,8 @@ static int setup(void) {
 int main(int argc, char **argv) {
   static const mb_test_case cases[] = {
       TEST_ENTRY(hopeless_dropped_and_mixed_not_measured),
-      TEST_ENTRY(mixed_measured_when_it_can_win)};
+      TEST_ENTRY(mixed_measured_when_it_can_win),
+      TEST_ENTRY(estimates_from_kept_values_match_whole_runs)};
   if (setup()) {
     fprintf(stderr, "cannot make a cache folder\n");
     return 1;

@@ -695,6 +695,11 @@ static mb_status rank_nodes(tune *t, int e, const candidate *c,
   ranked *rank = calloc((size_t)n_groups + 1, sizeof *rank);
   if (!rank)
     return mb__error(err, MB_STATUS_OUT_OF_MEMORY, "tune: ranking");
+  /* Each estimate then reruns only what its node changes. */
+  if ((status = mb__tune_estimator_cache(est, RANK_SAMPLES, err))) {
+    free(rank);
+    return status;
+  }
   for (int g = 0; g < n_groups && !status; g++) {
     if (out_of_budget(t)) {
       t->res->budget_exhausted = 1;

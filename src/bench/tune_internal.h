@@ -44,6 +44,16 @@ double mb__tune_estimator_int8_share(const mb_tune_estimator *est, int n_keep,
 mb_status mb__tune_estimate(mb_tune_estimator *est, int max_samples, int n_keep,
                             const char *const *keep, double *error_out,
                             double *cosine_out, mb_error *err);
+/* Keeps the all-int8 model's values on the first n_samples evaluation
+ * samples (at most 1 GiB; past it, nothing), so that later estimates on at
+ * most that many samples run only the nodes their kept set changes and
+ * what depends on them: the same results, a fraction of the work. */
+mb_status mb__tune_estimator_cache(mb_tune_estimator *est, int n_samples,
+                                   mb_error *err);
+/* Off: every estimate runs its whole model (the kept values dropped). */
+void mb__tune_estimator_set_reuse(mb_tune_estimator *est, bool on);
+/* The nodes the last estimate ran; *nodes_out: its model's count. */
+int mb__tune_estimator_last_run(const mb_tune_estimator *est, int *nodes_out);
 /* How many evaluation samples the estimator holds. */
 int mb__tune_estimator_samples(const mb_tune_estimator *est);
 
