@@ -969,6 +969,47 @@ TEST(static_structure) {
   return 0;
 }
 
+/* products_only (tune's model of INT8_STATIC+ONEDNN and +XNNPACK): Q/DQ on
+ * the inputs of the Conv and the Gemm only, their weights int8, their
+ * outputs and everything between in float; the Relu stays. */
+TEST(static_products_only) {
+  mb_error err = {0};
+  mb_model *m = tiny_static_model(), *ref = tiny_static_model();
+  ASSERT(m && ref);
+  tiny_batches tb;
+  tiny_batches_init(&tb);
+  mb_quant_params *params = NULL;
+  ASSERT_OK(mb__calibrate(ref, tb.batches, 4, NULL, &params, &err), &err);
+  mb_quant_options opt = {.products_only = 1, .float_bias = 1};
+  mb_quant_stats st;
+  ASSERT_OK(mb__quantize_static(m, params, &opt, &st, &err), &err);
+  const mb_graph *g = m->graph;
+  ASSERT_EQ(st.conv_quantized, 1);
+  ASSERT_EQ(st.gemm_quantized, 1);
+  ASSERT_EQ(st.nodes_quantized, 2);
+  ASSERT_EQ(st.nodes_removed, 0);
+  ASSERT_EQ(count_op(g, "Relu"), 1);
+  ASSERT_EQ(st.activations_quantized, 2); /* x and v */
+  ASSERT_EQ(count_op(g, "QuantizeLinear"), 2);
+  ASSERT_EQ(count_op(g, "DequantizeLinear"), 4); /* x, v, K, F */
+  const mb_node *conv = find_op(g, "Conv");
+  ASSERT_STR_EQ(producer(g, conv->inputs[0])->op_type, "DequantizeLinear");
+  ASSERT(init_of(g, conv->inputs[2])); /* the float bias */
+  /* The Conv's output goes to the Relu as it is, the MaxPool reads float. */
+  const mb_node *relu = find_op(g, "Relu");
+  ASSERT(producer(g, relu->inputs[0]) == conv);
+  const mb_node *pool = find_op(g, "MaxPool");
+  ASSERT(producer(g, pool->inputs[0]) == relu);
+  const mb_node *gemm = find_op(g, "Gemm");
+  ASSERT_STR_EQ(producer(g, gemm->inputs[0])->op_type, "DequantizeLinear");
+  ASSERT_STR_EQ(producer(g, gemm->inputs[1])->op_type, "DequantizeLinear");
+  tiny_batches_free(&tb);
+  mb__quant_params_free(params);
+  mb_model_free(m);
+  mb_model_free(ref);
+  return 0;
+}
+
 TEST(static_options_and_errors) {
   mb_error err = {0};
   mb_model *m = tiny_static_model(), *ref = tiny_static_model();
@@ -1300,6 +1341,7 @@ TEST_MAIN(TEST_ENTRY(scale_zero_point), TEST_ENTRY(dynamic_structure),
           TEST_ENTRY(mixed_weights_follow_the_input_sign),
           TEST_ENTRY(int8_forms), TEST_ENTRY(dynamic_errors),
           TEST_ENTRY(calibrate_minmax), TEST_ENTRY(calibrate_percentile),
-          TEST_ENTRY(static_structure), TEST_ENTRY(static_options_and_errors),
+          TEST_ENTRY(static_structure), TEST_ENTRY(static_products_only),
+          TEST_ENTRY(static_options_and_errors),
           TEST_ENTRY(reference_runs_quantized), TEST_ENTRY(bundled_models_ort),
           TEST_ENTRY(torch_transformers_dynamic), TEST_ENTRY(torch_cnns_static))

@@ -74,6 +74,12 @@ typedef struct mb_quant_options {
    * non-negative. mb__int8_form (runtime/runtime.h) says which a runtime
    * wants here. */
   mb_int8_weights weights;
+  /* Static: 1 quantises only Conv, and MatMul and Gemm with constant
+   * weights, on their inputs (no Q on their outputs, nothing else): the
+   * model the engines that run those in int8 and float between them
+   * compute (the quant_params rows: INT8_STATIC+ONEDNN, +XNNPACK), as
+   * tune's estimator models them. */
+  int products_only;
   /* Names of nodes left in float32 (borrowed for the call). */
   int n_exclude;
   const char *const *exclude;

@@ -124,6 +124,8 @@ static void plan(qctx *c, int64_t opset) {
       continue;
     bool weighted =
         kind == KIND_CONV || kind == KIND_MATMUL || kind == KIND_GEMM;
+    if (c->opt->products_only && !weighted)
+      continue;
     if (mb__qz_excluded(c->opt, n)) {
       c->st->nodes_skipped += weighted;
       continue;
@@ -141,7 +143,7 @@ static void plan(qctx *c, int64_t opset) {
     case KIND_GEMM:
       ok = act_ok(c, in0) &&
            ((w && w->dtype == MB_DTYPE_FLOAT && w->rank == 2 && w->numel > 0) ||
-            act_ok(c, in1));
+            (act_ok(c, in1) && !c->opt->products_only));
       break;
     case KIND_BINARY:
       ok = n->n_inputs == 2 && (act_ok(c, in0) || act_ok(c, in1)) &&
@@ -193,7 +195,8 @@ static void plan(qctx *c, int64_t opset) {
     /* Its output gets its own Q unless nothing reads it in the graph (a
      * graph output then stays exactly what the op computes). */
     if (out >= 0 && c->param[out] >= 0 && c->uses[out] > 0 &&
-        !mb__qz_is_graph_output(g, out) && !c->sub_read[out])
+        !mb__qz_is_graph_output(g, out) && !c->sub_read[out] &&
+        !c->opt->products_only)
       c->qdq[out] = true;
   }
 }
