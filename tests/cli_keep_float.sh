@@ -153,19 +153,19 @@ if [ -z "$q0" ] || [ -z "$q1" ] || [ "$q1" -ge "$q0" ]; then
 fi
 
 # ---- profile: oneDNN's kernel for the node is f32 ----
-# Checked by the data types of each node's kernel ("SRC x WEIGHTS -> DST",
-# the end of its row), never by the implementation before them: oneDNN
-# picks gemm:jit on an AVX2 CPU and brg:avx512_core_vnni on a Xeon.
+# Checked by the data types that end each node's kernel ("SRC x WEIGHTS ->
+# DST"), never by the implementation named before them: oneDNN picks
+# gemm:jit on an AVX2 CPU and brg:avx512_core_vnni on a Xeon.
 if available INT8_STATIC+ONEDNN; then
   run_to profile 0 profile "$model" -c INT8_STATIC+ONEDNN --calibration-samples 4 \
-    --keep-float sensitive_matmul --top 0 &&
+    --keep-float sensitive_matmul --top 0 --json &&
     py "oneDNN runs sensitive_matmul in f32, the Gemms in int8" '
-import re, sys
+import json, re, sys
 types = {}  # node name -> (op type, source, weights, destination)
-for line in open(sys.argv[1]):
-    m = re.match(r"\s*onednn\s+(\S+)\s+(\S+)\s.*\s(\w+) x (\w+) -> (\w+)\s*$", line)
-    if m:
-        types[m.group(2)] = m.groups()[:1] + m.groups()[2:]
+for n in json.load(open(sys.argv[1]))["nodes"]:
+    m = re.search(r"(\w+) x (\w+) -> (\w+)$", n["kernel"])
+    if n["runtime"] == "onednn" and m:
+        types[n["name"]] = (n["op_type"],) + m.groups()
 assert types.get("sensitive_matmul") == ("MatMul", "f32", "f32", "f32"), types
 gemms = {name: t for name, t in types.items() if t[0] == "Gemm"}
 assert sorted(gemms) == ["gemm_14", "gemm_5"], types
