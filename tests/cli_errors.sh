@@ -13,6 +13,7 @@ cli=${MB_CLI:?set MB_CLI to the modelbench binary}
 models=${MB_TEST_MODELS:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+export MODELBENCH_CACHE_DIR=$tmp/cache
 # shellcheck source=tests/shell_lib.sh
 . "$(dirname "$0")/shell_lib.sh"
 

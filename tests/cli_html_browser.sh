@@ -36,6 +36,7 @@ models=${MB_TEST_MODELS:?set MB_TEST_MODELS to the bundled models folder}
 fixture_writer=$build/bin/test_report_formats
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+export MODELBENCH_CACHE_DIR=$tmp/cache
 # shellcheck source=tests/shell_lib.sh
 . "$(dirname "$0")/shell_lib.sh"
 

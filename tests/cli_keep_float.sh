@@ -153,16 +153,23 @@ if [ -z "$q0" ] || [ -z "$q1" ] || [ "$q1" -ge "$q0" ]; then
 fi
 
 # ---- profile: oneDNN's kernel for the node is f32 ----
+# Checked by the data types that end each node's kernel ("SRC x WEIGHTS ->
+# DST"), never by the implementation named before them: oneDNN picks
+# gemm:jit on an AVX2 CPU and brg:avx512_core_vnni on a Xeon.
 if available INT8_STATIC+ONEDNN; then
-  run 0 profile "$model" -c INT8_STATIC+ONEDNN --calibration-samples 4 \
-    --keep-float sensitive_matmul --top 0 &&
+  run_to profile 0 profile "$model" -c INT8_STATIC+ONEDNN --calibration-samples 4 \
+    --keep-float sensitive_matmul --top 0 --json &&
     py "oneDNN runs sensitive_matmul in f32, the Gemms in int8" '
-import sys
-lines = open(sys.argv[1]).read().splitlines()
-node = [l for l in lines if " sensitive_matmul " in l]
-gemm = [l for l in lines if " Gemm " in l and "gemm:" in l]
-assert node and "f32 x f32" in node[0], node
-assert gemm and all("u8 x s8" in l for l in gemm), gemm' "$tmp/out"
+import json, re, sys
+types = {}  # node name -> (op type, source, weights, destination)
+for n in json.load(open(sys.argv[1]))["nodes"]:
+    m = re.search(r"(\w+) x (\w+) -> (\w+)$", n["kernel"])
+    if n["runtime"] == "onednn" and m:
+        types[n["name"]] = (n["op_type"],) + m.groups()
+assert types.get("sensitive_matmul") == ("MatMul", "f32", "f32", "f32"), types
+gemms = {name: t for name, t in types.items() if t[0] == "Gemm"}
+assert sorted(gemms) == ["gemm_14", "gemm_5"], types
+assert all(t[1:3] == ("u8", "s8") for t in gemms.values()), gemms' "$tmp/profile.out"
 fi
 
 echo "$checks checks, $failures failures"

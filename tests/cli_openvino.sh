@@ -23,14 +23,16 @@ export MODELBENCH_CACHE_DIR=$tmp/cache
 
 quick=(--warmup 1 --warmup-time 0 --min-iterations 5 --min-time 0 --no-record)
 
-run 0 list --json || exit 1
+# The list in a file of its own: bench's exit code below is decided from it,
+# after sections that run only where something is installed.
+run_to list 0 list --json || exit 1
 if ! "$python" -c '
 import json, sys
 rows = {c["name"]: c for c in json.load(open(sys.argv[1]))["conversions"]}
-sys.exit(0 if rows["OPENVINO"]["available"] else 1)' "$tmp/out"; then
+sys.exit(0 if rows["OPENVINO"]["available"] else 1)' "$tmp/list.out"; then
   if [ "${MB_REQUIRE_OPENVINO:-0}" = 1 ]; then
     fail "OpenVINO is required (MB_REQUIRE_OPENVINO=1) but unavailable"
-    grep -A2 OPENVINO "$tmp/out" | head -5
+    grep -A2 OPENVINO "$tmp/list.out" | head -5
   else
     echo "SKIP: OpenVINO unavailable here (modelbench list says why)"
   fi
@@ -84,7 +86,7 @@ bench_rc=0
 "$python" -c '
 import json, sys
 rows = {c["name"]: c for c in json.load(open(sys.argv[1]))["conversions"]}
-sys.exit(0 if rows["BF16+OPENVINO"]["available"] else 1)' "$tmp/out" || bench_rc=1
+sys.exit(0 if rows["BF16+OPENVINO"]["available"] else 1)' "$tmp/list.out" || bench_rc=1
 for pass in 1 2; do
   run "$bench_rc" bench "$models/resnet_blocks.onnx" -c "$conversions" --threads 2 \
     "${quick[@]}" --json "$tmp/r$pass.json" || continue
@@ -177,7 +179,7 @@ fi
 # ---- a broken library: unavailable with the loader's reason ----
 echo "not a library" >"$tmp/broken.so"
 export MODELBENCH_OPENVINO_LIB=$tmp/broken.so
-if run 0 list --json; then
+if run_to broken-list 0 list --json; then
   py "list with a broken OpenVINO" '
 import json, sys
 rows = {c["name"]: c for c in json.load(open(sys.argv[1]))["conversions"]}
@@ -185,7 +187,7 @@ for n in ("OPENVINO", "INT8_STATIC+OPENVINO"):
     assert not rows[n]["available"], rows[n]
     assert "cannot load" in rows[n]["reason"] and "broken.so" in rows[n]["reason"], rows[n]
 assert rows["REFERENCE"]["available"]
-' "$tmp/out"
+' "$tmp/broken-list.out"
 fi
 # The other conversions still run; the run says what was unavailable.
 if run 1 bench "$models/mlp.onnx" -c REFERENCE,OPENVINO "${quick[@]}" \

@@ -50,7 +50,11 @@ fi
 
 failed_names=()
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# The benches' builds and history in a folder of this run's, removed at the
+# end: never the user's ~/.cache/modelbench or a cache other runs share.
+MODELBENCH_CACHE_DIR=$(mktemp -d)
+export MODELBENCH_CACHE_DIR
+trap 'rm -rf "$log" "$MODELBENCH_CACHE_DIR"' EXIT
 
 for dir in "$cache"/*/; do
   dir=${dir%/}
@@ -91,7 +95,7 @@ import json, sys
 print(",".join(c["name"] for c in json.load(sys.stdin)["conversions"]
                if c["available"]))')
 bench_json=$(mktemp)
-trap 'rm -f "$log" "$bench_json"' EXIT
+trap 'rm -rf "$log" "$bench_json" "$MODELBENCH_CACHE_DIR"' EXIT
 for name in resnet18 mobilenet_v2 transformer_encoder_op17 bert_encoder; do
   dir=$cache/$name
   checks=$((checks + 1))

@@ -17,20 +17,35 @@ show() {
 
 # run CODE ARGS...: runs the CLI with stdout/stderr in $tmp/out, $tmp/err;
 # checks the exit code and that no sanitizer spoke. Returns 1 on failure.
+# The next run (or usage_error) overwrites both files: read them right
+# after, or give the command files of its own with run_to.
 run() {
-  local code=$1
-  shift
+  run_to "" "$@"
+}
+
+# run_to NAME CODE ARGS...: run, with stdout in $tmp/NAME.out and stderr
+# in $tmp/NAME.err (NAME empty: $tmp/out and $tmp/err, as run). A check
+# later in the script reads those, never a file a section in between (one
+# that runs only where something is installed, say) may have rewritten.
+run_to() {
+  local out=$tmp/out err=$tmp/err
+  if [ -n "$1" ]; then
+    out=$tmp/$1.out
+    err=$tmp/$1.err
+  fi
+  local code=$2
+  shift 2
   checks=$((checks + 1))
-  "$cli" "$@" >"$tmp/out" 2>"$tmp/err"
+  "$cli" "$@" >"$out" 2>"$err"
   local rc=$?
-  if grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$tmp/err"; then
+  if grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$err"; then
     fail "modelbench $*: sanitizer report"
-    show "$tmp/err"
+    show "$err"
     return 1
   fi
   if [ "$rc" -ne "$code" ]; then
     fail "modelbench $*: exit $rc, expected $code"
-    show "$tmp/err" "$tmp/out"
+    show "$err" "$out"
     return 1
   fi
   return 0

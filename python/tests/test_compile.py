@@ -42,14 +42,18 @@ HAVE_OPENVINO = importlib.util.find_spec("openvino") is not None or (
 )
 
 
-def _has_vnni() -> bool:
-    """Does this CPU add u8 x s8 products without 16-bit saturation?"""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            flags = f.read()
-    except OSError:
-        return False
-    return any(f" {flag}" in flags for flag in ("avx512_vnni", "avx_vnni", "amx_int8"))
+def _int8_saturates() -> bool:
+    """May u8 x s8 products saturate here (pairs summed in 16 bits)? Asked
+    of the probe `modelbench list` uses, not /proc/cpuinfo: the int8 form it
+    picks is "mixed" where the CPU has no VNNI (INT8_STATIC+REFERENCE, which
+    follows the CPU) and where oneDNN is held below VNNI by
+    ONEDNN_MAX_CPU_ISA (INT8_STATIC+ONEDNN; PyTorch's oneDNN reads the same
+    variable)."""
+    rows = {r["name"]: r for r in modelbench.list_conversions()}
+    forms = [rows[name]["int8_weights"] for name in ("INT8_STATIC+REFERENCE", "INT8_STATIC+ONEDNN")
+             if name in rows and rows[name]["available"]]
+    assert forms, "the probe gave no int8 form"
+    return any(form != "8" for form in forms)
 
 
 def _min_cosine(name: str) -> float:
@@ -58,7 +62,7 @@ def _min_cosine(name: str) -> float:
     kernels is looser there (TORCHAO_AI8WI8_DYNAMIC: cosine 0.914 on mlp()
     with oneDNN held to AVX2, 0.9998 with AMX). QDQ in float
     (FLOAT_QUANTIZED) never saturates."""
-    if name in ("EXPORT+AI8WI8_STATIC_QUANTIZED", "TORCHAO_AI8WI8_DYNAMIC") and not _has_vnni():
+    if name in ("EXPORT+AI8WI8_STATIC_QUANTIZED", "TORCHAO_AI8WI8_DYNAMIC") and _int8_saturates():
         return 0.8
     return 0.95
 
