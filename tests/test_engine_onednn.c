@@ -215,6 +215,67 @@ TEST(conv_sum_operand_kept) {
   return check_graph(&c);
 }
 
+/* An EfficientNet MBConv block in small: a depthwise conv whose SiLU
+ * (Sigmoid and Mul) comes after a post-op oneDNN may refuse (an Add
+ * broadcast along W only: the whole chain then lowers node by node, at
+ * the group's one position), a squeeze-excitation (global pool, 1x1 convs
+ * over few channels, Sigmoid, Mul) and a projection with the residual.
+ * Channel counts are multiples of neither 8 nor 16, so blocked layouts
+ * pad them at every ISA. Run in fp32 and in int8. */
+static void build_mbconv_se(gcase *c) {
+  int64_t x[4] = {1, 12, 10, 10}, we[4] = {20, 12, 1, 1}, wd[4] = {20, 1, 3, 3},
+          kw[4] = {1, 1, 1, 10}, w1[4] = {5, 20, 1, 1}, w2[4] = {20, 5, 1, 1},
+          wp[4] = {12, 20, 1, 1}, b20[1] = {20}, b5[1] = {5}, b12[1] = {12};
+  gc_init(c, 13);
+  gc_input(c, "x", 4, x);
+  gc_const(c, "we", 4, we, NULL, -0.4f, 0.4f);
+  gc_const(c, "be", 1, b20, NULL, -0.2f, 0.2f);
+  gc_const(c, "wd", 4, wd, NULL, -0.5f, 0.5f);
+  gc_const(c, "bd", 1, b20, NULL, -0.2f, 0.2f);
+  gc_const(c, "kw", 4, kw, NULL, -0.5f, 0.5f);
+  gc_const(c, "w1", 4, w1, NULL, -0.4f, 0.4f);
+  gc_const(c, "b1", 1, b5, NULL, -0.2f, 0.2f);
+  gc_const(c, "w2", 4, w2, NULL, -0.6f, 0.6f);
+  gc_const(c, "b2", 1, b20, NULL, -0.2f, 0.2f);
+  gc_const(c, "wp", 4, wp, NULL, -0.3f, 0.3f);
+  gc_const(c, "bp", 1, b12, NULL, -0.2f, 0.2f);
+  gc_node(c, "Conv", "x,we,be", "e");
+  gc_node(c, "Sigmoid", "e", "es");
+  gc_node(c, "Mul", "e,es", "ea");
+  gc_node(c, "Conv", "ea,wd,bd", "d");
+  gc_int(c, "group", 20);
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  gc_node(c, "Add", "d,kw", "dk");
+  gc_node(c, "Sigmoid", "dk", "ds");
+  gc_node(c, "Mul", "dk,ds", "da");
+  gc_node(c, "GlobalAveragePool", "da", "p");
+  gc_node(c, "Conv", "p,w1,b1", "s1");
+  gc_node(c, "Sigmoid", "s1", "s1s");
+  gc_node(c, "Mul", "s1,s1s", "s1a");
+  gc_node(c, "Conv", "s1a,w2,b2", "s2");
+  gc_node(c, "Sigmoid", "s2", "g");
+  gc_node(c, "Mul", "da,g", "se");
+  gc_node(c, "Conv", "se,wp,bp", "pr");
+  gc_node(c, "Add", "pr,x", "y");
+  gc_output(c, "y");
+}
+
+TEST(mbconv_se_block) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  build_mbconv_se(&c);
+  if (check_graph(&c))
+    TEST_FAIL_("MBConv block with squeeze-excitation failed in fp32");
+  for (int per_tensor = 0; per_tensor < 2; per_tensor++) {
+    build_mbconv_se(&c);
+    if (check_int8(&c, per_tensor))
+      TEST_FAIL_("MBConv block with squeeze-excitation (per-tensor weights "
+                 "%d) failed in int8",
+                 per_tensor);
+  }
+  return 0;
+}
+
 /* An intermediate that is also a graph output is not fused away. */
 TEST(fusion_keeps_outputs) {
   SKIP_UNLESS_AVAILABLE();
@@ -1082,7 +1143,8 @@ TEST(probe_reports) {
 TEST_MAIN(TEST_ENTRY(probe_reports), TEST_ENTRY(conv_variants),
           TEST_ENTRY(conv_1d_and_3d), TEST_ENTRY(conv_fusions),
           TEST_ENTRY(resnet_blocks), TEST_ENTRY(conv_sum_operand_kept),
-          TEST_ENTRY(fusion_keeps_outputs), TEST_ENTRY(gemm_variants),
+          TEST_ENTRY(fusion_keeps_outputs), TEST_ENTRY(mbconv_se_block),
+          TEST_ENTRY(gemm_variants),
           TEST_ENTRY(matmul_constant_weights),
           TEST_ENTRY(attention_batched_matmul), TEST_ENTRY(gelu_and_erf),
           TEST_ENTRY(gelu_tanh), TEST_ENTRY(residual_network),

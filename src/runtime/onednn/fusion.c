@@ -148,14 +148,21 @@ int mb__dn_head_final(const dn_post *posts, int k, int head_out) {
 }
 
 /* Lowers the nodes of posts[k..n) one by one (oneDNN refused them as
- * post-ops). */
+ * post-ops), each at its own position. Liveness puts every read inside
+ * the group at the group's last position, so lowered there a node could
+ * overwrite in place a value that a later node of the chain still reads
+ * (SiLU's Sigmoid over the x its Mul multiplies); at its own, earlier
+ * position no value of the chain has died yet. */
 mb_status mb__dn_lower_rest(lctx *l, const dn_post *posts, int k, int n) {
-  mb_status status;
-  for (int i = k; i < n; i++)
-    for (int j = 0; j < posts[i].n_nodes; j++)
-      if ((status = mb__dn_lower_node(l, posts[i].nodes[j])))
-        return status;
-  return MB_STATUS_OK;
+  mb_status status = MB_STATUS_OK;
+  int pos = l->pos;
+  for (int i = k; i < n && !status; i++)
+    for (int j = 0; j < posts[i].n_nodes && !status; j++) {
+      l->pos = posts[i].nodes[j];
+      status = mb__dn_lower_node(l, posts[i].nodes[j]);
+    }
+  l->pos = pos;
+  return status;
 }
 
 static void group_init(dn_group *g, int head) {
