@@ -16,6 +16,11 @@
 # Needs qemu-user (`make test` installs it: MB_WITH_QEMU=1) and ONNX
 # Runtime; skipped without them, unless make test asked for them. Skipped in
 # the sanitizer build (ASan's shadow memory does not map under qemu-user).
+# Sized for the slowest host: emulation is many times slower on some (an
+# AVX-512 Xeon runs qemu's AVX2 far slower than an EPYC does), so the
+# benches leave out the roofline's peak measurement (--no-roofline: minutes
+# of emulated sgemm, the bulk of this test's 388 s where it was written)
+# and each step has a time budget; one over it fails, naming the step.
 # Environment (set by ctest): MB_CLI, MB_TEST_MODELS, MB_SANITIZE.
 set -u
 
@@ -63,10 +68,28 @@ exec qemu-x86_64 -cpu Haswell-v4 "$native" "\$@" 2>>"$tmp/qemu.err"
 EOF
 chmod +x "$cli"
 
+# timed STEP CMD...: runs CMD, keeps STEP's seconds for the summary and
+# fails STEP when it takes longer than step_budget seconds (about 10 s each
+# on an idle 2-core EPYC; the budget leaves room for a slow, loaded host).
+step_budget=120
+step_times=()
+timed() {
+  local step=$1 start=$SECONDS rc
+  shift
+  "$@"
+  rc=$?
+  local took=$((SECONDS - start))
+  step_times+=("$step: ${took} s")
+  if [ "$took" -gt "$step_budget" ]; then
+    fail "step '$step' took ${took} s, over its ${step_budget} s budget (emulation too slow here?)"
+  fi
+  return "$rc"
+}
+
 # list on the emulated CPU: the mixed form for ORT and the reference
 # interpreter (which runs ORT's model), 8 for XNNPACK; the reason names
 # the missing VNNI.
-if run 0 list --json; then
+if timed "list" run 0 list --json; then
   py "list on an AVX2-only CPU" '
 import json, sys
 rows = {c["name"]: c for c in json.load(open(sys.argv[1]))["conversions"]}
@@ -85,7 +108,7 @@ fi
 
 model=$models/transformer_block.onnx
 quick=(--warmup 0 --warmup-time 0 --min-iterations 2 --min-time 0
-  --calibration-samples 16 --n-samples 2 --no-record)
+  --calibration-samples 16 --n-samples 2 --no-record --no-roofline)
 convs=INT8_DYNAMIC+ORT_CPU,INT8_STATIC+ORT_CPU,INT8_STATIC+REFERENCE
 # OpenVINO's CPU plugin dispatches its int8 kernels on cpuid too: the same
 # accuracy, where it is fetched, with NNCF's form (7-bit weights on every
@@ -116,16 +139,17 @@ for r in json.load(open(sys.argv[1]))["results"]:
     assert cos >= 0.999 and not r["inaccurate"], (r["conversion"], cos)
 ' "$1" "$2" && cat "$tmp/py"
 }
-if run 0 bench "$model" -c "$convs" "${quick[@]}" --json "$tmp/auto.json"; then
+if timed "bench, auto int8 form" run 0 bench "$model" -c "$convs" "${quick[@]}" \
+  --json "$tmp/auto.json"; then
   accurate "$tmp/auto.json" mixed
   expect_in "$tmp/out" "int8 weights:" "the table's int8 note"
   expect_in "$tmp/out" "7-bit weights where a product's input is signed" \
     "the table's int8 note"
 fi
-run 0 bench "$model" -c "$convs" "${quick[@]}" --int8-weights 7 \
-  --json "$tmp/seven.json" && accurate "$tmp/seven.json" 7
-if run 0 bench "$model" -c "$convs" "${quick[@]}" --int8-weights 8 \
-  --json "$tmp/eight.json"; then
+timed "bench --int8-weights 7" run 0 bench "$model" -c "$convs" "${quick[@]}" \
+  --int8-weights 7 --json "$tmp/seven.json" && accurate "$tmp/seven.json" 7
+if timed "bench --int8-weights 8" run 0 bench "$model" -c "$convs" "${quick[@]}" \
+  --int8-weights 8 --json "$tmp/eight.json"; then
   py "--int8-weights 8 on an AVX2-only CPU" '
 import json, sys
 for r in json.load(open(sys.argv[1]))["results"]:
@@ -138,5 +162,7 @@ for r in json.load(open(sys.argv[1]))["results"]:
 ' "$tmp/eight.json" && cat "$tmp/py"
 fi
 
+echo "emulated steps (budget ${step_budget} s each):"
+printf '  %s\n' "${step_times[@]}"
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]
