@@ -276,6 +276,95 @@ TEST(mbconv_se_block) {
   return 0;
 }
 
+/* EfficientNet-V2-S's first stages at their real sizes (issue 48: its
+ * INT8_STATIC+ONEDNN aborted on an AVX-512/AMX Xeon and ran on AVX2): the
+ * stride-2 stem to 24 channels at 112x112 (24 is no multiple of 16, so
+ * AVX-512 layouts pad it), a fused MBConv with its residual, a stride-2
+ * expansion to 96 and projection to 48, then an MBConv whose depthwise conv
+ * over 160 channels feeds a squeeze-excitation over 40, as the model's
+ * later stages do. SiLU is Sigmoid and Mul, as torch.onnx.export writes it.
+ * On a machine with AMX or AVX-512 this runs their int8 kernels at each
+ * ONEDNN_MAX_CPU_ISA level, under ASan in the sanitizer build. */
+static void build_effnetv2_stages(gcase *c) {
+  int64_t x[4] = {1, 3, 224, 224}, w0[4] = {24, 3, 3, 3},
+          w1[4] = {24, 24, 3, 3}, w2[4] = {96, 24, 3, 3},
+          w3[4] = {48, 96, 1, 1}, w4[4] = {160, 48, 1, 1},
+          wd[4] = {160, 1, 3, 3}, ws1[4] = {40, 160, 1, 1},
+          ws2[4] = {160, 40, 1, 1}, wp[4] = {64, 160, 1, 1}, b24[1] = {24},
+          b96[1] = {96}, b48[1] = {48}, b160[1] = {160}, b40[1] = {40},
+          b64[1] = {64};
+  gc_init(c, 13);
+  gc_input(c, "x", 4, x);
+  gc_const(c, "w0", 4, w0, NULL, -0.3f, 0.3f);
+  gc_const(c, "b0", 1, b24, NULL, -0.1f, 0.1f);
+  gc_const(c, "w1", 4, w1, NULL, -0.1f, 0.1f);
+  gc_const(c, "b1", 1, b24, NULL, -0.1f, 0.1f);
+  gc_const(c, "w2", 4, w2, NULL, -0.1f, 0.1f);
+  gc_const(c, "b2", 1, b96, NULL, -0.1f, 0.1f);
+  gc_const(c, "w3", 4, w3, NULL, -0.15f, 0.15f);
+  gc_const(c, "b3", 1, b48, NULL, -0.1f, 0.1f);
+  gc_const(c, "w4", 4, w4, NULL, -0.2f, 0.2f);
+  gc_const(c, "b4", 1, b160, NULL, -0.1f, 0.1f);
+  gc_const(c, "wd", 4, wd, NULL, -0.4f, 0.4f);
+  gc_const(c, "bd", 1, b160, NULL, -0.1f, 0.1f);
+  gc_const(c, "ws1", 4, ws1, NULL, -0.2f, 0.2f);
+  gc_const(c, "bs1", 1, b40, NULL, -0.1f, 0.1f);
+  gc_const(c, "ws2", 4, ws2, NULL, -0.3f, 0.3f);
+  gc_const(c, "bs2", 1, b160, NULL, -0.1f, 0.1f);
+  gc_const(c, "wp", 4, wp, NULL, -0.15f, 0.15f);
+  gc_const(c, "bp", 1, b64, NULL, -0.1f, 0.1f);
+  gc_node(c, "Conv", "x,w0,b0", "s");
+  GC_INTS(c, "strides", 2, 2);
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  gc_node(c, "Sigmoid", "s", "ss");
+  gc_node(c, "Mul", "s,ss", "a");
+  gc_node(c, "Conv", "a,w1,b1", "f");
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  gc_node(c, "Sigmoid", "f", "fs");
+  gc_node(c, "Mul", "f,fs", "fa");
+  gc_node(c, "Add", "fa,a", "r");
+  gc_node(c, "Conv", "r,w2,b2", "e");
+  GC_INTS(c, "strides", 2, 2);
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  gc_node(c, "Sigmoid", "e", "es");
+  gc_node(c, "Mul", "e,es", "ea");
+  gc_node(c, "Conv", "ea,w3,b3", "m");
+  gc_node(c, "Conv", "m,w4,b4", "g");
+  gc_node(c, "Sigmoid", "g", "gs");
+  gc_node(c, "Mul", "g,gs", "ga");
+  gc_node(c, "Conv", "ga,wd,bd", "d");
+  gc_int(c, "group", 160);
+  GC_INTS(c, "strides", 2, 2);
+  GC_INTS(c, "pads", 1, 1, 1, 1);
+  gc_node(c, "Sigmoid", "d", "ds");
+  gc_node(c, "Mul", "d,ds", "da");
+  gc_node(c, "GlobalAveragePool", "da", "p");
+  gc_node(c, "Conv", "p,ws1,bs1", "q");
+  gc_node(c, "Sigmoid", "q", "qs");
+  gc_node(c, "Mul", "q,qs", "qa");
+  gc_node(c, "Conv", "qa,ws2,bs2", "u");
+  gc_node(c, "Sigmoid", "u", "us");
+  gc_node(c, "Mul", "da,us", "se");
+  gc_node(c, "Conv", "se,wp,bp", "y");
+  gc_output(c, "y");
+}
+
+TEST(effnetv2_stages) {
+  SKIP_UNLESS_AVAILABLE();
+  gcase c;
+  build_effnetv2_stages(&c);
+  if (check_graph(&c))
+    TEST_FAIL_("EfficientNet-V2 stages failed in fp32");
+  for (int per_tensor = 0; per_tensor < 2; per_tensor++) {
+    build_effnetv2_stages(&c);
+    if (check_int8(&c, per_tensor))
+      TEST_FAIL_("EfficientNet-V2 stages (per-tensor weights %d) failed in "
+                 "int8",
+                 per_tensor);
+  }
+  return 0;
+}
+
 /* An intermediate that is also a graph output is not fused away. */
 TEST(fusion_keeps_outputs) {
   SKIP_UNLESS_AVAILABLE();
@@ -1144,7 +1233,8 @@ TEST_MAIN(TEST_ENTRY(probe_reports), TEST_ENTRY(conv_variants),
           TEST_ENTRY(conv_1d_and_3d), TEST_ENTRY(conv_fusions),
           TEST_ENTRY(resnet_blocks), TEST_ENTRY(conv_sum_operand_kept),
           TEST_ENTRY(fusion_keeps_outputs), TEST_ENTRY(mbconv_se_block),
-          TEST_ENTRY(gemm_variants), TEST_ENTRY(matmul_constant_weights),
+          TEST_ENTRY(effnetv2_stages), TEST_ENTRY(gemm_variants),
+          TEST_ENTRY(matmul_constant_weights),
           TEST_ENTRY(attention_batched_matmul), TEST_ENTRY(gelu_and_erf),
           TEST_ENTRY(gelu_tanh), TEST_ENTRY(residual_network),
           TEST_ENTRY(repeated_runs_new_buffers),
