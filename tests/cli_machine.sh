@@ -17,6 +17,9 @@ trap 'rm -rf "$tmp"' EXIT
 # shellcheck source=tests/shell_lib.sh
 . "$(dirname "$0")/shell_lib.sh"
 export MODELBENCH_CACHE_DIR="$tmp/cache"
+# Measuring and the cache folder's copy are tested here: not the suite's
+# shared peaks (ctest sets MODELBENCH_PEAKS_DIR), until its own check below.
+unset MODELBENCH_PEAKS_DIR
 
 if run 0 machine --threads 2 --json; then
   cp "$tmp/out" "$tmp/first.json"
@@ -45,6 +48,25 @@ fi
 if run 0 machine --threads 2 --remeasure; then
   expect_in "$tmp/out" "fp32 GEMM:" "machine --remeasure"
   expect_in "$tmp/out" "(measured now, cached)" "machine --remeasure"
+fi
+# MODELBENCH_PEAKS_DIR: the peaks kept there, not in the cache folder, and
+# read back from there by a run with another cache.
+if MODELBENCH_PEAKS_DIR=$tmp/peaks run 0 machine --threads 3 --json; then
+  cp "$tmp/out" "$tmp/pd.json"
+  checks=$((checks + 1))
+  if ! ls "$tmp/peaks"/peaks-*-t3.json >/dev/null 2>&1 ||
+    ls "$tmp/cache/machine"/peaks-*-t3.json >/dev/null 2>&1; then
+    fail "MODELBENCH_PEAKS_DIR: the t3 peaks are not (only) in $tmp/peaks"
+  fi
+  if MODELBENCH_PEAKS_DIR=$tmp/peaks MODELBENCH_CACHE_DIR=$tmp/other \
+    run 0 machine --threads 3 --json; then
+    py "MODELBENCH_PEAKS_DIR: measured once, read by a run with another cache" '
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["from_cache"] == 0 and b["from_cache"] == 1, (a, b)
+assert a["fp32_gflops"] == b["fp32_gflops"], (a, b)
+' "$tmp/pd.json" "$tmp/out"
+  fi
 fi
 usage_error_line "--threads" machine --threads 0
 usage_error_line "unexpected argument" machine extra
