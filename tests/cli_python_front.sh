@@ -13,8 +13,8 @@ set -uo pipefail
 
 : "${MB_SOURCE_DIR:?MB_SOURCE_DIR must name the source tree}"
 : "${MB_BUILD_DIR:?MB_BUILD_DIR must name the build tree}"
-# MB_PYTHON_TORCH=2 (cli_python_*_torch2.sh): the same suite on the current
-# PyTorch from PyPI, in the project's virtual environment
+# MB_PYTHON_TORCH=2 (cli_python_*_torch2.sh): a part of the suite on the
+# current PyTorch from PyPI, in the project's virtual environment
 # (scripts/python-venv.sh; `make test` makes it, MB_WITH_TORCH2=1).
 python=/usr/bin/python3
 
@@ -50,14 +50,29 @@ MODELBENCH_CACHE_DIR=$(mktemp -d)
 export MODELBENCH_CACHE_DIR
 trap 'rm -rf "$MODELBENCH_CACHE_DIR"' EXIT
 cd "$MB_SOURCE_DIR/python" || exit 1
-# `modelbench script` and function profiles (test_script*.py, test_profile.py)
-# run as a ctest entry of their own (cli_python_script.sh sets
-# MB_PYTEST_PART=script), beside the rest, each within its timeout.
+# The suite in three ctest entries of a few minutes each, so that ctest -j
+# spreads them over the cores and each fits its timeout (MB_PYTEST_PART):
+# `modelbench script` and function profiles (cli_python_script.sh), every
+# conversion of an nn.Module and alma's API (cli_python_conversions.sh),
+# and the rest (this script). The first two run on both PyTorch versions
+# (_torch2.sh): what they test goes through PyTorch (tracing, exporting,
+# compiling, hooks on modules). The rest (configs, errors, reports, the
+# catalog, trust, tune, the examples) goes through the C engine the same way
+# whatever PyTorch is installed, so it runs once, on Debian's PyTorch,
+# which imports in half the time of PyPI's.
 script_tests=(tests/test_script.py tests/test_script_examples.py tests/test_profile.py)
-if [ "${MB_PYTEST_PART:-front}" = script ]; then
-  targets=("${script_tests[@]}")
-else
-  targets=(tests "${script_tests[@]/#/--ignore=}")
-fi
+conversion_tests=(tests/test_benchmark.py tests/test_compile.py tests/test_aoti.py
+  tests/test_onnx_forms.py tests/test_alma.py)
+case ${MB_PYTEST_PART:-front} in
+script) targets=("${script_tests[@]}") ;;
+conversions) targets=("${conversion_tests[@]}") ;;
+front)
+  targets=(tests "${script_tests[@]/#/--ignore=}" "${conversion_tests[@]/#/--ignore=}")
+  ;;
+*)
+  echo "FAIL: MB_PYTEST_PART=$MB_PYTEST_PART: script, conversions or front" >&2
+  exit 1
+  ;;
+esac
 # The slowest tests in the log: where the suite's minutes go.
 PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -p no:cacheprovider --durations=15 "${targets[@]}"
