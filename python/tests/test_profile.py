@@ -14,7 +14,10 @@ import modelbench
 FAST = {"min_time": 0.0, "warmup": 1, "warmup_time": 0.0, "min_iterations": 5,
         "record": False, "threads": 1}
 
-BUSY_MS = 5.0
+#: Long enough that the Python around the loop (hooks, argmax, an add: a
+#: fraction of a millisecond) and a preemption on a loaded machine stay
+#: well inside the 20% the uncaptured time is checked to.
+BUSY_MS = 20.0
 busy_seconds = []
 
 
