@@ -56,7 +56,7 @@ cd "$MB_SOURCE_DIR/python" || exit 1
 # conversion of an nn.Module and alma's API (cli_python_conversions.sh),
 # and the rest (this script). The first two run on both PyTorch versions
 # (_torch2.sh): what they test goes through PyTorch (tracing, exporting,
-# compiling, hooks on modules). The rest (configs, errors, reports, the
+# compiling, hooks on modules), but for their any_torch tests. The rest (configs, errors, reports, the
 # catalog, trust, tune, the examples) goes through the C engine the same way
 # whatever PyTorch is installed, so it runs once, on Debian's PyTorch,
 # which imports in half the time of PyPI's.
@@ -74,5 +74,12 @@ front)
   exit 1
   ;;
 esac
+# Tests marked any_torch (modelbench's own mechanics, python/tests/conftest.py)
+# run on Debian's PyTorch only, as the front part does.
+select=()
+if [ "${MB_PYTHON_TORCH:-1}" = 2 ]; then
+  select=(-m "not any_torch")
+fi
 # The slowest tests in the log: where the suite's minutes go.
-PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -p no:cacheprovider --durations=15 "${targets[@]}"
+PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -p no:cacheprovider --durations=15 \
+  "${select[@]}" "${targets[@]}"

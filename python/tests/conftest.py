@@ -14,6 +14,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 torch = pytest.importorskip("torch")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The any_torch marker: see its line below."""
+    config.addinivalue_line(
+        "markers",
+        "any_torch: tests modelbench's own mechanics (the cache, hashes, labels, options, "
+        "failures, reports), which go through the C engine alike on any PyTorch: make test "
+        "runs it once, on Debian's PyTorch (tests/cli_python_front.sh)")
+
+
 @pytest.fixture()
 def cache_dir(tmp_path, monkeypatch):
     """Every run keeps its builds and history in a folder of its own."""

@@ -136,6 +136,7 @@ def test_sample_data_generates_int_inputs_in_range(fast):
     assert all(r["status"] == "success" for r in results.values()), results
 
 
+@pytest.mark.any_torch
 def test_fail_on_error_raises_naming_the_conversion(fast):
     cfg = dict(fast, fail_on_error=True)
     with pytest.raises(ConversionError, match="BF16\\+EAGER failed: .*bf16 is not for me") as info:
@@ -144,6 +145,7 @@ def test_fail_on_error_raises_naming_the_conversion(fast):
     assert "Traceback" in info.value.traceback
 
 
+@pytest.mark.any_torch
 def test_failures_recorded_and_the_others_measured(fast, capsys):
     cfg = dict(fast, fail_on_error=False)
     results = benchmark_model(Misbehaving("raise").eval(), cfg,
@@ -160,6 +162,7 @@ def test_failures_recorded_and_the_others_measured(fast, capsys):
     assert "Throughput:" in out and "Accuracy vs EAGER" in out
 
 
+@pytest.mark.any_torch
 def test_crash_and_hang_are_contained(fast):
     cfg = dict(fast, fail_on_error=False, timeout=20.0)
     crashed = benchmark_model(Misbehaving("crash").eval(), cfg, ["EAGER", "BF16+EAGER"], data=torch.randn(4))
@@ -236,6 +239,7 @@ def test_torchscript_on_libtorch_from_python(fast, tmp_path):
     assert by_file["TORCHSCRIPT"]["accuracy.max_abs_err"] < 1e-5, by_file["TORCHSCRIPT"]["accuracy"]
 
 
+@pytest.mark.any_torch
 def test_bad_arguments_fail_before_any_run(fast):
     with pytest.raises(ValueError, match="did you mean EAGER"):
         benchmark_model(small_cnn(), fast, ["EAGRE"], data=torch.randn(3, 8, 8))
@@ -249,6 +253,7 @@ def test_bad_arguments_fail_before_any_run(fast):
         benchmark_model("/nonexistent/model.pt", fast, ["EAGER"], data=torch.randn(3))
 
 
+@pytest.mark.any_torch
 def test_reports_and_history_like_a_cli_run(fast, tmp_path, cache_dir):
     cfg = dict(fast, json=str(tmp_path / "r.json"), html=str(tmp_path / "r.html"),
                record=True, labels={"branch": "test"})
@@ -268,6 +273,7 @@ def test_reports_and_history_like_a_cli_run(fast, tmp_path, cache_dir):
     assert runs[0]["labels"] == {"branch": "test", "model": "SmallCNN", "framework": "pytorch"}, runs
 
 
+@pytest.mark.any_torch
 def test_server_scenario_over_a_sweep(fast):
     """scenario= runs `modelbench load`, a sweep one report per point."""
     load = {"scenario": "server", "qps": 40, "slo": "p99=500ms", "min_duration": 0.2,
@@ -288,6 +294,7 @@ def test_server_scenario_over_a_sweep(fast):
             assert r["load.slo.latency_ms"] == pytest.approx(r["latency_ms.p99"], rel=0.5)
 
 
+@pytest.mark.any_torch
 def test_bad_scenario_and_sweep_fail_before_any_run(fast):
     x = torch.randn(3, 8, 8)
     with pytest.raises(ValueError, match="scenario 'bogus': expected one of"):

@@ -141,6 +141,7 @@ def test_hashes_are_stable_and_change_with_shapes_not_weights(tmp_path, cache_di
     assert [m["sha256"] for m in again["scripts"][0]["models"]] == h["a.py"]
 
 
+@pytest.mark.any_torch
 def test_an_unseeded_script_keeps_its_hashes_and_hashes_select(tmp_path, cache_dir):
     unseeded = script(tmp_path, "unseeded.py", TWO_MODELS.replace("torch.manual_seed(0)\n", ""))
     hashes = []
@@ -170,6 +171,7 @@ def test_an_unseeded_script_keeps_its_hashes_and_hashes_select(tmp_path, cache_d
     assert "a hash prefix is 4 to 64 hex digits" in proc.stdout + proc.stderr
 
 
+@pytest.mark.any_torch
 def test_failing_scripts_keep_what_ran(tmp_path, cache_dir):
     raising = script(tmp_path, "raising.py", TWO_MODELS + "raise RuntimeError('after the models')\n")
     empty = tmp_path / "empty.py"
@@ -194,6 +196,7 @@ def test_failing_scripts_keep_what_ran(tmp_path, cache_dir):
     assert "was stopped" in out and "no such file" in out
 
 
+@pytest.mark.any_torch
 def test_benchmark_with_labels_hash_filter_and_reports(tmp_path, cache_dir):
     header = "# labels: task::demo author::tests\n"
     s = script(tmp_path, "bench_me.py", TWO_MODELS, header=header)
@@ -245,6 +248,7 @@ def test_benchmark_with_labels_hash_filter_and_reports(tmp_path, cache_dir):
     assert runs[0]["labels"]["author"] == "tests"
 
 
+@pytest.mark.any_torch
 def test_a_failed_conversion_leaves_no_temporary_folder(tmp_path, cache_dir, monkeypatch):
     """The run folder, the options probe and the engine's logs leave $TMPDIR
     as it was; a failed conversion's log is kept under <cache>/logs."""
@@ -276,6 +280,7 @@ def test_a_failed_conversion_leaves_no_temporary_folder(tmp_path, cache_dir, mon
     assert [p.name for p in log.parent.iterdir()] == [log.name]
 
 
+@pytest.mark.any_torch
 def test_build_only_then_the_benchmark_starts_from_the_builds(tmp_path, cache_dir):
     """--build-only exports and builds every conversion of the script's
     models and measures nothing; the next run takes the builds from the
@@ -349,6 +354,7 @@ def test_every_input_shape_is_a_model_of_its_own(tmp_path, cache_dir):
     assert "--max-shapes must be >= 1" in proc.stderr
 
 
+@pytest.mark.any_torch
 def test_the_cache_knows_a_script_model_by_its_hash(tmp_path, cache_dir):
     """A script's builds are filed under the script, class and model hash:
     the second run hits every conversion, `cache list/stats/delete` take the
@@ -509,6 +515,7 @@ def _line(path: Path, text: str) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if line.strip() == text)
 
 
+@pytest.mark.any_torch
 def test_options_are_checked_before_any_script_runs(tmp_path, cache_dir):
     s = script(tmp_path, "s.py", TWO_MODELS)
     proc = modelbench("script", s, "-c", "EAGR", check=2)
@@ -545,6 +552,7 @@ def test_benchit_spellings_are_answered_with_ours(flag, hint, tmp_path):
     assert f"{flag[0]} is benchit's: " in proc.stderr and hint in proc.stderr, proc.stderr
 
 
+@pytest.mark.any_torch
 def test_bench_options_table_matches_bench():
     """script.py passes bench's options through: its table must know each one."""
     from modelbench import script as script_cmd
