@@ -162,6 +162,9 @@ static int peaks_file(const char *cache, char *path, size_t size) {
 TEST(peaks_cache) {
   char dir[64], path[512];
   mb_error err = {0};
+  /* The cache folder's copy is tested here, not the suite's shared peaks
+   * (ctest sets MODELBENCH_PEAKS_DIR; cli_machine.sh tests that). */
+  unsetenv("MODELBENCH_PEAKS_DIR");
   ASSERT_EQ(make_tmpdir(dir, sizeof dir), 0);
   mb_machine_peaks first, again;
   ASSERT_OK(mb__peaks_get(dir, 1, false, &first, &err), &err);
