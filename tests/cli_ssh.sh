@@ -188,16 +188,14 @@ assert all(x["status"] == "error" and "lost host" in x["error"] for x in b["resu
 ' "$tmp/drop.json"
 
 # ---- 4. modelbench script over SSH: a script's models, self-contained ----
-# Debian's python cannot load an ASan library; without torch the section is
-# skipped unless MB_WITH_TORCH=1 (make test), where that is a failure.
+# Debian's python cannot load an ASan library; without torch, or onnx (its
+# torch.onnx.export needs it for the ORT_CPU row), the section is skipped
+# unless MB_WITH_TORCH=1 (make test), where that is a failure.
 if [ "${MB_SANITIZE:-OFF}" = ON ]; then
   echo "skipped modelbench script over SSH: sanitizer build"
-elif ! "$python" -c 'import torch' 2>/dev/null; then
-  if [ "${MB_WITH_TORCH:-0}" = 1 ]; then
-    fail "MB_WITH_TORCH=1 but $python cannot import torch"
-  else
-    echo "skipped modelbench script over SSH: $python lacks torch"
-  fi
+elif ! py_has torch "modelbench script over SSH" ||
+  ! py_has onnx "modelbench script over SSH"; then
+  :
 else
   cat >"$tmp/demo.py" <<'EOF'
 # labels: task::ssh-demo

@@ -218,13 +218,20 @@ assert all(s["task_accuracy"] < 0.5 for s in int8), int8
 assert d["found"], d["summary"]
 w = d["steps"][d["winner"]]
 assert w["accurate"] and w["task_accuracy"] >= 0.98, w
-# The tuned model records the task budget it met, beside max_error.
-import onnx
-m = onnx.load(sys.argv[2])
-t = json.loads({p.key: p.value for p in m.metadata_props}["modelbench.tune"])
-assert t["max_accuracy_drop"] == 0.02 and t["baseline"] == "REFERENCE", t
-assert t["baseline_task_accuracy"] == 1.0, t
-assert t["task_accuracy"] == w["task_accuracy"], (t, w)
+# The tuned model records the task budget it met, beside max_error (read
+# where onnx is: make test installs it).
+try:
+    import onnx
+except ImportError:
+    import os
+    assert os.environ.get("MB_WITH_TORCH") != "1", "MB_WITH_TORCH=1 but no onnx module"
+    onnx = None
+if onnx is not None:
+    m = onnx.load(sys.argv[2])
+    t = json.loads({p.key: p.value for p in m.metadata_props}["modelbench.tune"])
+    assert t["max_accuracy_drop"] == 0.02 and t["baseline"] == "REFERENCE", t
+    assert t["baseline_task_accuracy"] == 1.0, t
+    assert t["task_accuracy"] == w["task_accuracy"], (t, w)
 ' "$tmp/task.json" "$tmp/task.tuned.onnx"
 }
 # No fp32 candidate: no baseline, a clear answer.
@@ -246,8 +253,12 @@ run 0 tune "$model" --max-error 1e-3 -c REFERENCE --batch-size 1,4 \
     "the page compares per sample"
   expect_in "$tmp/batch.html" "<th>batch</th>" "the page's batch column"
   py "both batch sizes tried, ranked by time per sample" '
-import json, sys
-import onnx
+import json, os, sys
+try:
+    import onnx  # the tuned model is read where onnx is (make test has it)
+except ImportError:
+    assert os.environ.get("MB_WITH_TORCH") != "1", "MB_WITH_TORCH=1 but no onnx module"
+    onnx = None
 d = json.load(open(sys.argv[1]))
 first = [s for s in d["steps"] if s["phase"] == "uniform" and s["round"] == 0]
 assert sorted(s["batch_size"] for s in first) == [1, 4], first
@@ -259,9 +270,10 @@ w = d["steps"][d["winner"]]
 measured = [s for s in d["steps"] if s["median_ms"] is not None and s["accurate"]
             and s["round"] == w["round"]]
 assert w["per_sample_ms"] == min(s["per_sample_ms"] for s in measured), (w, measured)
-t = json.loads({p.key: p.value for p in onnx.load(sys.argv[2]).metadata_props}[
-    "modelbench.tune"])
-assert t["batch_size"] == w["batch_size"], (t, w)
+if onnx is not None:
+    t = json.loads({p.key: p.value for p in onnx.load(sys.argv[2]).metadata_props}[
+        "modelbench.tune"])
+    assert t["batch_size"] == w["batch_size"], (t, w)
 ' "$tmp/batch.json" "$tmp/batch.tuned.onnx"
   run 0 bench "$tmp/batch.tuned.onnx" --min-time 0.05 --no-record \
     --json "$tmp/batch.bench.json" &&

@@ -111,3 +111,20 @@ usage_error_line() {
   run 2 "$@" || return
   one_line_error "$needle" "modelbench $*"
 }
+
+# py_has MODULE WHAT: can $python import MODULE? When it cannot, WHAT is
+# skipped with a line that says so, and the caller leaves that section
+# out; the rest of the script runs the same either way. Under make test
+# (MB_WITH_TORCH=1 installs python3-onnx and python3-torch) a missing
+# module is a failure instead.
+py_has() {
+  if "$python" -c "import $1" >/dev/null 2>&1; then
+    return 0
+  fi
+  if [ "${MB_WITH_TORCH:-0}" = 1 ]; then
+    fail "$2: $python cannot import $1 (MB_WITH_TORCH=1 installs it)"
+  else
+    echo "SKIP: $2: $python lacks $1"
+  fi
+  return 1
+}
