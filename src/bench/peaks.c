@@ -419,16 +419,13 @@ mb_status mb__peaks_get(const char *cache_dir, int threads, bool remeasure,
    * machine's peaks outlive a cache that is wiped, and runs with caches of
    * their own (a test suite's) measure them once, not once each. */
   const char *peaks_dir = getenv("MODELBENCH_PEAKS_DIR");
-  if (peaks_dir && peaks_dir[0]) {
+  folder[0] = '\0';
+  if (peaks_dir && peaks_dir[0])
     snprintf(folder, sizeof folder, "%s", peaks_dir);
-    have_folder =
-        mb__mkdir_private_at(AT_FDCWD, folder) == 0 || errno == EEXIST;
-    if (!have_folder)
-      snprintf(cache_err.message, sizeof cache_err.message,
-               "cannot create %.300s: %s", folder, strerror(errno));
-  } else if (mb__cache_dir(cache_dir, root, sizeof root, &cache_err) ==
-             MB_STATUS_OK) {
+  else if (mb__cache_dir(cache_dir, root, sizeof root, &cache_err) ==
+           MB_STATUS_OK)
     snprintf(folder, sizeof folder, "%s/%s", root, PEAKS_FOLDER);
+  if (folder[0]) {
     have_folder =
         mb__mkdir_private_at(AT_FDCWD, folder) == 0 || errno == EEXIST;
     if (!have_folder)
