@@ -363,6 +363,14 @@ static int run_load(const mb_bench_config *c, mb_bench_report **report_out) {
   return 0;
 }
 
+/* The result's "machine busy" warning, or NULL. */
+static const char *busy_warning(const mb_bench_result *r) {
+  for (int i = 0; i < r->n_warnings; i++)
+    if (strncmp(r->warnings[i], "machine busy", 12) == 0)
+      return r->warnings[i];
+  return NULL;
+}
+
 /* A light-load run's figures within what an ideal server allows (with
  * room for the measured wake-up lateness): whether every noise-sensitive
  * bound holds. Printed either way. */
@@ -451,7 +459,16 @@ TEST(server_light_load) {
     ASSERT(l->spin_always || l->idle_sleeps > 0);
     near = light_load_near_ideal(&c, qps, r, late);
   }
-  ASSERT(near);
+  /* The bounds are about the harness on a machine it has to itself: where
+   * other processes took the CPUs (the result's "machine busy" warning,
+   * from their measured CPU time: CI with other tests and two CPU hogs
+   * doubled every latency), they measure the load, and are said, not
+   * checked. */
+  const char *busy = busy_warning(&report->results[0]);
+  if (!near && busy)
+    printf("  not checked against the ideal server: %s\n", busy);
+  else
+    ASSERT(near);
   mb_bench_report_free(report);
   return 0;
 }
