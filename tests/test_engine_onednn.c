@@ -215,6 +215,15 @@ TEST(conv_sum_operand_kept) {
   return check_graph(&c);
 }
 
+/* SiLU as torch.onnx.export writes it: y = x * Sigmoid(x), the Sigmoid's
+ * output named sig. */
+static void gc_silu(gcase *c, const char *x, const char *sig, const char *y) {
+  char mul_in[64];
+  snprintf(mul_in, sizeof mul_in, "%s,%s", x, sig);
+  gc_node(c, "Sigmoid", x, sig);
+  gc_node(c, "Mul", mul_in, y);
+}
+
 /* An EfficientNet MBConv block in small: a depthwise conv whose SiLU
  * (Sigmoid and Mul) comes after a post-op oneDNN may refuse (an Add
  * broadcast along W only: the whole chain then lowers node by node, at
@@ -240,18 +249,15 @@ static void build_mbconv_se(gcase *c) {
   gc_const(c, "wp", 4, wp, NULL, -0.3f, 0.3f);
   gc_const(c, "bp", 1, b12, NULL, -0.2f, 0.2f);
   gc_node(c, "Conv", "x,we,be", "e");
-  gc_node(c, "Sigmoid", "e", "es");
-  gc_node(c, "Mul", "e,es", "ea");
+  gc_silu(c, "e", "es", "ea");
   gc_node(c, "Conv", "ea,wd,bd", "d");
   gc_int(c, "group", 20);
   GC_INTS(c, "pads", 1, 1, 1, 1);
   gc_node(c, "Add", "d,kw", "dk");
-  gc_node(c, "Sigmoid", "dk", "ds");
-  gc_node(c, "Mul", "dk,ds", "da");
+  gc_silu(c, "dk", "ds", "da");
   gc_node(c, "GlobalAveragePool", "da", "p");
   gc_node(c, "Conv", "p,w1,b1", "s1");
-  gc_node(c, "Sigmoid", "s1", "s1s");
-  gc_node(c, "Mul", "s1,s1s", "s1a");
+  gc_silu(c, "s1", "s1s", "s1a");
   gc_node(c, "Conv", "s1a,w2,b2", "s2");
   gc_node(c, "Sigmoid", "s2", "g");
   gc_node(c, "Mul", "da,g", "se");
@@ -260,20 +266,25 @@ static void build_mbconv_se(gcase *c) {
   gc_output(c, "y");
 }
 
-TEST(mbconv_se_block) {
-  SKIP_UNLESS_AVAILABLE();
+/* The graph `build` makes, in fp32 and in int8 with per-channel and
+ * per-tensor weights, each against the reference. */
+static int check_fp32_and_int8(void (*build)(gcase *), const char *what) {
   gcase c;
-  build_mbconv_se(&c);
+  build(&c);
   if (check_graph(&c))
-    TEST_FAIL_("MBConv block with squeeze-excitation failed in fp32");
+    TEST_FAIL_("%s failed in fp32", what);
   for (int per_tensor = 0; per_tensor < 2; per_tensor++) {
-    build_mbconv_se(&c);
+    build(&c);
     if (check_int8(&c, per_tensor))
-      TEST_FAIL_("MBConv block with squeeze-excitation (per-tensor weights "
-                 "%d) failed in int8",
-                 per_tensor);
+      TEST_FAIL_("%s (per-tensor weights %d) failed in int8", what, per_tensor);
   }
   return 0;
+}
+
+TEST(mbconv_se_block) {
+  SKIP_UNLESS_AVAILABLE();
+  return check_fp32_and_int8(build_mbconv_se,
+                             "MBConv block with squeeze-excitation");
 }
 
 /* EfficientNet-V2-S's first stages at their real sizes (issue 48: its
@@ -316,32 +327,26 @@ static void build_effnetv2_stages(gcase *c) {
   gc_node(c, "Conv", "x,w0,b0", "s");
   GC_INTS(c, "strides", 2, 2);
   GC_INTS(c, "pads", 1, 1, 1, 1);
-  gc_node(c, "Sigmoid", "s", "ss");
-  gc_node(c, "Mul", "s,ss", "a");
+  gc_silu(c, "s", "ss", "a");
   gc_node(c, "Conv", "a,w1,b1", "f");
   GC_INTS(c, "pads", 1, 1, 1, 1);
-  gc_node(c, "Sigmoid", "f", "fs");
-  gc_node(c, "Mul", "f,fs", "fa");
+  gc_silu(c, "f", "fs", "fa");
   gc_node(c, "Add", "fa,a", "r");
   gc_node(c, "Conv", "r,w2,b2", "e");
   GC_INTS(c, "strides", 2, 2);
   GC_INTS(c, "pads", 1, 1, 1, 1);
-  gc_node(c, "Sigmoid", "e", "es");
-  gc_node(c, "Mul", "e,es", "ea");
+  gc_silu(c, "e", "es", "ea");
   gc_node(c, "Conv", "ea,w3,b3", "m");
   gc_node(c, "Conv", "m,w4,b4", "g");
-  gc_node(c, "Sigmoid", "g", "gs");
-  gc_node(c, "Mul", "g,gs", "ga");
+  gc_silu(c, "g", "gs", "ga");
   gc_node(c, "Conv", "ga,wd,bd", "d");
   gc_int(c, "group", 160);
   GC_INTS(c, "strides", 2, 2);
   GC_INTS(c, "pads", 1, 1, 1, 1);
-  gc_node(c, "Sigmoid", "d", "ds");
-  gc_node(c, "Mul", "d,ds", "da");
+  gc_silu(c, "d", "ds", "da");
   gc_node(c, "GlobalAveragePool", "da", "p");
   gc_node(c, "Conv", "p,ws1,bs1", "q");
-  gc_node(c, "Sigmoid", "q", "qs");
-  gc_node(c, "Mul", "q,qs", "qa");
+  gc_silu(c, "q", "qs", "qa");
   gc_node(c, "Conv", "qa,ws2,bs2", "u");
   gc_node(c, "Sigmoid", "u", "us");
   gc_node(c, "Mul", "da,us", "se");
@@ -351,18 +356,7 @@ static void build_effnetv2_stages(gcase *c) {
 
 TEST(effnetv2_stages) {
   SKIP_UNLESS_AVAILABLE();
-  gcase c;
-  build_effnetv2_stages(&c);
-  if (check_graph(&c))
-    TEST_FAIL_("EfficientNet-V2 stages failed in fp32");
-  for (int per_tensor = 0; per_tensor < 2; per_tensor++) {
-    build_effnetv2_stages(&c);
-    if (check_int8(&c, per_tensor))
-      TEST_FAIL_("EfficientNet-V2 stages (per-tensor weights %d) failed in "
-                 "int8",
-                 per_tensor);
-  }
-  return 0;
+  return check_fp32_and_int8(build_effnetv2_stages, "EfficientNet-V2 stages");
 }
 
 /* An intermediate that is also a graph output is not fused away. */
